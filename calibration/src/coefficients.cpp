@@ -1,0 +1,32 @@
+#include "segadvise/calibration/coefficients.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "segadvise/costmodel/json_io.hpp"
+
+namespace segadvise {
+
+struct EmbeddedFile {
+  const char* name;
+  const char* text;
+};
+extern const EmbeddedFile kCalibrationData[];
+extern const std::size_t kCalibrationDataCount;
+
+const Coefficients& default_coefficients() {
+  static const Coefficients c = [] {
+    for (std::size_t i = 0; i < kCalibrationDataCount; ++i)
+      if (std::string(kCalibrationData[i].name) == "coefficients.json")
+        return coefficients_from_json(nlohmann::json::parse(kCalibrationData[i].text),
+                                      "calibration/data/coefficients.json");
+    return Coefficients{};
+  }();
+  return c;
+}
+
+Coefficients coefficients_for(const std::string& path) {
+  if (path.empty()) return default_coefficients();
+  return load_coefficients(path);
+}
+
+}  // namespace segadvise

@@ -1,0 +1,193 @@
+// segadvise advise --model M --gpu G [...]: every schedule the family's trainer supports, the
+// Pareto front, the fastest that fits with headroom, its config keys; when nothing fits, by how much
+// and what would.
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "output.hpp"
+#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/costmodel/precision.hpp"
+
+namespace segadvise::cli {
+
+namespace {
+
+struct Alternative {
+  std::string change;  // "batch 2", "int8-sdnq base", …
+  Schedule schedule;
+  Prediction prediction;
+};
+
+Advice advise_context(const Context& ctx) {
+  const auto schedules = enumerate_schedules(schedule_space(ctx));
+  return advise(schedules, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes);
+}
+
+// When nothing fits: smaller batch, resolution or frames; a quantized base; weight streaming.
+std::vector<Alternative> what_would_fit(const Context& base) {
+  std::vector<Alternative> out;
+  auto attempt = [&](const std::string& change, const std::function<bool(TrainingSetup&)>& edit) {
+    Context ctx = base;
+    if (!edit(ctx.setup)) return;
+    reanalyze(ctx);
+    const Advice a = advise_context(ctx);
+    if (a.recommended < 0) return;
+    const Candidate& c = a.candidates[a.recommended];
+    out.push_back({change, c.schedule, c.prediction});
+  };
+  const TrainingSetup& s = base.setup;
+  for (int b = s.batch / 2; b >= 1; b /= 2) {
+    const std::size_t before = out.size();
+    attempt("train_batch_size " + std::to_string(b), [b](TrainingSetup& x) { x.batch = b; return true; });
+    if (out.size() > before) break;
+  }
+  for (double f : {0.75, 0.5}) {
+    const int w = round_to_alignment(s.width * f, base.family->geometry.alignment);
+    const int h = round_to_alignment(s.height * f, base.family->geometry.alignment);
+    const std::size_t before = out.size();
+    attempt("resolution " + std::to_string(w) + "x" + std::to_string(h), [w, h](TrainingSetup& x) {
+      x.width = w;
+      x.height = h;
+      return true;
+    });
+    if (out.size() > before) break;
+  }
+  if (s.frames > 1) {
+    for (int fr : {s.frames * 2 / 3, s.frames / 2, s.frames / 4}) {
+      const int frames = apply_frame_rule(*base.family, std::max(1, fr));
+      if (frames >= s.frames || frames < 1) continue;
+      const std::size_t before = out.size();
+      attempt("frames " + std::to_string(frames), [frames](TrainingSetup& x) { x.frames = frames; return true; });
+      if (out.size() > before) break;
+    }
+  }
+  if (!precision_info(s.base_precision).quantized && s.model_type == "lora") {
+    for (const char* p : {"int8-quanto", "fp8-torchao", "nf4-bnb"}) {
+      const std::size_t before = out.size();
+      attempt(std::string("base_model_precision ") + p, [p](TrainingSetup& x) {
+        x.base_precision = p;
+        return true;
+      });
+      if (out.size() > before) break;
+    }
+  }
+  if (!s.ramtorch) attempt("ramtorch: true (stream block weights)", [](TrainingSetup& x) {
+      x.ramtorch = true;
+      x.ramtorch_percent = 100;
+      return true;
+    });
+  return out;
+}
+
+std::string yesno(bool b) { return b ? "yes" : "no"; }
+
+std::string fmt(double x, const char* f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+}  // namespace
+
+int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit) {
+  const Advice a = advise_context(ctx);
+  const bool json = f.format == "json", md = f.format == "markdown";
+  std::vector<Alternative> alternatives;
+  if (a.recommended < 0) alternatives = what_would_fit(ctx);
+
+  if (json) {
+    nlohmann::json j;
+    j["model"] = ctx.family->id;
+    j["gpu"] = ctx.gpu.id;
+    const double usable = std::max(0.0, ctx.gpu.total_bytes - ctx.coef.for_gpu(ctx.gpu.id).reserve_bytes);
+    j["usable_vram_gib"] = usable / kGiB;
+    j["headroom_gib"] = ctx.headroom_bytes / kGiB;
+    j["setup"] = setup_json(ctx);
+    j["schedules_evaluated"] = a.evaluated_count;
+    j["schedules_unsupported"] = a.unsupported_count;
+    nlohmann::json cands = nlohmann::json::array();
+    for (const auto& c : a.candidates) {
+      if (!show_all && !c.pareto && &c - &a.candidates[0] != a.recommended) continue;
+      nlohmann::json pj = to_json(c.prediction);
+      pj["pareto"] = c.pareto;
+      cands.push_back({{"schedule", to_json(c.schedule)}, {"plan", c.plan.plan.description}, {"prediction", pj}});
+    }
+    j["candidates"] = cands;
+    if (a.recommended >= 0) {
+      const Candidate& c = a.candidates[a.recommended];
+      j["recommendation"] = {{"schedule", to_json(c.schedule)},
+                             {"prediction", to_json(c.prediction)},
+                             {"config", simpletuner_keys(c.schedule)}};
+    } else {
+      j["recommendation"] = nullptr;
+      j["shortfall_gib"] = a.shortfall_bytes / kGiB;
+      nlohmann::json alts = nlohmann::json::array();
+      for (const auto& alt : alternatives)
+        alts.push_back({{"change", alt.change},
+                        {"schedule", to_json(alt.schedule)},
+                        {"peak_vram_gib", alt.prediction.peak_vram_bytes / kGiB},
+                        {"step_time_s", alt.prediction.step_time_s}});
+      j["what_would_fit"] = alts;
+    }
+    out << j.dump(2) << "\n";
+    return a.recommended >= 0 ? kOk : kDoesNotFit;
+  }
+
+  if (md) out << "## segadvise: " << ctx.family->name << " on " << ctx.gpu.name << "\n\n";
+  print_setup(out, ctx, md);
+  out << (md ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.candidates.size()
+      << " supported by the trainer for this family" << (show_all ? "" : "; Pareto front (time vs memory):") << "\n\n";
+  Table t({"schedule", "peak", "s/step", "fits", "what runs"});
+  for (std::size_t i = 0; i < a.candidates.size(); ++i) {
+    const Candidate& c = a.candidates[i];
+    if (!show_all && !c.pareto && static_cast<int>(i) != a.recommended) continue;
+    std::string name = c.schedule.name();
+    if (static_cast<int>(i) == a.recommended) name = "* " + name;
+    t.add({name, gib_str(c.prediction.peak_vram_bytes), secs_str(c.prediction.step_time_s), yesno(c.prediction.fits),
+           c.plan.plan.description});
+  }
+  t.print(out, md);
+  out << "\n";
+  if (a.recommended >= 0) {
+    const Candidate& c = a.candidates[a.recommended];
+    out << (md ? "### Recommendation\n\n" : "Recommendation: ") << c.schedule.name() << " — "
+        << secs_str(c.prediction.step_time_s) << "/step, peak " << gib_str(c.prediction.peak_vram_bytes) << " of "
+        << gib_str(c.prediction.usable_vram_bytes) << " usable\n";
+    if (md) out << "\n```json\n"; else out << "SimpleTuner config keys:\n";
+    out << simpletuner_keys(c.schedule).dump(2) << "\n";
+    if (md) out << "```\n";
+    for (const auto& w : c.prediction.warnings) out << "warning: " << w << "\n";
+  } else {
+    out << "Nothing fits: the smallest schedule needs " << gib_str(a.shortfall_bytes)
+        << " more than the card has (usable minus headroom).\n";
+    if (alternatives.empty()) {
+      out << "No single change tried (batch, resolution, frames, quantized base, RamTorch) makes it fit.\n";
+    } else {
+      out << "What would fit:\n";
+      for (const auto& alt : alternatives)
+        out << "  - " << alt.change << ": " << alt.schedule.name() << ", " << secs_str(alt.prediction.step_time_s)
+            << "/step, peak " << gib_str(alt.prediction.peak_vram_bytes) << "\n";
+    }
+  }
+  (void)emit;
+  (void)fmt;
+  return a.recommended >= 0 ? kOk : kDoesNotFit;
+}
+
+void setup_advise(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("advise", "recommend the fastest checkpointing schedule that fits (the default command)");
+  auto flags = std::make_shared<SetupFlags>();
+  auto all = std::make_shared<bool>(false);
+  auto emit = std::make_shared<std::string>();
+  add_setup_flags(cmd, *flags);
+  cmd->add_flag("--all", *all, "list every supported schedule, not only the Pareto front");
+  cmd->add_option("--emit", *emit, "print the recommendation as config for: simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  cmd->callback([flags, all, emit, &exit_code] {
+    Context ctx = build_context(*flags);
+    exit_code = run_advise(ctx, *flags, std::cout, *all, *emit);
+  });
+}
+
+}  // namespace segadvise::cli

@@ -1,0 +1,44 @@
+// segadvise: memory planning and checkpointing advice for fine-tuning diffusion transformers.
+// Bad input is an InputError caught here once: `segadvise: error: …`, exit code 2.
+#include <CLI/CLI.hpp>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  using namespace segadvise;
+  // `segadvise --model wan14b --gpu l40s` is `segadvise advise --model wan14b --gpu l40s`
+  std::vector<char*> args(argv, argv + argc);
+  static char advise[] = "advise";
+  if (argc > 1 && argv[1][0] == '-' && std::strcmp(argv[1], "-h") != 0 && std::strcmp(argv[1], "--help") != 0 &&
+      std::strcmp(argv[1], "--version") != 0)
+    args.insert(args.begin() + 1, advise);
+
+  CLI::App app{"segadvise: which gradient-checkpointing schedule fits your GPU, and what it costs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "segadvise 0.1.0");
+  int exit_code = cli::kOk;
+  cli::setup_advise(app, exit_code);
+  cli::setup_predict(app, exit_code);
+  cli::setup_list(app, exit_code);
+  cli::setup_check(app, exit_code);
+  cli::setup_calibrate(app, exit_code);
+  cli::setup_accuracy(app, exit_code);
+  cli::setup_torch_passthrough(app, exit_code, argv[0]);
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : cli::kBadInput;
+  } catch (const InputError& e) {
+    std::cerr << "segadvise: error: " << e.what() << "\n";
+    return cli::kBadInput;
+  } catch (const nlohmann::json::exception& e) {
+    std::cerr << "segadvise: error: " << e.what() << "\n";
+    return cli::kBadInput;
+  }
+  return exit_code;
+}

@@ -1,0 +1,29 @@
+// Printers, apart from computation: the same results as a table, markdown or JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace segadvise::cli {
+
+// A simple aligned table; markdown when `markdown`.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void print(std::ostream& out, bool markdown) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+nlohmann::json setup_json(const Context& ctx);
+void print_setup(std::ostream& out, const Context& ctx, bool markdown);
+void print_prediction(std::ostream& out, const Prediction& p, bool markdown);
+
+}  // namespace segadvise::cli

@@ -1,0 +1,58 @@
+// The cost model: (chain, plan, setup, GPU, coefficients) -> Prediction.
+// Peak VRAM comes from a simulated forward/backward activation timeline, step time from a roofline
+// with fitted efficiencies. Derivations are in costmodel/src/costmodel.cpp.
+#pragma once
+
+#include <vector>
+
+#include "segadvise/costmodel/types.hpp"
+
+namespace segadvise {
+
+// One point of the activation timeline (bytes live on the GPU just then).
+struct TimelinePoint {
+  std::string phase;  // "forward block 3", "backward segment [4,6)"
+  double live_bytes = 0;
+};
+
+struct ActivationTimeline {
+  double peak_bytes = 0;
+  std::string peak_phase;
+  double retained_after_forward_bytes = 0;
+  double host_bytes = 0;  // peak bytes parked in host memory (offload)
+  std::vector<TimelinePoint> points;  // filled when asked (tests, insight tables)
+};
+
+// Saved bytes of one block after the fitted per-kind scales (profiled blocks are not scaled).
+struct ScaledBlock {
+  double attention_bytes = 0, ffn_bytes = 0, rest_bytes = 0, ffn_input_bytes = 0, boundary_bytes = 0,
+         transient_bytes = 0;
+  double saved() const { return attention_bytes + ffn_bytes + rest_bytes; }
+};
+ScaledBlock scaled(const BlockCost& b, const Coefficients& coef);
+
+ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& plan, const Coefficients& coef,
+                                        bool keep_points = false);
+
+struct StaticMemory {
+  double weights_bytes = 0;
+  double streamed_weights_bytes = 0;
+  double trainable_params = 0;
+  double trainable_bytes = 0;
+  double gradient_bytes = 0;
+  double optimizer_bytes = 0;
+};
+StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup);
+
+// Per-block forward times in seconds (matmul + attention, roofline), used by the planner too.
+double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
+double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
+                           const Coefficients& coef);
+
+Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetup& setup, const GpuSpec& gpu,
+                   const Coefficients& coef, double headroom_bytes);
+
+// A prediction for a schedule the trainer ignores or rejects.
+Prediction unsupported_prediction(const std::string& reason);
+
+}  // namespace segadvise

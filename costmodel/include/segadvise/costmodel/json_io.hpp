@@ -1,0 +1,23 @@
+// JSON at the cost model's edges: coefficients files, and the JSON shape of setups, schedules and
+// predictions that every subcommand prints.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "segadvise/costmodel/types.hpp"
+
+namespace segadvise {
+
+nlohmann::json to_json(const TrainingSetup& s);
+nlohmann::json to_json(const Schedule& s);
+nlohmann::json to_json(const Prediction& p);
+nlohmann::json to_json(const Coefficients& c);
+
+// Throws InputError naming the file and field.
+Coefficients coefficients_from_json(const nlohmann::json& j, const std::string& origin);
+Coefficients load_coefficients(const std::string& path);
+// Writes to a temporary file beside `path` and renames it: never a half-written file.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace segadvise

@@ -1,0 +1,207 @@
+// Value types shared by every module: what a training run is (TrainingSetup), what a block costs
+// (BlockCost / BlockChain), how the trainer checkpoints it (Plan), what a GPU is (GpuSpec), the
+// fitted coefficients, and what the cost model answers (Prediction).
+//
+// Units are in the names: *_bytes, *_s, *_flops, *_per_s. Nothing here needs LibTorch.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace segadvise {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Bad input (a flag, a file, a field, a value). The message names them; cli/main.cpp catches it
+// once, prints `segadvise: error: …` and exits with code 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct GpuSpec {
+  std::string id;    // catalog key, e.g. "l40s"
+  std::string name;  // "NVIDIA L40S 48GB"
+  double total_bytes = 0;
+  double bf16_flops_per_s = 0;  // dense bf16, fp32 accumulate
+  double fp8_flops_per_s = 0;   // dense fp8 (0 when the card has none)
+  double mem_bytes_per_s = 0;
+  double pcie_bytes_per_s = 0;  // host<->device, one direction, nominal
+  std::string source;
+};
+
+// Everything that changes memory or time. Defaults are SimpleTuner's (simpletuner-semantics §0).
+struct TrainingSetup {
+  std::string model_id;  // families/ id
+  int width = 1024;      // trained size after bucketing, pixels
+  int height = 1024;
+  int frames = 1;        // video frames after the family's frame rule
+  int batch = 1;
+  int text_tokens = -1;  // -1: the family's own
+  std::string base_precision = "no_change";  // base_model_precision (or bf16 / int8-sdnq-hadamard)
+  bool sdnq_hadamard = false;
+  std::string mixed_precision = "bf16";
+  std::string model_type = "lora";  // lora | full
+  std::string lora_type = "standard";  // standard | lycoris
+  int lora_rank = 16;
+  double lycoris_factor_params = 0;  // LyCORIS trainable parameters when known (0: estimated)
+  std::string optimizer = "adamw_bf16";
+  bool ramtorch = false;
+  double ramtorch_percent = 100;
+  int blocks_to_swap = 0;      // musubi_blocks_to_swap
+  bool group_offload = false;  // enable_group_offload
+  std::string attention = "diffusers";
+  bool use_ema = false;
+  bool ema_on_gpu = false;
+  std::vector<std::string> notes;  // how the setup was derived, shown to the user
+};
+
+// One block instance as the cost model sees it. Derivations live in families/analyzer.cpp.
+struct BlockCost {
+  std::string list;   // trainer attribute, e.g. "transformer_blocks"
+  int index = 0;      // index inside its list
+  std::string kind;   // dit_cross, mmdit_double, …
+  bool checkpointable = true;  // the trainer's checkpointing covers it
+  bool attention_offloadable = false;
+  bool has_ffn_boundary = true;
+  double saved_attention_bytes = 0;  // tensors autograd keeps for backward, attention side
+  double saved_ffn_bytes = 0;        // FFN side
+  double saved_rest_bytes = 0;       // norms, modulation, residual bookkeeping
+  double ffn_input_bytes = 0;  // what FFN-only checkpointing keeps instead of the FFN side
+  double boundary_bytes = 0;   // state entering the block: hidden (+ text, + carried skips)
+  double transient_bytes = 0;  // short-lived workspace while it runs (largest intermediate)
+  double matmul_flops = 0;     // forward, dense linear layers
+  double ffn_matmul_flops = 0;  // part of matmul_flops on the FFN side
+  double attention_flops = 0;  // forward, QK^T and PV
+  double params = 0;           // base weights
+  double quantizable_params = 0;  // linear weights a quantizer converts
+  double lora_params = 0;      // trainable adapter parameters in this block
+  bool measured = false;       // bytes come from a profile: fitted activation scales do not apply
+  double measured_forward_s = 0;   // from a profile taken on the target GPU (0: use the roofline)
+  double measured_backward_s = 0;
+
+  double saved_bytes() const { return saved_attention_bytes + saved_ffn_bytes + saved_rest_bytes; }
+};
+
+struct BlockChain {
+  std::string model_id;
+  std::vector<BlockCost> blocks;  // in the trainer's execution order
+  double tokens_image = 0;        // per sample
+  double tokens_text = 0;
+  double outside_params = 0;      // embedders, heads, refiners not described as blocks
+  double outside_activation_bytes = 0;  // embedder/head/loss activations, always retained
+  double outside_matmul_flops = 0;
+  double activation_dtype_bytes = 2;  // bf16 / fp16 activations; 4 when mixed_precision is no
+  std::string source = "static";  // static | profile:<file>
+};
+
+enum class Backend { Torch, TorchFfn, Unsloth, UnslothFfn };
+std::string to_string(Backend b);
+Backend parse_backend(const std::string& s);  // throws InputError
+inline bool is_ffn(Backend b) { return b == Backend::TorchFfn || b == Backend::UnslothFfn; }
+inline bool is_unsloth(Backend b) { return b == Backend::Unsloth || b == Backend::UnslothFfn; }
+
+// The trainer's knobs, as a user writes them.
+struct Schedule {
+  bool checkpointing = true;
+  int interval = 0;  // 0 or 1: unset (every block)
+  int stride = 0;    // 0: unset
+  Backend backend = Backend::Torch;
+  bool offload_attention = false;
+
+  // The sweep's names: none, layer, intervalK, segK-strideS, activation-offload,
+  // segK-strideS-offload; a backend suffix "+unsloth" etc. is accepted too.
+  std::string name() const;
+  static Schedule parse(const std::string& name);  // throws InputError
+};
+
+// What the trainer really does with a Schedule on a family: each block kept, or checkpointed in a
+// segment (one checkpoint call over [begin, end)), or FFN-only checkpointed.
+enum class BlockMode { Keep, Checkpoint, CheckpointFfn };
+
+struct Segment {
+  int begin = 0;  // block indices into BlockChain::blocks, [begin, end)
+  int end = 0;
+  BlockMode mode = BlockMode::Keep;
+  bool offload_to_host = false;  // unsloth: the checkpoint's saved inputs live in pinned host memory
+};
+
+struct Plan {
+  std::vector<Segment> segments;  // cover every block exactly once, in order
+  bool offload_attention = false;
+  std::string description;
+};
+
+// A schedule the trainer ignores or rejects is a value with a reason, never a silent prediction.
+struct PlanResult {
+  bool supported = true;
+  std::string reason;  // why not, or what the trainer changes (a warning)
+  std::vector<std::string> warnings;
+  Plan plan;
+};
+
+// Fitted coefficients (calibration/). Defaults are physically plausible starting points.
+struct GpuCoefficients {
+  double matmul_efficiency = 0.45;     // achieved / peak dense bf16 on the blocks' matmuls
+  double attention_efficiency = 0.35;  // achieved / peak on attention FLOPs
+  double overhead_s = 0.08;            // fixed per step: launch, data, loss, bookkeeping
+  double pcie_efficiency = 0.6;        // achieved / nominal host<->device
+  double reserve_bytes = 2.0 * kGiB;   // context + allocator reserve + what the driver keeps
+};
+
+struct Coefficients {
+  std::map<std::string, GpuCoefficients> gpu;  // by GpuSpec::id
+  GpuCoefficients default_gpu;
+  // Saved-activation scale per block kind and side ("dit_cross.attention"), default 1.
+  std::map<std::string, double> activation_scale;
+  // Matmul time multiplier per base precision (quantized kernels, dequantization), default 1.
+  std::map<std::string, double> matmul_time_factor;
+  double backward_factor = 1.6;        // backward time / forward time (frozen base, LoRA grads)
+  double fragmentation = 0.08;         // allocator slack as a fraction of the activation peak
+  double offload_overlap = 0.5;        // share of activation offload transfer hidden by compute
+  std::string source = "built-in defaults";
+
+  const GpuCoefficients& for_gpu(const std::string& id) const;
+  double scale(const std::string& kind, const std::string& side) const;
+  double time_factor(const std::string& precision) const;
+};
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;        // resident base weights at their precision
+  double streamed_weights_bytes = 0;  // weights on the host (RamTorch / block swap), not counted in peak
+  double trainable_bytes = 0;      // LoRA / LyCORIS / full parameters
+  double gradient_bytes = 0;
+  double optimizer_bytes = 0;
+  double activation_peak_bytes = 0;  // timeline peak of retained + working activations
+  double fragmentation_bytes = 0;
+  double reserve_bytes = 0;        // CUDA context, allocator reserve
+  double host_activation_bytes = 0;  // offloaded to pinned host memory
+  std::string peak_phase;          // where the activation peak happens
+};
+
+struct TimeBreakdown {
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;
+  double transfer_s = 0;  // exposed host<->device traffic (offload, streaming)
+  double optimizer_s = 0;
+  double overhead_s = 0;
+};
+
+struct Prediction {
+  bool supported = true;
+  std::string reason;
+  bool fits = false;
+  double peak_vram_bytes = 0;
+  double usable_vram_bytes = 0;
+  double step_time_s = 0;
+  MemoryBreakdown memory;
+  TimeBreakdown time;
+  std::vector<std::string> warnings;
+};
+
+}  // namespace segadvise

@@ -1,0 +1,300 @@
+#include "segadvise/costmodel/costmodel.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "segadvise/costmodel/precision.hpp"
+
+namespace segadvise {
+
+ScaledBlock scaled(const BlockCost& b, const Coefficients& coef) {
+  ScaledBlock s;
+  const double a = b.measured ? 1.0 : coef.scale(b.kind, "attention");
+  const double f = b.measured ? 1.0 : coef.scale(b.kind, "ffn");
+  const double r = b.measured ? 1.0 : coef.scale(b.kind, "rest");
+  s.attention_bytes = b.saved_attention_bytes * a;
+  s.ffn_bytes = b.saved_ffn_bytes * f;
+  s.rest_bytes = b.saved_rest_bytes * r;
+  s.ffn_input_bytes = b.ffn_input_bytes;
+  s.boundary_bytes = b.boundary_bytes;
+  s.transient_bytes = b.transient_bytes;
+  return s;
+}
+
+// The activation timeline (DESIGN.md, "Memory, in one paragraph").
+//
+// Forward, segment by segment, each leaves behind what the schedule retains on the GPU:
+//   Keep block          all its saved tensors (attention side on the host if offloaded)
+//   Checkpoint [b,e)    the segment's input state only (on the host with an unsloth backend)
+//   CheckpointFfn block attention + rest saved tensors, and the FFN's input instead of the FFN side
+// While a block runs forward, its own saved tensors and its transient workspace are live on top of
+// what earlier blocks retained.
+// Backward walks the segments in reverse. While segment j is recomputed and back-propagated,
+// everything retained by segments < j is still alive, plus the recomputed activations of the whole
+// segment (a checkpoint call recomputes all of its blocks before their backward runs), plus the
+// gradient of the hidden state flowing in and out (2 x boundary) and the block's transient.
+// The peak is the maximum over all these positions: a max, not a sum of savings.
+ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& plan, const Coefficients& coef,
+                                        bool keep_points) {
+  ActivationTimeline tl;
+  const auto& blocks = chain.blocks;
+  std::vector<ScaledBlock> sb;
+  sb.reserve(blocks.size());
+  for (const auto& b : blocks) sb.push_back(scaled(b, coef));
+
+  auto attention_on_gpu = [&](std::size_t i) {
+    return (plan.offload_attention && blocks[i].attention_offloadable) ? 0.0 : sb[i].attention_bytes;
+  };
+  const double base = chain.outside_activation_bytes;
+  // phases are named lazily: building a string per position would dominate advise's run time
+  auto phase_name = [&](int what, int i) {
+    const std::string where = blocks[i].list + "." + std::to_string(blocks[i].index);
+    return (what == 0 ? "forward " : what == 1 ? "backward (recomputed segment) " : "backward ") + where;
+  };
+  int peak_what = 0, peak_block = 0;
+  auto note = [&](int what, int i, double live) {
+    if (live > tl.peak_bytes) {
+      tl.peak_bytes = live;
+      peak_what = what;
+      peak_block = i;
+    }
+    if (keep_points) tl.points.push_back({phase_name(what, i), live});
+  };
+
+  // forward
+  std::vector<double> retained(plan.segments.size(), 0.0);
+  double retained_sum = 0, host = 0;
+  for (std::size_t j = 0; j < plan.segments.size(); ++j) {
+    const Segment& s = plan.segments[j];
+    double seg_retained = 0;
+    for (int i = s.begin; i < s.end; ++i) {
+      const ScaledBlock& b = sb[i];
+      const double running = base + retained_sum + seg_retained + b.saved() + b.transient_bytes + b.boundary_bytes;
+      note(0, i, running);
+      if (s.mode == BlockMode::Keep) {
+        seg_retained += attention_on_gpu(i) + b.ffn_bytes + b.rest_bytes;
+        host += b.attention_bytes - attention_on_gpu(i);
+      } else if (s.mode == BlockMode::CheckpointFfn) {
+        const double kept = attention_on_gpu(i) + b.rest_bytes;
+        host += b.attention_bytes - attention_on_gpu(i);
+        if (s.offload_to_host) {
+          seg_retained += kept;
+          host += b.ffn_input_bytes;
+        } else {
+          seg_retained += kept + b.ffn_input_bytes;
+        }
+      }
+    }
+    if (s.mode == BlockMode::Checkpoint) {
+      if (s.offload_to_host)
+        host += sb[s.begin].boundary_bytes;
+      else
+        seg_retained += sb[s.begin].boundary_bytes;
+    }
+    retained[j] = seg_retained;
+    retained_sum += seg_retained;
+  }
+  tl.retained_after_forward_bytes = retained_sum;
+  tl.host_bytes = host;
+
+  // backward
+  double before = retained_sum;
+  for (std::size_t jj = plan.segments.size(); jj-- > 0;) {
+    const Segment& s = plan.segments[jj];
+    before -= retained[jj];
+    if (s.mode == BlockMode::Checkpoint) {
+      // recompute the whole segment, then back-propagate from its last block
+      double recomputed = 0;
+      for (int i = s.begin; i < s.end; ++i) recomputed += sb[i].saved();
+      for (int i = s.end - 1; i >= s.begin; --i) {
+        const double grads = 2 * sb[i].boundary_bytes;
+        note(1, i, base + before + sb[s.begin].boundary_bytes + recomputed + grads + sb[i].transient_bytes);
+        recomputed -= sb[i].saved();
+      }
+    } else {
+      for (int i = s.end - 1; i >= s.begin; --i) {
+        const ScaledBlock& b = sb[i];
+        const double grads = 2 * b.boundary_bytes;
+        double live_block = b.saved();  // offloaded attention comes back for this block's backward
+        if (s.mode == BlockMode::CheckpointFfn) live_block += b.ffn_input_bytes;
+        // blocks of this segment after i are already freed; blocks before i still hold theirs
+        double earlier_in_segment = 0;
+        for (int k = s.begin; k < i; ++k) {
+          earlier_in_segment += attention_on_gpu(k) + sb[k].rest_bytes +
+                                (s.mode == BlockMode::Keep ? sb[k].ffn_bytes
+                                                           : (s.offload_to_host ? 0 : sb[k].ffn_input_bytes));
+        }
+        note(2, i, base + before + earlier_in_segment + live_block + grads + b.transient_bytes);
+      }
+    }
+  }
+  if (!blocks.empty()) tl.peak_phase = phase_name(peak_what, peak_block);
+  return tl;
+}
+
+StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
+  StaticMemory m;
+  const PrecisionInfo prec = precision_info(setup.base_precision);
+  const double dtype = weight_dtype_bytes(setup);
+  const bool full = setup.model_type == "full";
+  // TransformerEngine keeps bf16 weight storage for full runs (§2.2)
+  const double q_bytes =
+      (prec.backend == "transformerengine" && full) ? dtype : (prec.quantized ? prec.bytes_per_param : dtype);
+
+  // Streaming: RamTorch moves ramtorch_percent of the block weights to the host (targets `blocks.*`
+  // in the examples); Musubi swap keeps the last N blocks on the host. Both stream one block at a
+  // time; a double buffer of the largest block stays resident.
+  const int n = static_cast<int>(chain.blocks.size());
+  const int swap_from = setup.blocks_to_swap > 0 ? std::max(1, n - std::min(setup.blocks_to_swap, n - 1)) : n;
+  double largest_block_bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    const BlockCost& b = chain.blocks[i];
+    const double bytes = b.quantizable_params * q_bytes + (b.params - b.quantizable_params) * dtype;
+    double streamed_share = 0;
+    if (setup.ramtorch) streamed_share = std::clamp(setup.ramtorch_percent / 100.0, 0.0, 1.0);
+    if (i >= swap_from || setup.group_offload) streamed_share = 1.0;
+    m.weights_bytes += bytes * (1 - streamed_share);
+    m.streamed_weights_bytes += bytes * streamed_share;
+    if (streamed_share > 0) largest_block_bytes = std::max(largest_block_bytes, bytes);
+  }
+  m.weights_bytes += 2 * largest_block_bytes;
+  m.weights_bytes += chain.outside_params * dtype;
+
+  double block_params = 0, lora = 0;
+  for (const auto& b : chain.blocks) {
+    block_params += b.params;
+    lora += b.lora_params;
+  }
+  const OptimizerInfo opt = optimizer_info(setup.optimizer);
+  if (full) {
+    m.trainable_params = block_params + chain.outside_params;
+    m.trainable_bytes = 0;  // the weights themselves, already counted
+    m.gradient_bytes = m.trainable_params * dtype;
+  } else {
+    m.trainable_params = lora;
+    m.trainable_bytes = lora * 2;  // adapters are cast to weight_dtype (bf16), §2.1
+    m.gradient_bytes = lora * 2;
+  }
+  m.optimizer_bytes = m.trainable_params * opt.state_bytes_per_param;
+  if (setup.use_ema && setup.ema_on_gpu) m.optimizer_bytes += m.trainable_params * dtype;
+  return m;
+}
+
+namespace {
+
+double matmul_peak(const GpuSpec& gpu) { return gpu.bf16_flops_per_s; }
+
+}  // namespace
+
+double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
+  if (b.measured_forward_s > 0) return b.measured_forward_s;
+  const GpuCoefficients& g = coef.for_gpu(gpu.id);
+  const double factor = coef.time_factor(precision_key(setup));
+  const double q_share = b.params > 0 ? b.quantizable_params / b.params : 0;
+  const double mm = b.matmul_flops / (g.matmul_efficiency * matmul_peak(gpu)) * (q_share * factor + (1 - q_share));
+  const double attn = b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s);
+  // memory floor: read the weights and write/read the saved tensors once
+  const double bytes = b.params * 2 + 2 * b.saved_bytes();
+  const double mem = bytes / gpu.mem_bytes_per_s;
+  return std::max(mm + attn, mem);
+}
+
+double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
+                           const Coefficients& coef) {
+  if (b.matmul_flops <= 0) return 0;
+  const double total = block_forward_s(b, setup, gpu, coef);
+  const double attn = b.attention_flops / (coef.for_gpu(gpu.id).attention_efficiency * gpu.bf16_flops_per_s);
+  return std::max(0.0, total - attn) * (b.ffn_matmul_flops / b.matmul_flops);
+}
+
+Prediction unsupported_prediction(const std::string& reason) {
+  Prediction p;
+  p.supported = false;
+  p.reason = reason;
+  return p;
+}
+
+// Step time (DESIGN.md, "Time, in one paragraph"):
+//   forward   = sum of block roofline times (+ embedders/heads outside the blocks)
+//   backward  = backward_factor x matmul part + 2.5 x attention part (flash backward recomputes
+//               the scores: ~2.5 forward passes of attention work)
+//   recompute = forward time of every checkpointed block (FFN part only for -ffn backends)
+//   transfer  = offloaded bytes out and back over PCIe (not hidden by compute: 1 - offload_overlap),
+//               streamed weights on forward, recompute and backward
+//   optimizer = trainable bytes read and written at memory bandwidth
+//   overhead  = fixed per step (fitted per GPU)
+Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetup& setup, const GpuSpec& gpu,
+                   const Coefficients& coef, double headroom_bytes) {
+  Prediction p;
+  const GpuCoefficients& g = coef.for_gpu(gpu.id);
+  const StaticMemory sm = static_memory(chain, setup);
+  const ActivationTimeline tl = simulate_activations(chain, plan, coef);
+
+  MemoryBreakdown& m = p.memory;
+  m.weights_bytes = sm.weights_bytes;
+  m.streamed_weights_bytes = sm.streamed_weights_bytes;
+  m.trainable_bytes = sm.trainable_bytes;
+  m.gradient_bytes = sm.gradient_bytes;
+  m.optimizer_bytes = sm.optimizer_bytes;
+  m.activation_peak_bytes = tl.peak_bytes;
+  m.fragmentation_bytes = tl.peak_bytes * coef.fragmentation;
+  m.reserve_bytes = 0;  // reserve is taken off the card's usable memory instead (usable_vram_bytes)
+  m.host_activation_bytes = tl.host_bytes;
+  m.peak_phase = tl.peak_phase;
+  p.peak_vram_bytes = m.weights_bytes + m.trainable_bytes + m.gradient_bytes + m.optimizer_bytes +
+                      m.activation_peak_bytes + m.fragmentation_bytes;
+  p.usable_vram_bytes = std::max(0.0, gpu.total_bytes - g.reserve_bytes);
+  p.fits = p.peak_vram_bytes + headroom_bytes <= p.usable_vram_bytes;
+
+  TimeBreakdown& t = p.time;
+  const double pcie = std::max(1.0, gpu.pcie_bytes_per_s * g.pcie_efficiency);
+  const bool full = setup.model_type == "full";
+  double mm_s = 0, attn_s = 0, measured_bwd_s = 0;
+  for (const auto& b : chain.blocks) {
+    const double fwd = block_forward_s(b, setup, gpu, coef);
+    if (b.measured_forward_s > 0) {  // a profile on this GPU: its own forward and backward times
+      t.forward_s += fwd;
+      measured_bwd_s += b.measured_backward_s > 0 ? b.measured_backward_s : coef.backward_factor * fwd;
+      continue;
+    }
+    const double a = b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s);
+    attn_s += std::min(a, fwd);
+    mm_s += std::max(0.0, fwd - a);
+  }
+  const double outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * gpu.bf16_flops_per_s);
+  t.forward_s += mm_s + attn_s + outside_s;
+  t.backward_s = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * (mm_s + outside_s) + 2.5 * attn_s +
+                 measured_bwd_s;
+
+  double offload_bytes = 0;
+  for (const auto& s : plan.segments) {
+    for (int i = s.begin; i < s.end; ++i) {
+      const BlockCost& b = chain.blocks[i];
+      if (s.mode == BlockMode::Checkpoint) t.recompute_s += block_forward_s(b, setup, gpu, coef);
+      if (s.mode == BlockMode::CheckpointFfn) {
+        t.recompute_s += block_ffn_forward_s(b, setup, gpu, coef);
+        if (s.offload_to_host) offload_bytes += b.ffn_input_bytes;
+      }
+      if (plan.offload_attention && b.attention_offloadable && s.mode != BlockMode::Checkpoint)
+        offload_bytes += scaled(b, coef).attention_bytes;
+    }
+    if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += chain.blocks[s.begin].boundary_bytes;
+  }
+  // out in forward, back in backward
+  t.transfer_s = 2 * offload_bytes / pcie * (1 - coef.offload_overlap);
+  if (sm.streamed_weights_bytes > 0) {
+    double recomputed_share = 0;
+    for (const auto& s : plan.segments)
+      if (s.mode != BlockMode::Keep) recomputed_share += s.end - s.begin;
+    recomputed_share /= std::max<std::size_t>(1, chain.blocks.size());
+    const double passes = 2 + recomputed_share;  // forward, backward, and the recompute pass
+    t.transfer_s += sm.streamed_weights_bytes * passes / pcie;
+  }
+  const OptimizerInfo opt = optimizer_info(setup.optimizer);
+  t.optimizer_s = sm.trainable_params * opt.update_bytes_per_param / gpu.mem_bytes_per_s;
+  t.overhead_s = g.overhead_s;
+  p.step_time_s = t.forward_s + t.backward_s + t.recompute_s + t.transfer_s + t.optimizer_s + t.overhead_s;
+  return p;
+}
+
+}  // namespace segadvise

@@ -1,0 +1,176 @@
+#include "segadvise/costmodel/json_io.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace segadvise {
+
+using nlohmann::json;
+
+namespace {
+double gib(double bytes) { return bytes / kGiB; }
+}  // namespace
+
+json to_json(const TrainingSetup& s) {
+  json j = {{"model", s.model_id},
+            {"width", s.width},
+            {"height", s.height},
+            {"frames", s.frames},
+            {"batch", s.batch},
+            {"base_model_precision", s.base_precision},
+            {"sdnq_use_hadamard", s.sdnq_hadamard},
+            {"mixed_precision", s.mixed_precision},
+            {"model_type", s.model_type},
+            {"lora_type", s.lora_type},
+            {"lora_rank", s.lora_rank},
+            {"optimizer", s.optimizer},
+            {"ramtorch", s.ramtorch},
+            {"ramtorch_transformer_percent", s.ramtorch_percent},
+            {"musubi_blocks_to_swap", s.blocks_to_swap},
+            {"group_offload", s.group_offload},
+            {"attention_mechanism", s.attention}};
+  if (s.text_tokens >= 0) j["text_tokens"] = s.text_tokens;
+  j["notes"] = s.notes;
+  return j;
+}
+
+json to_json(const Schedule& s) {
+  return {{"name", s.name()},
+          {"gradient_checkpointing", s.checkpointing},
+          {"interval", s.interval > 1 ? json(s.interval) : json(nullptr)},
+          {"stride", s.stride > 0 ? json(s.stride) : json(nullptr)},
+          {"backend", to_string(s.backend)},
+          {"offload_attention", s.offload_attention}};
+}
+
+json to_json(const Prediction& p) {
+  json j = {{"supported", p.supported}, {"reason", p.reason}};
+  if (!p.supported) {
+    j["fits"] = false;
+    j["peak_vram_gib"] = nullptr;
+    j["step_time_s"] = nullptr;
+    j["breakdown"] = json::object();
+    return j;
+  }
+  const MemoryBreakdown& m = p.memory;
+  const TimeBreakdown& t = p.time;
+  j["fits"] = p.fits;
+  j["peak_vram_gib"] = gib(p.peak_vram_bytes);
+  j["usable_vram_gib"] = gib(p.usable_vram_bytes);
+  j["step_time_s"] = p.step_time_s;
+  j["breakdown"] = {{"memory_gib",
+                     {{"weights", gib(m.weights_bytes)},
+                      {"trainable", gib(m.trainable_bytes)},
+                      {"gradients", gib(m.gradient_bytes)},
+                      {"optimizer", gib(m.optimizer_bytes)},
+                      {"activations_peak", gib(m.activation_peak_bytes)},
+                      {"fragmentation", gib(m.fragmentation_bytes)},
+                      {"streamed_weights_on_host", gib(m.streamed_weights_bytes)},
+                      {"activations_on_host", gib(m.host_activation_bytes)}}},
+                    {"peak_phase", m.peak_phase},
+                    {"time_s",
+                     {{"forward", t.forward_s},
+                      {"backward", t.backward_s},
+                      {"recompute", t.recompute_s},
+                      {"transfer", t.transfer_s},
+                      {"optimizer", t.optimizer_s},
+                      {"overhead", t.overhead_s}}}};
+  j["warnings"] = p.warnings;
+  return j;
+}
+
+json to_json(const Coefficients& c) {
+  auto g = [](const GpuCoefficients& x) {
+    return json{{"matmul_efficiency", x.matmul_efficiency},
+                {"attention_efficiency", x.attention_efficiency},
+                {"overhead_s", x.overhead_s},
+                {"pcie_efficiency", x.pcie_efficiency},
+                {"reserve_gib", x.reserve_bytes / kGiB}};
+  };
+  json gpus = json::object();
+  for (const auto& [id, x] : c.gpu) gpus[id] = g(x);
+  return {{"source", c.source},
+          {"default_gpu", g(c.default_gpu)},
+          {"gpu", gpus},
+          {"activation_scale", c.activation_scale},
+          {"matmul_time_factor", c.matmul_time_factor},
+          {"backward_factor", c.backward_factor},
+          {"fragmentation", c.fragmentation},
+          {"offload_overlap", c.offload_overlap}};
+}
+
+Coefficients coefficients_from_json(const json& j, const std::string& origin) {
+  Coefficients c;
+  auto num = [&](const json& obj, const std::string& key, double def, const std::string& path) {
+    if (!obj.contains(key)) return def;
+    if (!obj[key].is_number()) throw InputError(origin + ": field '" + path + key + "' must be a number, got " + obj[key].dump());
+    return obj[key].get<double>();
+  };
+  auto gpu = [&](const json& obj, const std::string& path) {
+    if (!obj.is_object()) throw InputError(origin + ": field '" + path + "' must be an object");
+    GpuCoefficients x;
+    x.matmul_efficiency = num(obj, "matmul_efficiency", x.matmul_efficiency, path + ".");
+    x.attention_efficiency = num(obj, "attention_efficiency", x.attention_efficiency, path + ".");
+    x.overhead_s = num(obj, "overhead_s", x.overhead_s, path + ".");
+    x.pcie_efficiency = num(obj, "pcie_efficiency", x.pcie_efficiency, path + ".");
+    x.reserve_bytes = num(obj, "reserve_gib", x.reserve_bytes / kGiB, path + ".") * kGiB;
+    if (x.matmul_efficiency <= 0 || x.matmul_efficiency > 1 || x.attention_efficiency <= 0 ||
+        x.attention_efficiency > 1 || x.pcie_efficiency <= 0 || x.pcie_efficiency > 1)
+      throw InputError(origin + ": field '" + path + "' has an efficiency outside (0, 1]");
+    return x;
+  };
+  if (!j.is_object()) throw InputError(origin + ": a coefficients file must be a JSON object");
+  c.source = j.value("source", origin);
+  if (j.contains("default_gpu")) c.default_gpu = gpu(j["default_gpu"], "default_gpu");
+  if (j.contains("gpu"))
+    for (const auto& [id, v] : j["gpu"].items()) c.gpu[id] = gpu(v, "gpu." + id);
+  auto num_map = [&](const std::string& key, std::map<std::string, double>& out) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_object()) throw InputError(origin + ": field '" + key + "' must be an object");
+    for (const auto& [k, v] : j[key].items()) {
+      if (!v.is_number() || v.get<double>() <= 0)
+        throw InputError(origin + ": field '" + key + "." + k + "' must be a positive number, got " + v.dump());
+      out[k] = v.get<double>();
+    }
+  };
+  num_map("activation_scale", c.activation_scale);
+  num_map("matmul_time_factor", c.matmul_time_factor);
+  c.backward_factor = num(j, "backward_factor", c.backward_factor, "");
+  c.fragmentation = num(j, "fragmentation", c.fragmentation, "");
+  c.offload_overlap = num(j, "offload_overlap", c.offload_overlap, "");
+  return c;
+}
+
+Coefficients load_coefficients(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("--calibration: cannot open '" + path + "'");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path + ": invalid JSON: " + e.what());
+  }
+  return coefficients_from_json(j, path);
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError("cannot write '" + path + "' (cannot create " + tmp + ")");
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw InputError("cannot write '" + path + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError("cannot write '" + path + "' (rename failed)");
+  }
+}
+
+}  // namespace segadvise

@@ -1,0 +1,152 @@
+#include "segadvise/costmodel/precision.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace segadvise {
+
+namespace {
+
+// bytes_per_param: weight bytes of one quantized linear parameter, including its scales.
+// simpletuner-semantics §2.2: int8 = 1 B + per-group scale. SDNQ's group size is 32 with a bf16 scale
+// (2/32 = 0.0625 B); quanto and TorchAO keep a per-row scale (negligible: ~2/in_features);
+// fp8-native keeps an fp32 per-output-row scale (4/in_features). 4-bit: 0.5 B + group scales.
+const std::vector<PrecisionInfo>& table() {
+  static const std::vector<PrecisionInfo> t = {
+      {"no_change", false, 2.0, "bf16", "none"},
+      {"bf16", false, 2.0, "bf16", "none"},
+      {"int8-quanto", true, 1.01, "int8-quanto", "quanto"},
+      {"int4-quanto", true, 0.53, "int4-quanto", "quanto"},
+      {"int2-quanto", true, 0.28, "int4-quanto", "quanto"},
+      {"fp8-quanto", true, 1.01, "fp8-quanto", "quanto"},
+      {"fp8uz-quanto", true, 1.01, "fp8-quanto", "quanto"},
+      {"int8-torchao", true, 1.01, "int8-torchao", "torchao"},
+      {"int8dq-torchao", true, 1.01, "int8-torchao", "torchao"},
+      {"int8dq-int4-torchao", true, 0.53, "int4-torchao", "torchao"},
+      {"fp8-torchao", true, 1.01, "fp8-torchao", "torchao"},
+      {"fp8wo-torchao", true, 1.01, "fp8wo-torchao", "torchao"},
+      {"fp8-int4-torchao", true, 0.53, "int4-torchao", "torchao"},
+      {"int4-torchao", true, 0.53, "int4-torchao", "torchao"},
+      {"nf4-bnb", true, 0.53, "nf4-bnb", "bnb"},
+      {"fp8-native", true, 1.0, "fp8-native", "native"},
+      // TransformerEngine stores fp8 weights only for LoRA runs (§2.2); the full case is handled by
+      // the caller through model_type.
+      {"fp8-transformerengine", true, 1.0, "fp8-native", "transformerengine"},
+      {"int8-sdnq", true, 1.0625, "int8-sdnq", "sdnq"},
+      {"uint8-sdnq", true, 1.0625, "int8-sdnq", "sdnq"},
+      {"int8-sdnq-hadamard", true, 1.0625, "int8-sdnq-hadamard", "sdnq"},
+      {"int16-sdnq", true, 2.0625, "int8-sdnq", "sdnq"},
+      {"uint16-sdnq", true, 2.0625, "int8-sdnq", "sdnq"},
+      {"fp16-sdnq", true, 2.0625, "int8-sdnq", "sdnq"},
+      {"fp8-sdnq", true, 1.0, "fp8-sdnq", "sdnq"},
+      // <= 5 bits add an SVD branch of rank 32: ~(O+I)*32 params per layer, about 2-4% of a
+      // 4096-wide layer's weights at 2 B each; folded in as +0.08 B/param.
+      {"int6-sdnq", true, 0.8125, "int8-sdnq", "sdnq"},
+      {"int5-sdnq", true, 0.77, "int8-sdnq", "sdnq"},
+      {"uint5-sdnq", true, 0.77, "int8-sdnq", "sdnq"},
+      {"uint4-sdnq", true, 0.64, "int8-sdnq", "sdnq"},
+      {"uint3-sdnq", true, 0.52, "int8-sdnq", "sdnq"},
+      {"uint2-sdnq", true, 0.39, "int8-sdnq", "sdnq"},
+  };
+  return t;
+}
+
+// state_bytes_per_param: bf16 AdamW keeps two bf16 moments (4 B); torch AdamW two fp32 moments (8 B);
+// 8-bit AdamW two int8 moments + block scales (~2.1 B); 4-bit ~1.1 B; Lion one momentum (bf16 in
+// optimi: 2 B); Prodigy four fp32 buffers (16 B); Adafactor factored second moment (~0.1 B); SOAP
+// keeps two moments plus preconditioners (~24 B, estimate).
+const std::vector<OptimizerInfo>& optimizers() {
+  static const std::vector<OptimizerInfo> t = {
+      {"adamw_bf16", 4, 16},       {"adamw", 8, 24},           {"adamw_schedulefree", 8, 24},
+      {"adamw8bit", 2.1, 12},      {"bnb-adamw8bit", 2.1, 12}, {"bnb-adamw-paged", 8, 24},
+      {"ao-adamw8bit", 2.1, 12},   {"ao-adamw4bit", 1.1, 10},  {"ao-adamwfp8", 2.1, 12},
+      {"ao-adamw-fp8", 2.1, 12},   {"optimi-adamw", 4, 16},    {"optimi-lion", 2, 10},
+      {"lion", 2, 10},             {"bnb-lion", 2, 10},        {"bnb-lion8bit", 1.1, 8},
+      {"optimi-stableadamw", 4, 16}, {"stableadamw", 4, 16},   {"prodigy", 16, 40},
+      {"adafactor", 0.1, 8},       {"soap", 24, 48},           {"muon", 2, 12},
+      {"optimi-adan", 6, 20},      {"optimi-ranger", 6, 20},   {"optimi-sgd", 2, 8},
+      {"sgd", 0, 6},               {"adamw8bit-paged", 2.1, 12},
+  };
+  return t;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> nearest_names(const std::string& wanted, const std::vector<std::string>& names,
+                                       std::size_t max_count) {
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto& n : names) {
+    std::size_t d = edit_distance(wanted, n);
+    // a name that contains what was typed is a good suggestion whatever its length
+    if (!wanted.empty() && n.find(wanted) != std::string::npos) d = std::min<std::size_t>(d, 1);
+    scored.emplace_back(d, n);
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (const auto& [d, n] : scored) {
+    if (out.size() >= max_count) break;
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+PrecisionInfo precision_info(const std::string& name) {
+  for (const auto& p : table())
+    if (p.name == name) return p;
+  throw InputError("unknown precision '" + name + "'; nearest: " +
+                   join(nearest_names(name, precision_names())) + " (segadvise list precisions)");
+}
+
+std::vector<std::string> precision_names() {
+  std::vector<std::string> out;
+  for (const auto& p : table()) out.push_back(p.name);
+  return out;
+}
+
+std::string precision_key(const TrainingSetup& setup) {
+  const PrecisionInfo p = precision_info(setup.base_precision);
+  if (!p.quantized) return "bf16";
+  if (p.backend == "sdnq" && setup.sdnq_hadamard && p.kernel == "int8-sdnq") return "int8-sdnq-hadamard";
+  return p.kernel;
+}
+
+OptimizerInfo optimizer_info(const std::string& name) {
+  for (const auto& o : optimizers())
+    if (o.name == name) return o;
+  throw InputError("unknown optimizer '" + name + "'; nearest: " + join(nearest_names(name, optimizer_names())));
+}
+
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> out;
+  for (const auto& o : optimizers()) out.push_back(o.name);
+  return out;
+}
+
+double weight_dtype_bytes(const TrainingSetup& setup) {
+  // §2.1: bf16 with mixed_precision bf16 (or a quantized LoRA base); fp16 with fp16; else fp32.
+  if (setup.mixed_precision == "bf16" || setup.mixed_precision == "fp16" || setup.mixed_precision == "fp8") return 2;
+  if (precision_info(setup.base_precision).quantized && setup.model_type == "lora") return 2;
+  return 4;
+}
+
+}  // namespace segadvise

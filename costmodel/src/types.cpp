@@ -1,0 +1,102 @@
+#include <cctype>
+#include <regex>
+
+#include "segadvise/costmodel/types.hpp"
+
+namespace segadvise {
+
+std::string to_string(Backend b) {
+  switch (b) {
+    case Backend::Torch: return "torch";
+    case Backend::TorchFfn: return "torch-ffn";
+    case Backend::Unsloth: return "unsloth";
+    case Backend::UnslothFfn: return "unsloth-ffn";
+  }
+  return "torch";
+}
+
+Backend parse_backend(const std::string& s) {
+  if (s == "torch") return Backend::Torch;
+  if (s == "torch-ffn") return Backend::TorchFfn;
+  if (s == "unsloth") return Backend::Unsloth;
+  if (s == "unsloth-ffn") return Backend::UnslothFfn;
+  throw InputError("unknown gradient_checkpointing_backend '" + s + "' (torch, torch-ffn, unsloth, unsloth-ffn)");
+}
+
+std::string Schedule::name() const {
+  std::string n;
+  if (!checkpointing) {
+    n = offload_attention ? "activation-offload" : "none";
+  } else if (interval <= 1 && stride <= 0) {
+    n = "layer";
+  } else if (stride > 0 && interval > 1) {
+    n = "seg" + std::to_string(interval) + "-stride" + std::to_string(stride);
+  } else if (stride > 0) {
+    n = "seg1-stride" + std::to_string(stride);
+  } else {
+    n = "interval" + std::to_string(interval);
+  }
+  if (checkpointing && offload_attention) n += (n == "layer" ? "-offload" : "-offload");
+  if (checkpointing && backend != Backend::Torch) n += "+" + to_string(backend);
+  return n;
+}
+
+Schedule Schedule::parse(const std::string& raw) {
+  Schedule s;
+  std::string name = raw;
+  const auto plus = name.find('+');
+  if (plus != std::string::npos) {
+    s.backend = parse_backend(name.substr(plus + 1));
+    name = name.substr(0, plus);
+  }
+  std::smatch m;
+  static const std::regex interval_re("interval([0-9]+)(-offload)?");
+  static const std::regex seg_re("seg([0-9]+)-stride([0-9]+)(-offload)?");
+  static const std::regex seg_only_re("seg([0-9]+)(-offload)?");
+  if (name == "none") {
+    s.checkpointing = false;
+  } else if (name == "activation-offload" || name == "none-offload") {
+    s.checkpointing = false;
+    s.offload_attention = true;
+  } else if (name == "layer" || name == "layer-offload") {
+    s.offload_attention = name == "layer-offload";
+  } else if (std::regex_match(name, m, interval_re)) {
+    s.interval = std::stoi(m[1]);
+    s.offload_attention = m[2].matched;
+  } else if (std::regex_match(name, m, seg_re)) {
+    s.interval = std::stoi(m[1]);
+    s.stride = std::stoi(m[2]);
+    s.offload_attention = m[3].matched;
+  } else if (std::regex_match(name, m, seg_only_re)) {
+    s.interval = std::stoi(m[1]);
+    s.offload_attention = m[2].matched;
+  } else {
+    throw InputError("unknown schedule '" + raw +
+                     "' (none, layer, intervalK, segK-strideS, activation-offload, segK-strideS-offload, "
+                     "optionally +torch-ffn / +unsloth / +unsloth-ffn)");
+  }
+  if (s.checkpointing && s.interval == 0 && s.stride == 0 && name != "layer" && name != "layer-offload")
+    throw InputError("schedule '" + raw + "': interval must be at least 1");
+  if (s.backend != Backend::Torch && !s.checkpointing)
+    throw InputError("schedule '" + raw + "': a checkpointing backend needs checkpointing on");
+  return s;
+}
+
+const GpuCoefficients& Coefficients::for_gpu(const std::string& id) const {
+  const auto it = gpu.find(id);
+  return it == gpu.end() ? default_gpu : it->second;
+}
+
+double Coefficients::scale(const std::string& kind, const std::string& side) const {
+  auto it = activation_scale.find(kind + "." + side);
+  if (it != activation_scale.end()) return it->second;
+  it = activation_scale.find("*." + side);
+  return it == activation_scale.end() ? 1.0 : it->second;
+}
+
+double Coefficients::time_factor(const std::string& precision) const {
+  const auto it = matmul_time_factor.find(precision);
+  return it == matmul_time_factor.end() ? 1.0 : it->second;
+}
+
+}  // namespace segadvise

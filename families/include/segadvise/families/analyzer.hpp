@@ -1,0 +1,52 @@
+// Static analyzer: token geometry, the block chain a family's trainer checkpoints (bytes, FLOPs,
+// weights per block), and the trainer semantics that turn a Schedule into a Plan.
+#pragma once
+
+#include <string>
+
+#include "segadvise/costmodel/types.hpp"
+#include "segadvise/families/family.hpp"
+
+namespace segadvise {
+
+// Python's round(): half to even (the trainer rounds buckets with it).
+long long round_half_even(double x);
+// round_A(x) of simpletuner-semantics §1.3: round(x/A)*A with a floor of A.
+int round_to_alignment(double x, int alignment);
+
+struct ResolvedSize {
+  int width = 0, height = 0;
+  std::string note;  // how it was derived
+};
+
+// The trained size for a resolution as the trainer buckets it (§1.3).
+//   type "pixel": shorter side = resolution; "area": resolution in megapixels; "pixel_area": edge
+//   in pixels converted to megapixels (edge²/1e6) then area. aspect = W/H of the source.
+//   crop_square: crop=true with crop_aspect=square.
+ResolvedSize bucket_size(double resolution, const std::string& type, int alignment, double aspect,
+                         bool crop_square);
+
+// --resolution as a user types it: "WxH" (taken as the trained size, rounded to the alignment),
+// or "N" with --resolution-type. Throws InputError naming the flag and value.
+ResolvedSize parse_resolution(const std::string& arg, const std::string& type, const Family& fam, double aspect);
+
+// The family's frame rule (§1.5): 8k+1 rounded down, 17k+5 rounded up, or unchanged.
+int apply_frame_rule(const Family& fam, int frames);
+
+struct TokenGeometry {
+  int latent_width = 0, latent_height = 0, latent_frames = 1;
+  double image_tokens = 0;  // per sample, after patching
+  double text_tokens = 0;   // per sample
+};
+TokenGeometry token_geometry(const Family& fam, int width, int height, int frames, int text_tokens_override = -1);
+
+// The family's usual training setup (its example), used when a user names only a model.
+TrainingSetup default_setup(const Family& fam);
+
+// Per-block bytes, FLOPs and weights at the setup's shape. Derivations in analyzer.cpp.
+BlockChain analyze(const Family& fam, const TrainingSetup& setup);
+
+// What the trainer does with a schedule on this family (simpletuner-semantics §2.7, §3.2, §4).
+PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& schedule, const TrainingSetup& setup);
+
+}  // namespace segadvise

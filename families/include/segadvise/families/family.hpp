@@ -1,0 +1,104 @@
+// Model families as data (families/FORMAT.md), the registry that finds them by name, and the GPU
+// catalog. Loading validates every field and names the file and field of anything wrong.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "segadvise/costmodel/types.hpp"
+
+namespace segadvise {
+
+struct BlockListSpec {
+  std::string name;
+  int count = 0;
+  std::string kind;
+  int hidden = 0;
+  int heads = 0;
+  int head_dim = 0;
+  int ffn_hidden = 0;
+  std::string ffn_act = "gelu";
+  std::string tokens = "image";  // image | joint | text
+  bool cross_attention = false;
+  int text_hidden = 0;  // 0: same as hidden
+  int moe_experts = 0, moe_active = 0, moe_shared_hidden = 0;
+  double token_scale = 1.0;
+  std::string skip;  // "", push, pop
+  bool checkpointed = true;
+  double params_per_block = 0;  // 0: derived
+};
+
+struct Geometry {
+  int vae_spatial = 8;
+  int vae_temporal = 0;  // 0: images
+  bool temporal_causal = true;
+  int patch_spatial = 2;
+  int patch_temporal = 1;
+  int alignment = 64;
+  std::string frame_rule = "none";  // none | 8k+1 | 17k+5
+  int audio_tokens = 0;
+};
+
+struct CheckpointSemantics {
+  std::string interval = "segmented";  // segmented | per_block | ignored | micro_blocks
+  bool stride = true;
+  std::string fallback = "every_block";  // every_block | per_block
+  std::string index = "per_list";        // per_list | global: how per-block selection counts blocks
+  bool backend_setter = true;
+  bool ffn_backend = false;
+  bool attention_offload = false;
+  int max_swappable_blocks = 0;
+  std::string notes;
+};
+
+struct ExampleSetup {
+  std::string name;
+  int resolution = 1024;
+  std::string resolution_type = "pixel_area";
+  int width = 1024, height = 1024, frames = 1, batch = 1;
+  std::string model_type = "lora", lora_type = "standard";
+  int lora_rank = 16;
+  std::string optimizer = "adamw_bf16";
+  std::string base_precision = "no_change";
+  bool ramtorch = false;
+};
+
+struct Family {
+  std::string id, name, trainer_family;
+  std::vector<std::string> flavours;
+  bool default_for_family = false;
+  std::vector<std::string> aliases;
+  std::string confidence;
+  std::vector<std::string> source;
+  std::string notes;
+  std::string modality = "image";
+  Geometry geometry;
+  int text_tokens = 0;
+  double params_published = 0;
+  std::vector<BlockListSpec> block_lists;
+  CheckpointSemantics checkpointing;
+  std::vector<std::string> lora_targets;
+  ExampleSetup example;
+  std::string origin;  // file it came from
+};
+
+// Parses and validates one family document; `origin` names the file in error messages.
+Family parse_family(const nlohmann::json& j, const std::string& origin);
+
+// Every family shipped in families/data (compiled in), sorted by id.
+const std::vector<Family>& builtin_families();
+
+// Finds a family by id, alias, `model_family[:model_flavour]`, or a path to a .json file.
+// Throws InputError naming the value and the nearest names.
+const Family& find_family(const std::string& name);
+// For `model_family` + `model_flavour` as a trainer config has them ("" flavour: the default).
+const Family& find_family_by_trainer(const std::string& model_family, const std::string& model_flavour,
+                                     const std::string& origin);
+
+// GPU catalog (families/data/gpus.json): by id, alias or name; "--vram-gib" cards via custom_gpu.
+const std::vector<GpuSpec>& builtin_gpus();
+const GpuSpec& find_gpu(const std::string& name);
+GpuSpec custom_gpu(double vram_gib, const GpuSpec* like = nullptr);
+
+}  // namespace segadvise

@@ -1,0 +1,48 @@
+// Profiles: block costs measured by `segadvise profile` (the LibTorch profiler, its own
+// executable). Loading and applying them needs no LibTorch. Format: profiler/PROFILE_FORMAT.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "segadvise/costmodel/types.hpp"
+#include "segadvise/families/family.hpp"
+
+namespace segadvise {
+
+struct ProfiledKind {
+  std::string list;  // block list name the measurement stands for
+  std::string kind;
+  double tokens = 0;  // total tokens (image + text, x batch) the block ran over
+  double saved_attention_bytes = 0, saved_ffn_bytes = 0, saved_rest_bytes = 0;
+  double boundary_bytes = 0;
+  double transient_bytes = 0;
+  // time fit t(tokens) = linear * tokens + quadratic * tokens^2 (seconds)
+  double forward_linear_s = 0, forward_quadratic_s = 0;
+  double backward_linear_s = 0, backward_quadratic_s = 0;
+  bool extrapolated = false;
+};
+
+struct Profile {
+  std::string path;
+  std::string family;     // Family::id
+  std::string precision;  // base_model_precision key (precision_key)
+  std::string device;     // "cpu" or the CUDA device name
+  std::string gpu_id;     // catalog id of the device when it matched one ("" on CPU)
+  std::string dtype;
+  std::string torch_version;
+  double tokens_image = 0, tokens_text = 0;
+  int batch = 1;
+  std::vector<ProfiledKind> kinds;
+};
+
+Profile load_profile(const std::string& path);  // InputError naming file and field
+Profile parse_profile(const nlohmann::json& j, const std::string& origin);
+
+// Replaces the static bytes of every block whose list the profile measured, scaled linearly to the
+// setup's token count (flash-style attention saves O(tokens)); times are used only when the profile
+// was taken on the GPU the prediction is for. Refuses another family or precision (InputError).
+void apply_profile(const Profile& p, const Family& fam, const TrainingSetup& setup, BlockChain& chain,
+                   const std::string& target_gpu_id = "");
+
+}  // namespace segadvise

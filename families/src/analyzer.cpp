@@ -1,0 +1,318 @@
+// Static analyzer: what one block of each kind saves for backward, moves and computes.
+//
+// Derivation (bf16 activations, e = 2 bytes; "elements per token" below, times e for bytes):
+// autograd keeps a tensor when some input that needs a gradient depends on it. With a frozen base
+// (LoRA) a base Linear keeps nothing (grad wrt its input needs only the weight); a LoRA branch keeps
+// its dropout output and mask (SimpleTuner's lora_dropout default is 0.1: w + w/e elements per
+// adapted projection, each projection has its own dropout call); a full fine-tune keeps every
+// Linear's input once. Per block kind:
+//
+//   attention (self, N tokens, width d)  norm input d, q/k RMSNorm inputs 2d, flash-attention saved
+//                                        q, k, v, out 4d (the log-sum-exp is heads x 4 bytes, ~0;
+//                                        the score matrix is never kept), adapted q,k,v,o inputs
+//   cross-attention to T text tokens      norm input d, q-norm d, q and out 2d per query token;
+//                                        k, v (2 d_text) and their adapter inputs per text token
+//   FFN (hidden f)                        norm input d; GELU keeps its input f; gated units
+//                                        (SwiGLU/GEGLU) keep gate, activation output and up: 3f;
+//                                        adapted FFN projections add their inputs
+//   rest                                  residual/gating bookkeeping: 2d (fp32 residual streams
+//                                        and modulation products; fitted per kind by calibration)
+//   U-Net ResNet (c channels)             two GroupNorm inputs and two SiLU inputs: 4c, + c rest
+//   linear attention (Sana)               ReLU-kernel q, k, v and out 4d, no N^2 term
+//
+// FLOPs: a Linear of (in, out) costs 2*in*out per token; attention 4*Nq*Nkv*d (QK^T and PV);
+// linear attention 4*N*d*head_dim. Weights: attention 4d^2 (+ cross 2d^2 + 2 d d_text),
+// GELU FFN 2df, gated FFN 3df, adaLN modulation 6d^2 per stream (mmdit) / 3d^2 (single stream).
+// These are estimates the profiler replaces with measured bytes and the calibration scales per kind.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
+
+namespace segadvise {
+
+namespace {
+
+struct Acc {
+  double attn = 0, ffn = 0, rest = 0;  // elements (per sample)
+  double ffn_input = 0;                // elements kept by FFN-only checkpointing
+  double matmul_flops = 0, ffn_flops = 0, attn_flops = 0;
+  double params = 0, quantizable = 0, lora = 0;
+  double transient = 0;  // elements
+};
+
+struct Training {
+  bool full = false;
+  bool lycoris = false;
+  int rank = 16;
+  double e = 2;  // activation bytes
+  bool attn_targeted = true, text_targeted = false, ffn_targeted = false;
+
+  // elements a trainable path keeps for an input of width w (see header comment)
+  double adapter_input(double w) const {
+    if (full) return 0;  // counted once per distinct input by the caller
+    if (lycoris) return w;
+    return w * (1 + 1 / e);
+  }
+  double adapter_params(double in, double out) const {
+    if (full) return 0;
+    if (lycoris) return 4 * (in + out);  // LoKr factor-16 adapters: ~(in+out)*4, an estimate
+    return rank * (in + out);
+  }
+};
+
+bool contains_any(const std::vector<std::string>& targets, const std::set<std::string>& names) {
+  for (const auto& t : targets)
+    if (names.count(t)) return true;
+  return false;
+}
+
+// self-attention over n tokens of width d (joint sequence when the block is joint)
+void self_attention(Acc& a, const Training& t, double n, double d, double hd, bool qk_norm, bool projections_targeted,
+                    bool linear_kernel = false) {
+  a.attn += n * (d + (qk_norm ? 2 * d : 0) + 4 * d);
+  if (t.full) a.attn += n * 2 * d;  // qkv input and out-proj input, once each
+  if (projections_targeted) a.attn += n * 4 * t.adapter_input(d);
+  a.matmul_flops += n * 2 * 4 * d * d;
+  a.attn_flops += linear_kernel ? 4 * n * d * hd : 4 * n * n * d;
+  a.params += 4 * d * d;
+  a.quantizable += 4 * d * d;
+  if (projections_targeted) a.lora += 4 * t.adapter_params(d, d);
+}
+
+void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d, double dkv) {
+  a.attn += nq * (d + d + 2 * d) + nkv * 2 * d;
+  if (t.full) a.attn += nq * 2 * d + nkv * dkv;
+  if (t.attn_targeted) a.attn += nq * 2 * t.adapter_input(d) + nkv * 2 * t.adapter_input(dkv);
+  a.matmul_flops += nq * 2 * 2 * d * d + nkv * 2 * 2 * dkv * d;
+  a.attn_flops += 4 * nq * nkv * d;
+  a.params += 2 * d * d + 2 * dkv * d;
+  a.quantizable += 2 * d * d + 2 * dkv * d;
+  if (t.attn_targeted) a.lora += 2 * t.adapter_params(d, d) + 2 * t.adapter_params(dkv, d);
+}
+
+void ffn(Acc& a, const Training& t, double n, double d, double f, const std::string& act, int experts = 0,
+         int active = 0, double shared_f = 0) {
+  if (f <= 0 || act == "none") return;
+  const bool gated = act == "swiglu" || act == "geglu" || act == "glumbconv";
+  const double in_mult = gated ? 2 : 1;  // gated units project to 2f
+  auto unit = [&](double fh, double tokens_share) {
+    const double tok = n * tokens_share;
+    a.ffn += tok * (gated ? 3 * fh : fh);
+    if (t.full) a.ffn += tok * (d + fh);
+    if (t.ffn_targeted) a.ffn += tok * (t.adapter_input(d) * in_mult + t.adapter_input(fh));
+    const double fl = tok * 2 * (in_mult + 1) * d * fh;
+    a.matmul_flops += fl;
+    a.ffn_flops += fl;
+    a.transient = std::max(a.transient, tok * fh * in_mult);
+  };
+  a.ffn += n * d;  // norm input
+  a.ffn_input += n * d;
+  if (experts > 0) {
+    unit(f, active);  // every token runs `active` routed experts
+    if (shared_f > 0) unit(shared_f, 1);
+    a.ffn += n * experts;  // router logits
+    a.params += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0) + d * experts;
+    a.quantizable += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0);
+    if (t.ffn_targeted) a.lora += experts * (in_mult + 1) * t.adapter_params(d, f);
+  } else {
+    unit(f, 1);
+    a.params += (in_mult + 1) * d * f;
+    a.quantizable += (in_mult + 1) * d * f;
+    if (t.ffn_targeted) a.lora += in_mult * t.adapter_params(d, f) + t.adapter_params(f, d);
+  }
+}
+
+Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, double n_txt, double audio_tokens) {
+  Acc a;
+  const double d = b.hidden, f = b.ffn_hidden;
+  const double hd = b.head_dim > 0 ? b.head_dim : 64;
+  const double dt = b.text_hidden > 0 ? b.text_hidden : d;
+  const double n_stream = n_img * b.token_scale;
+  if (b.kind == "dit_cross" || b.kind == "audio_video_dit") {
+    const double n = b.tokens == "joint" ? n_stream + n_txt : n_stream;
+    self_attention(a, t, n, d, hd, true, t.attn_targeted);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, d);
+    ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+    a.rest += n * 2 * d;
+    a.params += 0;  // modulation comes from a shared table (Wan, PixArt, LTX)
+    if (b.kind == "audio_video_dit") {
+      // the audio stream: half the width, its own self/cross attention and FFN, and the
+      // audio<->video cross attention (LTX-2 layout); audio_tokens from the family's geometry.
+      const double da = dt, fa = f / 2;
+      Acc audio;
+      self_attention(audio, t, audio_tokens, da, hd, true, t.attn_targeted);
+      cross_attention(audio, t, audio_tokens, n_txt, da, da);
+      ffn(audio, t, audio_tokens, da, fa, b.ffn_act);
+      cross_attention(a, t, n, audio_tokens, d, da);
+      cross_attention(audio, t, audio_tokens, n, da, d);
+      a.attn += audio.attn + audio.ffn;
+      a.matmul_flops += audio.matmul_flops;
+      a.attn_flops += audio.attn_flops;
+      a.params += audio.params;
+      a.quantizable += audio.quantizable;
+      a.lora += audio.lora;
+    }
+  } else if (b.kind == "dit_self") {
+    const double n = b.tokens == "image" ? n_stream : n_stream + n_txt;
+    self_attention(a, t, n, d, hd, true, t.attn_targeted);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt);
+    ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+    a.rest += n * 2 * d;
+    a.params += 4 * d * d;  // adaLN modulation
+  } else if (b.kind == "mmdit_double") {
+    // two streams with their own weights, one joint attention over n_img + n_txt
+    const double n = n_stream + n_txt;
+    Acc img, txt;
+    self_attention(img, t, n_stream, d, hd, true, t.attn_targeted);
+    self_attention(txt, t, n_txt, dt, hd, true, t.text_targeted);
+    a.attn = img.attn + txt.attn;
+    a.matmul_flops = img.matmul_flops + txt.matmul_flops;
+    a.attn_flops = 4 * n * n * d;  // joint attention over the concatenated sequence
+    a.params = img.params + txt.params;
+    a.quantizable = img.quantizable + txt.quantizable;
+    a.lora = img.lora + txt.lora;
+    ffn(a, t, n_stream, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+    Training text_training = t;
+    text_training.ffn_targeted = t.ffn_targeted && t.text_targeted;
+    ffn(a, text_training, n_txt, dt, f * dt / d, b.ffn_act);
+    a.rest += n * 2 * d;
+    a.params += 6 * d * d + 6 * dt * dt;  // adaLN modulation per stream
+  } else if (b.kind == "single_stream") {
+    // fused qkv + MLP-in projection, parallel attention and MLP, one output projection over the
+    // concatenation (Flux single block); adapters on q, k, v (and the fused proj where targeted)
+    const double n = n_stream + n_txt;
+    a.attn += n * (d + 2 * d + 4 * d);
+    if (t.attn_targeted) a.attn += n * 3 * t.adapter_input(d);
+    if (t.full) a.attn += n * (d + d + f);
+    a.attn_flops += 4 * n * n * d;
+    const bool gated = b.ffn_act == "swiglu" || b.ffn_act == "geglu";
+    const double f_in = gated ? 2 * f : f;
+    a.ffn += n * (gated ? 3 * f : f);
+    a.ffn_input += n * d;
+    if (t.ffn_targeted) a.ffn += n * t.adapter_input(d);
+    const double proj_in = d * (3 * d + f_in), proj_out = (d + f) * d;
+    a.matmul_flops += n * 2 * (proj_in + proj_out);
+    a.ffn_flops += n * 2 * (d * f_in + f * d);
+    a.params += proj_in + proj_out + 3 * d * d;
+    a.quantizable += proj_in + proj_out;
+    if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
+    if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
+    a.rest += n * 2 * d;
+    a.transient = n * f_in;
+  } else if (b.kind == "linear_dit") {
+    const double n = n_stream;
+    self_attention(a, t, n, d, hd, false, t.attn_targeted, true);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt);
+    // GLUMBConv: 1x1 conv to 2f, depthwise 3x3, GLU to f, 1x1 back to d
+    a.ffn += n * (d + 4 * f);
+    a.ffn_input += n * d;
+    const double fl = n * 2 * (2 * d * f + 9 * 2 * f + f * d);
+    a.matmul_flops += fl;
+    a.ffn_flops += fl;
+    a.params += 3 * d * f + 18 * f;
+    a.quantizable += 3 * d * f;
+    a.rest += n * 2 * d;
+    a.transient = std::max(a.transient, n * 2 * f);
+  } else if (b.kind == "unet_res") {
+    const double n = n_stream;
+    a.rest += n * 5 * d;
+    if (t.full) a.rest += n * 2 * d;
+    a.matmul_flops += n * 2 * 18 * d * d;
+    a.params += 18 * d * d + 1280 * d;
+    a.quantizable += 1280 * d;  // convolutions are not quantized by most backends; the time projection is
+    a.transient = n * d * 2;
+  } else if (b.kind == "unet_attn") {
+    const double n = n_stream;
+    a.rest += n * 2 * d;  // GroupNorm + proj_in/proj_out of the Transformer2DModel
+    a.matmul_flops += n * 2 * 2 * d * d;
+    a.params += 2 * d * d;
+    a.quantizable += 2 * d * d;
+    self_attention(a, t, n, d, hd, false, t.attn_targeted);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt);
+    ffn(a, t, n, d, f, b.ffn_act);
+  }
+  if (b.params_per_block > 0 && a.params > 0) {
+    const double k = b.params_per_block / a.params;
+    a.quantizable *= k;
+    a.params = b.params_per_block;
+  }
+  return a;
+}
+
+}  // namespace
+
+BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
+  BlockChain chain;
+  chain.model_id = fam.id;
+  const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
+  const double batch = std::max(1, setup.batch);
+  chain.tokens_image = g.image_tokens;
+  chain.tokens_text = g.text_tokens;
+  const double e = weight_dtype_bytes(setup);
+  chain.activation_dtype_bytes = e;
+
+  Training t;
+  t.full = setup.model_type == "full";
+  t.lycoris = setup.lora_type == "lycoris";
+  t.rank = std::max(1, setup.lora_rank);
+  t.e = e;
+  const auto& targets = fam.lora_targets;
+  t.attn_targeted = targets.empty() ||
+                    contains_any(targets, {"to_q", "to_k", "to_v", "to_qkv", "qkv", "to_query", "to_key", "to_value",
+                                           "attn.to_q", "qkv_image", "q_linear", "add_q_proj"});
+  t.text_targeted = contains_any(targets, {"add_q_proj", "add_k_proj", "add_v_proj", "to_add_out", "qkv_text"});
+  t.ffn_targeted = contains_any(targets, {"w1", "w2", "w3", "w12", "ff_in", "ff_out", "proj_mlp", "to_qkv_mlp_proj",
+                                          "ff.net.0.proj", "ff.net.2", "net.0.proj", "mlp"});
+
+  const double n_img = g.image_tokens * batch;
+  const double n_txt = g.text_tokens * batch;
+  double skip_stack = 0, skip_peak = 0, block_params = 0;
+  int global = 0;
+  for (const auto& spec : fam.block_lists) {
+    const Acc a = analyze_block(spec, t, n_img, n_txt, fam.geometry.audio_tokens * batch);
+    const double n_stream = n_img * spec.token_scale;
+    const bool joint = spec.kind == "mmdit_double" || spec.kind == "single_stream" ||
+                       (spec.kind == "dit_self" && spec.tokens != "image") || spec.tokens == "joint";
+    const double dt = spec.text_hidden > 0 ? spec.text_hidden : spec.hidden;
+    const double hidden_state = (n_stream * spec.hidden + (joint ? n_txt * dt : 0)) * e;
+    for (int i = 0; i < spec.count; ++i, ++global) {
+      BlockCost b;
+      b.list = spec.name;
+      b.index = i;
+      b.kind = spec.kind;
+      b.checkpointable = spec.checkpointed;
+      b.attention_offloadable = fam.checkpointing.attention_offload && spec.kind != "unet_res";
+      b.has_ffn_boundary = spec.kind != "unet_res";
+      b.saved_attention_bytes = a.attn * e;
+      b.saved_ffn_bytes = a.ffn * e;
+      b.saved_rest_bytes = a.rest * e;
+      b.ffn_input_bytes = a.ffn_input * e;
+      // skip tensors alive when the block starts travel with the checkpoint state (ZLab I1)
+      b.boundary_bytes = hidden_state + skip_stack;
+      b.transient_bytes = std::max(a.transient * e, hidden_state);
+      b.matmul_flops = a.matmul_flops;
+      b.ffn_matmul_flops = a.ffn_flops;
+      b.attention_flops = a.attn_flops;
+      b.params = a.params;
+      b.quantizable_params = a.quantizable;
+      b.lora_params = a.lora;
+      if (spec.skip == "push") skip_stack += n_stream * spec.hidden * e;
+      if (spec.skip == "pop") skip_stack = std::max(0.0, skip_stack - n_stream * spec.hidden * e);
+      skip_peak = std::max(skip_peak, skip_stack);
+      block_params += b.params;
+      chain.blocks.push_back(b);
+    }
+  }
+  const double d0 = fam.block_lists.front().hidden;
+  // outside the blocks: patch embedding, final norm/projection, loss on the latent, plus the skip
+  // tensors held between their push and pop: a few hidden-sized tensors per token
+  chain.outside_activation_bytes = 4 * n_img * d0 * e + skip_peak;
+  chain.outside_params = std::max(0.0, fam.params_published - block_params);
+  chain.outside_matmul_flops = 2 * n_img * 2 * d0 * 64;
+  return chain;
+}
+
+}  // namespace segadvise

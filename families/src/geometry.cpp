@@ -1,0 +1,162 @@
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "segadvise/families/analyzer.hpp"
+
+namespace segadvise {
+
+long long round_half_even(double x) {
+  const double f = std::floor(x);
+  const double diff = x - f;
+  if (diff > 0.5) return static_cast<long long>(f) + 1;
+  if (diff < 0.5) return static_cast<long long>(f);
+  const long long fi = static_cast<long long>(f);
+  return (fi % 2 == 0) ? fi : fi + 1;
+}
+
+int round_to_alignment(double x, int alignment) {
+  const long long r = round_half_even(x / alignment) * alignment;
+  return static_cast<int>(std::max<long long>(r, alignment));
+}
+
+namespace {
+
+// §1.3 square crop in area mode: values within 0.05 MP of the usual sizes snap to them.
+double remap_area_mp(double mp) {
+  static const std::pair<double, double> snaps[] = {{0.25, 512}, {0.5, 768}, {1.0, 1024}, {2.0, 1536}, {4.0, 2048}};
+  for (const auto& [area, edge] : snaps)
+    if (std::abs(mp - area) <= 0.05) return edge * edge / 1e6;
+  return mp;
+}
+
+}  // namespace
+
+ResolvedSize bucket_size(double resolution, const std::string& type, int alignment, double aspect, bool crop_square) {
+  ResolvedSize out;
+  if (resolution <= 0) throw InputError("resolution must be positive, got " + std::to_string(resolution));
+  if (aspect <= 0) throw InputError("aspect ratio must be positive");
+  aspect = round_half_even(aspect * 100) / 100.0;  // aspect_bucket_rounding = 2
+  std::string t = type;
+  double mp = 0;
+  if (t == "pixel_area") {
+    mp = resolution * resolution / 1e6;
+    t = "area";
+  } else if (t == "area") {
+    mp = resolution;
+  } else if (t != "pixel") {
+    throw InputError("resolution_type '" + type + "' is not one of pixel, pixel_area, area");
+  }
+  if (t == "pixel") {
+    if (crop_square) {
+      out.width = out.height = static_cast<int>(resolution);
+    } else if (aspect >= 1) {
+      out.height = round_to_alignment(resolution, alignment);
+      out.width = round_to_alignment(static_cast<int>(resolution * aspect), alignment);
+    } else {
+      out.width = round_to_alignment(resolution, alignment);
+      out.height = round_to_alignment(static_cast<int>(resolution / aspect), alignment);
+    }
+  } else if (crop_square) {
+    const int edge = round_to_alignment(std::sqrt(remap_area_mp(mp) * 1e6), alignment);
+    out.width = out.height = edge;
+  } else {
+    const int edge = round_to_alignment(static_cast<int>(std::sqrt(mp * 1e6)), alignment);
+    if (aspect == 1.0) {
+      out.width = out.height = edge;
+    } else {
+      out.width = round_to_alignment(edge * std::sqrt(aspect), alignment);
+      out.height = round_to_alignment(edge / std::sqrt(aspect), alignment);
+    }
+  }
+  out.note = "resolution " + std::to_string(resolution).substr(0, 8) + " (" + type + ", alignment " +
+             std::to_string(alignment) + ", aspect " + std::to_string(aspect).substr(0, 4) +
+             (crop_square ? ", square crop" : "") + ") -> " + std::to_string(out.width) + "x" +
+             std::to_string(out.height);
+  return out;
+}
+
+ResolvedSize parse_resolution(const std::string& arg, const std::string& type, const Family& fam, double aspect) {
+  static const std::regex wxh("\\s*([0-9]+)\\s*[xX]\\s*([0-9]+)\\s*");
+  static const std::regex number("\\s*([0-9]+(\\.[0-9]+)?)\\s*");
+  std::smatch m;
+  if (std::regex_match(arg, m, wxh)) {
+    const int w = std::stoi(m[1]), h = std::stoi(m[2]);
+    if (w <= 0 || h <= 0) throw InputError("--resolution: '" + arg + "' must be positive");
+    ResolvedSize out;
+    const int a = fam.geometry.alignment;
+    out.width = round_to_alignment(w, a);
+    out.height = round_to_alignment(h, a);
+    out.note = "resolution " + arg + " rounded to alignment " + std::to_string(a) + " -> " +
+               std::to_string(out.width) + "x" + std::to_string(out.height);
+    return out;
+  }
+  if (std::regex_match(arg, m, number)) {
+    const double r = std::stod(m[1]);
+    return bucket_size(r, type, fam.geometry.alignment, aspect, false);
+  }
+  throw InputError("--resolution: '" + arg + "' is neither WxH (e.g. 832x480) nor a number (e.g. 1024)");
+}
+
+int apply_frame_rule(const Family& fam, int frames) {
+  if (frames <= 1) return 1;
+  if (fam.geometry.frame_rule == "8k+1") return ((frames - 1) / 8) * 8 + 1;
+  if (fam.geometry.frame_rule == "17k+5") {
+    int n = frames;
+    while (n % 17 != 5) ++n;
+    return n;
+  }
+  return frames;
+}
+
+TokenGeometry token_geometry(const Family& fam, int width, int height, int frames, int text_tokens_override) {
+  TokenGeometry g;
+  const Geometry& geo = fam.geometry;
+  g.text_tokens = text_tokens_override >= 0 ? text_tokens_override : fam.text_tokens;
+  if (fam.modality == "audio") {
+    g.image_tokens = geo.audio_tokens;
+    return g;
+  }
+  int w = width, h = height;
+  const bool video = geo.vae_temporal > 0 && frames > 1;
+  if (video) {  // the VAE cache trims H and W so that dim / spatial ratio is even (§1.3)
+    w = (w / (2 * geo.vae_spatial)) * 2 * geo.vae_spatial;
+    h = (h / (2 * geo.vae_spatial)) * 2 * geo.vae_spatial;
+  }
+  g.latent_width = w / geo.vae_spatial;
+  g.latent_height = h / geo.vae_spatial;
+  if (video) {
+    g.latent_frames = geo.temporal_causal ? (frames - 1) / geo.vae_temporal + 1
+                                          : std::max(1, frames / geo.vae_temporal);
+  } else if (geo.vae_temporal > 0) {
+    g.latent_frames = 1;
+  } else {
+    g.latent_frames = std::max(1, frames);  // image models trained on single frames
+    if (frames > 1) g.latent_frames = 1;
+  }
+  const double tw = std::ceil(static_cast<double>(g.latent_width) / geo.patch_spatial);
+  const double th = std::ceil(static_cast<double>(g.latent_height) / geo.patch_spatial);
+  const double tf = std::ceil(static_cast<double>(g.latent_frames) / geo.patch_temporal);
+  g.image_tokens = tw * th * tf;
+  return g;
+}
+
+TrainingSetup default_setup(const Family& fam) {
+  TrainingSetup s;
+  const ExampleSetup& e = fam.example;
+  s.model_id = fam.id;
+  s.width = e.width;
+  s.height = e.height;
+  s.frames = apply_frame_rule(fam, e.frames);
+  s.batch = e.batch;
+  s.model_type = e.model_type;
+  s.lora_type = e.lora_type;
+  s.lora_rank = e.lora_rank;
+  s.optimizer = e.optimizer;
+  s.base_precision = e.base_precision;
+  s.ramtorch = e.ramtorch;
+  s.notes.push_back("setup of the trainer's example " + (e.name.empty() ? std::string("(none named)") : e.name));
+  return s;
+}
+
+}  // namespace segadvise

@@ -1,0 +1,118 @@
+#include "segadvise/families/profile.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
+
+namespace segadvise {
+
+using nlohmann::json;
+
+Profile parse_profile(const json& j, const std::string& origin) {
+  auto need = [&](const json& o, const std::string& key, const std::string& path) -> const json& {
+    if (!o.is_object() || !o.contains(key)) throw InputError(origin + ": field '" + path + key + "' is missing");
+    return o[key];
+  };
+  auto num = [&](const json& o, const std::string& key, const std::string& path, double def, bool required) {
+    if (!o.contains(key)) {
+      if (required) throw InputError(origin + ": field '" + path + key + "' is missing");
+      return def;
+    }
+    if (!o[key].is_number()) throw InputError(origin + ": field '" + path + key + "' must be a number, got " + o[key].dump());
+    return o[key].get<double>();
+  };
+  auto str = [&](const json& o, const std::string& key, const std::string& path) {
+    const json& v = need(o, key, path);
+    if (!v.is_string()) throw InputError(origin + ": field '" + path + key + "' must be a string, got " + v.dump());
+    return v.get<std::string>();
+  };
+  Profile p;
+  p.path = origin;
+  const std::string fmt = str(j, "format", "");
+  if (fmt != "segadvise-profile/1")
+    throw InputError(origin + ": field 'format' is '" + fmt + "', expected 'segadvise-profile/1'");
+  p.family = str(j, "family", "");
+  p.precision = str(j, "precision", "");
+  p.device = str(j, "device", "");
+  p.gpu_id = j.value("gpu_id", "");
+  p.dtype = j.value("dtype", "");
+  p.torch_version = j.value("torch_version", "");
+  p.tokens_image = num(j, "tokens_image", "", 0, true);
+  p.tokens_text = num(j, "tokens_text", "", 0, false);
+  p.batch = static_cast<int>(num(j, "batch", "", 1, false));
+  const json& kinds = need(j, "block_kinds", "");
+  if (!kinds.is_array()) throw InputError(origin + ": field 'block_kinds' must be a list");
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const std::string path = "block_kinds[" + std::to_string(i) + "].";
+    const json& k = kinds[i];
+    ProfiledKind pk;
+    pk.list = str(k, "list", path);
+    pk.kind = str(k, "kind", path);
+    pk.tokens = num(k, "tokens", path, 0, true);
+    if (pk.tokens <= 0) throw InputError(origin + ": field '" + path + "tokens' must be positive");
+    pk.saved_attention_bytes = num(k, "saved_attention_bytes", path, 0, true);
+    pk.saved_ffn_bytes = num(k, "saved_ffn_bytes", path, 0, true);
+    pk.saved_rest_bytes = num(k, "saved_rest_bytes", path, 0, true);
+    pk.boundary_bytes = num(k, "boundary_bytes", path, 0, true);
+    pk.transient_bytes = num(k, "transient_bytes", path, 0, false);
+    if (k.contains("forward_fit")) {
+      pk.forward_linear_s = num(k["forward_fit"], "linear_s", path + "forward_fit.", 0, true);
+      pk.forward_quadratic_s = num(k["forward_fit"], "quadratic_s", path + "forward_fit.", 0, true);
+    }
+    if (k.contains("backward_fit")) {
+      pk.backward_linear_s = num(k["backward_fit"], "linear_s", path + "backward_fit.", 0, true);
+      pk.backward_quadratic_s = num(k["backward_fit"], "quadratic_s", path + "backward_fit.", 0, true);
+    }
+    pk.extrapolated = k.value("extrapolated", false);
+    p.kinds.push_back(pk);
+  }
+  return p;
+}
+
+Profile load_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("--profile: cannot open '" + path + "'");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path + ": invalid JSON: " + e.what());
+  }
+  return parse_profile(j, path);
+}
+
+void apply_profile(const Profile& p, const Family& fam, const TrainingSetup& setup, BlockChain& chain,
+                   const std::string& target_gpu_id) {
+  if (p.family != fam.id)
+    throw InputError(p.path + ": profile of family '" + p.family + "' cannot be used for '" + fam.id + "'");
+  const std::string prec = precision_key(setup);
+  if (p.precision != prec)
+    throw InputError(p.path + ": profile measured at precision '" + p.precision + "' cannot be used for '" + prec + "'");
+  const bool same_gpu = !p.gpu_id.empty() && p.gpu_id == target_gpu_id;
+  const double batch = std::max(1, setup.batch);
+  for (auto& b : chain.blocks) {
+    for (const auto& k : p.kinds) {
+      if (k.list != b.list) continue;
+      // tokens this block runs over at the target shape, measured the same way as in the profile
+      const bool joint = k.tokens > p.tokens_image * p.batch + 0.5;
+      const double target = (chain.tokens_image + (joint ? chain.tokens_text : 0)) * batch;
+      const double r = target / k.tokens;
+      b.saved_attention_bytes = k.saved_attention_bytes * r;
+      b.saved_ffn_bytes = k.saved_ffn_bytes * r;
+      b.saved_rest_bytes = k.saved_rest_bytes * r;
+      b.boundary_bytes = k.boundary_bytes * r;
+      if (k.transient_bytes > 0) b.transient_bytes = k.transient_bytes * r;
+      b.measured = true;
+      if (same_gpu && k.forward_linear_s + k.forward_quadratic_s > 0) {
+        b.measured_forward_s = k.forward_linear_s * target + k.forward_quadratic_s * target * target;
+        b.measured_backward_s = k.backward_linear_s * target + k.backward_quadratic_s * target * target;
+      }
+      break;
+    }
+  }
+  chain.source = "profile:" + p.path;
+}
+
+}  // namespace segadvise

@@ -1,0 +1,181 @@
+// Trainer semantics: what SimpleTuner really runs for a schedule on a family.
+// Source: shared/reference/simpletuner-semantics.md §2.7 (backends, interval, offload), §3.2
+// (per-family capability table, fallbacks), §4 (errors and silent fixes).
+#include <map>
+
+#include "segadvise/families/analyzer.hpp"
+
+namespace segadvise {
+
+namespace {
+
+// Index a block has for per-block selection: inside its list, or a global running counter.
+std::vector<int> selection_index(const Family& fam, const BlockChain& chain) {
+  std::vector<int> idx(chain.blocks.size());
+  std::map<std::string, int> per_list;
+  int global = 0;
+  const bool global_index = fam.checkpointing.index == "global" || fam.checkpointing.interval == "micro_blocks";
+  for (std::size_t i = 0; i < chain.blocks.size(); ++i) {
+    const BlockCost& b = chain.blocks[i];
+    if (!b.checkpointable) {
+      idx[i] = -1;
+      continue;
+    }
+    idx[i] = global_index ? global++ : per_list[b.list]++;
+  }
+  return idx;
+}
+
+bool per_block_selected(int i, int interval, int stride) {
+  if (interval <= 1 && stride <= 0) return true;
+  if (stride > 0) return i % stride < std::max(1, interval);
+  return i % interval == 0;
+}
+
+Segment single(int i, BlockMode mode, bool offload) { return Segment{i, i + 1, mode, offload}; }
+
+std::string plan_description(const Plan& plan, const BlockChain& chain) {
+  int ck = 0, ffn = 0, keep = 0, segs = 0;
+  for (const auto& s : plan.segments) {
+    const int n = s.end - s.begin;
+    if (s.mode == BlockMode::Keep) keep += n;
+    if (s.mode == BlockMode::Checkpoint) {
+      ck += n;
+      ++segs;
+    }
+    if (s.mode == BlockMode::CheckpointFfn) ffn += n;
+  }
+  std::string d = std::to_string(ck) + " of " + std::to_string(chain.blocks.size()) + " blocks checkpointed in " +
+                  std::to_string(segs) + " calls";
+  if (ffn) d += ", " + std::to_string(ffn) + " FFN-only";
+  d += ", " + std::to_string(keep) + " kept";
+  if (plan.offload_attention) d += ", attention activations offloaded";
+  return d;
+}
+
+}  // namespace
+
+PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& sched, const TrainingSetup& setup) {
+  PlanResult r;
+  const CheckpointSemantics& cs = fam.checkpointing;
+  const std::string who = fam.name + " (" + fam.trainer_family + ")";
+
+  // errors the trainer raises (§4)
+  if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && sched.stride < sched.interval) {
+    r.supported = false;
+    r.reason = "gradient_checkpointing_segment_stride " + std::to_string(sched.stride) +
+               " is smaller than gradient_checkpointing_interval " + std::to_string(sched.interval) +
+               ": the trainer rejects overlapping segments (stride must be >= interval)";
+    return r;
+  }
+  if (sched.offload_attention && !cs.attention_offload) {
+    r.supported = false;
+    r.reason = "gradient_checkpointing_offload_attention is not available for " + who +
+               ": the trainer raises an error for families outside its attention-offload list";
+    return r;
+  }
+  if (sched.checkpointing && is_ffn(sched.backend) && !cs.ffn_backend) {
+    r.supported = false;
+    r.reason = "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who +
+               " does not expose: the trainer raises a ValueError";
+    return r;
+  }
+  // knobs the trainer ignores: never recommended as if they did something
+  const bool uses_interval = sched.checkpointing && (sched.interval > 1 || sched.stride > 0);
+  if (uses_interval && cs.interval == "ignored") {
+    r.supported = false;
+    r.reason = "gradient_checkpointing_interval/segment_stride are not wired for " + who +
+               ": the trainer resets them and checkpoints every block (use 'layer')";
+    return r;
+  }
+  if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && !cs.stride) {
+    r.supported = false;
+    r.reason = "gradient_checkpointing_segment_stride is ignored by " + who +
+               ": the schedule would run as interval " + std::to_string(sched.interval);
+    return r;
+  }
+  if (sched.checkpointing && sched.interval <= 1 && sched.stride > 0) {
+    r.supported = false;
+    r.reason = "gradient_checkpointing_segment_stride without an interval is ignored by the trainer";
+    return r;
+  }
+  if (sched.checkpointing && is_unsloth(sched.backend) && !cs.backend_setter) {
+    r.supported = false;
+    r.reason = "the " + to_string(sched.backend) + " backend has no effect on " + who +
+               ": it has no backend setter and runs torch checkpointing";
+    return r;
+  }
+
+  Plan& plan = r.plan;
+  plan.offload_attention = sched.offload_attention;
+  const int n = static_cast<int>(chain.blocks.size());
+  const bool offload = sched.checkpointing && is_unsloth(sched.backend);
+  const bool ffn_only = sched.checkpointing && is_ffn(sched.backend);
+  auto mode_for = [&](int i) {
+    return (ffn_only && chain.blocks[i].has_ffn_boundary) ? BlockMode::CheckpointFfn : BlockMode::Checkpoint;
+  };
+
+  if (!sched.checkpointing) {
+    for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
+    plan.description = plan_description(plan, chain);
+    return r;
+  }
+
+  // which semantics run: segmented families fall back to their per-block path (§3.2)
+  std::string semantics = cs.interval;
+  if (semantics == "segmented") {
+    std::string why;
+    if (ffn_only && fam.trainer_family != "krea2" && fam.trainer_family != "flux2") why = "an -ffn backend";
+    if (setup.blocks_to_swap > 0 && fam.trainer_family != "hunyuanvideo") why = "Musubi block swap";
+    if (!why.empty()) {
+      semantics = cs.fallback == "every_block" ? "every_block" : "per_block";
+      if (sched.interval > 1)
+        r.warnings.push_back(who + " falls back to its " + cs.fallback + " path with " + why + " (the interval " +
+                             (semantics == "every_block" ? "is ignored" : "selects every n-th block") + ")");
+    }
+  }
+  const std::vector<int> sel = selection_index(fam, chain);
+  const int k = sched.interval <= 1 ? 1 : sched.interval;
+  const int s = sched.stride > 0 ? sched.stride : k;
+
+  const bool global_segments = cs.index == "global";
+  if (semantics == "segmented" && k > 1) {
+    // per list: [jS, jS+K) under one call each, the blocks between kept
+    int i = 0;
+    while (i < n) {
+      if (!chain.blocks[i].checkpointable) {
+        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        ++i;
+        continue;
+      }
+      const std::string& list = chain.blocks[i].list;
+      const int pos = sel[i];
+      if (pos % s < k) {
+        int end = i;
+        // with a global index (ZLab I1) segments run over the combined sequence and may span lists
+        while (end < n && (global_segments || chain.blocks[end].list == list) && chain.blocks[end].checkpointable &&
+               sel[end] % s < k && sel[end] / s == pos / s)
+          ++end;
+        plan.segments.push_back(Segment{i, end, BlockMode::Checkpoint, offload});
+        i = end;
+      } else {
+        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        ++i;
+      }
+    }
+  } else {
+    const bool every = semantics == "every_block" || semantics == "ignored" || k == 1;
+    for (int i = 0; i < n; ++i) {
+      if (!chain.blocks[i].checkpointable) {
+        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        continue;
+      }
+      const bool ck = every || per_block_selected(sel[i], k, sched.stride);
+      plan.segments.push_back(ck ? single(i, mode_for(i), offload) : single(i, BlockMode::Keep, false));
+    }
+  }
+  plan.description = plan_description(plan, chain);
+  return r;
+}
+
+}  // namespace segadvise

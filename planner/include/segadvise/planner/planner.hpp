@@ -1,0 +1,48 @@
+// Search over the trainer's schedule space: enumerate every combination a family supports,
+// predict each, keep the Pareto front (step time against peak VRAM), recommend the fastest that
+// fits with headroom.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "segadvise/costmodel/types.hpp"
+
+namespace segadvise {
+
+struct ScheduleSpace {
+  int max_interval = 1;   // longest checkpointed list (intervals 2..max)
+  bool stride = true;     // strides k+1..max for each interval
+  bool interval = true;   // interval/stride wired at all
+  std::vector<Backend> backends = {Backend::Torch};
+  bool attention_offload = false;
+};
+
+// Every schedule of the space, without duplicates: none, activation-offload, layer, intervalK,
+// segK-strideS, each with every backend and attention offload on and off.
+std::vector<Schedule> enumerate_schedules(const ScheduleSpace& space);
+
+struct Candidate {
+  Schedule schedule;
+  PlanResult plan;
+  Prediction prediction;
+  bool pareto = false;
+};
+
+struct Advice {
+  std::vector<Candidate> candidates;  // supported ones, sorted by step time
+  int unsupported_count = 0;
+  int evaluated_count = 0;
+  int recommended = -1;  // index into candidates, -1 when nothing fits
+  double shortfall_bytes = 0;  // when nothing fits: the smallest peak minus what is available
+};
+
+// `evaluate` realizes and predicts one schedule (the caller owns families and the cost model).
+using Evaluate = std::function<Candidate(const Schedule&)>;
+Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, double headroom_bytes);
+
+// Marks the Pareto-optimal candidates: no other is both faster and smaller.
+void mark_pareto(std::vector<Candidate>& candidates);
+
+}  // namespace segadvise
