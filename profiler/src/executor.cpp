@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -72,7 +73,7 @@ State to_state(const std::vector<std::string>& keys, const variable_list& v) {
 }
 
 struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
-  static variable_list forward(AutogradContext* ctx, variable_list inputs, int64_t id) {
+  static variable_list forward(AutogradContext* ctx, at::TensorList inputs, int64_t id) {
     std::shared_ptr<Runner> r;
     {
       std::lock_guard<std::mutex> g(g_runners_mu);
@@ -80,7 +81,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     }
     ctx->saved_data["id"] = id;
     r->rng = RngState::capture(r->device);
-    State out = r->fn(to_state(r->in_keys, inputs));  // grad mode is off inside a Function's forward
+    State out = r->fn(to_state(r->in_keys, inputs.vec()));  // grad mode is off inside a Function's forward
     r->out_keys.clear();
     variable_list outs;
     for (const auto& [k, v] : out) {
@@ -91,7 +92,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     if (r->offload) {
       for (const auto& t : inputs) r->host_inputs.push_back(to_host(t));
     } else {
-      ctx->save_for_backward(inputs);
+      ctx->save_for_backward(inputs.vec());
     }
     return outs;
   }
@@ -151,7 +152,8 @@ State run_checkpoint(std::function<State(const State&)> fn, const State& in, boo
     inputs.push_back(v);
   }
   const int64_t id = register_runner(r);
-  variable_list outs = CheckpointFn::apply(inputs, id);
+  // a TensorList (not a std::vector) so that apply() sees the inputs as variables and records a node
+  variable_list outs = CheckpointFn::apply(torch::TensorList(inputs), id);
   State out;
   for (std::size_t i = 0; i < r->out_keys.size(); ++i) out[r->out_keys[i]] = outs[i];
   return out;
@@ -161,7 +163,10 @@ State run_checkpoint(std::function<State(const State&)> fn, const State& in, boo
 // memory; one host copy per distinct tensor of the block.
 struct OffloadSink : HookSink {
   torch::Device device = torch::kCPU;
-  std::map<std::tuple<const void*, int64_t, std::vector<int64_t>>, Tensor> cache;
+  // one host copy per distinct device tensor of this block; the entry holds the device tensor
+  // until the block's forward ends, so its storage address cannot be reused by another tensor
+  // while the key is live
+  std::map<std::tuple<const void*, int64_t, std::vector<int64_t>>, std::pair<Tensor, Tensor>> cache;
   struct Hooks : torch::autograd::SavedVariableHooks {
     OffloadSink* sink = nullptr;
     Tensor held, host;
@@ -175,11 +180,11 @@ struct OffloadSink : HookSink {
       auto key = std::make_tuple(static_cast<const void*>(t.storage().unsafeGetStorageImpl()), t.storage_offset(),
                                  t.sizes().vec());
       auto it = sink->cache.find(key);
-      if (it != sink->cache.end() && it->second.strides() == t.strides()) {
-        host = it->second;
+      if (it != sink->cache.end() && it->second.second.strides() == t.strides()) {
+        host = it->second.second;
       } else {
         host = to_host(t.detach());
-        sink->cache[key] = host;
+        sink->cache[key] = {t.detach(), host};
       }
     }
     Tensor call_unpack_hook() override { return held.defined() ? held : to_device(host, device); }
@@ -413,7 +418,11 @@ GradientCheck compare_gradients(const Family& fam, const TrainingSetup& setup, c
   GradientCheck c;
   for (std::size_t i = 0; i < ref.size(); ++i) {
     c.max_abs_grad = std::max(c.max_abs_grad, ref[i].abs().max().item<double>());
-    c.max_abs_diff = std::max(c.max_abs_diff, (ref[i].to(torch::kFloat) - got[i].to(torch::kFloat)).abs().max().item<double>());
+    const double diff = (ref[i].to(torch::kFloat) - got[i].to(torch::kFloat)).abs().max().item<double>();
+    if (std::getenv("SEGADVISE_TRACE_GRADS"))
+      std::fprintf(stderr, "grad %zu: ref %.4g got %.4g diff %.4g\n", i, ref[i].abs().max().item<double>(),
+                   got[i].abs().max().item<double>(), diff);
+    c.max_abs_diff = std::max(c.max_abs_diff, diff);
     ++c.tensors;
   }
   return c;

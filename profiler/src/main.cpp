@@ -60,7 +60,7 @@ void add_shape_flags(CLI::App* app, TorchFlags& f) {
   app->add_option("--lora-type", s.lora_type, "standard (lycoris has no archetype yet)");
   app->add_option("--lora-rank", s.lora_rank, "lora_rank");
   app->add_option("--text-tokens", s.text_tokens, "text sequence length (default: the family's)");
-  app->add_option("--quiet,-q", f.quiet, "no progress on stderr")->expected(0, 1)->default_str("false");
+  app->add_flag("--quiet,-q", f.quiet, "no progress on stderr");
 }
 
 // --tokens for validate: a square-ish shape with about T image tokens per sample

@@ -1,6 +1,7 @@
 // The profiler's measurements (profiler.hpp) and the LibTorch plumbing they stand on (runtime.hpp).
 #include <c10/core/CPUAllocator.h>
 #include <torch/csrc/autograd/engine.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -119,6 +120,11 @@ torch::autograd::Engine& hooking_engine() {
 void install_hooks() {
   static std::once_flag once;
   std::call_once(once, [] {
+    // keep freed memory in the process (no munmap/trim): a CUDA caching allocator reuses its
+    // blocks, and page faults on fresh mappings would otherwise dominate CPU step times and make
+    // a schedule that holds more memory look slower than it is
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     static TrackingAllocator* alloc = new TrackingAllocator(c10::GetDefaultCPUAllocator());
     c10::SetCPUAllocator(alloc, /*priority=*/100);
     g_cpu_hooked = c10::GetCPUAllocator() == alloc;
