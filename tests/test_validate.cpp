@@ -6,6 +6,9 @@
 
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/families/profile.hpp"
+#include "segadvise/profiler/profiler.hpp"
 #include "segadvise/profiler/validate.hpp"
 
 #ifndef SEGADVISE_TEST_DATA
@@ -49,5 +52,38 @@ TEST_CASE("every schedule's gradients equal those of training without checkpoint
     // the same kernels run on the same inputs with the same dropout masks: bit-identical, or at
     // most a rounding difference from a different summation order
     CHECK(g.relative() < 1e-3);
+  }
+}
+
+TEST_CASE("on CPU, with a profile of this machine, predicted peak is within 3% and step time within 15% for every schedule") {
+  const Family& fam = tiny();
+  const TrainingSetup setup = tiny_setup(fam, 512);  // 1024 tokens: activations dominate the peak
+  profiler::ProfileOptions po;
+  po.quiet = true;
+  po.repeats = 5;
+  Profile prof = profiler::run_profile(fam, setup, po);
+  prof.path = "(measured by the test)";
+  BlockChain chain = profiler::validation_chain(fam, setup, 8);
+  GpuSpec gpu = profiler::cpu_gpu_spec();
+  Coefficients coef;
+  profiler::use_cpu_coefficients(coef);
+  apply_profile(prof, fam, setup, chain, gpu.id);
+  profiler::ValidateOptions opt;
+  opt.quiet = true;
+  opt.steps = 3;
+  std::printf("| schedule | predicted peak MiB | measured peak MiB | error | predicted s/step | measured s/step | error |\n");
+  std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const char* name : kSchedules) {
+    const PlanResult pr = realize(fam, chain, Schedule::parse(name), setup);
+    REQUIRE(pr.supported);
+    const Prediction p = predict(chain, pr.plan, setup, gpu, coef, 0);
+    const profiler::ValidateRun run = profiler::run_validation(fam, setup, pr.plan, opt);
+    const double peak_err = (p.peak_vram_bytes - run.peak_bytes) / run.peak_bytes;
+    const double time_err = (p.step_time_s - run.step_s) / run.step_s;
+    std::printf("| %s | %.1f | %.1f | %+.1f%% | %.3f | %.3f | %+.1f%% |\n", name, p.peak_vram_bytes / kMiB,
+                run.peak_bytes / kMiB, 100 * peak_err, p.step_time_s, run.step_s, 100 * time_err);
+    CAPTURE(name);
+    CHECK(std::fabs(peak_err) < 0.03);
+    CHECK(std::fabs(time_err) < 0.15);
   }
 }

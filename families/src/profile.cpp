@@ -79,6 +79,10 @@ Profile parse_profile(const json& j, const std::string& origin) {
       pk.backward_linear_s = num(k["backward_fit"], "linear_s", path + "backward_fit.", 0, true);
       pk.backward_quadratic_s = num(k["backward_fit"], "quadratic_s", path + "backward_fit.", 0, true);
     }
+    if (k.contains("ffn_forward_fit")) {
+      pk.ffn_forward_linear_s = num(k["ffn_forward_fit"], "linear_s", path + "ffn_forward_fit.", 0, true);
+      pk.ffn_forward_quadratic_s = num(k["ffn_forward_fit"], "quadratic_s", path + "ffn_forward_fit.", 0, true);
+    }
     pk.extrapolated = k.value("extrapolated", false);
     if (k.contains("measured_tokens") && k["measured_tokens"].is_array())
       for (const auto& t : k["measured_tokens"])
@@ -121,6 +125,7 @@ json profile_to_json(const Profile& p) {
                      {"transient_bytes", k.transient_bytes},
                      {"forward_fit", {{"linear_s", k.forward_linear_s}, {"quadratic_s", k.forward_quadratic_s}}},
                      {"backward_fit", {{"linear_s", k.backward_linear_s}, {"quadratic_s", k.backward_quadratic_s}}},
+                     {"ffn_forward_fit", {{"linear_s", k.ffn_forward_linear_s}, {"quadratic_s", k.ffn_forward_quadratic_s}}},
                      {"extrapolated", k.extrapolated},
                      {"measured_tokens", k.measured_tokens}});
   }
@@ -176,6 +181,7 @@ void apply_profile(const Profile& p, const Family& fam, const TrainingSetup& set
       if (same_gpu && k.forward_linear_s + k.forward_quadratic_s > 0) {
         b.measured_forward_s = k.forward_linear_s * target + k.forward_quadratic_s * target * target;
         b.measured_backward_s = k.backward_linear_s * target + k.backward_quadratic_s * target * target;
+        b.measured_ffn_forward_s = k.ffn_forward_linear_s * target + k.ffn_forward_quadratic_s * target * target;
       }
       break;
     }

@@ -8,6 +8,7 @@
 // offload packs the tensors autograd saves while an attention part runs into host memory and
 // unpacks them for backward (saved-tensor hooks, runtime.hpp).
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -426,6 +427,40 @@ GradientCheck compare_gradients(const Family& fam, const TrainingSetup& setup, c
     ++c.tensors;
   }
   return c;
+}
+
+BlockChain validation_chain(const Family& fam, const TrainingSetup& setup, int n_blocks) {
+  BlockChain chain = analyze(fam, setup);
+  const int n = n_blocks > 0 ? std::min<int>(n_blocks, static_cast<int>(chain.blocks.size()))
+                             : static_cast<int>(chain.blocks.size());
+  chain.blocks.resize(n);
+  chain.outside_params = 0;
+  chain.outside_activation_bytes = 0;
+  chain.outside_matmul_flops = 0;
+  return chain;
+}
+
+GpuSpec cpu_gpu_spec() {
+  GpuSpec g;
+  g.id = "cpu";
+  g.name = device_name("cpu");
+  g.total_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  g.bf16_flops_per_s = 1e12;  // unused when every block time comes from a profile
+  const double copy = host_copy_bytes_per_s();
+  g.mem_bytes_per_s = copy;
+  g.pcie_bytes_per_s = copy;  // "offload to host" on a CPU is a memcpy
+  g.source = "this machine's CPU";
+  return g;
+}
+
+void use_cpu_coefficients(Coefficients& coef) {
+  GpuCoefficients g;
+  g.overhead_s = 0;
+  g.pcie_efficiency = 1;
+  g.reserve_bytes = 0;
+  coef.gpu["cpu"] = g;
+  coef.fragmentation = 0;
+  coef.offload_overlap = 0;
 }
 
 double host_copy_bytes_per_s() {

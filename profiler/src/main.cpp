@@ -143,18 +143,6 @@ struct Row {
   profiler::ValidateRun run;
 };
 
-GpuSpec cpu_gpu(double copy_bytes_per_s) {
-  GpuSpec g;
-  g.id = "cpu";
-  g.name = profiler::device_name("cpu");
-  g.total_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  g.bf16_flops_per_s = 1e12;  // unused: every block time comes from the profile
-  g.mem_bytes_per_s = copy_bytes_per_s;
-  g.pcie_bytes_per_s = copy_bytes_per_s;  // "offload to host" on a CPU is a memcpy
-  g.source = "this machine's CPU";
-  return g;
-}
-
 int run_validate_cmd(TorchFlags& f) {
   const Family& fam = find_family(f.setup.model);
   TrainingSetup setup = cli::apply_flags(fam, default_setup(fam), f.setup);
@@ -169,27 +157,15 @@ int run_validate_cmd(TorchFlags& f) {
     throw InputError("validate: give --schedule S, --all-schedules or --plan plan.json");
 
   // the chain of the blocks that run: the first N, nothing outside them
-  BlockChain chain = analyze(fam, setup);
-  const int n = f.blocks > 0 ? std::min<int>(f.blocks, chain.blocks.size()) : static_cast<int>(chain.blocks.size());
-  chain.blocks.resize(n);
-  chain.outside_params = 0;
-  chain.outside_activation_bytes = 0;
-  chain.outside_matmul_flops = 0;
+  BlockChain chain = profiler::validation_chain(fam, setup, f.blocks);
+  const int n = static_cast<int>(chain.blocks.size());
 
   // the machine: CPU, or the CUDA device matched to the catalog
   GpuSpec gpu;
   Coefficients coef = coefficients_for(f.setup.calibration);
   if (f.device == "cpu") {
-    gpu = cpu_gpu(profiler::host_copy_bytes_per_s());
-    // On CPU the allocator hook counts exact bytes (no caching allocator, no context), and a copy
-    // to "host" memory is a synchronous memcpy that no compute hides.
-    GpuCoefficients g;
-    g.overhead_s = 0;
-    g.pcie_efficiency = 1;
-    g.reserve_bytes = 0;
-    coef.gpu["cpu"] = g;
-    coef.fragmentation = 0;
-    coef.offload_overlap = 0;
+    gpu = profiler::cpu_gpu_spec();
+    profiler::use_cpu_coefficients(coef);
   } else {
     if (!f.setup.gpu.empty()) {
       gpu = cli::resolve_gpu(f.setup);

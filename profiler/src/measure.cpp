@@ -402,12 +402,23 @@ ListMeasurement measure_list(const Family& fam, const BlockListSpec& spec, const
     };
 
     // warm-up (and the first allocation of the adapters' .grad)
-    std::vector<double> fwd, bwd;
+    std::vector<double> fwd, bwd, ffn_fwd;
     for (int r = 0; r < opt.warmup + opt.repeats; ++r) {
       State in = make_input(spec, shape, bo, skips_in);
       synchronize(dev);
-      double t0 = now_s();
-      State out = blk.forward(in);
+      double t0 = now_s(), ffn_s = 0;
+      // the block's parts one by one, timing the FFN side apart (the -ffn backends recompute it)
+      State s = in;
+      for (const auto& p : blk.parts) {
+        set_current_side(p.side);
+        const double p0 = now_s();
+        for (auto& [key, v] : p.fn(s)) s[key] = v;
+        synchronize(dev);
+        if (p.side == Side::Ffn) ffn_s += now_s() - p0;
+      }
+      set_current_side(Side::Rest);
+      State out = boundary_of(s);
+      s.clear();
       synchronize(dev);
       double t1 = now_s();
       auto [outs, grads] = grads_for(out);
@@ -420,11 +431,13 @@ ListMeasurement measure_list(const Family& fam, const BlockListSpec& spec, const
       if (r >= opt.warmup) {
         fwd.push_back(t1 - t0);
         bwd.push_back(t3 - t2);
+        ffn_fwd.push_back(ffn_s);
       }
       progress(r < opt.warmup ? "warm-up forward+backward" : "forward+backward", t3 - t0);
     }
     m.forward_s = median(fwd);
     m.backward_s = median(bwd);
+    m.ffn_forward_s = median(ffn_fwd);
 
     // saved bytes, by side, through the saved-tensor hooks; boundary; transient workspace
     State in = make_input(spec, shape, bo, skips_in);
@@ -622,7 +635,7 @@ Profile run_profile(const Family& fam, const TrainingSetup& setup, const Profile
     const double target = list_tokens(spec, g.image_tokens, g.text_tokens) * p.batch;
     k.tokens = target;
     k.extrapolated = scale < 1.0;
-    std::vector<double> n, a, f, r, bnd, tr, tf, tb;
+    std::vector<double> n, a, f, r, bnd, tr, tf, tb, tff;
     for (const auto& m : ms) {
       n.push_back(m.tokens);
       a.push_back(m.saved_attention_bytes);
@@ -632,6 +645,7 @@ Profile run_profile(const Family& fam, const TrainingSetup& setup, const Profile
       tr.push_back(m.transient_bytes);
       tf.push_back(m.forward_s);
       tb.push_back(m.backward_s);
+      tff.push_back(m.ffn_forward_s);
       k.measured_tokens.push_back(m.tokens);
     }
     if (!k.extrapolated) {  // bytes exactly as measured at the target
@@ -649,8 +663,18 @@ Profile run_profile(const Family& fam, const TrainingSetup& setup, const Profile
     }
     auto [fl, fq] = fit_time(n, tf);
     auto [bl, bq] = fit_time(n, tb);
+    auto [ffl, ffq] = fit_time(n, tff);
+    k.ffn_forward_linear_s = ffl;
+    k.ffn_forward_quadratic_s = ffq;
     if (!k.extrapolated && n.size() == 2) {
       // exact at the target point: the fit passes through it, the smaller point sets the curvature
+    }
+    if (!k.extrapolated) {
+      // the fit must give back the time measured at the target: when the quadratic term was
+      // dropped (noise made it negative), the linear term goes through the target point
+      if (fq == 0) fl = tf[0] / n[0];
+      if (bq == 0) bl = tb[0] / n[0];
+      if (ffq == 0) k.ffn_forward_linear_s = tff[0] / n[0];
     }
     k.forward_linear_s = fl;
     k.forward_quadratic_s = fq;

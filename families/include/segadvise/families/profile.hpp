@@ -21,6 +21,7 @@ struct ProfiledKind {
   // time fit t(tokens) = linear * tokens + quadratic * tokens^2 (seconds)
   double forward_linear_s = 0, forward_quadratic_s = 0;
   double backward_linear_s = 0, backward_quadratic_s = 0;
+  double ffn_forward_linear_s = 0, ffn_forward_quadratic_s = 0;  // the FFN parts alone (optional)
   bool extrapolated = false;
   std::vector<double> measured_tokens;  // token counts actually run (several when extrapolated)
 };

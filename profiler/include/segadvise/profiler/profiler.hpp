@@ -29,6 +29,7 @@ struct ListMeasurement {
   double boundary_bytes = 0;
   double transient_bytes = 0;
   double forward_s = 0, backward_s = 0;  // medians
+  double ffn_forward_s = 0;              // the FFN parts of the forward alone (median)
   // cross-check on CPU: bytes the allocator hook saw retained after forward (new allocations,
   // minus the output), against the saved-tensor hooks' count of the same (-1 on CUDA)
   double allocator_retained_bytes = -1, hooks_retained_bytes = 0;

@@ -49,4 +49,14 @@ GradientCheck compare_gradients(const Family& fam, const TrainingSetup& setup, c
 // Host memcpy bandwidth (CPU: what "offload to host" costs here), bytes per second.
 double host_copy_bytes_per_s();
 
+// What the cost model needs to predict a validation run on this machine's CPU:
+// - the chain of the first n blocks, nothing outside them (the executor runs only blocks);
+// - a "cpu" GpuSpec (host memory, memcpy bandwidth for offload; block times come from a profile);
+// - coefficients for it: no reserve or fragmentation (the allocator hook counts exact bytes, there
+//   is no caching allocator), no fixed overhead, and offload copies that no compute hides (a CPU
+//   memcpy is synchronous).
+BlockChain validation_chain(const Family& fam, const TrainingSetup& setup, int n_blocks);
+GpuSpec cpu_gpu_spec();
+void use_cpu_coefficients(Coefficients& coef);
+
 }  // namespace segadvise::profiler
