@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "gpu_detect.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
@@ -112,6 +113,16 @@ int run_profile_cmd(TorchFlags& f) {
   }
   Profile p = profiler::run_profile(fam, setup, opt);
   p.path = out;
+  if (f.device == "cuda") {  // the catalog card this device is, so predictions for it use the times
+    double total = 0;
+    try {
+      total = cli::detect_gpu().total_bytes;
+    } catch (const InputError&) {
+    }
+    p.gpu_id = cli::catalog_id_for(p.device, total);
+    if (p.gpu_id.empty())
+      p.notes.push_back("device '" + p.device + "' is not in the GPU catalog: its times apply to no --gpu");
+  }
   write_file_atomically(out, profile_to_json(p).dump(2) + "\n");
   // summary next to the static estimate
   const BlockChain chain = analyze(fam, setup);
@@ -170,13 +181,7 @@ int run_validate_cmd(TorchFlags& f) {
     if (!f.setup.gpu.empty()) {
       gpu = cli::resolve_gpu(f.setup);
     } else {
-      const std::string name = profiler::device_name(f.device);
-      try {
-        gpu = find_gpu(name);
-      } catch (const InputError&) {
-        gpu = custom_gpu(80);
-        gpu.name = name;
-      }
+      gpu = cli::auto_gpu();  // the card this CUDA device is, matched to the catalog
     }
   }
 

@@ -507,6 +507,13 @@ ListMeasurement measure_list(const Family& fam, const BlockListSpec& spec, const
   return m;
 }
 
+PcieBandwidth measure_pcie(const torch::Device& dev);
+
+PcieBandwidth measure_pcie_on(const std::string& device) {
+  install_hooks();
+  return measure_pcie(torch_device(device));
+}
+
 namespace {
 
 // Least-squares fit t = a n + b n^2 through the origin (b clamped at 0: a negative quadratic term
@@ -684,7 +691,37 @@ Profile run_profile(const Family& fam, const TrainingSetup& setup, const Profile
     p.kinds.push_back(k);
   }
   p.attention_backend = attention_backend_name();
+  if (dev.is_cuda()) p.pcie = measure_pcie(dev);
   return p;
+}
+
+// Host<->device copies of 256 MiB through LibTorch (cudaMemcpy underneath), pinned and pageable,
+// both directions; the median of 5 after a warm-up.
+PcieBandwidth measure_pcie(const torch::Device& dev) {
+  PcieBandwidth bw;
+  if (!dev.is_cuda()) return bw;
+  const int64_t n = 256LL * 1024 * 1024;
+  auto timed = [&](const Tensor& dst, const Tensor& src) {
+    std::vector<double> t;
+    for (int i = 0; i < 6; ++i) {
+      synchronize(dev);
+      const double t0 = now_s();
+      dst.copy_(src, /*non_blocking=*/false);
+      synchronize(dev);
+      if (i > 0) t.push_back(now_s() - t0);
+    }
+    return static_cast<double>(n) / std::max(1e-9, median(t));
+  };
+  Tensor d = torch::empty({n}, torch::TensorOptions().dtype(torch::kUInt8).device(dev));
+  Tensor pinned = torch::empty({n}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+  Tensor pageable = torch::empty({n}, torch::TensorOptions().dtype(torch::kUInt8));
+  pageable.fill_(1);
+  pinned.fill_(1);
+  bw.h2d_pinned_bytes_per_s = timed(d, pinned);
+  bw.d2h_pinned_bytes_per_s = timed(pinned, d);
+  bw.h2d_pageable_bytes_per_s = timed(d, pageable);
+  bw.d2h_pageable_bytes_per_s = timed(pageable, d);
+  return bw;
 }
 
 }  // namespace segadvise::profiler

@@ -46,6 +46,9 @@ ListMeasurement measure_list(const Family& fam, const BlockListSpec& spec, const
 // is larger than --tokens (or than the device holds).
 Profile run_profile(const Family& fam, const TrainingSetup& setup, const ProfileOptions& opt);
 
+// Host<->device bandwidth, pinned and pageable, both directions (zeros on CPU).
+PcieBandwidth measure_pcie_on(const std::string& device);
+
 // Device description for the profile ("cpu: Intel(R) Xeon(R) …" or the CUDA device name).
 std::string device_name(const std::string& device);
 std::string torch_version();
