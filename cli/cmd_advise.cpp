@@ -20,9 +20,9 @@ struct Alternative {
   Prediction prediction;
 };
 
-Advice advise_context(const Context& ctx) {
+Advice advise_context(const Context& ctx, bool keep_all = false) {
   const auto schedules = enumerate_schedules(schedule_space(ctx));
-  return advise(schedules, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes);
+  return advise(schedules, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes, keep_all);
 }
 
 // When nothing fits: smaller batch, resolution or frames; a quantized base; weight streaming.
@@ -92,7 +92,7 @@ std::string fmt(double x, const char* f) {
 }  // namespace
 
 int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit) {
-  const Advice a = advise_context(ctx);
+  const Advice a = advise_context(ctx, show_all);
   const bool json = f.format == "json", md = f.format == "markdown";
   std::vector<Alternative> alternatives;
   if (a.recommended < 0) alternatives = what_would_fit(ctx);
@@ -107,6 +107,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
     j["setup"] = setup_json(ctx);
     j["schedules_evaluated"] = a.evaluated_count;
     j["schedules_unsupported"] = a.unsupported_count;
+    j["schedules_supported"] = a.supported_count;
     nlohmann::json cands = nlohmann::json::array();
     for (const auto& c : a.candidates) {
       if (!show_all && !c.pareto && &c - &a.candidates[0] != a.recommended) continue;
@@ -137,7 +138,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
 
   if (md) out << "## segadvise: " << ctx.family->name << " on " << ctx.gpu.name << "\n\n";
   print_setup(out, ctx, md);
-  out << (md ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.candidates.size()
+  out << (md ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.supported_count
       << " supported by the trainer for this family" << (show_all ? "" : "; Pareto front (time vs memory):") << "\n\n";
   Table t({"schedule", "peak", "s/step", "fits", "what runs"});
   for (std::size_t i = 0; i < a.candidates.size(); ++i) {
