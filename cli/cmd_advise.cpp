@@ -22,6 +22,7 @@ struct Alternative {
 
 Advice advise_context(const Context& ctx, bool keep_all = false) {
   const auto schedules = enumerate_schedules(schedule_space(ctx));
+  prepared(ctx);  // build the shared cache before advise evaluates in parallel
   return advise(schedules, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes, keep_all);
 }
 
@@ -113,7 +114,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
       if (!show_all && !c.pareto && &c - &a.candidates[0] != a.recommended) continue;
       nlohmann::json pj = to_json(c.prediction);
       pj["pareto"] = c.pareto;
-      cands.push_back({{"schedule", to_json(c.schedule)}, {"plan", c.plan.plan.description}, {"prediction", pj}});
+      cands.push_back({{"schedule", to_json(c.schedule)}, {"plan", describe(c.plan.plan, ctx.chain)}, {"prediction", pj}});
     }
     j["candidates"] = cands;
     if (a.recommended >= 0) {
@@ -147,7 +148,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
     std::string name = c.schedule.name();
     if (static_cast<int>(i) == a.recommended) name = "* " + name;
     t.add({name, gib_str(c.prediction.peak_vram_bytes), secs_str(c.prediction.step_time_s), yesno(c.prediction.fits),
-           c.plan.plan.description});
+           describe(c.plan.plan, ctx.chain)});
   }
   t.print(out, md);
   out << "\n";
