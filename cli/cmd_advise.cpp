@@ -20,9 +20,10 @@ struct Alternative {
   Prediction prediction;
 };
 
-Advice advise_context(const Context& ctx) {
+Advice advise_context(const Context& ctx, bool keep_all = false) {
   const auto schedules = enumerate_schedules(schedule_space(ctx));
-  return advise(schedules, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes);
+  prepared(ctx);  // build the shared cache before advise evaluates in parallel
+  return advise(schedules, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes, keep_all);
 }
 
 // When nothing fits: smaller batch, resolution or frames; a quantized base; weight streaming.
@@ -92,7 +93,7 @@ std::string fmt(double x, const char* f) {
 }  // namespace
 
 int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit) {
-  const Advice a = advise_context(ctx);
+  const Advice a = advise_context(ctx, show_all);
   const bool json = f.format == "json", md = f.format == "markdown";
   std::vector<Alternative> alternatives;
   if (a.recommended < 0) alternatives = what_would_fit(ctx);
@@ -107,12 +108,13 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
     j["setup"] = setup_json(ctx);
     j["schedules_evaluated"] = a.evaluated_count;
     j["schedules_unsupported"] = a.unsupported_count;
+    j["schedules_supported"] = a.supported_count;
     nlohmann::json cands = nlohmann::json::array();
     for (const auto& c : a.candidates) {
       if (!show_all && !c.pareto && &c - &a.candidates[0] != a.recommended) continue;
       nlohmann::json pj = to_json(c.prediction);
       pj["pareto"] = c.pareto;
-      cands.push_back({{"schedule", to_json(c.schedule)}, {"plan", c.plan.plan.description}, {"prediction", pj}});
+      cands.push_back({{"schedule", to_json(c.schedule)}, {"plan", describe(c.plan.plan, ctx.chain)}, {"prediction", pj}});
     }
     j["candidates"] = cands;
     if (a.recommended >= 0) {
@@ -137,7 +139,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
 
   if (md) out << "## segadvise: " << ctx.family->name << " on " << ctx.gpu.name << "\n\n";
   print_setup(out, ctx, md);
-  out << (md ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.candidates.size()
+  out << (md ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.supported_count
       << " supported by the trainer for this family" << (show_all ? "" : "; Pareto front (time vs memory):") << "\n\n";
   Table t({"schedule", "peak", "s/step", "fits", "what runs"});
   for (std::size_t i = 0; i < a.candidates.size(); ++i) {
@@ -146,7 +148,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
     std::string name = c.schedule.name();
     if (static_cast<int>(i) == a.recommended) name = "* " + name;
     t.add({name, gib_str(c.prediction.peak_vram_bytes), secs_str(c.prediction.step_time_s), yesno(c.prediction.fits),
-           c.plan.plan.description});
+           describe(c.plan.plan, ctx.chain)});
   }
   t.print(out, md);
   out << "\n";
