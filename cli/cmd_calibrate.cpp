@@ -85,7 +85,8 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
         nlohmann::json r = to_json(*p.prepared->run);
         r["predicted"] = {{"modelled", p.modelled}, {"supported", p.supported}, {"reason", p.reason},
                           {"fits", p.fits},         {"peak_gib", p.peak_gib},   {"usable_gib", p.usable_gib},
-                          {"sec_per_step", p.step_s}};
+                          {"sec_per_step", p.step_s}, {"static_gib", p.static_gib},
+                          {"activation_gib", p.activation_gib}};
         runs.push_back(r);
       }
       j["runs"] = runs;

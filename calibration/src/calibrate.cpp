@@ -114,6 +114,8 @@ RunPrediction predict_run(const PreparedSet& set, const PreparedRun& r, const Co
   if (!out.supported) return out;
   const Prediction p = predict(set.chains[r.chain], r.plan.plan, r.setup, r.gpu, coef, headroom_bytes);
   out.fits = p.fits;
+  out.static_gib = (p.peak_vram_bytes - p.memory.activation_peak_bytes - p.memory.fragmentation_bytes) / kGiB;
+  out.activation_gib = p.memory.activation_peak_bytes / kGiB;
   out.peak_gib = p.peak_vram_bytes / kGiB;
   out.usable_gib = p.usable_vram_bytes / kGiB;
   out.step_s = p.step_time_s;
@@ -134,11 +136,17 @@ struct ParamSpec {
 std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector<const PreparedRun*>& runs,
                                        const FitOptions& opt) {
   std::vector<ParamSpec> specs;
-  std::set<std::string> gpus, kinds, precisions;
+  std::set<std::string> gpus, kinds, precisions, quantized_kernels;
   bool any_offload = false;
   for (const PreparedRun* r : runs) {
     gpus.insert(r->gpu.id);
-    for (const auto& b : set.chains[r->chain].blocks) kinds.insert(b.kind);
+    if (!set.chains[r->chain].quantized_kernel.empty()) quantized_kernels.insert(set.chains[r->chain].quantized_kernel);
+    // only sides that hold bytes somewhere can be fitted (a ResNet block has no attention side)
+    for (const auto& b : set.chains[r->chain].blocks) {
+      if (b.saved_attention_bytes > 0) kinds.insert(b.kind + ".attention");
+      if (b.saved_ffn_bytes > 0) kinds.insert(b.kind + ".ffn");
+      if (b.saved_rest_bytes > 0) kinds.insert(b.kind + ".rest");
+    }
     precisions.insert(precision_key(r->setup));
     if (r->plan.plan.offload_attention) any_offload = true;
     for (const auto& s : r->plan.plan.segments) any_offload = any_offload || s.offload_to_host;
@@ -161,12 +169,9 @@ std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector
   if (opt.fit_activation) {
     // the analyzer's saved-tensor estimates may be off by a factor per block kind and side, not
     // by orders of magnitude: [0.1, 6]
-    for (const auto& k : kinds)
-      for (const std::string side : {"attention", "ffn", "rest"}) {
-        const std::string key = k + "." + side;
-        specs.push_back({"activation_scale." + key, 0.1, 6.0,
-                         [key](Coefficients& c) -> double& { return c.activation_scale[key]; }});
-      }
+    for (const auto& key : kinds)
+      specs.push_back({"activation_scale." + key, 0.1, 6.0,
+                       [key](Coefficients& c) -> double& { return c.activation_scale[key]; }});
   }
   if (opt.fit_precision) {
     for (const auto& pk : precisions) {
@@ -174,7 +179,15 @@ std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector
       // quantized matmuls: from 0.3x (fp8 tensor cores) to 30x (dequantize-per-call kernels)
       specs.push_back({"matmul_time_factor." + pk, 0.3, 30.0,
                        [pk](Coefficients& c) -> double& { return c.matmul_time_factor[pk]; }});
+      // weight rebuilds per quantized matmul call, in passes over the weights at memory bandwidth;
+      // an effective figure that also absorbs per-call quantization of activations
+      specs.push_back({"dequant_passes." + pk, 0.0, 400.0,
+                       [pk](Coefficients& c) -> double& { return c.dequant_passes[pk]; }});
     }
+    for (const auto& pk : quantized_kernels)
+      // a quantized Linear keeps up to its input and a scaled copy: 0..3x the input bytes
+      specs.push_back({"quantized_input_scale." + pk, 0.0, 3.0,
+                       [pk](Coefficients& c) -> double& { return c.quantized_input_scale[pk]; }});
   }
   if (opt.fit_global) {
     specs.push_back({"backward_factor", 0.5, 4.0, [](Coefficients& c) -> double& { return c.backward_factor; }});
@@ -190,10 +203,16 @@ std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector
 FitResult fit_coefficients(const PreparedSet& set, const Coefficients& start, const FitOptions& opt) {
   FitResult out;
   Coefficients coef = start;
+  // A family none of whose runs completed (every row OOM or failed, even the smallest schedule at
+  // batch 1) documents a coverage gap of the sweep, not where memory runs out: its OOM rows would
+  // only inflate every activation scale. Such families are scored but not fitted on.
+  std::set<std::string> completed;
+  for (const auto& r : set.runs)
+    if (r.run->status == "ok") completed.insert(r.group);
   std::vector<const PreparedRun*> runs;
   for (const auto& r : set.runs) {
     if (!r.family || !r.plan.supported || !fit_status(r.run->status)) continue;
-    if (opt.exclude_groups.count(r.group)) continue;
+    if (opt.exclude_groups.count(r.group) || !completed.count(r.group)) continue;
     runs.push_back(&r);
   }
   out.runs_used = static_cast<int>(runs.size());
@@ -242,16 +261,21 @@ FitResult fit_coefficients(const PreparedSet& set, const Coefficients& start, co
         res.push_back(opt.peak_weight * soft_l1(std::log(peak / (r->run->peak_gib * kGiB)), c));
         res.push_back(opt.time_weight * soft_l1(std::log(std::max(p.step_time_s, 1e-6) / r->run->sec_per_step), c));
         // a run that completed must be predicted below the usable memory
-        res.push_back(opt.oom_weight * std::max(0.0, std::log(peak / usable)));
+        res.push_back(opt.oom_weight * soft_l1(std::max(0.0, std::log(peak / usable)), c));
       } else {
         // a run that ran out of memory must be predicted above the usable memory
-        res.push_back(opt.oom_weight * std::max(0.0, std::log(usable / peak)));
+        res.push_back(opt.oom_weight * soft_l1(std::max(0.0, std::log(usable / peak)), c));
       }
     }
+    // weak prior: an activation scale is 1 (the analyzer's derivation) unless the data says
+    // otherwise; keeps sides the data cannot tell apart (attention vs rest of the same kind) from
+    // drifting to opposite bounds
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].name.rfind("activation_scale.", 0) == 0) res.push_back(opt.prior_weight * std::log(x[i]));
   };
   LsqOptions lo;
   lo.max_iterations = opt.max_iterations;
-  lo.relative_tolerance = 1e-7;
+  lo.relative_tolerance = 1e-6;
   const LsqResult lr = specs.empty() ? LsqResult{prob.x0, 0, 0, 0, true, "nothing to fit"}
                                      : bounded_levenberg_marquardt(prob, lo);
   for (std::size_t i = 0; i < specs.size(); ++i) {

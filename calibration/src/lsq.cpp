@@ -62,6 +62,7 @@ LsqResult bounded_levenberg_marquardt(const BoundedProblem& p, const LsqOptions&
   const std::size_t m = r.size();
   double cost = half_sq(r);
   double lambda = 1e-3;
+  int small_gains = 0;  // consecutive iterations that barely lowered the cost
   std::vector<double> jac(m * n), rp(m), jtj(n * n), jtr(n), step(n), xn(n), rn(m);
   for (int it = 0; it < o.max_iterations; ++it) {
     res.iterations = it + 1;
@@ -124,7 +125,8 @@ LsqResult bounded_levenberg_marquardt(const BoundedProblem& p, const LsqOptions&
         cost = cn;
         lambda = std::max(lambda / 3, 1e-9);
         improved = true;
-        if (gain < o.relative_tolerance || step_norm < o.step_tolerance) {
+        small_gains = (gain < o.relative_tolerance || step_norm < o.step_tolerance) ? small_gains + 1 : 0;
+        if (small_gains >= 3) {
           res.converged = true;
           res.stop_reason = "cost change below tolerance";
         }

@@ -47,8 +47,9 @@ struct FitOptions {
   int max_iterations = 60;
   double peak_weight = 1.0;   // residual weights (log ratios)
   double time_weight = 0.5;
-  double oom_weight = 4.0;    // hinge: OOM runs predicted below usable memory, ok runs above it
-  double robust_scale = 0.15;  // soft-L1 scale on log ratios (~15%)
+  double oom_weight = 1.0;    // hinge: OOM runs predicted below usable memory, ok runs above it
+  double robust_scale = 0.15;
+  double prior_weight = 0.3;   // pull of log(activation scale) towards 0  // soft-L1 scale on log ratios (~15%)
   // parameter groups to fit; the rest stay at the starting values
   bool fit_gpu = true, fit_activation = true, fit_precision = true, fit_global = true, fit_reserve = true;
 };
@@ -78,6 +79,7 @@ struct RunPrediction {
   std::string reason;
   bool fits = false;       // peak + headroom <= usable
   double peak_gib = 0, usable_gib = 0, step_s = 0;
+  double static_gib = 0, activation_gib = 0;  // parts of peak_gib (the rest is fragmentation)
 };
 
 RunPrediction predict_run(const PreparedSet& set, const PreparedRun& r, const Coefficients& coef, double headroom_bytes);
