@@ -142,15 +142,32 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
   out << (md ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.supported_count
       << " supported by the trainer for this family" << (show_all ? "" : "; Pareto front (time vs memory):") << "\n\n";
   Table t({"schedule", "peak", "s/step", "fits", "what runs"});
+  // A long front is thinned to ~14 rows spread over its memory range (fastest, smallest and the
+  // recommendation always shown); --all prints every supported schedule.
+  const std::size_t kRows = 14;
+  std::vector<bool> shown(a.candidates.size(), true);
+  std::size_t hidden = 0;
+  if (!show_all && a.candidates.size() > kRows) {
+    std::vector<std::size_t> by_peak(a.candidates.size());
+    for (std::size_t i = 0; i < by_peak.size(); ++i) by_peak[i] = i;
+    std::sort(by_peak.begin(), by_peak.end(), [&](std::size_t x, std::size_t y) {
+      return a.candidates[x].prediction.peak_vram_bytes < a.candidates[y].prediction.peak_vram_bytes;
+    });
+    std::fill(shown.begin(), shown.end(), false);
+    for (std::size_t k = 0; k < kRows; ++k) shown[by_peak[k * (by_peak.size() - 1) / (kRows - 1)]] = true;
+    if (a.recommended >= 0) shown[a.recommended] = true;
+    for (bool s : shown) hidden += !s;
+  }
   for (std::size_t i = 0; i < a.candidates.size(); ++i) {
     const Candidate& c = a.candidates[i];
-    if (!show_all && !c.pareto && static_cast<int>(i) != a.recommended) continue;
+    if (!shown[i]) continue;
     std::string name = c.schedule.name();
     if (static_cast<int>(i) == a.recommended) name = "* " + name;
     t.add({name, gib_str(c.prediction.peak_vram_bytes), secs_str(c.prediction.step_time_s), yesno(c.prediction.fits),
            describe(c.plan.plan, ctx.chain)});
   }
   t.print(out, md);
+  if (hidden) out << "(" << hidden << " more points on the front; --all lists every supported schedule)\n";
   out << "\n";
   if (a.recommended >= 0) {
     const Candidate& c = a.candidates[a.recommended];

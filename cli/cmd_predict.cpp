@@ -32,7 +32,7 @@ void setup_predict(CLI::App& app, int& exit_code) {
       nlohmann::json j = {{"setup", setup_json(ctx)},
                           {"gpu", ctx.gpu.id},
                           {"schedule", to_json(s)},
-                          {"plan", describe(c.plan.plan, ctx.chain)},
+                          {"plan", c.plan.supported ? nlohmann::json(describe(c.plan.plan, ctx.chain)) : nlohmann::json(nullptr)},
                           {"prediction", to_json(c.prediction)}};
       if (c.prediction.supported) j["config"] = simpletuner_keys(s);
       std::cout << j.dump(2) << "\n";
