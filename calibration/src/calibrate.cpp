@@ -241,6 +241,8 @@ FitResult fit_coefficients(const PreparedSet& set, const Coefficients& start, co
     double& v = s.ref(coef);
     if (v == 0 && s.name.rfind("activation_scale.", 0) == 0) v = 1.0;  // a new map entry: unscaled
     if (v == 0 && s.name.rfind("matmul_time_factor.", 0) == 0) v = 1.0;
+    // start inside the box: at a bound the active-set rule may never let a parameter off it
+    if (v == 0 && s.name.rfind("quantized_input_scale.", 0) == 0) v = 0.5;
     prob.x0.push_back(std::clamp(v, s.lo, s.hi));
     prob.lo.push_back(s.lo);
     prob.hi.push_back(s.hi);

@@ -43,7 +43,7 @@ ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& pla
   PreparedChain pc;
   pc.chain = &chain;
   pc.coef = &coef;
-  for (const auto& b : chain.blocks) pc.scaled.push_back(scaled(b, coef));
+  for (const auto& b : chain.blocks) pc.scaled.push_back(scaled(b, coef, chain.quantized_kernel));
   return simulate_activations(pc, plan, keep_points);
 }
 
@@ -242,7 +242,7 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
   pc.ffn_forward_s.reserve(n);
   pc.attention_s.reserve(n);
   for (const auto& b : chain.blocks) {
-    pc.scaled.push_back(scaled(b, coef));
+    pc.scaled.push_back(scaled(b, coef, chain.quantized_kernel));
     const double fwd = block_forward_s(b, setup, gpu, coef);
     pc.forward_s.push_back(fwd);
     pc.ffn_forward_s.push_back(block_ffn_forward_s(b, setup, gpu, coef));
