@@ -3,6 +3,7 @@
 // and warns where the trainer ignores or rejects a key. --advise recommends from the config's setup;
 // --emit simpletuner --output NEW.json writes the config back with only the checkpointing keys changed.
 // Exit codes: 0 fits, 1 does not fit or the trainer would not run it, 2 bad input.
+#include <fstream>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -43,6 +44,17 @@ bool ignored_knob_schedule(const Family& fam, const Schedule& s, Schedule& as_ru
   if (!cs.backend_setter && is_unsloth(as_run.backend))
     as_run.backend = is_ffn(as_run.backend) ? Backend::TorchFfn : Backend::Torch;
   return as_run.name() != s.name() || as_run.backend != s.backend;
+}
+
+// the indentation of the user's file (spaces before the first indented key), to write it back alike
+int file_indent(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(' ');
+    if (first != std::string::npos && first > 0 && line[first] == '"') return static_cast<int>(first);
+  }
+  return 4;
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -128,13 +140,13 @@ int run_check(const CheckOptions& o, std::ostream& out) {
         const Schedule& best = a.candidates[a.recommended].schedule;
         const nlohmann::ordered_json updated = with_schedule(cr.raw, best);
         if (!o.output.empty()) {
-          write_file_atomically(o.output, updated.dump(4) + "\n");
+          write_file_atomically(o.output, updated.dump(file_indent(o.config)) + "\n");
           if (json) j["emitted"] = {{"path", o.output}, {"schedule", best.name()}};
           else out << "\nWrote " << o.output << " (" << best.name() << "; only the checkpointing keys changed)\n";
         } else if (json) {
           j["emitted"] = {{"path", nullptr}, {"schedule", best.name()}, {"config", nlohmann::json::parse(updated.dump())}};
         } else {
-          out << "\nThe config with the recommended schedule (" << best.name() << "):\n" << updated.dump(4) << "\n";
+          out << "\nThe config with the recommended schedule (" << best.name() << "):\n" << updated.dump(file_indent(o.config)) << "\n";
         }
       }
     }
