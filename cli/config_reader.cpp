@@ -467,11 +467,19 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
         {"bnb-adamw8bit-paged", {"bnb-adamw8bit", "8-bit moments"}},
         {"ao-adamfp8", {"ao-adamwfp8", "fp8 moments"}},
         {"bnb-lion8bit-paged", {"bnb-lion8bit", "8-bit momentum"}}};
+    bool known = true;
+    try {
+      optimizer_info(s.optimizer);
+    } catch (const InputError&) {
+      known = false;
+    }
     const auto it = kAlias.find(s.optimizer);
-    if (it != kAlias.end()) {
+    if (known) {
+      // the cost model sizes it itself
+    } else if (it != kAlias.end()) {
       s.notes.push_back("optimizer " + s.optimizer + " sized as " + it->second.first + " (" + it->second.second + ")");
       s.optimizer = it->second.first;
-    } else if (s.optimizer.rfind("adamw_schedulefree", 0) == 0 && s.optimizer != "adamw_schedulefree") {
+    } else if (s.optimizer.rfind("adamw_schedulefree", 0) == 0) {
       s.notes.push_back("optimizer " + s.optimizer + " sized as adamw_schedulefree");
       s.optimizer = "adamw_schedulefree";
     }
