@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "emitters.hpp"
 #include "output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
@@ -93,7 +94,10 @@ std::string fmt(double x, const char* f) {
 }  // namespace
 
 int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit) {
+  check_emit_name(emit);
   const Advice a = advise_context(ctx, show_all);
+  const Candidate* recommended = a.recommended >= 0 ? &a.candidates[a.recommended] : nullptr;
+  const bool other_trainer = !emit.empty() && emit != "simpletuner";
   const bool json = f.format == "json", md = f.format == "markdown";
   std::vector<Alternative> alternatives;
   if (a.recommended < 0) alternatives = what_would_fit(ctx);
@@ -133,6 +137,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
                         {"step_time_s", alt.prediction.step_time_s}});
       j["what_would_fit"] = alts;
     }
+    if (other_trainer) j["emit"] = to_json(advise_for_trainer(ctx, emit, recommended));
     out << j.dump(2) << "\n";
     return a.recommended >= 0 ? kOk : kDoesNotFit;
   }
@@ -190,7 +195,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
             << "/step, peak " << gib_str(alt.prediction.peak_vram_bytes) << "\n";
     }
   }
-  (void)emit;
+  if (other_trainer) print_trainer_advice(out, advise_for_trainer(ctx, emit, recommended), md);
   (void)fmt;
   return a.recommended >= 0 ? kOk : kDoesNotFit;
 }
@@ -204,6 +209,7 @@ void setup_advise(CLI::App& app, int& exit_code) {
   cmd->add_flag("--all", *all, "list every supported schedule, not only the Pareto front");
   cmd->add_option("--emit", *emit, "print the recommendation as config for: simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
   cmd->callback([flags, all, emit, &exit_code] {
+    check_emit_name(*emit);
     Context ctx = build_context(*flags);
     exit_code = run_advise(ctx, *flags, std::cout, *all, *emit);
   });
