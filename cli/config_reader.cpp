@@ -557,6 +557,8 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   s.use_ema = cfg.boolean("use_ema", false);
   s.ema_on_gpu = s.use_ema && cfg.str("ema_device", "cpu") == "accelerator";
   s.attention = cfg.str("attention_mechanism", "diffusers");
+  s.regional_compile = cfg.boolean("dynamo_use_regional_compilation", false) &&
+                       cfg.str("dynamo_backend", "inductor") != "no";
   if (s.attention.rfind("sageattention", 0) == 0) {
     const std::string usage = cfg.str("sageattention_usage", "inference");
     if (usage.find("train") == std::string::npos)

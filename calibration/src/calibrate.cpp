@@ -39,6 +39,8 @@ TrainingSetup setup_for_run(const Family& fam, const MeasuredRun& r) {
     s.optimizer = r.optimizer;
   }
   if (r.ramtorch >= 0) s.ramtorch = r.ramtorch == 1;
+  if (r.text_tokens >= 0) s.text_tokens = r.text_tokens;
+  s.regional_compile = r.regional_compile == 1;
   s.mixed_precision = r.mixed_precision.empty() ? "bf16" : r.mixed_precision;
   // the sweep's precision names: bf16 = no_change; bf16-upcast = Ideogram's fp8 checkpoint
   // dequantized to bf16 at load (no_change in memory terms); int8-sdnq-hadamard = int8-sdnq with
@@ -67,8 +69,9 @@ PreparedSet prepare(Dataset data) {
     p.group = r.family_name.empty() ? r.model : r.family_name;
     const auto colon = r.model.find(':');
     try {
-      p.family = &find_family_by_trainer(r.model.substr(0, colon),
-                                         colon == std::string::npos ? "" : r.model.substr(colon + 1), r.id);
+      p.family = !r.family_id.empty() ? &find_family(r.family_id)
+                                      : &find_family_by_trainer(r.model.substr(0, colon),
+                                                                colon == std::string::npos ? "" : r.model.substr(colon + 1), r.id);
     } catch (const InputError& e) {
       p.error = e.what();
     }

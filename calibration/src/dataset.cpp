@@ -25,7 +25,7 @@ const std::vector<std::string> kFields = {
     "id",         "family",    "example",  "model",       "gpu",        "width",          "height",
     "frames",     "batch",     "lora_type", "lora_rank",  "optimizer",  "ramtorch",       "mixed_precision",
     "precision",  "mode",      "backend",  "variant",     "status",     "sec_per_step",   "peak_gib",
-    "oom_at_gib", "resolution", "note"};
+    "oom_at_gib", "resolution", "note",   "family_id",  "recorded_shape", "text_tokens", "regional_compile"};
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
@@ -96,6 +96,9 @@ MeasuredRun parse_row(const Row& r, const std::string& default_id) {
   MeasuredRun m;
   m.id = r.str("id", default_id);
   m.model = r.str("model", "", true);
+  m.family_id = r.str("family_id", "");
+  m.regional_compile = r.boolean("regional_compile");
+  m.text_tokens = r.has("text_tokens") ? r.integer("text_tokens") : -1;
   m.family_name = r.str("family", m.model);
   m.example = r.str("example", "");
   m.gpu = r.str("gpu", "", true);

@@ -30,7 +30,8 @@ json to_json(const TrainingSetup& s) {
             {"ramtorch_transformer_percent", s.ramtorch_percent},
             {"musubi_blocks_to_swap", s.blocks_to_swap},
             {"group_offload", s.group_offload},
-            {"attention_mechanism", s.attention}};
+            {"attention_mechanism", s.attention},
+            {"regional_compile", s.regional_compile}};
   if (s.text_tokens >= 0) j["text_tokens"] = s.text_tokens;
   j["notes"] = s.notes;
   return j;

@@ -104,6 +104,16 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
     for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
     return r;
   }
+  // Regional compilation: the sweep measured identical peaks and step times with and without
+  // checkpointing for every family run with dynamo_use_regional_compilation (Krea 2, MageFlow,
+  // Cosmos 3; Krea 2's no-compile control rows show the usual shape): the compiled blocks keep
+  // their activations. Attention offload still acts. Modelled as every block kept.
+  if (setup.regional_compile) {
+    for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
+    r.warnings.push_back("dynamo_use_regional_compilation is on: measured runs show checkpointing inside compiled "
+                         "blocks saves no memory and costs no time; disable regional compilation to use it");
+    return r;
+  }
 
   // which semantics run: segmented families fall back to their per-block path (§3.2)
   std::string semantics = cs.interval;

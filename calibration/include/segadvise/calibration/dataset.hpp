@@ -16,6 +16,9 @@ struct MeasuredRun {
   std::string family_name;  // label of the family as the source names it ("Wan 2.1 T2V 1.3B")
   std::string example;      // trainer example whose config produced it
   std::string model;        // model_family[:model_flavour], e.g. "wan:t2v-480p-1.3b-2.1"
+  std::string family_id;    // segadvise family id when known ("" : found from `model`)
+  int text_tokens = -1;     // -1: the family's
+  int regional_compile = -1;  // dynamo_use_regional_compilation: -1 unknown (off), 0/1
   std::string gpu;          // GPU catalog id or alias (h100, l40s, …)
   int width = 0, height = 0, frames = 0, batch = 0;  // 0: the family example's
   std::string lora_type;    // "": the example's

@@ -55,6 +55,9 @@ struct TrainingSetup {
   int blocks_to_swap = 0;      // musubi_blocks_to_swap
   bool group_offload = false;  // enable_group_offload
   std::string attention = "diffusers";
+  // dynamo_use_regional_compilation: the sweep measured that checkpointing inside compiled blocks
+  // neither lowers the peak nor adds recompute time (Krea 2, MageFlow, Cosmos 3); see realize()
+  bool regional_compile = false;
   bool use_ema = false;
   bool ema_on_gpu = false;
   std::vector<std::string> notes;  // how the setup was derived, shown to the user
