@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <cstdio>
+#include <cstdlib>
 
 #include "segadvise/costmodel/costmodel.hpp"
 
@@ -85,7 +87,11 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
   for (const auto& b : chain.blocks) any_offloadable = any_offloadable || b.attention_offloadable;
   if (options_.allow_attention_offload && any_offloadable) flags_.push_back(1);
   decisions_.resize(2);
-  for (int f : flags_) build_decisions(f == 1);
+  bounds_.resize(2);
+  for (int f : flags_) {
+    build_decisions(f == 1);
+    build_bounds(f);
+  }
 }
 
 double PlanOptimizer::peak_vram_for_activation(double activation_bytes) const {
@@ -169,7 +175,103 @@ void PlanOptimizer::build_decisions(bool attention_offload) {
   }
 }
 
-PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Objective objective) const {
+// The lower bound behind branch and bound. Any completion from position i, with the prefix
+// retaining P, ends with a segment whose constraint reads
+//     P + (bytes the completion retains before its last segment) + L_last <= limit,
+// and L_last >= R_last for every decision (a block's working set holds at least what it leaves
+// behind), so the completion must free at least  P + kept(i..n) + min(L_last - R_last) - limit
+// bytes against keeping every block. Block k frees at most what its options offer: kept, FFN-only
+// (GPU or host), or checkpointed with nothing retained at the cost of its recompute (a checkpoint
+// call frees at most its blocks' kept bytes and costs at least their recompute). Relaxing each
+// block to the lower convex hull of those (bytes freed, seconds added) points and filling the
+// needed bytes at the cheapest rates first (fractional knapsack) never exceeds the true time.
+void PlanOptimizer::build_bounds(int flag) {
+  const int n = static_cast<int>(chain_.blocks.size());
+  const auto& ds = decisions_[flag];
+  struct Increment {
+    double freed, seconds;
+  };
+  std::vector<std::vector<Increment>> hull(n);
+  std::vector<double> start_freed(n, 0), start_s(n, 0), kept(n, 0);
+  for (int k = 0; k < n; ++k) {
+    const Decision& keep = ds[k][0];
+    kept[k] = keep.retained_bytes;
+    std::vector<std::pair<double, double>> pts = {{0.0, 0.0}};  // (freed, seconds) against keeping
+    for (const Decision& d : ds[k]) {
+      if (d.end != k + 1 || d.mode == BlockMode::Keep) continue;
+      if (d.mode == BlockMode::Checkpoint && !d.offload)
+        pts.push_back({keep.retained_bytes, d.seconds - keep.seconds});  // its input state not counted
+      else if (d.mode == BlockMode::CheckpointFfn)
+        pts.push_back({keep.retained_bytes - d.retained_bytes, d.seconds - keep.seconds});
+    }
+    std::sort(pts.begin(), pts.end());
+    // start at the cheapest point (most freed among equals), then walk the lower hull rightwards
+    std::size_t cur = 0;
+    for (std::size_t q = 1; q < pts.size(); ++q)
+      if (pts[q].second <= pts[cur].second) cur = q;
+    start_freed[k] = pts[cur].first;
+    start_s[k] = pts[cur].second;
+    while (true) {
+      std::size_t next = pts.size();
+      double best_rate = kInf;
+      for (std::size_t q = cur + 1; q < pts.size(); ++q) {
+        const double dx = pts[q].first - pts[cur].first;
+        if (dx <= 0) continue;
+        const double rate = (pts[q].second - pts[cur].second) / dx;
+        if (rate <= best_rate) {
+          best_rate = rate;
+          next = q;
+        }
+      }
+      if (next == pts.size()) break;
+      hull[k].push_back({pts[next].first - pts[cur].first, pts[next].second - pts[cur].second});
+      cur = next;
+    }
+  }
+  auto& out = bounds_[flag];
+  out.assign(n + 1, {});
+  double slack = kInf;
+  std::vector<Increment> items;
+  for (int i = n - 1; i >= 0; --i) {
+    for (const Decision& d : ds[i])
+      if (d.end == n) slack = std::min(slack, d.local_bytes - d.retained_bytes);
+    Bound& b = out[i];
+    b.kept_bytes = out[i + 1].kept_bytes + kept[i];
+    b.slack_bytes = slack;
+    b.base_seconds = out[i + 1].base_seconds + start_s[i];
+    b.base_freed = out[i + 1].base_freed + start_freed[i];
+    items.insert(items.end(), hull[i].begin(), hull[i].end());
+    std::vector<Increment> sorted = items;
+    std::sort(sorted.begin(), sorted.end(), [](const Increment& a, const Increment& c) {
+      return a.seconds * c.freed < c.seconds * a.freed;  // by rate, without dividing
+    });
+    double f = 0, t = 0;
+    for (const Increment& it : sorted) {
+      f += it.freed;
+      t += it.seconds;
+      b.freed.push_back(f);
+      b.seconds.push_back(t);
+      b.rate.push_back(it.seconds / it.freed);
+    }
+  }
+}
+
+double PlanOptimizer::lower_bound_s(int flag, int position, double retained_bytes, double limit_bytes) const {
+  const Bound& b = bounds_[flag][position];
+  if (position >= static_cast<int>(chain_.blocks.size())) return 0;
+  const double need = retained_bytes + b.kept_bytes + b.slack_bytes - limit_bytes - b.base_freed;
+  if (need <= 0) return b.base_seconds;
+  const double total = b.freed.empty() ? 0 : b.freed.back();
+  if (need > total * (1 + 1e-9) + 1) return kInf;
+  if (b.freed.empty()) return b.base_seconds;
+  std::size_t j = std::lower_bound(b.freed.begin(), b.freed.end(), need) - b.freed.begin();
+  if (j >= b.freed.size()) j = b.freed.size() - 1;
+  const double f0 = j ? b.freed[j - 1] : 0, t0 = j ? b.seconds[j - 1] : 0;
+  return b.base_seconds + t0 + (need - f0) * b.rate[j];
+}
+
+PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Objective objective, double upper_bound_s,
+                                           std::size_t max_labels) const {
   const int n = static_cast<int>(chain_.blocks.size());
   const auto& decisions = decisions_[flag];
   Solution sol;
@@ -205,16 +307,26 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
     v.resize(w);
   };
 
+  // per destination, a prefix-minimum (Fenwick) tree of times over a grid of retained bytes: a
+  // candidate some label in a lower bucket dominates is dropped before it is stored
+  constexpr int kBuckets = 1024;
+  const double bucket_bytes = std::max(1.0, limit < kInf ? limit / kBuckets : 1e15);
+  std::vector<double> fenwick(static_cast<std::size_t>(n + 1) * (kBuckets + 1), kInf);
+  const bool bound = objective == Objective::Time && upper_bound_s < kInf;
+  const double cutoff = upper_bound_s + std::abs(upper_bound_s) * 1e-9 + 1e-12;
   std::size_t first_at_n = 0;
   for (int i = 0; i <= n; ++i) {
     std::vector<Label>& here = pending[i];
     pareto(here);
-    if (options_.max_labels > 0 && here.size() > options_.max_labels && cell > 0) {
-      // thin on the memory grid: per cell the fastest label (it has the most bytes of its cell)
+    if (max_labels > 0 && here.size() > max_labels) {
+      // thin on a memory grid over this position's range of retained bytes: per cell the fastest
+      // label (the one with the most bytes of its cell: the set is sorted by bytes, time falling)
+      const double lo = here.front().retained, hi = here.back().retained;
+      const double width = std::max(cell, (hi - lo) / static_cast<double>(max_labels));
       std::size_t w = 0;
       for (std::size_t k = 0; k < here.size(); ++k) {
         const bool last_of_cell = k + 1 == here.size() ||
-                                  std::floor(here[k + 1].retained / cell) != std::floor(here[k].retained / cell);
+                                  std::floor((here[k + 1].retained - lo) / width) != std::floor((here[k].retained - lo) / width);
         if (last_of_cell) here[w++] = here[k];
       }
       here.resize(w);
@@ -237,8 +349,17 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
           continue;
         }
         const double next = objective == Objective::Time ? obj + d.seconds : std::max(obj, P + d.local_bytes);
+        if (bound && next + lower_bound_s(flag, d.end, P + d.retained_bytes, limit) > cutoff) continue;
+        const double next_retained = P + d.retained_bytes;
+        // a label with fewer bytes (a lower grid bucket) and no more time already waits there
+        const int bucket = std::min(kBuckets - 1, static_cast<int>(next_retained / bucket_bytes));
+        double* tree = &fenwick[static_cast<std::size_t>(d.end) * (kBuckets + 1)];
+        double below = kInf;
+        for (int x = bucket; x > 0; x -= x & -x) below = std::min(below, tree[x]);
+        if (below <= next) continue;
+        for (int x = bucket + 1; x <= kBuckets; x += x & -x) tree[x] = std::min(tree[x], next);
         auto& dest = pending[d.end];
-        dest.push_back({P + d.retained_bytes, next, static_cast<int>(id), static_cast<int>(k), i});
+        dest.push_back({next_retained, next, static_cast<int>(id), static_cast<int>(k), i});
         if (dest.size() >= prune_at[d.end]) {
           pareto(dest);
           prune_at[d.end] = std::max<std::size_t>(4096, 2 * dest.size());
@@ -293,8 +414,14 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   out.activation_budget_bytes = budget_bytes;
   int best_flag = -1;
   Solution best;
+  // a quick pass with a handful of labels per position: a feasible plan, its time an upper bound
+  double upper = kInf;
   for (int f : flags_) {
-    Solution s = run(f, budget_bytes, Objective::Time);
+    const Solution quick = run(f, budget_bytes, Objective::Time, kInf, 48);
+    if (quick.found) upper = std::min(upper, quick.objective);
+  }
+  for (int f : flags_) {
+    Solution s = run(f, budget_bytes, Objective::Time, upper, options_.max_labels);
     out.labels += s.labels;
     out.exact = out.exact && s.exact;
     if (!s.found) continue;
@@ -328,7 +455,7 @@ OptimalPlan PlanOptimizer::solve_for_peak(double peak_vram_bytes) const {
 double PlanOptimizer::min_peak_vram_bytes() const {
   double best = kInf;
   for (int f : flags_) {
-    const Solution s = run(f, kInf, Objective::Peak);
+    const Solution s = run(f, kInf, Objective::Peak, kInf, options_.max_labels);
     if (s.found) best = std::min(best, base_bytes_ + s.objective);
   }
   return peak_vram_for_activation(best);

@@ -16,9 +16,13 @@
 //   step time = (time of the all-keep plan) + sum of dt_j. The future of a partial plan ending at
 //   block i depends only on (i, P): a partial plan with smaller-or-equal P and time dominates. The
 //   DP keeps, per position, the Pareto set of (P, time) labels and extends each by every decision
-//   starting there. Nothing is discretised unless a position holds more than `max_labels` labels;
-//   then labels are thinned on a memory grid of `memory_grid_cells` cells (the result stays
-//   feasible — every label carries its exact bytes — and `exact` says that thinning happened).
+//   starting there. Branch and bound keeps it fast: a quick pass with few labels per position (on
+//   a memory grid) gives a feasible plan, its time an upper bound; then the exact pass drops every
+//   label whose time plus a lower bound on its completion (a fractional-knapsack relaxation: the
+//   bytes still to free, at the cheapest rates the remaining blocks offer) exceeds it. Labels are
+//   never discretised unless a position holds more than `max_labels` of them; then they are
+//   thinned on a memory grid (the result stays feasible — every label carries its exact bytes —
+//   and `exact` says that thinning happened).
 // Every answer is re-checked with simulate_activations() and predict().
 #pragma once
 
@@ -112,8 +116,20 @@ class PlanOptimizer {
     std::size_t labels = 0;
   };
 
+  // A lower bound on the time any completion from position i adds when the prefix retains P bytes
+  // (see build_bounds): the completion must free at least P + kept(i..n) + slack_i - budget bytes,
+  // and no block frees bytes cheaper than its convex hull of options allows.
+  struct Bound {
+    double kept_bytes = 0;  // retained by keeping every block from i on
+    double slack_bytes = 0; // min over decisions ending the chain of (local - retained)
+    double base_seconds = 0, base_freed = 0;  // every block at its cheapest option
+    std::vector<double> freed, seconds, rate;  // hull increments by rising rate, cumulative
+  };
   void build_decisions(bool attention_offload);
-  Solution run(int flag, double budget_bytes, Objective objective) const;
+  void build_bounds(int flag);
+  double lower_bound_s(int flag, int position, double retained_bytes, double limit_bytes) const;
+  Solution run(int flag, double budget_bytes, Objective objective, double upper_bound_s,
+               std::size_t max_labels) const;
   Plan to_plan(int flag, const std::vector<int>& decisions) const;
   OptimalPlan solve_activation(double budget_bytes) const;
 
@@ -126,6 +142,7 @@ class PlanOptimizer {
   BlockGraph graph_;
   std::vector<int> flags_;  // attention offload settings worth trying: 0, and 1 when some block offloads
   std::vector<std::vector<std::vector<Decision>>> decisions_;  // [flag][begin] -> decisions
+  std::vector<std::vector<Bound>> bounds_;                      // [flag][position]
   double keep_step_time_s_ = 0;
   double static_bytes_ = 0, usable_bytes_ = 0, base_bytes_ = 0;
 };
