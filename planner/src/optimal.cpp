@@ -275,9 +275,9 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
   const int n = static_cast<int>(chain_.blocks.size());
   const auto& decisions = decisions_[flag];
   Solution sol;
-  // the constraint per segment: base + P + L <= budget; a hair of slack keeps the cost model's own
-  // sums (another order of additions) under the budget too
-  const double limit = budget_bytes - base_bytes_ - std::abs(budget_bytes) * 1e-12;
+  // the constraint per segment: base + P + L <= budget, with a relative 1e-12 for the cost model's
+  // own sums (another order of additions): a plan exactly at the budget stays in
+  const double limit = budget_bytes - base_bytes_ + std::abs(budget_bytes) * 1e-12;
   if (limit < 0) return sol;
 
   struct Label {
