@@ -26,6 +26,7 @@
 // These are estimates the profiler replaces with measured bytes and the calibration scales per kind.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "segadvise/costmodel/precision.hpp"
@@ -270,7 +271,8 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   const double n_img = g.image_tokens * batch;
   const double n_txt = g.text_tokens * batch;
   double skip_stack = 0, skip_peak = 0, block_params = 0;
-  int global = 0;
+  int global = 0, checkpointable_count = 0;
+  std::map<std::string, int> list_counter;
   for (const auto& spec : fam.block_lists) {
     const Acc a = analyze_block(spec, t, n_img, n_txt, fam.geometry.audio_tokens * batch);
     const double n_stream = n_img * spec.token_scale;
@@ -284,6 +286,10 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.index = i;
       b.kind = spec.kind;
       b.checkpointable = spec.checkpointed;
+      if (b.checkpointable) {
+        b.list_position = list_counter[spec.name]++;
+        b.global_position = checkpointable_count++;
+      }
       b.attention_offloadable = fam.checkpointing.attention_offload && spec.kind != "unet_res";
       b.has_ffn_boundary = spec.kind != "unet_res";
       b.saved_attention_bytes = a.attn * e;

@@ -64,6 +64,10 @@ struct TrainingSetup {
 struct BlockCost {
   std::string list;   // trainer attribute, e.g. "transformer_blocks"
   int index = 0;      // index inside its list
+  // running counters over checkpointable blocks, as the trainer counts them for per-block
+  // selection: within blocks of the same list name, and over the whole chain (-1: not checkpointable)
+  int list_position = -1;
+  int global_position = -1;
   std::string kind;   // dit_cross, mmdit_double, …
   bool checkpointable = true;  // the trainer's checkpointing covers it
   bool attention_offloadable = false;
