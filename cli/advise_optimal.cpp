@@ -1,6 +1,7 @@
 #include "advise_optimal.hpp"
 
 #include <cstdio>
+#include <iostream>
 
 #include "output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
@@ -85,7 +86,8 @@ void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice
   const Candidate* u = v.uniform >= 0 ? &advice.candidates[v.uniform] : nullptr;
   const Prediction* o = v.optimal.found ? &v.optimal.prediction : nullptr;
   Table t({"", "best with your trainer's knobs", "optimal (per-block plan)"});
-  t.add({"plan", u ? u->schedule.name() + ": " + u->plan.plan.description : "nothing fits",
+  const int blocks = v.optimal.found ? v.optimal.plan.segments.back().end : 0;
+  t.add({"plan", u ? u->schedule.name() + ": " + describe_plan(u->plan.plan, blocks ? blocks : u->plan.plan.segments.empty() ? 0 : u->plan.plan.segments.back().end) : "nothing fits",
          o ? describe_plan(v.optimal.plan, v.optimal.plan.segments.back().end)
            : v.optimal.reason});
   t.add({"peak VRAM", u ? gib_str(u->prediction.peak_vram_bytes) : "-", o ? gib_str(o->peak_vram_bytes) : "-"});
@@ -123,9 +125,10 @@ void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice
 void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice& advice, const std::string& plot_file,
                          const std::string& plan_file) {
   if (!plan_file.empty()) {
-    if (!v.optimal.found)
-      throw InputError("--plan-out " + plan_file + ": no optimal plan fits (" + v.optimal.reason + ")");
-    write_file_atomically(plan_file, plan_to_json(v.optimal.plan).dump(2) + "\n");
+    if (v.optimal.found)
+      write_file_atomically(plan_file, plan_to_json(v.optimal.plan).dump(2) + "\n");
+    else  // nothing to write; the advice itself (and its exit code) still says why
+      std::cerr << "segadvise: warning: --plan-out " << plan_file << " not written: " << v.optimal.reason << "\n";
   }
   if (plot_file.empty()) return;
   FrontPlot plot;
