@@ -274,6 +274,9 @@ TEST_CASE("the optimal plan is never slower than a trainer schedule of no larger
       if (a.recommended >= 0) {
         REQUIRE(best.found);
         CHECK(best.prediction.fits);
+        CHECK(best.dp_step_time_s == doctest::Approx(best.prediction.step_time_s).epsilon(1e-12));
+        CHECK(best.dp_activation_peak_bytes ==
+              doctest::Approx(simulate_activations(ctx.chain, best.plan, ctx.coef).peak_bytes).epsilon(1e-12));
         CHECK(best.prediction.step_time_s <= a.candidates[a.recommended].prediction.step_time_s * (1 + 1e-12));
       }
       // at the peaks of up to five of the trainer's Pareto-optimal schedules, spread over the front

@@ -7,13 +7,17 @@
 
 namespace segadvise {
 
-ScaledBlock scaled(const BlockCost& b, const Coefficients& coef) {
+ScaledBlock scaled(const BlockCost& b, const Coefficients& coef) { return scaled(b, coef, ""); }
+
+ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::string& quantized_kernel) {
   ScaledBlock s;
   const double a = b.measured ? 1.0 : coef.scale(b.kind, "attention");
   const double f = b.measured ? 1.0 : coef.scale(b.kind, "ffn");
   const double r = b.measured ? 1.0 : coef.scale(b.kind, "rest");
-  s.attention_bytes = b.saved_attention_bytes * a;
-  s.ffn_bytes = b.saved_ffn_bytes * f;
+  // quantized Linear layers keep their inputs (calibration: quantized_input_scale per precision)
+  const double q = b.measured ? 0.0 : coef.input_scale(quantized_kernel);
+  s.attention_bytes = b.saved_attention_bytes * a + q * b.linear_input_attention_bytes;
+  s.ffn_bytes = b.saved_ffn_bytes * f + q * b.linear_input_ffn_bytes;
   s.rest_bytes = b.saved_rest_bytes * r;
   s.ffn_input_bytes = b.ffn_input_bytes;
   s.boundary_bytes = b.boundary_bytes;
@@ -39,7 +43,7 @@ ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& pla
   PreparedChain pc;
   pc.chain = &chain;
   pc.coef = &coef;
-  for (const auto& b : chain.blocks) pc.scaled.push_back(scaled(b, coef));
+  for (const auto& b : chain.blocks) pc.scaled.push_back(scaled(b, coef, chain.quantized_kernel));
   return simulate_activations(pc, plan, keep_points);
 }
 
@@ -200,10 +204,13 @@ double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const Gpu
   const double q_share = b.params > 0 ? b.quantizable_params / b.params : 0;
   const double mm = b.matmul_flops / (g.matmul_efficiency * matmul_peak(gpu)) * (q_share * factor + (1 - q_share));
   const double attn = b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s);
+  // quantized kernels rebuild each weight per call: passes over the quantized weights at 2 B/param
+  // (calibration: dequant_passes per precision; 0 for a bf16 base)
+  const double dq = coef.dequant(precision_key(setup)) * b.quantizable_params * 2 / gpu.mem_bytes_per_s;
   // memory floor: read the weights and write/read the saved tensors once
   const double bytes = b.params * 2 + 2 * b.saved_bytes();
   const double mem = bytes / gpu.mem_bytes_per_s;
-  return std::max(mm + attn, mem);
+  return std::max(mm + attn + dq, mem);
 }
 
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
@@ -235,7 +242,7 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
   pc.ffn_forward_s.reserve(n);
   pc.attention_s.reserve(n);
   for (const auto& b : chain.blocks) {
-    pc.scaled.push_back(scaled(b, coef));
+    pc.scaled.push_back(scaled(b, coef, chain.quantized_kernel));
     const double fwd = block_forward_s(b, setup, gpu, coef);
     pc.forward_s.push_back(fwd);
     pc.ffn_forward_s.push_back(block_ffn_forward_s(b, setup, gpu, coef));

@@ -30,6 +30,8 @@ struct ScaledBlock {
   double saved() const { return attention_bytes + ffn_bytes + rest_bytes; }
 };
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef);
+// with the chain's quantized kernel (BlockChain::quantized_kernel): adds quantized Linear inputs
+ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::string& quantized_kernel);
 
 ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& plan, const Coefficients& coef,
                                         bool keep_points = false);
