@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "advise_optimal.hpp"
 #include "commands.hpp"
 #include "emitters.hpp"
 #include "output.hpp"
@@ -93,12 +94,15 @@ std::string fmt(double x, const char* f) {
 
 }  // namespace
 
-int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit) {
+int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit,
+               const std::string& plot_file, const std::string& plan_file) {
   check_emit_name(emit);
   const Advice a = advise_context(ctx, show_all);
   const Candidate* recommended = a.recommended >= 0 ? &a.candidates[a.recommended] : nullptr;
   const bool other_trainer = !emit.empty() && emit != "simpletuner";
   const bool json = f.format == "json", md = f.format == "markdown";
+  const OptimalView optimal = compute_optimal(ctx, a, json || !plot_file.empty());
+  write_optimal_files(optimal, ctx, a, plot_file, plan_file);
   std::vector<Alternative> alternatives;
   if (a.recommended < 0) alternatives = what_would_fit(ctx);
 
@@ -137,6 +141,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
                         {"step_time_s", alt.prediction.step_time_s}});
       j["what_would_fit"] = alts;
     }
+    j["optimal"] = optimal_json(optimal);
     if (other_trainer) j["emit"] = to_json(advise_for_trainer(ctx, emit, recommended));
     out << j.dump(2) << "\n";
     return a.recommended >= 0 ? kOk : kDoesNotFit;
@@ -195,6 +200,7 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
             << "/step, peak " << gib_str(alt.prediction.peak_vram_bytes) << "\n";
     }
   }
+  print_optimal(out, optimal, a, md);
   if (other_trainer) print_trainer_advice(out, advise_for_trainer(ctx, emit, recommended), md);
   (void)fmt;
   return a.recommended >= 0 ? kOk : kDoesNotFit;
@@ -205,13 +211,16 @@ void setup_advise(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<SetupFlags>();
   auto all = std::make_shared<bool>(false);
   auto emit = std::make_shared<std::string>();
+  auto plot = std::make_shared<std::string>(), plan_out = std::make_shared<std::string>();
   add_setup_flags(cmd, *flags);
+  cmd->add_option("--plot", *plot, "write the Pareto front of optimal plans as SVG to FILE");
+  cmd->add_option("--plan-out", *plan_out, "write the optimal per-block plan as JSON to FILE (for validate --plan)");
   cmd->add_flag("--all", *all, "list every supported schedule, not only the Pareto front");
   cmd->add_option("--emit", *emit, "print the recommendation as config for: simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
-  cmd->callback([flags, all, emit, &exit_code] {
+  cmd->callback([flags, all, emit, plot, plan_out, &exit_code] {
     check_emit_name(*emit);
     Context ctx = build_context(*flags);
-    exit_code = run_advise(ctx, *flags, std::cout, *all, *emit);
+    exit_code = run_advise(ctx, *flags, std::cout, *all, *emit, *plot, *plan_out);
   });
 }
 

@@ -320,8 +320,9 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.lora_params = a.lora;
       b.linear_input_attention_bytes = a.lin_in_attn * e;
       b.linear_input_ffn_bytes = a.lin_in_ffn * e;
-      if (spec.skip == "push") skip_stack += n_stream * spec.hidden * e;
-      if (spec.skip == "pop") skip_stack = std::max(0.0, skip_stack - n_stream * spec.hidden * e);
+      if (spec.skip == "push") b.skip_push_bytes = n_stream * spec.hidden * e;
+      if (spec.skip == "pop") b.skip_pop_bytes = std::min(skip_stack, n_stream * spec.hidden * e);
+      skip_stack += b.skip_push_bytes - b.skip_pop_bytes;
       skip_peak = std::max(skip_peak, skip_stack);
       block_params += b.params;
       chain.blocks.push_back(b);

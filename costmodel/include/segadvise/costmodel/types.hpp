@@ -80,6 +80,8 @@ struct BlockCost {
   double saved_rest_bytes = 0;       // norms, modulation, residual bookkeeping
   double ffn_input_bytes = 0;  // what FFN-only checkpointing keeps instead of the FFN side
   double boundary_bytes = 0;   // state entering the block: hidden (+ text, + carried skips)
+  double skip_push_bytes = 0;  // skip tensor this block pushes for a later block (U-Net style)
+  double skip_pop_bytes = 0;   // skip bytes this block consumes (last pushed, first popped)
   double transient_bytes = 0;  // short-lived workspace while it runs (largest intermediate)
   double matmul_flops = 0;     // forward, dense linear layers
   double ffn_matmul_flops = 0;  // part of matmul_flops on the FFN side
