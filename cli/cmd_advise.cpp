@@ -5,7 +5,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "advise_optimal.hpp"
 #include "commands.hpp"
+#include "emitters.hpp"
 #include "output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
@@ -20,9 +22,10 @@ struct Alternative {
   Prediction prediction;
 };
 
-Advice advise_context(const Context& ctx) {
+Advice advise_context(const Context& ctx, bool keep_all = false) {
   const auto schedules = enumerate_schedules(schedule_space(ctx));
-  return advise(schedules, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes);
+  prepared(ctx);  // build the shared cache before advise evaluates in parallel
+  return advise(schedules, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes, keep_all);
 }
 
 // When nothing fits: smaller batch, resolution or frames; a quantized base; weight streaming.
@@ -91,9 +94,15 @@ std::string fmt(double x, const char* f) {
 
 }  // namespace
 
-int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit) {
-  const Advice a = advise_context(ctx);
+int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit,
+               const std::string& plot_file, const std::string& plan_file) {
+  check_emit_name(emit);
+  const Advice a = advise_context(ctx, show_all);
+  const Candidate* recommended = a.recommended >= 0 ? &a.candidates[a.recommended] : nullptr;
+  const bool other_trainer = !emit.empty() && emit != "simpletuner";
   const bool json = f.format == "json", md = f.format == "markdown";
+  const OptimalView optimal = compute_optimal(ctx, a, json || !plot_file.empty());
+  write_optimal_files(optimal, ctx, a, plot_file, plan_file);
   std::vector<Alternative> alternatives;
   if (a.recommended < 0) alternatives = what_would_fit(ctx);
 
@@ -107,12 +116,13 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
     j["setup"] = setup_json(ctx);
     j["schedules_evaluated"] = a.evaluated_count;
     j["schedules_unsupported"] = a.unsupported_count;
+    j["schedules_supported"] = a.supported_count;
     nlohmann::json cands = nlohmann::json::array();
     for (const auto& c : a.candidates) {
       if (!show_all && !c.pareto && &c - &a.candidates[0] != a.recommended) continue;
       nlohmann::json pj = to_json(c.prediction);
       pj["pareto"] = c.pareto;
-      cands.push_back({{"schedule", to_json(c.schedule)}, {"plan", c.plan.plan.description}, {"prediction", pj}});
+      cands.push_back({{"schedule", to_json(c.schedule)}, {"plan", describe(c.plan.plan, ctx.chain)}, {"prediction", pj}});
     }
     j["candidates"] = cands;
     if (a.recommended >= 0) {
@@ -131,24 +141,43 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
                         {"step_time_s", alt.prediction.step_time_s}});
       j["what_would_fit"] = alts;
     }
+    j["optimal"] = optimal_json(optimal);
+    if (other_trainer) j["emit"] = to_json(advise_for_trainer(ctx, emit, recommended));
     out << j.dump(2) << "\n";
     return a.recommended >= 0 ? kOk : kDoesNotFit;
   }
 
   if (md) out << "## segadvise: " << ctx.family->name << " on " << ctx.gpu.name << "\n\n";
   print_setup(out, ctx, md);
-  out << (md ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.candidates.size()
+  out << (md ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.supported_count
       << " supported by the trainer for this family" << (show_all ? "" : "; Pareto front (time vs memory):") << "\n\n";
   Table t({"schedule", "peak", "s/step", "fits", "what runs"});
+  // A long front is thinned to ~14 rows spread over its memory range (fastest, smallest and the
+  // recommendation always shown); --all prints every supported schedule.
+  const std::size_t kRows = 14;
+  std::vector<bool> shown(a.candidates.size(), true);
+  std::size_t hidden = 0;
+  if (!show_all && a.candidates.size() > kRows) {
+    std::vector<std::size_t> by_peak(a.candidates.size());
+    for (std::size_t i = 0; i < by_peak.size(); ++i) by_peak[i] = i;
+    std::sort(by_peak.begin(), by_peak.end(), [&](std::size_t x, std::size_t y) {
+      return a.candidates[x].prediction.peak_vram_bytes < a.candidates[y].prediction.peak_vram_bytes;
+    });
+    std::fill(shown.begin(), shown.end(), false);
+    for (std::size_t k = 0; k < kRows; ++k) shown[by_peak[k * (by_peak.size() - 1) / (kRows - 1)]] = true;
+    if (a.recommended >= 0) shown[a.recommended] = true;
+    for (bool s : shown) hidden += !s;
+  }
   for (std::size_t i = 0; i < a.candidates.size(); ++i) {
     const Candidate& c = a.candidates[i];
-    if (!show_all && !c.pareto && static_cast<int>(i) != a.recommended) continue;
+    if (!shown[i]) continue;
     std::string name = c.schedule.name();
     if (static_cast<int>(i) == a.recommended) name = "* " + name;
     t.add({name, gib_str(c.prediction.peak_vram_bytes), secs_str(c.prediction.step_time_s), yesno(c.prediction.fits),
-           c.plan.plan.description});
+           describe(c.plan.plan, ctx.chain)});
   }
   t.print(out, md);
+  if (hidden) out << "(" << hidden << " more points on the front; --all lists every supported schedule)\n";
   out << "\n";
   if (a.recommended >= 0) {
     const Candidate& c = a.candidates[a.recommended];
@@ -171,7 +200,8 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
             << "/step, peak " << gib_str(alt.prediction.peak_vram_bytes) << "\n";
     }
   }
-  (void)emit;
+  print_optimal(out, optimal, a, md);
+  if (other_trainer) print_trainer_advice(out, advise_for_trainer(ctx, emit, recommended), md);
   (void)fmt;
   return a.recommended >= 0 ? kOk : kDoesNotFit;
 }
@@ -181,12 +211,16 @@ void setup_advise(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<SetupFlags>();
   auto all = std::make_shared<bool>(false);
   auto emit = std::make_shared<std::string>();
+  auto plot = std::make_shared<std::string>(), plan_out = std::make_shared<std::string>();
   add_setup_flags(cmd, *flags);
+  cmd->add_option("--plot", *plot, "write the Pareto front of optimal plans as SVG to FILE");
+  cmd->add_option("--plan-out", *plan_out, "write the optimal per-block plan as JSON to FILE (for validate --plan)");
   cmd->add_flag("--all", *all, "list every supported schedule, not only the Pareto front");
   cmd->add_option("--emit", *emit, "print the recommendation as config for: simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
-  cmd->callback([flags, all, emit, &exit_code] {
+  cmd->callback([flags, all, emit, plot, plan_out, &exit_code] {
+    check_emit_name(*emit);
     Context ctx = build_context(*flags);
-    exit_code = run_advise(ctx, *flags, std::cout, *all, *emit);
+    exit_code = run_advise(ctx, *flags, std::cout, *all, *emit, *plot, *plan_out);
   });
 }
 

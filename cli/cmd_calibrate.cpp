@@ -1,21 +1,224 @@
+// `segadvise calibrate`: fit the cost model's coefficients to measured runs.
+// `segadvise accuracy`: how well the model predicts them, in-sample or leaving each family out.
+// Computation lives in calibration/ (calibrate.hpp); this file parses flags and prints.
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
 #include "commands.hpp"
+#include "output.hpp"
+#include "segadvise/calibration/calibrate.hpp"
+#include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise::cli {
-// Filled in by the calibration work (issue [3/6]).
+
+namespace {
+
+struct CalFlags {
+  std::vector<std::string> cases;
+  std::string output;
+  std::string start;  // coefficients to start from / evaluate
+  std::string format = "table";
+  double headroom_gib = 1.0;
+  bool leave_family_out = false;
+  bool runs = false;  // print every run's prediction
+  int max_iterations = 60;
+};
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
+  return b;
+}
+std::string fixed(double x, int d = 2) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", d, x);
+  return b;
+}
+
+// The starting point of a fit: the built-in defaults (types.hpp) unless a file is named, so a
+// calibration is reproducible and does not depend on the previous one.
+Coefficients starting_coefficients(const std::string& path) {
+  if (!path.empty()) return coefficients_for(path);
+  Coefficients c;
+  c.source = "built-in starting values";
+  return c;
+}
+
+nlohmann::json metrics_json(const Metrics& m) {
+  const Confusion& c = m.confusion;
+  const SupportAgreement& s = m.support;
+  return {{"runs", m.runs},
+          {"fit_oom_agreement", c.agreement()},
+          {"confusion",
+           {{"predicted_fit_ran", c.fit_ok},
+            {"predicted_fit_oom", c.fit_oom},
+            {"predicted_oom_ran", c.nofit_ok},
+            {"predicted_oom_oom", c.nofit_oom}}},
+          {"unsafe_fits", c.fit_oom},
+          {"peak_vram_error", {{"n", m.peak_n}, {"median", m.peak_median}, {"p90", m.peak_p90}}},
+          {"sec_per_step_error", {{"n", m.time_n}, {"median", m.time_median}, {"p90", m.time_p90}}},
+          {"support",
+           {{"agreement", s.agreement()},
+            {"both_supported", s.both_supported},
+            {"both_unsupported", s.both_unsupported},
+            {"measured_unsupported_predicted_supported", s.data_unsupported_model_supported},
+            {"measured_supported_predicted_unsupported", s.data_supported_model_unsupported}}},
+          {"decision", {{"groups", m.decision_groups}, {"good", m.decision_good}, {"share", m.decision()}}}};
+}
+
+void print_accuracy(std::ostream& out, const AccuracyReport& rep, const PreparedSet& set, const CalFlags& f) {
+  if (f.format == "json") {
+    nlohmann::json j = {{"method", rep.method}, {"headroom_gib", rep.headroom_gib}, {"cases", set.data.origin},
+                        {"overall", metrics_json(rep.overall)}};
+    nlohmann::json fams = nlohmann::json::object();
+    for (const auto& [k, m] : rep.per_family) fams[k] = metrics_json(m);
+    j["per_family"] = fams;
+    nlohmann::json dec = nlohmann::json::array();
+    for (const auto& d : rep.decisions)
+      dec.push_back({{"group", d.key}, {"chosen", d.chosen}, {"measured_fastest", d.measured_best}, {"good", d.good}, {"why", d.why}});
+    j["decisions"] = dec;
+    if (f.runs) {
+      nlohmann::json runs = nlohmann::json::array();
+      for (const auto& p : rep.predictions) {
+        nlohmann::json r = to_json(*p.prepared->run);
+        r["predicted"] = {{"modelled", p.modelled}, {"supported", p.supported}, {"reason", p.reason},
+                          {"fits", p.fits},         {"peak_gib", p.peak_gib},   {"usable_gib", p.usable_gib},
+                          {"sec_per_step", p.step_s}, {"static_gib", p.static_gib},
+                          {"activation_gib", p.activation_gib}};
+        runs.push_back(r);
+      }
+      j["runs"] = runs;
+    }
+    out << j.dump(2) << "\n";
+    return;
+  }
+  const bool md = f.format == "markdown";
+  out << (md ? "### " : "") << "Accuracy, " << rep.method << " (" << set.data.runs.size() << " runs from "
+      << set.data.origin << ", headroom " << fixed(rep.headroom_gib, 1) << " GiB)\n\n";
+  Table t({"family", "runs", "fit/OOM", "unsafe", "peak med", "peak p90", "s/step med", "s/step p90", "support",
+           "decision"});
+  auto row = [&](const std::string& name, const Metrics& m) {
+    auto share = [](int good, int n) { return n ? pct(double(good) / n) + " (" + std::to_string(good) + "/" + std::to_string(n) + ")" : "-"; };
+    t.add({name, std::to_string(m.runs),
+           share(m.confusion.fit_ok + m.confusion.nofit_oom, m.confusion.total()),
+           std::to_string(m.confusion.fit_oom), m.peak_n ? pct(m.peak_median) : "-", m.peak_n ? pct(m.peak_p90) : "-",
+           m.time_n ? pct(m.time_median) : "-", m.time_n ? pct(m.time_p90) : "-",
+           share(m.support.both_supported + m.support.both_unsupported, m.support.total()),
+           share(m.decision_good, m.decision_groups)});
+  };
+  for (const auto& [k, m] : rep.per_family) row(k, m);
+  row(md ? "**overall**" : "OVERALL", rep.overall);
+  t.print(out, md);
+  const Confusion& c = rep.overall.confusion;
+  out << "\n" << (md ? "Fit/OOM confusion (predicted x measured):\n\n" : "Fit/OOM confusion (predicted x measured):\n");
+  Table ct({"", "measured ran", "measured OOM"});
+  ct.add({"predicted fits", std::to_string(c.fit_ok), std::to_string(c.fit_oom) + " (unsafe)"});
+  ct.add({"predicted OOM", std::to_string(c.nofit_ok), std::to_string(c.nofit_oom)});
+  ct.print(out, md);
+  const SupportAgreement& s = rep.overall.support;
+  out << "\nSupport (measured status vs the trainer semantics): " << s.both_supported << " both supported, "
+      << s.both_unsupported << " both unsupported, " << s.data_unsupported_model_supported
+      << " measured unsupported but modelled as supported, " << s.data_supported_model_unsupported
+      << " ran but modelled as unsupported.\n";
+  out << "Errors are absolute relative errors on runs that completed; decision: share of family x precision x GPU "
+         "groups whose fastest schedule predicted to fit is within 5% of the measured fastest.\n";
+  if (f.runs) {
+    out << "\n";
+    Table rt({"run", "status", "measured", "predicted", "fits", "note"});
+    for (const auto& p : rep.predictions) {
+      const MeasuredRun& r = *p.prepared->run;
+      std::string meas = r.status == "ok" ? fixed(r.sec_per_step) + " s " + fixed(r.peak_gib) + " GiB" : r.status;
+      std::string pred = !p.modelled ? "not modelled" : !p.supported ? "unsupported" : fixed(p.step_s) + " s " + fixed(p.peak_gib) + " GiB";
+      rt.add({r.id, r.status, meas, pred, p.supported ? (p.fits ? "yes" : "no") : "-", p.supported ? "" : p.reason.substr(0, 80)});
+    }
+    rt.print(out, md);
+  }
+}
+
+}  // namespace
+
 void setup_calibrate(CLI::App& app, int& exit_code) {
+  auto f = std::make_shared<CalFlags>();
   auto* cmd = app.add_subcommand("calibrate", "fit the cost model's coefficients to measured runs");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = kBadInput;
-    throw InputError("calibrate: not built yet");
+  cmd->add_option("--cases", f->cases, "measured runs, .json or .csv (repeatable; default: the shipped sweep)");
+  cmd->add_option("--output,-o", f->output, "write the coefficients here (atomically); default: print them");
+  cmd->add_option("--calibration", f->start, "coefficients to start from (default: built-in starting values)");
+  cmd->add_option("--headroom-gib", f->headroom_gib, "headroom used for fit decisions (default 1)");
+  cmd->add_option("--max-iterations", f->max_iterations, "Levenberg-Marquardt iterations (default 60)");
+  cmd->add_option("--format", f->format, "table | json | markdown (the summary)");
+  cmd->callback([f, &exit_code] {
+    check_format(f->format);
+    const auto t0 = std::chrono::steady_clock::now();
+    const PreparedSet set = prepare(dataset_for(f->cases));
+    FitOptions opt;
+    opt.headroom_bytes = f->headroom_gib * kGiB;
+    opt.max_iterations = f->max_iterations;
+    FitResult fr = fit_coefficients(set, starting_coefficients(f->start), opt);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fr.coef.source = "fitted by `segadvise calibrate` on " + std::to_string(fr.runs_used) + " runs of " +
+                     (set.data.source.empty() ? set.data.origin : set.data.source);
+    nlohmann::json cj = to_json(fr.coef);
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& p : fr.parameters)
+      params.push_back({{"name", p.name}, {"value", p.value}, {"lo", p.lo}, {"hi", p.hi}, {"at_bound", p.at_bound}});
+    cj["fit"] = {{"method", "bounded Levenberg-Marquardt, soft-L1 on log ratios, OOM hinge constraints"},
+                 {"runs", fr.runs_used}, {"residuals", fr.residuals}, {"iterations", fr.iterations},
+                 {"cost", fr.cost}, {"stop", fr.stop_reason}};
+    const std::string text = cj.dump(2) + "\n";
+    if (f->output.empty()) {
+      std::cout << text;
+    } else {
+      write_file_atomically(f->output, text);
+    }
+    std::ostream& out = f->output.empty() ? std::cerr : std::cout;
+    if (f->format == "json" && !f->output.empty()) {
+      out << nlohmann::json{{"output", f->output}, {"parameters", params}, {"fit", cj["fit"]}}.dump(2) << "\n";
+    } else {
+      const bool md = f->format == "markdown";
+      out << "fitted " << fr.parameters.size() << " coefficients on " << fr.runs_used << " runs (" << fr.residuals
+          << " residuals) in " << fr.iterations << " iterations, " << fixed(secs, 1) << " s: " << fr.stop_reason
+          << "\n";
+      Table t({"coefficient", "value", "bounds", ""});
+      for (const auto& p : fr.parameters)
+        t.add({p.name, fixed(p.value, 4), "[" + fixed(p.lo, 2) + ", " + fixed(p.hi, 2) + "]", p.at_bound ? "at bound" : ""});
+      for (const auto& [g, gc] : fr.coef.gpu) t.add({"gpu." + g + ".reserve_gib", fixed(gc.reserve_bytes / kGiB, 3), "envelope", ""});
+      t.print(out, md);
+      if (!f->output.empty()) out << "wrote " << f->output << "\n";
+    }
+    exit_code = kOk;
   });
 }
+
 void setup_accuracy(CLI::App& app, int& exit_code) {
+  auto f = std::make_shared<CalFlags>();
   auto* cmd = app.add_subcommand("accuracy", "accuracy against measured runs");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = kBadInput;
-    throw InputError("accuracy: not built yet");
+  cmd->add_option("--cases", f->cases, "measured runs, .json or .csv (repeatable; default: the shipped sweep)");
+  cmd->add_flag("--leave-family-out", f->leave_family_out,
+                "predict each family with coefficients fitted without it (the honest figure)");
+  cmd->add_option("--calibration", f->start,
+                  "coefficients to evaluate (default: the shipped calibration); with --leave-family-out, to start from");
+  cmd->add_option("--headroom-gib", f->headroom_gib, "memory kept free when deciding fit (default 1)");
+  cmd->add_option("--max-iterations", f->max_iterations, "iterations per leave-out fit (default 60)");
+  cmd->add_flag("--runs", f->runs, "also print every run's measured and predicted figures");
+  cmd->add_option("--format", f->format, "table | json | markdown");
+  cmd->callback([f, &exit_code] {
+    check_format(f->format);
+    if (f->headroom_gib < 0) throw InputError("--headroom-gib: must be >= 0");
+    const PreparedSet set = prepare(dataset_for(f->cases));
+    AccuracyReport rep;
+    if (f->leave_family_out) {
+      FitOptions opt;
+      opt.headroom_bytes = f->headroom_gib * kGiB;
+      opt.max_iterations = f->max_iterations;
+      rep = accuracy_leave_family_out(set, starting_coefficients(f->start), opt);
+    } else {
+      rep = accuracy_in_sample(set, coefficients_for(f->start), f->headroom_gib * kGiB);
+    }
+    print_accuracy(std::cout, rep, set, *f);
+    exit_code = kOk;
   });
 }
+
 }  // namespace segadvise::cli

@@ -32,7 +32,7 @@ void setup_predict(CLI::App& app, int& exit_code) {
       nlohmann::json j = {{"setup", setup_json(ctx)},
                           {"gpu", ctx.gpu.id},
                           {"schedule", to_json(s)},
-                          {"plan", c.plan.plan.description},
+                          {"plan", c.plan.supported ? nlohmann::json(describe(c.plan.plan, ctx.chain)) : nlohmann::json(nullptr)},
                           {"prediction", to_json(c.prediction)}};
       if (c.prediction.supported) j["config"] = simpletuner_keys(s);
       std::cout << j.dump(2) << "\n";
@@ -40,7 +40,7 @@ void setup_predict(CLI::App& app, int& exit_code) {
       const bool md = flags->format == "markdown";
       print_setup(std::cout, ctx, md);
       std::cout << (md ? "### " : "") << "Schedule " << s.name() << (md ? "\n\n" : ": ")
-                << (c.plan.supported ? c.plan.plan.description : std::string("—")) << "\n\n";
+                << (c.plan.supported ? describe(c.plan.plan, ctx.chain) : std::string("—")) << "\n\n";
       print_prediction(std::cout, c.prediction, md);
     }
     exit_code = (c.prediction.supported && c.prediction.fits) ? kOk : kDoesNotFit;

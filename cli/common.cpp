@@ -163,6 +163,7 @@ Context build_context(const Family& fam, const TrainingSetup& setup, const Setup
     const Profile prof = load_profile(f.profile);
     apply_profile(prof, fam, ctx.setup, ctx.chain, ctx.gpu.id);
     apply_profile_bandwidth(prof, ctx.coef.for_gpu(ctx.gpu.id).pcie_efficiency, ctx.gpu);
+    ctx.prepared_valid = false;
     ctx.warnings.push_back("block costs measured by " + f.profile + " (" + prof.device + ")");
   }
   return ctx;
@@ -173,7 +174,20 @@ Context build_context(const SetupFlags& f) {
   return build_context(fam, apply_flags(fam, default_setup(fam), f), f);
 }
 
-void reanalyze(Context& ctx) { ctx.chain = analyze(*ctx.family, ctx.setup); }
+void reanalyze(Context& ctx) {
+  ctx.chain = analyze(*ctx.family, ctx.setup);
+  ctx.prepared_valid = false;
+}
+
+const PreparedChain& prepared(const Context& ctx) {
+  const PreparedChain& pc = ctx.prepared_cache;
+  if (!ctx.prepared_valid || pc.chain != &ctx.chain || pc.setup != &ctx.setup || pc.gpu != &ctx.gpu ||
+      pc.coef != &ctx.coef) {
+    ctx.prepared_cache = prepare(ctx.chain, ctx.setup, ctx.gpu, ctx.coef);
+    ctx.prepared_valid = true;
+  }
+  return ctx.prepared_cache;
+}
 
 Candidate evaluate(const Context& ctx, const Schedule& s) {
   Candidate c;
@@ -183,7 +197,7 @@ Candidate evaluate(const Context& ctx, const Schedule& s) {
     c.prediction = unsupported_prediction(c.plan.reason);
     return c;
   }
-  c.prediction = predict(ctx.chain, c.plan.plan, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes);
+  c.prediction = predict(prepared(ctx), c.plan.plan, ctx.headroom_bytes);
   c.prediction.warnings = c.plan.warnings;
   return c;
 }

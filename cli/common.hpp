@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
@@ -53,7 +54,13 @@ struct Context {
   BlockChain chain;
   double headroom_bytes = 0;
   std::vector<std::string> warnings;
+  // schedule-independent costs, computed once per context (see prepared()); rebuilt when the
+  // context was copied or reanalyzed
+  mutable PreparedChain prepared_cache;
+  mutable bool prepared_valid = false;
 };
+
+const PreparedChain& prepared(const Context& ctx);
 
 // Applies the flags on top of `base` (the family's example setup, or a config's setup).
 TrainingSetup apply_flags(const Family& fam, TrainingSetup base, const SetupFlags& f);

@@ -7,13 +7,17 @@
 
 namespace segadvise {
 
-ScaledBlock scaled(const BlockCost& b, const Coefficients& coef) {
+ScaledBlock scaled(const BlockCost& b, const Coefficients& coef) { return scaled(b, coef, ""); }
+
+ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::string& quantized_kernel) {
   ScaledBlock s;
   const double a = b.measured ? 1.0 : coef.scale(b.kind, "attention");
   const double f = b.measured ? 1.0 : coef.scale(b.kind, "ffn");
   const double r = b.measured ? 1.0 : coef.scale(b.kind, "rest");
-  s.attention_bytes = b.saved_attention_bytes * a;
-  s.ffn_bytes = b.saved_ffn_bytes * f;
+  // quantized Linear layers keep their inputs (calibration: quantized_input_scale per precision)
+  const double q = b.measured ? 0.0 : coef.input_scale(quantized_kernel);
+  s.attention_bytes = b.saved_attention_bytes * a + q * b.linear_input_attention_bytes;
+  s.ffn_bytes = b.saved_ffn_bytes * f + q * b.linear_input_ffn_bytes;
   s.rest_bytes = b.saved_rest_bytes * r;
   s.ffn_input_bytes = b.ffn_input_bytes;
   s.boundary_bytes = b.boundary_bytes;
@@ -36,11 +40,18 @@ ScaledBlock scaled(const BlockCost& b, const Coefficients& coef) {
 // The peak is the maximum over all these positions: a max, not a sum of savings.
 ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& plan, const Coefficients& coef,
                                         bool keep_points) {
+  PreparedChain pc;
+  pc.chain = &chain;
+  pc.coef = &coef;
+  for (const auto& b : chain.blocks) pc.scaled.push_back(scaled(b, coef, chain.quantized_kernel));
+  return simulate_activations(pc, plan, keep_points);
+}
+
+ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points) {
   ActivationTimeline tl;
+  const BlockChain& chain = *pc.chain;
   const auto& blocks = chain.blocks;
-  std::vector<ScaledBlock> sb;
-  sb.reserve(blocks.size());
-  for (const auto& b : blocks) sb.push_back(scaled(b, coef));
+  const std::vector<ScaledBlock>& sb = pc.scaled;
 
   auto attention_on_gpu = [&](std::size_t i) {
     return (plan.offload_attention && blocks[i].attention_offloadable) ? 0.0 : sb[i].attention_bytes;
@@ -193,10 +204,13 @@ double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const Gpu
   const double q_share = b.params > 0 ? b.quantizable_params / b.params : 0;
   const double mm = b.matmul_flops / (g.matmul_efficiency * matmul_peak(gpu)) * (q_share * factor + (1 - q_share));
   const double attn = b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s);
+  // quantized kernels rebuild each weight per call: passes over the quantized weights at 2 B/param
+  // (calibration: dequant_passes per precision; 0 for a bf16 base)
+  const double dq = coef.dequant(precision_key(setup)) * b.quantizable_params * 2 / gpu.mem_bytes_per_s;
   // memory floor: read the weights and write/read the saved tensors once
   const double bytes = b.params * 2 + 2 * b.saved_bytes();
   const double mem = bytes / gpu.mem_bytes_per_s;
-  return std::max(mm + attn, mem);
+  return std::max(mm + attn + dq, mem);
 }
 
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
@@ -215,21 +229,57 @@ Prediction unsupported_prediction(const std::string& reason) {
   return p;
 }
 
+PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
+                      const Coefficients& coef) {
+  PreparedChain pc;
+  pc.chain = &chain;
+  pc.setup = &setup;
+  pc.gpu = &gpu;
+  pc.coef = &coef;
+  const GpuCoefficients& g = coef.for_gpu(gpu.id);
+  const std::size_t n = chain.blocks.size();
+  pc.scaled.reserve(n);
+  pc.forward_s.reserve(n);
+  pc.ffn_forward_s.reserve(n);
+  pc.attention_s.reserve(n);
+  for (const auto& b : chain.blocks) {
+    pc.scaled.push_back(scaled(b, coef, chain.quantized_kernel));
+    const double fwd = block_forward_s(b, setup, gpu, coef);
+    pc.forward_s.push_back(fwd);
+    pc.ffn_forward_s.push_back(block_ffn_forward_s(b, setup, gpu, coef));
+    pc.attention_s.push_back(
+        b.measured_forward_s > 0 ? 0.0 : std::min(fwd, b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s)));
+  }
+  pc.static_memory = static_memory(chain, setup);
+  pc.outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * gpu.bf16_flops_per_s);
+  pc.usable_vram_bytes = std::max(0.0, gpu.total_bytes - g.reserve_bytes);
+  return pc;
+}
+
+Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetup& setup, const GpuSpec& gpu,
+                   const Coefficients& coef, double headroom_bytes) {
+  return predict(prepare(chain, setup, gpu, coef), plan, headroom_bytes);
+}
+
 // Step time (DESIGN.md, "Time, in one paragraph"):
 //   forward   = sum of block roofline times (+ embedders/heads outside the blocks)
 //   backward  = backward_factor x matmul part + 2.5 x attention part (flash backward recomputes
-//               the scores: ~2.5 forward passes of attention work)
+//               the scores: ~2.5 forward passes of attention work); a profile's own backward time
+//               where it measured one on this GPU
 //   recompute = forward time of every checkpointed block (FFN part only for -ffn backends)
 //   transfer  = offloaded bytes out and back over PCIe (not hidden by compute: 1 - offload_overlap),
 //               streamed weights on forward, recompute and backward
 //   optimizer = trainable bytes read and written at memory bandwidth
 //   overhead  = fixed per step (fitted per GPU)
-Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetup& setup, const GpuSpec& gpu,
-                   const Coefficients& coef, double headroom_bytes) {
+Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_bytes) {
   Prediction p;
+  const BlockChain& chain = *pc.chain;
+  const TrainingSetup& setup = *pc.setup;
+  const GpuSpec& gpu = *pc.gpu;
+  const Coefficients& coef = *pc.coef;
   const GpuCoefficients& g = coef.for_gpu(gpu.id);
-  const StaticMemory sm = static_memory(chain, setup);
-  const ActivationTimeline tl = simulate_activations(chain, plan, coef);
+  const StaticMemory& sm = pc.static_memory;
+  const ActivationTimeline tl = simulate_activations(pc, plan);
 
   MemoryBreakdown& m = p.memory;
   m.weights_bytes = sm.weights_bytes;
@@ -244,55 +294,50 @@ Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetu
   m.peak_phase = tl.peak_phase;
   p.peak_vram_bytes = m.weights_bytes + m.trainable_bytes + m.gradient_bytes + m.optimizer_bytes +
                       m.activation_peak_bytes + m.fragmentation_bytes;
-  p.usable_vram_bytes = std::max(0.0, gpu.total_bytes - g.reserve_bytes);
+  p.usable_vram_bytes = pc.usable_vram_bytes;
   p.fits = p.peak_vram_bytes + headroom_bytes <= p.usable_vram_bytes;
 
   TimeBreakdown& t = p.time;
   const double pcie = std::max(1.0, gpu.pcie_bytes_per_s * g.pcie_efficiency);
   const bool full = setup.model_type == "full";
   double mm_s = 0, attn_s = 0, measured_bwd_s = 0;
-  for (const auto& b : chain.blocks) {
-    const double fwd = block_forward_s(b, setup, gpu, coef);
+  for (std::size_t i = 0; i < chain.blocks.size(); ++i) {
+    const BlockCost& b = chain.blocks[i];
     if (b.measured_forward_s > 0) {  // a profile on this GPU: its own forward and backward times
-      t.forward_s += fwd;
-      measured_bwd_s += b.measured_backward_s > 0 ? b.measured_backward_s : coef.backward_factor * fwd;
+      t.forward_s += pc.forward_s[i];
+      measured_bwd_s += b.measured_backward_s > 0 ? b.measured_backward_s : coef.backward_factor * pc.forward_s[i];
       continue;
     }
-    const double a = b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s);
-    attn_s += std::min(a, fwd);
-    mm_s += std::max(0.0, fwd - a);
+    attn_s += pc.attention_s[i];
+    mm_s += std::max(0.0, pc.forward_s[i] - pc.attention_s[i]);
   }
-  const double outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * gpu.bf16_flops_per_s);
-  t.forward_s += mm_s + attn_s + outside_s;
-  t.backward_s = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * (mm_s + outside_s) + 2.5 * attn_s +
+  t.forward_s += mm_s + attn_s + pc.outside_s;
+  t.backward_s = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * (mm_s + pc.outside_s) + 2.5 * attn_s +
                  measured_bwd_s;
 
-  double offload_bytes = 0;
+  double offload_bytes = 0, recomputed_blocks = 0;
   for (const auto& s : plan.segments) {
     for (int i = s.begin; i < s.end; ++i) {
       const BlockCost& b = chain.blocks[i];
-      if (s.mode == BlockMode::Checkpoint) t.recompute_s += block_forward_s(b, setup, gpu, coef);
+      if (s.mode == BlockMode::Checkpoint) t.recompute_s += pc.forward_s[i];
       if (s.mode == BlockMode::CheckpointFfn) {
-        t.recompute_s += block_ffn_forward_s(b, setup, gpu, coef);
+        t.recompute_s += pc.ffn_forward_s[i];
         if (s.offload_to_host) offload_bytes += b.ffn_input_bytes;
       }
       if (plan.offload_attention && b.attention_offloadable && s.mode != BlockMode::Checkpoint)
-        offload_bytes += scaled(b, coef).attention_bytes;
+        offload_bytes += pc.scaled[i].attention_bytes;
     }
     if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += chain.blocks[s.begin].boundary_bytes;
+    if (s.mode != BlockMode::Keep) recomputed_blocks += s.end - s.begin;
   }
   // out in forward, back in backward
   t.transfer_s = 2 * offload_bytes / pcie * (1 - coef.offload_overlap);
   if (sm.streamed_weights_bytes > 0) {
-    double recomputed_share = 0;
-    for (const auto& s : plan.segments)
-      if (s.mode != BlockMode::Keep) recomputed_share += s.end - s.begin;
-    recomputed_share /= std::max<std::size_t>(1, chain.blocks.size());
+    const double recomputed_share = recomputed_blocks / std::max<std::size_t>(1, chain.blocks.size());
     const double passes = 2 + recomputed_share;  // forward, backward, and the recompute pass
     t.transfer_s += sm.streamed_weights_bytes * passes / pcie;
   }
-  const OptimizerInfo opt = optimizer_info(setup.optimizer);
-  t.optimizer_s = sm.trainable_params * opt.update_bytes_per_param / gpu.mem_bytes_per_s;
+  t.optimizer_s = sm.trainable_params * optimizer_info(setup.optimizer).update_bytes_per_param / gpu.mem_bytes_per_s;
   t.overhead_s = g.overhead_s;
   p.step_time_s = t.forward_s + t.backward_s + t.recompute_s + t.transfer_s + t.optimizer_s + t.overhead_s;
   return p;

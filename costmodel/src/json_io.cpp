@@ -30,7 +30,8 @@ json to_json(const TrainingSetup& s) {
             {"ramtorch_transformer_percent", s.ramtorch_percent},
             {"musubi_blocks_to_swap", s.blocks_to_swap},
             {"group_offload", s.group_offload},
-            {"attention_mechanism", s.attention}};
+            {"attention_mechanism", s.attention},
+            {"regional_compile", s.regional_compile}};
   if (s.text_tokens >= 0) j["text_tokens"] = s.text_tokens;
   j["notes"] = s.notes;
   return j;
@@ -96,6 +97,8 @@ json to_json(const Coefficients& c) {
           {"gpu", gpus},
           {"activation_scale", c.activation_scale},
           {"matmul_time_factor", c.matmul_time_factor},
+          {"quantized_input_scale", c.quantized_input_scale},
+          {"dequant_passes", c.dequant_passes},
           {"backward_factor", c.backward_factor},
           {"fragmentation", c.fragmentation},
           {"offload_overlap", c.offload_overlap}};
@@ -126,17 +129,22 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
   if (j.contains("default_gpu")) c.default_gpu = gpu(j["default_gpu"], "default_gpu");
   if (j.contains("gpu"))
     for (const auto& [id, v] : j["gpu"].items()) c.gpu[id] = gpu(v, "gpu." + id);
+  bool allow_zero = false;
   auto num_map = [&](const std::string& key, std::map<std::string, double>& out) {
     if (!j.contains(key)) return;
     if (!j[key].is_object()) throw InputError(origin + ": field '" + key + "' must be an object");
     for (const auto& [k, v] : j[key].items()) {
-      if (!v.is_number() || v.get<double>() <= 0)
-        throw InputError(origin + ": field '" + key + "." + k + "' must be a positive number, got " + v.dump());
+      if (!v.is_number() || v.get<double>() < 0 || (v.get<double>() == 0 && !allow_zero))
+        throw InputError(origin + ": field '" + key + "." + k + "' must be a " +
+                         (allow_zero ? "non-negative" : "positive") + " number, got " + v.dump());
       out[k] = v.get<double>();
     }
   };
   num_map("activation_scale", c.activation_scale);
   num_map("matmul_time_factor", c.matmul_time_factor);
+  allow_zero = true;
+  num_map("quantized_input_scale", c.quantized_input_scale);
+  num_map("dequant_passes", c.dequant_passes);
   c.backward_factor = num(j, "backward_factor", c.backward_factor, "");
   c.fragmentation = num(j, "fragmentation", c.fragmentation, "");
   c.offload_overlap = num(j, "offload_overlap", c.offload_overlap, "");

@@ -57,7 +57,8 @@ const std::vector<PrecisionInfo>& table() {
 // keeps two moments plus preconditioners (~24 B, estimate).
 const std::vector<OptimizerInfo>& optimizers() {
   static const std::vector<OptimizerInfo> t = {
-      {"adamw_bf16", 4, 16},       {"adamw", 8, 24},           {"adamw_schedulefree", 8, 24},
+      {"adamw_bf16", 4, 16},       {"adamw", 8, 24},           {"torch-adamw", 8, 24},
+      {"adamw_schedulefree", 8, 24},
       {"adamw8bit", 2.1, 12},      {"bnb-adamw8bit", 2.1, 12}, {"bnb-adamw-paged", 8, 24},
       {"ao-adamw8bit", 2.1, 12},   {"ao-adamw4bit", 1.1, 10},  {"ao-adamwfp8", 2.1, 12},
       {"ao-adamw-fp8", 2.1, 12},   {"optimi-adamw", 4, 16},    {"optimi-lion", 2, 10},

@@ -99,4 +99,16 @@ double Coefficients::time_factor(const std::string& precision) const {
   return it == matmul_time_factor.end() ? 1.0 : it->second;
 }
 
+double Coefficients::input_scale(const std::string& precision) const {
+  if (precision.empty()) return 0;
+  const auto it = quantized_input_scale.find(precision);
+  return it == quantized_input_scale.end() ? 0.0 : it->second;
+}
+
+double Coefficients::dequant(const std::string& precision) const {
+  if (precision.empty() || precision == "bf16") return 0;
+  const auto it = dequant_passes.find(precision);
+  return it == dequant_passes.end() ? 0.0 : it->second;
+}
+
 }  // namespace segadvise

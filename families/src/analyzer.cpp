@@ -26,6 +26,7 @@
 // These are estimates the profiler replaces with measured bytes and the calibration scales per kind.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "segadvise/costmodel/precision.hpp"
@@ -41,6 +42,8 @@ struct Acc {
   double matmul_flops = 0, ffn_flops = 0, attn_flops = 0;
   double params = 0, quantizable = 0, lora = 0;
   double transient = 0;  // elements
+  // inputs of quantizable Linear layers (elements), what a quantized Linear keeps for backward
+  double lin_in_attn = 0, lin_in_ffn = 0;
 };
 
 struct Training {
@@ -91,6 +94,7 @@ void self_attention(Acc& a, const Training& t, double n, double d, double hd, bo
   if (t.full) a.attn += n * 2 * d;  // qkv input and out-proj input, once each
   if (projections_targeted) a.attn += n * 4 * t.adapter_input(d);
   a.matmul_flops += n * 2 * 4 * d * d;
+  a.lin_in_attn += n * 2 * d;  // q/k/v share one input; the out projection has its own
   a.attn_flops += linear_kernel ? 4 * n * d * hd : 4 * n * n * d;
   a.params += 4 * d * d;
   a.quantizable += 4 * d * d;
@@ -108,6 +112,7 @@ void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d,
   if (t.attn_targeted)
     a.attn += nq * 2 * t.adapter_input(d) + nkv * 2 * (kv_grad ? t.adapter_input(dkv) : t.adapter_input_const(dkv));
   a.matmul_flops += nq * 2 * 2 * d * d + nkv * 2 * 2 * dkv * d;
+  a.lin_in_attn += nq * 2 * d + nkv * dkv;  // q and out inputs per query token, k/v input per text token
   a.attn_flops += 4 * nq * nkv * d;
   a.params += 2 * d * d + 2 * dkv * d;
   a.quantizable += 2 * d * d + 2 * dkv * d;
@@ -127,6 +132,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
     if (t.full) a.ffn += tok * (d + fh);
     if (t.ffn_targeted) a.ffn += tok * (t.adapter_input(d) * in_adapters + t.adapter_input(fh));
     const double fl = tok * 2 * (in_mult + 1) * d * fh;
+    a.lin_in_ffn += tok * (d + fh);  // up/gate input and down input
     a.matmul_flops += fl;
     a.ffn_flops += fl;
     a.transient = std::max(a.transient, tok * fh * in_mult);
@@ -173,6 +179,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
       cross_attention(audio, t, audio_tokens, n, da, d, hd, true, true);
       a.attn += audio.attn + audio.ffn;
       a.matmul_flops += audio.matmul_flops;
+      a.lin_in_attn += audio.lin_in_attn + audio.lin_in_ffn;
       a.attn_flops += audio.attn_flops;
       a.params += audio.params;
       a.quantizable += audio.quantizable;
@@ -191,6 +198,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     self_attention(img, t, n_stream, d, hd, true, t.attn_targeted);
     self_attention(txt, t, n_txt, dt, hd, true, t.text_targeted);
     a.attn = img.attn + txt.attn;
+    a.lin_in_attn = img.lin_in_attn + txt.lin_in_attn;
     a.matmul_flops = img.matmul_flops + txt.matmul_flops;
     a.attn_flops = 4 * n * n * d;  // joint attention over the concatenated sequence
     a.params = img.params + txt.params;
@@ -218,6 +226,8 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
       a.rest += n * t.adapter_input(d + f);   // proj_out's adapter over cat(attention, MLP)
     }
     const double proj_in = d * (3 * d + f_in), proj_out = (d + f) * d;
+    a.lin_in_attn += n * (d + d);  // fused input projection, and the attention half of the output's input
+    a.lin_in_ffn += n * f;
     a.matmul_flops += n * 2 * (proj_in + proj_out);
     a.ffn_flops += n * 2 * (d * f_in + f * d);
     a.params += proj_in + proj_out + 3 * d * d;
@@ -236,6 +246,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     a.ffn += n * (2 * d + t.ln_stats() + 8 * f);
     a.ffn_input += n * d;
     const double fl = n * 2 * (2 * d * f + 9 * 2 * f + f * d);
+    a.lin_in_ffn += n * (d + f);
     a.matmul_flops += fl;
     a.ffn_flops += fl;
     a.params += 3 * d * f + 18 * f;
@@ -256,6 +267,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     // the Transformer2DModel's GroupNorm and proj_in/proj_out run once per model, outside the
     // checkpointed transformer blocks: their weights are counted here, their activations are not
     a.matmul_flops += n * 2 * 2 * d * d;
+    a.lin_in_attn += n * 2 * d;
     a.params += 2 * d * d;
     a.quantizable += 2 * d * d;
     self_attention(a, t, n, d, hd, false, t.attn_targeted);
@@ -302,6 +314,8 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   chain.tokens_text = g.text_tokens;
   const double e = weight_dtype_bytes(setup);
   chain.activation_dtype_bytes = e;
+  // TorchAO and fp8-native never convert RamTorch modules (simpletuner-semantics §2.2)
+  if (precision_info(setup.base_precision).quantized && !setup.ramtorch) chain.quantized_kernel = precision_key(setup);
 
   Training t;
   t.full = setup.model_type == "full";
@@ -316,7 +330,8 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   const double n_img = g.image_tokens * batch;
   const double n_txt = g.text_tokens * batch;
   double skip_stack = 0, skip_peak = 0, block_params = 0;
-  int global = 0;
+  int global = 0, checkpointable_count = 0;
+  std::map<std::string, int> list_counter;
   for (const auto& spec : fam.block_lists) {
     const Acc a = analyze_block(spec, t, n_img, n_txt, fam.geometry.audio_tokens * batch);
     const double n_stream = n_img * spec.token_scale;
@@ -333,6 +348,10 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.index = i;
       b.kind = spec.kind;
       b.checkpointable = spec.checkpointed;
+      if (b.checkpointable) {
+        b.list_position = list_counter[spec.name]++;
+        b.global_position = checkpointable_count++;
+      }
       b.attention_offloadable = fam.checkpointing.attention_offload && spec.kind != "unet_res";
       b.has_ffn_boundary = spec.kind != "unet_res";
       b.saved_attention_bytes = a.attn * e;
@@ -348,8 +367,11 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.params = a.params;
       b.quantizable_params = a.quantizable;
       b.lora_params = a.lora;
-      if (spec.skip == "push") skip_stack += n_stream * spec.hidden * e;
-      if (spec.skip == "pop") skip_stack = std::max(0.0, skip_stack - n_stream * spec.hidden * e);
+      b.linear_input_attention_bytes = a.lin_in_attn * e;
+      b.linear_input_ffn_bytes = a.lin_in_ffn * e;
+      if (spec.skip == "push") b.skip_push_bytes = n_stream * spec.hidden * e;
+      if (spec.skip == "pop") b.skip_pop_bytes = std::min(skip_stack, n_stream * spec.hidden * e);
+      skip_stack += b.skip_push_bytes - b.skip_pop_bytes;
       skip_peak = std::max(skip_peak, skip_stack);
       block_params += b.params;
       chain.blocks.push_back(b);

@@ -2,29 +2,13 @@
 // Source: shared/reference/simpletuner-semantics.md §2.7 (backends, interval, offload), §3.2
 // (per-family capability table, fallbacks), §4 (errors and silent fixes).
 #include <map>
+#include <string>
 
 #include "segadvise/families/analyzer.hpp"
 
 namespace segadvise {
 
 namespace {
-
-// Index a block has for per-block selection: inside its list, or a global running counter.
-std::vector<int> selection_index(const Family& fam, const BlockChain& chain) {
-  std::vector<int> idx(chain.blocks.size());
-  std::map<std::string, int> per_list;
-  int global = 0;
-  const bool global_index = fam.checkpointing.index == "global" || fam.checkpointing.interval == "micro_blocks";
-  for (std::size_t i = 0; i < chain.blocks.size(); ++i) {
-    const BlockCost& b = chain.blocks[i];
-    if (!b.checkpointable) {
-      idx[i] = -1;
-      continue;
-    }
-    idx[i] = global_index ? global++ : per_list[b.list]++;
-  }
-  return idx;
-}
 
 bool per_block_selected(int i, int interval, int stride) {
   if (interval <= 1 && stride <= 0) return true;
@@ -58,7 +42,7 @@ std::string plan_description(const Plan& plan, const BlockChain& chain) {
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& sched, const TrainingSetup& setup) {
   PlanResult r;
   const CheckpointSemantics& cs = fam.checkpointing;
-  const std::string who = fam.name + " (" + fam.trainer_family + ")";
+  auto who = [&fam] { return fam.name + " (" + fam.trainer_family + ")"; };  // only for messages
 
   // errors the trainer raises (§4)
   if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && sched.stride < sched.interval) {
@@ -70,13 +54,13 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   }
   if (sched.offload_attention && !cs.attention_offload) {
     r.supported = false;
-    r.reason = "gradient_checkpointing_offload_attention is not available for " + who +
+    r.reason = "gradient_checkpointing_offload_attention is not available for " + who() +
                ": the trainer raises an error for families outside its attention-offload list";
     return r;
   }
   if (sched.checkpointing && is_ffn(sched.backend) && !cs.ffn_backend) {
     r.supported = false;
-    r.reason = "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who +
+    r.reason = "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who() +
                " does not expose: the trainer raises a ValueError";
     return r;
   }
@@ -84,13 +68,13 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   const bool uses_interval = sched.checkpointing && (sched.interval > 1 || sched.stride > 0);
   if (uses_interval && cs.interval == "ignored") {
     r.supported = false;
-    r.reason = "gradient_checkpointing_interval/segment_stride are not wired for " + who +
+    r.reason = "gradient_checkpointing_interval/segment_stride are not wired for " + who() +
                ": the trainer resets them and checkpoints every block (use 'layer')";
     return r;
   }
   if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && !cs.stride) {
     r.supported = false;
-    r.reason = "gradient_checkpointing_segment_stride is ignored by " + who +
+    r.reason = "gradient_checkpointing_segment_stride is ignored by " + who() +
                ": the schedule would run as interval " + std::to_string(sched.interval);
     return r;
   }
@@ -101,7 +85,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   }
   if (sched.checkpointing && is_unsloth(sched.backend) && !cs.backend_setter) {
     r.supported = false;
-    r.reason = "the " + to_string(sched.backend) + " backend has no effect on " + who +
+    r.reason = "the " + to_string(sched.backend) + " backend has no effect on " + who() +
                ": it has no backend setter and runs torch checkpointing";
     return r;
   }
@@ -109,6 +93,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   Plan& plan = r.plan;
   plan.offload_attention = sched.offload_attention;
   const int n = static_cast<int>(chain.blocks.size());
+  plan.segments.reserve(n);
   const bool offload = sched.checkpointing && is_unsloth(sched.backend);
   const bool ffn_only = sched.checkpointing && is_ffn(sched.backend);
   auto mode_for = [&](int i) {
@@ -117,7 +102,16 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
 
   if (!sched.checkpointing) {
     for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
-    plan.description = plan_description(plan, chain);
+    return r;
+  }
+  // Regional compilation: the sweep measured identical peaks and step times with and without
+  // checkpointing for every family run with dynamo_use_regional_compilation (Krea 2, MageFlow,
+  // Cosmos 3; Krea 2's no-compile control rows show the usual shape): the compiled blocks keep
+  // their activations. Attention offload still acts. Modelled as every block kept.
+  if (setup.regional_compile) {
+    for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
+    r.warnings.push_back("dynamo_use_regional_compilation is on: measured runs show checkpointing inside compiled "
+                         "blocks saves no memory and costs no time; disable regional compilation to use it");
     return r;
   }
 
@@ -130,11 +124,12 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
     if (!why.empty()) {
       semantics = cs.fallback == "every_block" ? "every_block" : "per_block";
       if (sched.interval > 1)
-        r.warnings.push_back(who + " falls back to its " + cs.fallback + " path with " + why + " (the interval " +
+        r.warnings.push_back(who() + " falls back to its " + cs.fallback + " path with " + why + " (the interval " +
                              (semantics == "every_block" ? "is ignored" : "selects every n-th block") + ")");
     }
   }
-  const std::vector<int> sel = selection_index(fam, chain);
+  const bool global_index = cs.index == "global" || cs.interval == "micro_blocks";
+  auto sel_at = [&](int i) { return global_index ? chain.blocks[i].global_position : chain.blocks[i].list_position; };
   const int k = sched.interval <= 1 ? 1 : sched.interval;
   const int s = sched.stride > 0 ? sched.stride : k;
 
@@ -149,12 +144,12 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
         continue;
       }
       const std::string& list = chain.blocks[i].list;
-      const int pos = sel[i];
+      const int pos = sel_at(i);
       if (pos % s < k) {
         int end = i;
         // with a global index (ZLab I1) segments run over the combined sequence and may span lists
         while (end < n && (global_segments || chain.blocks[end].list == list) && chain.blocks[end].checkpointable &&
-               sel[end] % s < k && sel[end] / s == pos / s)
+               sel_at(end) % s < k && sel_at(end) / s == pos / s)
           ++end;
         plan.segments.push_back(Segment{i, end, BlockMode::Checkpoint, offload});
         i = end;
@@ -170,12 +165,13 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
         plan.segments.push_back(single(i, BlockMode::Keep, false));
         continue;
       }
-      const bool ck = every || per_block_selected(sel[i], k, sched.stride);
+      const bool ck = every || per_block_selected(sel_at(i), k, sched.stride);
       plan.segments.push_back(ck ? single(i, mode_for(i), offload) : single(i, BlockMode::Keep, false));
     }
   }
-  plan.description = plan_description(plan, chain);
   return r;
 }
+
+std::string describe(const Plan& plan, const BlockChain& chain) { return plan_description(plan, chain); }
 
 }  // namespace segadvise

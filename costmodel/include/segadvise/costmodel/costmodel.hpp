@@ -30,6 +30,8 @@ struct ScaledBlock {
   double saved() const { return attention_bytes + ffn_bytes + rest_bytes; }
 };
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef);
+// with the chain's quantized kernel (BlockChain::quantized_kernel): adds quantized Linear inputs
+ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::string& quantized_kernel);
 
 ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& plan, const Coefficients& coef,
                                         bool keep_points = false);
@@ -51,6 +53,26 @@ double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const
 
 Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetup& setup, const GpuSpec& gpu,
                    const Coefficients& coef, double headroom_bytes);
+
+// Everything about a chain that does not depend on the schedule, computed once: advise evaluates
+// thousands of schedules over the same chain. Holds references: keep the inputs alive.
+struct PreparedChain {
+  const BlockChain* chain = nullptr;
+  const TrainingSetup* setup = nullptr;
+  const GpuSpec* gpu = nullptr;
+  const Coefficients* coef = nullptr;
+  std::vector<ScaledBlock> scaled;     // per block, after the fitted scales
+  std::vector<double> forward_s;       // per block roofline (or measured) forward time
+  std::vector<double> ffn_forward_s;   // FFN part of it (recomputed by -ffn backends)
+  std::vector<double> attention_s;     // attention part of it
+  StaticMemory static_memory;
+  double outside_s = 0;
+  double usable_vram_bytes = 0;
+};
+PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
+                      const Coefficients& coef);
+ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points = false);
+Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_bytes);
 
 // A prediction for a schedule the trainer ignores or rejects.
 Prediction unsupported_prediction(const std::string& reason);

@@ -55,6 +55,9 @@ struct TrainingSetup {
   int blocks_to_swap = 0;      // musubi_blocks_to_swap
   bool group_offload = false;  // enable_group_offload
   std::string attention = "diffusers";
+  // dynamo_use_regional_compilation: the sweep measured that checkpointing inside compiled blocks
+  // neither lowers the peak nor adds recompute time (Krea 2, MageFlow, Cosmos 3); see realize()
+  bool regional_compile = false;
   bool use_ema = false;
   bool ema_on_gpu = false;
   std::vector<std::string> notes;  // how the setup was derived, shown to the user
@@ -64,6 +67,10 @@ struct TrainingSetup {
 struct BlockCost {
   std::string list;   // trainer attribute, e.g. "transformer_blocks"
   int index = 0;      // index inside its list
+  // running counters over checkpointable blocks, as the trainer counts them for per-block
+  // selection: within blocks of the same list name, and over the whole chain (-1: not checkpointable)
+  int list_position = -1;
+  int global_position = -1;
   std::string kind;   // dit_cross, mmdit_double, …
   bool checkpointable = true;  // the trainer's checkpointing covers it
   bool attention_offloadable = false;
@@ -73,6 +80,8 @@ struct BlockCost {
   double saved_rest_bytes = 0;       // norms, modulation, residual bookkeeping
   double ffn_input_bytes = 0;  // what FFN-only checkpointing keeps instead of the FFN side
   double boundary_bytes = 0;   // state entering the block: hidden (+ text, + carried skips)
+  double skip_push_bytes = 0;  // skip tensor this block pushes for a later block (U-Net style)
+  double skip_pop_bytes = 0;   // skip bytes this block consumes (last pushed, first popped)
   double transient_bytes = 0;  // short-lived workspace while it runs (largest intermediate)
   double matmul_flops = 0;     // forward, dense linear layers
   double ffn_matmul_flops = 0;  // part of matmul_flops on the FFN side
@@ -80,6 +89,12 @@ struct BlockCost {
   double params = 0;           // base weights
   double quantizable_params = 0;  // linear weights a quantizer converts
   double lora_params = 0;      // trainable adapter parameters in this block
+  // Inputs of the block's quantizable Linear layers, by side (calibration, issue [3/6]): a quantized
+  // Linear's autograd keeps them (plus scaled copies) where a frozen bf16 Linear keeps nothing; the
+  // cost model adds them times Coefficients::quantized_input_scale[precision] when the chain's
+  // linears are quantized (BlockChain::quantized_kernel).
+  double linear_input_attention_bytes = 0;
+  double linear_input_ffn_bytes = 0;
   bool measured = false;       // bytes come from a profile: fitted activation scales do not apply
   double measured_forward_s = 0;   // from a profile taken on the target GPU (0: use the roofline)
   double measured_backward_s = 0;
@@ -97,6 +112,9 @@ struct BlockChain {
   double outside_activation_bytes = 0;  // embedder/head/loss activations, always retained
   double outside_matmul_flops = 0;
   double activation_dtype_bytes = 2;  // bf16 / fp16 activations; 4 when mixed_precision is no
+  // precision_key() of the base when its block linears are quantized, "" otherwise (bf16 base, or
+  // RamTorch: TorchAO/fp8-native never convert RamTorch modules, simpletuner-semantics §2.2)
+  std::string quantized_kernel;
   std::string source = "static";  // static | profile:<file>
 };
 
@@ -161,6 +179,13 @@ struct Coefficients {
   std::map<std::string, double> activation_scale;
   // Matmul time multiplier per base precision (quantized kernels, dequantization), default 1.
   std::map<std::string, double> matmul_time_factor;
+  // Saved-activation multiplier of quantized Linear inputs per precision key (0 when absent):
+  // dynamic-activation fp8 keeps its inputs and their fp8 copies for backward.
+  std::map<std::string, double> quantized_input_scale;
+  // Dequantization work per quantized matmul call, in passes over the layer's weights at memory
+  // bandwidth (2 B/param), per precision key (0 when absent). Quantized training kernels rebuild
+  // the weight on every call, a cost that scales with parameters, not tokens.
+  std::map<std::string, double> dequant_passes;
   double backward_factor = 1.6;        // backward time / forward time (frozen base, LoRA grads)
   double fragmentation = 0.08;         // allocator slack as a fraction of the activation peak
   double offload_overlap = 0.5;        // share of activation offload transfer hidden by compute
@@ -169,6 +194,8 @@ struct Coefficients {
   const GpuCoefficients& for_gpu(const std::string& id) const;
   double scale(const std::string& kind, const std::string& side) const;
   double time_factor(const std::string& precision) const;
+  double input_scale(const std::string& precision) const;    // 0 when absent
+  double dequant(const std::string& precision) const;        // 0 when absent
 };
 
 struct MemoryBreakdown {

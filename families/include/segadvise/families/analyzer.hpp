@@ -61,5 +61,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup);
 
 // What the trainer does with a schedule on this family (simpletuner-semantics §2.7, §3.2, §4).
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& schedule, const TrainingSetup& setup);
+// "12 of 40 blocks checkpointed in 6 calls, …" (not stored in the Plan: advise realizes thousands)
+std::string describe(const Plan& plan, const BlockChain& chain);
 
 }  // namespace segadvise

@@ -31,16 +31,22 @@ struct Candidate {
 };
 
 struct Advice {
-  std::vector<Candidate> candidates;  // supported ones, sorted by step time
+  // supported schedules sorted by step time: the Pareto front and the recommendation (every
+  // supported one with keep_all)
+  std::vector<Candidate> candidates;
   int unsupported_count = 0;
   int evaluated_count = 0;
+  int supported_count = 0;
   int recommended = -1;  // index into candidates, -1 when nothing fits
   double shortfall_bytes = 0;  // when nothing fits: the smallest peak minus what is available
 };
 
 // `evaluate` realizes and predicts one schedule (the caller owns families and the cost model).
 using Evaluate = std::function<Candidate(const Schedule&)>;
-Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, double headroom_bytes);
+// Scores every schedule keeping only its figures (thousands of full candidates would cost more in
+// allocation than in prediction), then re-evaluates the ones it returns.
+Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, double headroom_bytes,
+              bool keep_all = false);
 
 // Marks the Pareto-optimal candidates: no other is both faster and smaller.
 void mark_pareto(std::vector<Candidate>& candidates);

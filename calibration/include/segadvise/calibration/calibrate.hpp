@@ -1,0 +1,141 @@
+// Fitting the cost model's coefficients to measured runs, and measuring how well it predicts them.
+//
+//   prepare()            each run -> family, setup, GPU, schedule, block chain, trainer plan
+//   fit_coefficients()   bounded robust least squares over the physically meaningful coefficients
+//   evaluate()/accuracy  predictions against measurements: fit/OOM agreement, errors, decisions;
+//                        leave-one-family-out refits without each family in turn
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "segadvise/calibration/dataset.hpp"
+#include "segadvise/costmodel/types.hpp"
+#include "segadvise/families/family.hpp"
+
+namespace segadvise {
+
+struct PreparedRun {
+  const MeasuredRun* run = nullptr;
+  const Family* family = nullptr;  // null when the run cannot be modelled (see error)
+  std::string group;               // leave-out unit: the source's family label
+  TrainingSetup setup;
+  GpuSpec gpu;
+  Schedule schedule;
+  std::size_t chain = 0;  // index into PreparedSet::chains
+  PlanResult plan;
+  std::string error;  // why the run is not modelled (unknown model or GPU, bad schedule)
+};
+
+struct PreparedSet {
+  Dataset data;  // owns the runs the PreparedRuns point to
+  std::vector<BlockChain> chains;
+  std::vector<PreparedRun> runs;
+};
+
+// Resolves every run (InputError only for a malformed schedule/precision naming the run).
+PreparedSet prepare(Dataset data);
+// The setup a run describes, on top of its family's example (precision names of the sweep mapped:
+// bf16/bf16-upcast -> no_change, int8-sdnq-hadamard -> int8-sdnq + Hadamard).
+TrainingSetup setup_for_run(const Family& fam, const MeasuredRun& r);
+
+struct FitOptions {
+  double headroom_bytes = kGiB;  // default headroom of advise/check; OOM constraints use usable memory
+  std::set<std::string> exclude_groups;  // leave these families out of the fit
+  int max_iterations = 60;
+  double peak_weight = 1.0;   // residual weights (log ratios)
+  double time_weight = 0.5;
+  double oom_weight = 1.0;    // hinge: OOM runs predicted below usable memory, ok runs above it
+  double robust_scale = 0.15;
+  double prior_weight = 0.3;   // pull of log(activation scale) towards 0  // soft-L1 scale on log ratios (~15%)
+  // parameter groups to fit; the rest stay at the starting values
+  bool fit_gpu = true, fit_activation = true, fit_precision = true, fit_global = true, fit_reserve = true;
+};
+
+struct FittedParameter {
+  std::string name;
+  double value = 0, lo = 0, hi = 0;
+  bool at_bound = false;
+};
+
+struct FitResult {
+  Coefficients coef;
+  std::vector<FittedParameter> parameters;
+  int runs_used = 0;       // ok + oom runs in the fit
+  int residuals = 0;
+  int iterations = 0;
+  double cost = 0;
+  std::string stop_reason;
+};
+
+FitResult fit_coefficients(const PreparedSet& set, const Coefficients& start, const FitOptions& opt = {});
+
+struct RunPrediction {
+  const PreparedRun* prepared = nullptr;
+  bool modelled = false;   // the run resolved to a family and GPU
+  bool supported = false;  // realize() accepts the schedule
+  std::string reason;
+  bool fits = false;       // peak + headroom <= usable
+  double peak_gib = 0, usable_gib = 0, step_s = 0;
+  double static_gib = 0, activation_gib = 0;  // parts of peak_gib (the rest is fragmentation)
+};
+
+RunPrediction predict_run(const PreparedSet& set, const PreparedRun& r, const Coefficients& coef, double headroom_bytes);
+
+struct Confusion {
+  int fit_ok = 0;      // predicted fit, ran
+  int fit_oom = 0;     // predicted fit, measured OOM: an unsafe fit
+  int nofit_ok = 0;    // predicted not to fit, ran
+  int nofit_oom = 0;   // predicted not to fit, measured OOM
+  int total() const { return fit_ok + fit_oom + nofit_ok + nofit_oom; }
+  double agreement() const { return total() ? double(fit_ok + nofit_oom) / total() : 0; }
+};
+
+struct SupportAgreement {
+  int both_supported = 0, both_unsupported = 0;
+  int data_unsupported_model_supported = 0;  // measured "unsupported", realize() runs it
+  int data_supported_model_unsupported = 0;  // it ran (or OOMed/failed), realize() refuses it
+  int total() const {
+    return both_supported + both_unsupported + data_unsupported_model_supported + data_supported_model_unsupported;
+  }
+  double agreement() const { return total() ? double(both_supported + both_unsupported) / total() : 0; }
+};
+
+struct Metrics {
+  int runs = 0;
+  Confusion confusion;
+  int peak_n = 0, time_n = 0;
+  double peak_median = 0, peak_p90 = 0;  // absolute relative error, ok runs predicted supported
+  double time_median = 0, time_p90 = 0;
+  SupportAgreement support;
+  int decision_groups = 0, decision_good = 0;
+  double decision() const { return decision_groups ? double(decision_good) / decision_groups : 0; }
+};
+
+struct DecisionGroup {
+  std::string key;  // family | precision | GPU | variant
+  std::string chosen, measured_best;  // schedules (ids)
+  bool good = false;
+  std::string why;
+};
+
+struct AccuracyReport {
+  std::string method;  // "in-sample" or "leave-one-family-out"
+  double headroom_gib = 1;
+  Metrics overall;
+  std::map<std::string, Metrics> per_family;
+  std::vector<RunPrediction> predictions;  // one per prepared run (LOFO: from the fit without its family)
+  std::vector<DecisionGroup> decisions;
+  std::map<std::string, std::string> family_notes;  // why a family misses a target, where known
+};
+
+// Metrics of given predictions (one per run, same order as set.runs).
+AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> predictions, double headroom_bytes,
+                     const std::string& method);
+AccuracyReport accuracy_in_sample(const PreparedSet& set, const Coefficients& coef, double headroom_bytes);
+// Fits once per family without it (starting from `start`) and predicts that family's runs.
+AccuracyReport accuracy_leave_family_out(const PreparedSet& set, const Coefficients& start, const FitOptions& opt);
+
+}  // namespace segadvise

@@ -1,0 +1,437 @@
+#include "segadvise/calibration/calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "segadvise/calibration/lsq.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
+
+namespace segadvise {
+
+namespace {
+
+std::string chain_key(const TrainingSetup& s) {
+  return s.model_id + "|" + std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.frames) +
+         "|b" + std::to_string(s.batch) + "|" + s.base_precision + (s.sdnq_hadamard ? "+h" : "") + "|" +
+         s.mixed_precision + "|" + s.model_type + "|" + s.lora_type + "|r" + std::to_string(s.lora_rank) + "|" +
+         s.optimizer + "|" + (s.ramtorch ? "ram" : "") + "|t" + std::to_string(s.text_tokens);
+}
+
+bool fit_status(const std::string& s) { return s == "ok" || s == "oom"; }
+
+}  // namespace
+
+TrainingSetup setup_for_run(const Family& fam, const MeasuredRun& r) {
+  TrainingSetup s = default_setup(fam);
+  s.notes.clear();
+  if (r.width > 0) s.width = r.width;
+  if (r.height > 0) s.height = r.height;
+  if (r.frames > 0) s.frames = r.frames;
+  if (r.batch > 0) s.batch = r.batch;
+  if (!r.lora_type.empty()) s.lora_type = r.lora_type;
+  if (r.lora_rank > 0) s.lora_rank = r.lora_rank;
+  if (!r.optimizer.empty()) {
+    optimizer_info(r.optimizer);
+    s.optimizer = r.optimizer;
+  }
+  if (r.ramtorch >= 0) s.ramtorch = r.ramtorch == 1;
+  if (r.text_tokens >= 0) s.text_tokens = r.text_tokens;
+  s.regional_compile = r.regional_compile == 1;
+  s.mixed_precision = r.mixed_precision.empty() ? "bf16" : r.mixed_precision;
+  // the sweep's precision names: bf16 = no_change; bf16-upcast = Ideogram's fp8 checkpoint
+  // dequantized to bf16 at load (no_change in memory terms); int8-sdnq-hadamard = int8-sdnq with
+  // sdnq_use_hadamard; anything else is a base_model_precision value
+  s.sdnq_hadamard = false;
+  if (r.precision == "bf16" || r.precision == "bf16-upcast" || r.precision == "no_change") {
+    s.base_precision = "no_change";
+  } else if (r.precision == "int8-sdnq-hadamard") {
+    s.base_precision = "int8-sdnq";
+    s.sdnq_hadamard = true;
+  } else {
+    precision_info(r.precision);
+    s.base_precision = r.precision;
+  }
+  return s;
+}
+
+PreparedSet prepare(Dataset data) {
+  PreparedSet set;
+  set.data = std::move(data);
+  std::map<std::string, std::size_t> chain_of;
+  set.runs.reserve(set.data.runs.size());
+  for (const MeasuredRun& r : set.data.runs) {
+    PreparedRun p;
+    p.run = &r;
+    p.group = r.family_name.empty() ? r.model : r.family_name;
+    const auto colon = r.model.find(':');
+    try {
+      p.family = !r.family_id.empty() ? &find_family(r.family_id)
+                                      : &find_family_by_trainer(r.model.substr(0, colon),
+                                                                colon == std::string::npos ? "" : r.model.substr(colon + 1), r.id);
+    } catch (const InputError& e) {
+      p.error = e.what();
+    }
+    try {
+      p.gpu = find_gpu(r.gpu);
+    } catch (const InputError& e) {
+      if (p.error.empty()) p.error = r.id + ": " + e.what();
+      p.family = nullptr;
+    }
+    try {
+      p.schedule = Schedule::parse(r.mode);
+      if (p.schedule.checkpointing) p.schedule.backend = parse_backend(r.backend.empty() ? "torch" : r.backend);
+      if (p.family) p.setup = setup_for_run(*p.family, r);
+    } catch (const InputError& e) {
+      throw InputError(set.data.origin + ": run '" + r.id + "': " + e.what());
+    }
+    if (p.family) {
+      const std::string key = chain_key(p.setup);
+      auto it = chain_of.find(key);
+      if (it == chain_of.end()) {
+        it = chain_of.emplace(key, set.chains.size()).first;
+        set.chains.push_back(analyze(*p.family, p.setup));
+      }
+      p.chain = it->second;
+      p.plan = realize(*p.family, set.chains[p.chain], p.schedule, p.setup);
+    }
+    set.runs.push_back(std::move(p));
+  }
+  return set;
+}
+
+RunPrediction predict_run(const PreparedSet& set, const PreparedRun& r, const Coefficients& coef,
+                          double headroom_bytes) {
+  RunPrediction out;
+  out.prepared = &r;
+  if (!r.family) {
+    out.reason = r.error;
+    return out;
+  }
+  out.modelled = true;
+  out.supported = r.plan.supported;
+  out.reason = r.plan.reason;
+  if (!out.supported) return out;
+  const Prediction p = predict(set.chains[r.chain], r.plan.plan, r.setup, r.gpu, coef, headroom_bytes);
+  out.fits = p.fits;
+  out.static_gib = (p.peak_vram_bytes - p.memory.activation_peak_bytes - p.memory.fragmentation_bytes) / kGiB;
+  out.activation_gib = p.memory.activation_peak_bytes / kGiB;
+  out.peak_gib = p.peak_vram_bytes / kGiB;
+  out.usable_gib = p.usable_vram_bytes / kGiB;
+  out.step_s = p.step_time_s;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fitting
+
+namespace {
+
+struct ParamSpec {
+  std::string name;
+  double lo, hi;
+  std::function<double&(Coefficients&)> ref;
+};
+
+std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector<const PreparedRun*>& runs,
+                                       const FitOptions& opt) {
+  std::vector<ParamSpec> specs;
+  std::set<std::string> gpus, kinds, precisions, quantized_kernels;
+  bool any_offload = false;
+  for (const PreparedRun* r : runs) {
+    gpus.insert(r->gpu.id);
+    if (!set.chains[r->chain].quantized_kernel.empty()) quantized_kernels.insert(set.chains[r->chain].quantized_kernel);
+    // only sides that hold bytes somewhere can be fitted (a ResNet block has no attention side)
+    for (const auto& b : set.chains[r->chain].blocks) {
+      if (b.saved_attention_bytes > 0) kinds.insert(b.kind + ".attention");
+      if (b.saved_ffn_bytes > 0) kinds.insert(b.kind + ".ffn");
+      if (b.saved_rest_bytes > 0) kinds.insert(b.kind + ".rest");
+    }
+    precisions.insert(precision_key(r->setup));
+    if (r->plan.plan.offload_attention) any_offload = true;
+    for (const auto& s : r->plan.plan.segments) any_offload = any_offload || s.offload_to_host;
+  }
+  if (opt.fit_gpu) {
+    // efficiencies are shares of the datasheet peak: (0, 1]; a per-step overhead of up to 3 s
+    // covers data loading and optimizer bookkeeping of the largest runs
+    for (const auto& g : gpus) {
+      specs.push_back({"gpu." + g + ".matmul_efficiency", 0.02, 1.0,
+                       [g](Coefficients& c) -> double& { return c.gpu[g].matmul_efficiency; }});
+      specs.push_back({"gpu." + g + ".attention_efficiency", 0.02, 1.0,
+                       [g](Coefficients& c) -> double& { return c.gpu[g].attention_efficiency; }});
+      specs.push_back({"gpu." + g + ".overhead_s", 0.0, 3.0,
+                       [g](Coefficients& c) -> double& { return c.gpu[g].overhead_s; }});
+      if (any_offload)
+        specs.push_back({"gpu." + g + ".pcie_efficiency", 0.05, 1.0,
+                         [g](Coefficients& c) -> double& { return c.gpu[g].pcie_efficiency; }});
+    }
+  }
+  if (opt.fit_activation) {
+    // the analyzer's saved-tensor estimates may be off by a factor per block kind and side, not
+    // by orders of magnitude: [0.1, 6]
+    for (const auto& key : kinds)
+      specs.push_back({"activation_scale." + key, 0.1, 6.0,
+                       [key](Coefficients& c) -> double& { return c.activation_scale[key]; }});
+  }
+  if (opt.fit_precision) {
+    for (const auto& pk : precisions) {
+      if (pk == "bf16") continue;
+      // quantized matmuls: from 0.3x (fp8 tensor cores) to 30x (dequantize-per-call kernels)
+      specs.push_back({"matmul_time_factor." + pk, 0.3, 30.0,
+                       [pk](Coefficients& c) -> double& { return c.matmul_time_factor[pk]; }});
+      // weight rebuilds per quantized matmul call, in passes over the weights at memory bandwidth;
+      // an effective figure that also absorbs per-call quantization of activations
+      specs.push_back({"dequant_passes." + pk, 0.0, 400.0,
+                       [pk](Coefficients& c) -> double& { return c.dequant_passes[pk]; }});
+    }
+    for (const auto& pk : quantized_kernels)
+      // a quantized Linear keeps up to its input and a scaled copy: 0..3x the input bytes
+      specs.push_back({"quantized_input_scale." + pk, 0.0, 3.0,
+                       [pk](Coefficients& c) -> double& { return c.quantized_input_scale[pk]; }});
+  }
+  if (opt.fit_global) {
+    specs.push_back({"backward_factor", 0.5, 4.0, [](Coefficients& c) -> double& { return c.backward_factor; }});
+    specs.push_back({"fragmentation", 0.0, 0.5, [](Coefficients& c) -> double& { return c.fragmentation; }});
+    if (any_offload)
+      specs.push_back({"offload_overlap", 0.0, 1.0, [](Coefficients& c) -> double& { return c.offload_overlap; }});
+  }
+  return specs;
+}
+
+}  // namespace
+
+FitResult fit_coefficients(const PreparedSet& set, const Coefficients& start, const FitOptions& opt) {
+  FitResult out;
+  Coefficients coef = start;
+  // A family none of whose runs completed (every row OOM or failed, even the smallest schedule at
+  // batch 1) documents a coverage gap of the sweep, not where memory runs out: its OOM rows would
+  // only inflate every activation scale. Such families are scored but not fitted on.
+  std::set<std::string> completed;
+  for (const auto& r : set.runs)
+    if (r.run->status == "ok") completed.insert(r.group);
+  std::vector<const PreparedRun*> runs;
+  for (const auto& r : set.runs) {
+    if (!r.family || !r.plan.supported || !fit_status(r.run->status)) continue;
+    if (opt.exclude_groups.count(r.group) || !completed.count(r.group)) continue;
+    runs.push_back(&r);
+  }
+  out.runs_used = static_cast<int>(runs.size());
+
+  // Usable memory per GPU: the card gave out at or above every oom_at_gib the trainer reported,
+  // and every completed run's peak fitted below it. reserve = total - that envelope (never more
+  // than the starting reserve: without evidence the conservative default stays).
+  if (opt.fit_reserve) {
+    std::map<std::string, double> envelope_gib;
+    std::map<std::string, double> total_gib;
+    for (const PreparedRun* r : runs) {
+      double v = r->run->status == "ok" ? r->run->peak_gib : r->run->oom_at_gib;
+      envelope_gib[r->gpu.id] = std::max(envelope_gib[r->gpu.id], v);
+      total_gib[r->gpu.id] = r->gpu.total_bytes / kGiB;
+    }
+    for (const auto& [g, env] : envelope_gib) {
+      GpuCoefficients& gc = coef.gpu.emplace(g, coef.for_gpu(g)).first->second;
+      if (env > 0) gc.reserve_bytes = std::clamp(total_gib[g] - env, 0.0, start.for_gpu(g).reserve_bytes / kGiB) * kGiB;
+    }
+  }
+  for (const PreparedRun* r : runs) coef.gpu.emplace(r->gpu.id, coef.for_gpu(r->gpu.id));
+
+  std::vector<ParamSpec> specs = parameter_specs(set, runs, opt);
+  BoundedProblem prob;
+  for (auto& s : specs) {
+    double& v = s.ref(coef);
+    if (v == 0 && s.name.rfind("activation_scale.", 0) == 0) v = 1.0;  // a new map entry: unscaled
+    if (v == 0 && s.name.rfind("matmul_time_factor.", 0) == 0) v = 1.0;
+    // start inside the box: at a bound the active-set rule may never let a parameter off it
+    if (v == 0 && s.name.rfind("quantized_input_scale.", 0) == 0) v = 0.5;
+    prob.x0.push_back(std::clamp(v, s.lo, s.hi));
+    prob.lo.push_back(s.lo);
+    prob.hi.push_back(s.hi);
+  }
+  // map keys were created by ref(); make sure scale() sees 1 for new keys
+  for (auto& [k, v] : coef.activation_scale)
+    if (v <= 0) v = 1.0;
+
+  const double c = opt.robust_scale;
+  prob.residuals = [&](const std::vector<double>& x, std::vector<double>& res) {
+    Coefficients cf = coef;
+    for (std::size_t i = 0; i < specs.size(); ++i) specs[i].ref(cf) = x[i];
+    res.clear();
+    for (const PreparedRun* r : runs) {
+      const Prediction p = predict(set.chains[r->chain], r->plan.plan, r->setup, r->gpu, cf, opt.headroom_bytes);
+      const double peak = std::max(p.peak_vram_bytes, 1.0), usable = std::max(p.usable_vram_bytes, 1.0);
+      if (r->run->status == "ok") {
+        res.push_back(opt.peak_weight * soft_l1(std::log(peak / (r->run->peak_gib * kGiB)), c));
+        res.push_back(opt.time_weight * soft_l1(std::log(std::max(p.step_time_s, 1e-6) / r->run->sec_per_step), c));
+        // a run that completed must be predicted below the usable memory
+        res.push_back(opt.oom_weight * soft_l1(std::max(0.0, std::log(peak / usable)), c));
+      } else {
+        // a run that ran out of memory must be predicted above the usable memory
+        res.push_back(opt.oom_weight * soft_l1(std::max(0.0, std::log(usable / peak)), c));
+      }
+    }
+    // weak prior: an activation scale is 1 (the analyzer's derivation) unless the data says
+    // otherwise; keeps sides the data cannot tell apart (attention vs rest of the same kind) from
+    // drifting to opposite bounds
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].name.rfind("activation_scale.", 0) == 0) res.push_back(opt.prior_weight * std::log(x[i]));
+  };
+  LsqOptions lo;
+  lo.max_iterations = opt.max_iterations;
+  lo.relative_tolerance = 1e-6;
+  const LsqResult lr = specs.empty() ? LsqResult{prob.x0, 0, 0, 0, true, "nothing to fit"}
+                                     : bounded_levenberg_marquardt(prob, lo);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    specs[i].ref(coef) = lr.x[i];
+    out.parameters.push_back({specs[i].name, lr.x[i], specs[i].lo, specs[i].hi,
+                              lr.x[i] <= specs[i].lo + 1e-9 || lr.x[i] >= specs[i].hi - 1e-9});
+  }
+  out.iterations = lr.iterations;
+  out.cost = lr.cost;
+  out.stop_reason = lr.stop_reason;
+  std::vector<double> rr;
+  if (!specs.empty()) prob.residuals(lr.x, rr);
+  out.residuals = static_cast<int>(rr.size());
+  out.coef = coef;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accuracy
+
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * (v.size() - 1);
+  const std::size_t i = static_cast<std::size_t>(pos);
+  const double f = pos - i;
+  return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+std::string variant_class(const MeasuredRun& r) {
+  // a backend variant is another schedule of the same setup; other variants change the setup
+  return (r.variant == "main" || r.variant == "backend") ? "" : r.variant;
+}
+
+}  // namespace
+
+AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> preds, double headroom_bytes,
+                     const std::string& method) {
+  AccuracyReport rep;
+  rep.method = method;
+  rep.headroom_gib = headroom_bytes / kGiB;
+  rep.predictions = std::move(preds);
+  std::map<std::string, std::vector<double>> peak_err, time_err;
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < set.runs.size(); ++i) {
+    const PreparedRun& r = set.runs[i];
+    const RunPrediction& p = rep.predictions[i];
+    const std::string& st = r.run->status;
+    for (Metrics* m : {&rep.overall, &rep.per_family[r.group]}) {
+      ++m->runs;
+      if (p.modelled && st != "not_run") {
+        SupportAgreement& s = m->support;
+        const bool data_supported = st != "unsupported";
+        if (data_supported && p.supported) ++s.both_supported;
+        else if (!data_supported && !p.supported) ++s.both_unsupported;
+        else if (!data_supported) ++s.data_unsupported_model_supported;
+        else ++s.data_supported_model_unsupported;
+      }
+      if (p.modelled && p.supported && fit_status(st)) {
+        Confusion& c = m->confusion;
+        if (p.fits) (st == "ok" ? c.fit_ok : c.fit_oom)++;
+        else (st == "ok" ? c.nofit_ok : c.nofit_oom)++;
+      }
+    }
+    if (p.modelled && p.supported && st == "ok") {
+      const double pe = std::fabs(p.peak_gib / r.run->peak_gib - 1), te = std::fabs(p.step_s / r.run->sec_per_step - 1);
+      for (const std::string& k : {std::string("*"), r.group}) {
+        peak_err[k].push_back(pe);
+        time_err[k].push_back(te);
+      }
+    }
+    if (p.modelled && fit_status(st))
+      groups[r.group + " | " + r.run->precision + " | " + r.gpu.id +
+             (variant_class(*r.run).empty() ? "" : " | " + variant_class(*r.run))]
+          .push_back(i);
+  }
+  auto fill = [&](Metrics& m, const std::string& k) {
+    m.peak_n = static_cast<int>(peak_err[k].size());
+    m.time_n = static_cast<int>(time_err[k].size());
+    m.peak_median = quantile(peak_err[k], 0.5);
+    m.peak_p90 = quantile(peak_err[k], 0.9);
+    m.time_median = quantile(time_err[k], 0.5);
+    m.time_p90 = quantile(time_err[k], 0.9);
+  };
+  fill(rep.overall, "*");
+  for (auto& [fam, m] : rep.per_family) fill(m, fam);
+
+  // decision quality: among a group's measured schedules, the fastest predicted to fit (supported)
+  // against the fastest that ran; good when it ran and is within 5% of it. A group where nothing
+  // ran is good when nothing is predicted to fit.
+  for (const auto& [key, idx] : groups) {
+    DecisionGroup d;
+    d.key = key;
+    const RunPrediction* chosen = nullptr;
+    const PreparedRun* best = nullptr;
+    const PreparedRun* chosen_run = nullptr;
+    for (std::size_t i : idx) {
+      const RunPrediction& p = rep.predictions[i];
+      const PreparedRun& r = set.runs[i];
+      if (p.supported && p.fits && (!chosen || p.step_s < chosen->step_s)) {
+        chosen = &p;
+        chosen_run = &r;
+      }
+      if (r.run->status == "ok" && (!best || r.run->sec_per_step < best->run->sec_per_step)) best = &r;
+    }
+    if (chosen_run) d.chosen = chosen_run->run->id;
+    if (best) d.measured_best = best->run->id;
+    if (!best) {
+      d.good = !chosen;
+      d.why = d.good ? "nothing ran; nothing predicted to fit" : "nothing ran, but a schedule was predicted to fit";
+    } else if (!chosen) {
+      d.why = "no schedule predicted to fit";
+    } else if (chosen_run->run->status != "ok") {
+      d.why = "the chosen schedule ran out of memory";
+    } else {
+      const double ratio = chosen_run->run->sec_per_step / best->run->sec_per_step;
+      d.good = ratio <= 1.05;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "chosen is %.0f%% slower than the measured fastest", (ratio - 1) * 100);
+      d.why = d.good ? "within 5%" : buf;
+    }
+    const std::string fam = set.runs[idx.front()].group;
+    for (Metrics* m : {&rep.overall, &rep.per_family[fam]}) {
+      ++m->decision_groups;
+      if (d.good) ++m->decision_good;
+    }
+    rep.decisions.push_back(d);
+  }
+  return rep;
+}
+
+AccuracyReport accuracy_in_sample(const PreparedSet& set, const Coefficients& coef, double headroom_bytes) {
+  std::vector<RunPrediction> preds;
+  for (const auto& r : set.runs) preds.push_back(predict_run(set, r, coef, headroom_bytes));
+  return score(set, std::move(preds), headroom_bytes, "in-sample");
+}
+
+AccuracyReport accuracy_leave_family_out(const PreparedSet& set, const Coefficients& start, const FitOptions& opt) {
+  std::vector<RunPrediction> preds(set.runs.size());
+  std::set<std::string> groups;
+  for (const auto& r : set.runs) groups.insert(r.group);
+  for (const auto& g : groups) {
+    FitOptions o = opt;
+    o.exclude_groups.insert(g);
+    const FitResult fr = fit_coefficients(set, start, o);
+    for (std::size_t i = 0; i < set.runs.size(); ++i)
+      if (set.runs[i].group == g) preds[i] = predict_run(set, set.runs[i], fr.coef, opt.headroom_bytes);
+  }
+  return score(set, std::move(preds), opt.headroom_bytes, "leave-one-family-out");
+}
+
+}  // namespace segadvise

@@ -1,0 +1,148 @@
+#include "advise_optimal.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+#include "output.hpp"
+#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/planner/front_svg.hpp"
+
+namespace segadvise::cli {
+
+OptimalOptions optimal_options(const Context& ctx) {
+  OptimalOptions o;
+  o.segments_cross_lists = ctx.family->checkpointing.index == "global";
+  return o;
+}
+
+OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_front) {
+  OptimalView v;
+  const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
+  v.optimal = opt.solve();
+  if (v.optimal.found) v.insight = opt.insight(v.optimal.plan);
+  if (with_front) v.front = opt.pareto_front(16);
+  v.uniform = advice.recommended;
+  if (v.uniform >= 0 && v.optimal.found) {
+    const double t = advice.candidates[v.uniform].prediction.step_time_s;
+    v.gain_s = t - v.optimal.prediction.step_time_s;
+    v.gain_fraction = t > 0 ? v.gain_s / t : 0;
+  }
+  return v;
+}
+
+namespace {
+
+std::string ms_str(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.0f ms", s * 1000);
+  return buf;
+}
+
+std::string gain_str(const OptimalView& v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f s/step faster (%.1f%%)", v.gain_s, 100 * v.gain_fraction);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json optimal_json(const OptimalView& v) {
+  nlohmann::json j;
+  if (!v.optimal.found) {
+    j["plan"] = nullptr;
+    j["reason"] = v.optimal.reason;
+    return j;
+  }
+  j["plan"] = plan_to_json(v.optimal.plan);
+  j["description"] = v.optimal.plan.description;
+  j["prediction"] = to_json(v.optimal.prediction);
+  j["exact"] = v.optimal.exact;
+  if (v.uniform >= 0) {
+    j["gain_s"] = v.gain_s;
+    j["gain_percent"] = 100 * v.gain_fraction;
+  } else {
+    j["gain_s"] = nullptr;  // no trainer schedule fits: the optimal plan is the only one
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : v.insight)
+    rows.push_back({{"decision", r.what}, {"gpu_gib_saved", r.gpu_bytes_saved / kGiB}, {"ms_added", r.seconds_added * 1e3}});
+  j["memory_insight"] = rows;
+  if (!v.front.points.empty()) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (std::size_t i = 0; i < v.front.points.size(); ++i) {
+      const auto& p = v.front.points[i];
+      pts.push_back({{"peak_vram_gib", p.peak_vram_bytes / kGiB},
+                     {"step_time_s", p.step_time_s},
+                     {"knee", static_cast<int>(i) == v.front.knee},
+                     {"description", p.plan.description}});
+    }
+    j["pareto_front"] = pts;
+  }
+  return j;
+}
+
+void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice, bool md) {
+  out << "\n" << (md ? "### Best with your trainer's knobs vs optimal\n\n" : "Best with your trainer's knobs vs optimal per-block plan:\n");
+  const Candidate* u = v.uniform >= 0 ? &advice.candidates[v.uniform] : nullptr;
+  const Prediction* o = v.optimal.found ? &v.optimal.prediction : nullptr;
+  Table t({"", "best with your trainer's knobs", "optimal (per-block plan)"});
+  const int blocks = v.optimal.found ? v.optimal.plan.segments.back().end : 0;
+  t.add({"plan", u ? u->schedule.name() + ": " + describe_plan(u->plan.plan, blocks ? blocks : u->plan.plan.segments.empty() ? 0 : u->plan.plan.segments.back().end) : "nothing fits",
+         o ? describe_plan(v.optimal.plan, v.optimal.plan.segments.back().end)
+           : v.optimal.reason});
+  t.add({"peak VRAM", u ? gib_str(u->prediction.peak_vram_bytes) : "-", o ? gib_str(o->peak_vram_bytes) : "-"});
+  t.add({"s/step", u ? secs_str(u->prediction.step_time_s) : "-", o ? secs_str(o->step_time_s) : "-"});
+  t.print(out, md);
+  if (!o) return;
+  out << "\n";
+  if (u)
+    out << "Gain of the optimal plan: " << gain_str(v) << " than " << u->schedule.name() << ".\n";
+  else
+    out << "The optimal plan fits where no schedule of the trainer does.\n";
+  if (!v.front.points.empty()) {
+    const auto& a = v.front.points.front();
+    const auto& b = v.front.points.back();
+    out << "Pareto front of optimal plans: " << v.front.points.size() << " points, " << gib_str(a.peak_vram_bytes)
+        << " at " << secs_str(a.step_time_s) << " to " << gib_str(b.peak_vram_bytes) << " at " << secs_str(b.step_time_s);
+    if (v.front.knee >= 0) {
+      const auto& k = v.front.points[v.front.knee];
+      out << "; knee at " << gib_str(k.peak_vram_bytes) << ", " << secs_str(k.step_time_s);
+    }
+    out << ".\n";
+  }
+  if (!v.insight.empty()) {
+    out << "\n" << (md ? "#### Memory insight\n\n" : "Memory insight (each decision against keeping those blocks):\n");
+    Table m({"decision", "GPU memory saved", "time added"});
+    const std::size_t shown = std::min<std::size_t>(v.insight.size(), 12);
+    for (std::size_t i = 0; i < shown; ++i)
+      m.add({v.insight[i].what, gib_str(v.insight[i].gpu_bytes_saved, 2), ms_str(v.insight[i].seconds_added)});
+    m.print(out, md);
+    if (v.insight.size() > shown)
+      out << "… " << v.insight.size() - shown << " more decisions (--format json lists them all)\n";
+  }
+}
+
+void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice& advice, const std::string& plot_file,
+                         const std::string& plan_file) {
+  if (!plan_file.empty()) {
+    if (v.optimal.found)
+      write_file_atomically(plan_file, plan_to_json(v.optimal.plan).dump(2) + "\n");
+    else  // nothing to write; the advice itself (and its exit code) still says why
+      std::cerr << "segadvise: warning: --plan-out " << plan_file << " not written: " << v.optimal.reason << "\n";
+  }
+  if (plot_file.empty()) return;
+  FrontPlot plot;
+  plot.title = ctx.family->name + " on " + ctx.gpu.name + ": step time vs peak VRAM";
+  plot.front = v.front;
+  for (const auto& c : advice.candidates) plot.uniform.push_back({c.prediction.peak_vram_bytes, c.prediction.step_time_s, ""});
+  if (v.uniform >= 0) {
+    const auto& c = advice.candidates[v.uniform];
+    plot.marked.push_back({c.prediction.peak_vram_bytes, c.prediction.step_time_s, "recommended: " + c.schedule.name()});
+  }
+  if (v.optimal.found)
+    plot.marked.push_back({v.optimal.prediction.peak_vram_bytes, v.optimal.prediction.step_time_s, "optimal per-block plan"});
+  plot.limit_bytes = std::max(0.0, ctx.gpu.total_bytes - ctx.coef.for_gpu(ctx.gpu.id).reserve_bytes) - ctx.headroom_bytes;
+  write_file_atomically(plot_file, front_svg(plot));
+}
+
+}  // namespace segadvise::cli

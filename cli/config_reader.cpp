@@ -1,0 +1,659 @@
+// SimpleTuner config.json -> TrainingSetup + Schedule, as the trainer reads it.
+// Every rule cites shared/reference/simpletuner-semantics.md (SimpleTuner bc8e6ab).
+#include "config_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "segadvise/costmodel/precision.hpp"
+
+namespace segadvise::cli {
+
+using nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string type_name(const ordered_json& v) { return v.type_name(); }
+
+std::string value_str(const ordered_json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+// Keys with or without a leading `--` (§0). The last spelling in the file wins, as argparse keeps
+// the last occurrence of an option.
+class Fields {
+ public:
+  Fields(const ordered_json& obj, std::string origin) : origin_(std::move(origin)) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      std::string k = it.key();
+      const std::string norm = k.rfind("--", 0) == 0 ? k.substr(2) : k;
+      if (map_.count(norm) && map_[norm].first != k)
+        duplicates.push_back(norm);
+      map_[norm] = {k, &it.value()};
+    }
+  }
+  std::vector<std::string> duplicates;
+
+  bool has(const std::string& k) const {
+    auto it = map_.find(k);
+    return it != map_.end() && !it->second.second->is_null();
+  }
+  const ordered_json* get(const std::string& k) const {
+    auto it = map_.find(k);
+    return (it == map_.end() || it->second.second->is_null()) ? nullptr : it->second.second;
+  }
+  std::string where(const std::string& k) const {
+    auto it = map_.find(k);
+    return origin_ + ": " + (it == map_.end() ? k : it->second.first);
+  }
+  [[noreturn]] void bad(const std::string& k, const std::string& expected) const {
+    throw InputError(where(k) + ": expected " + expected + ", got " + type_name(*get(k)) + " " + value_str(*get(k)));
+  }
+
+  std::string str(const std::string& k, const std::string& def) const {
+    const ordered_json* v = get(k);
+    if (!v) return def;
+    if (v->is_string()) return v->get<std::string>();
+    bad(k, "a string");
+  }
+  bool boolean(const std::string& k, bool def) const {
+    const ordered_json* v = get(k);
+    if (!v) return def;
+    if (v->is_boolean()) return v->get<bool>();
+    if (v->is_string()) {
+      std::string s = v->get<std::string>();
+      std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+      if (s == "true" || s == "1" || s == "yes") return true;
+      if (s == "false" || s == "0" || s == "no" || s.empty()) return false;
+    }
+    if (v->is_number_integer()) return v->get<long long>() != 0;
+    bad(k, "true or false");
+  }
+  double number(const std::string& k, double def) const {
+    const ordered_json* v = get(k);
+    if (!v) return def;
+    if (v->is_number()) return v->get<double>();
+    if (v->is_string()) {
+      try {
+        std::size_t used = 0;
+        const double d = std::stod(v->get<std::string>(), &used);
+        if (used == v->get<std::string>().size()) return d;
+      } catch (const std::exception&) {
+      }
+    }
+    bad(k, "a number");
+  }
+  // integers: JSON ints, floats with an integral value, digit strings (argparse's int())
+  long long integer(const std::string& k, long long def) const {
+    const ordered_json* v = get(k);
+    if (!v) return def;
+    if (v->is_number_integer()) return v->get<long long>();
+    if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()) return static_cast<long long>(v->get<double>());
+    if (v->is_string()) {
+      const std::string s = v->get<std::string>();
+      if (!s.empty() && std::all_of(s.begin(), s.end(), ::isdigit)) return std::stoll(s);
+    }
+    bad(k, "an integer");
+  }
+
+ private:
+  std::string origin_;
+  std::map<std::string, std::pair<std::string, const ordered_json*>> map_;
+};
+
+// DEFAULT_MODEL_FLAVOUR per family (§3.1), used when a config leaves model_flavour unset.
+const std::map<std::string, std::string>& default_flavours() {
+  static const std::map<std::string, std::string> m = {
+      {"ace_step", "base"}, {"anima", "preview-3"}, {"auraflow", "v0.3"}, {"boogu_image", "v0.1-turbo"},
+      {"chroma", "base"}, {"cosmos", "2b"}, {"cosmos2image", "2b"}, {"cosmos3", "nano"}, {"ernie", "base"},
+      {"flux", "krea"}, {"flux2", "klein-9b"}, {"heartmula", "3b"}, {"hidream", "full"},
+      {"hunyuanvideo", "t2v-480p"}, {"ideogram", "fp8"}, {"infinitetalk", "single-14b-480p"},
+      {"kandinsky5_image", "t2i-lite-sft"}, {"kandinsky5-image", "t2i-lite-sft"},
+      {"kandinsky5_video", "t2v-lite-sft-5s"}, {"kandinsky5-video", "t2v-lite-sft-5s"}, {"kolors", "1.0"},
+      {"krea2", "raw"}, {"longcat_image", "final"}, {"longcat_video", "final"}, {"ltxvideo", "0.9.5"},
+      {"ltxvideo2", "dev"}, {"lumina2", "2.0"}, {"mageflow", "base"}, {"minimaxh3", "fl2va"},
+      {"minimaxmusic", "music3"}, {"omnigen", "v1"}, {"pixart", "900M-1024-v0.6"},
+      {"pixart_sigma", "900M-1024-v0.6"}, {"qwen_image", "v2.0"}, {"sana", "sana1.5-4.8b-1024"},
+      {"sanavideo", "2b-480p"}, {"sd1x", "dreamshaper"}, {"sd2x", "pseudoflex-v2"}, {"sd3", "medium"},
+      {"sdxl", "base-1.0"}, {"stable_cascade", "stage-c"}, {"wan", "t2v-480p-1.3b-2.1"},
+      {"wan_s2v", "s2v-14b-2.2"}, {"z_image", "turbo-ostris-v2"}, {"z_image_omni", "base"}, {"zlab_i1", "3b"}};
+  return m;
+}
+
+// Frame rate a family sets when the config has none (§1.5): num_frames defaults to framerate x 5.
+int default_framerate(const std::string& trainer_family) {
+  static const std::map<std::string, int> m = {{"wan", 15},       {"wan_s2v", 15},          {"sanavideo", 16},
+                                               {"ltxvideo", 25},  {"ltxvideo2", 25},        {"kandinsky5_video", 24},
+                                               {"minimaxh3", 24}, {"infinitetalk", 25}};
+  auto it = m.find(trainer_family);
+  return it == m.end() ? 0 : it->second;
+}
+
+bool file_exists(const std::string& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+std::string fill_placeholders(std::string v, const std::string& model_family, const std::string& output_dir) {
+  auto replace = [&v](const std::string& from, const std::string& to) {
+    for (std::size_t pos; (pos = v.find(from)) != std::string::npos;) v.replace(pos, from.size(), to);
+  };
+  if (!model_family.empty()) replace("{model_family}", model_family);
+  if (!output_dir.empty()) replace("{output_dir}", output_dir);
+  return v;
+}
+
+}  // namespace
+
+ordered_json read_json_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(what + " '" + path + "': no such file");
+  if (fs::is_directory(path, ec)) throw InputError(what + " '" + path + "': is a directory, not a JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(what + " '" + path + "': cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  try {
+    return ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // line and column of the byte where parsing stopped (1-based)
+    const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    int line = 1, col = 1;
+    for (std::size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string detail = e.what();
+    const auto colon = detail.find(": ", detail.find("parse error"));
+    if (colon != std::string::npos) detail = detail.substr(colon + 2);
+    throw InputError(what + " '" + path + "': malformed JSON at line " + std::to_string(line) + ", column " +
+                     std::to_string(col) + ": " + detail);
+  }
+}
+
+std::vector<std::string> candidate_paths(const std::string& value, const std::string& config_path,
+                                         const std::string& cwd) {
+  std::vector<std::string> out;
+  auto add = [&out](const fs::path& p) {
+    const std::string s = p.lexically_normal().string();
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  const fs::path v(value);
+  if (v.is_absolute()) {
+    add(v);
+    return out;
+  }
+  std::vector<fs::path> rels;
+  const std::string prefix = "config/examples/";
+  if (value.rfind(prefix, 0) == 0) rels.push_back(fs::path("simpletuner/examples") / value.substr(prefix.size()));
+  rels.push_back(v);
+  const fs::path base = cwd.empty() ? fs::current_path() : fs::path(cwd);
+  for (const auto& r : rels) add(base / r);
+  std::error_code ec;
+  fs::path dir = fs::absolute(fs::path(config_path), ec).parent_path();
+  while (!dir.empty()) {
+    for (const auto& r : rels) add(dir / r);
+    if (dir == dir.root_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+  }
+  return out;
+}
+
+std::string resolve_config_path(const std::string& value, const std::string& key, const std::string& config_path,
+                                const std::string& cwd) {
+  const auto cands = candidate_paths(value, config_path, cwd);
+  for (const auto& c : cands)
+    if (file_exists(c)) return c;
+  std::string tried;
+  for (const auto& c : cands) tried += "\n  " + c;
+  throw InputError(config_path + ": " + key + " '" + value + "' not found; tried:" + tried);
+}
+
+const std::vector<std::string>& checkpointing_keys() {
+  static const std::vector<std::string> k = {"gradient_checkpointing", "gradient_checkpointing_interval",
+                                             "gradient_checkpointing_segment_stride", "gradient_checkpointing_backend",
+                                             "gradient_checkpointing_offload_attention"};
+  return k;
+}
+
+ordered_json with_schedule(const ordered_json& raw, const Schedule& s) {
+  const nlohmann::json want = simpletuner_keys(s);
+  // trainer defaults (§0): a key at its default that the config does not have is not added
+  const nlohmann::json defaults = {{"gradient_checkpointing", true},
+                                   {"gradient_checkpointing_interval", nullptr},
+                                   {"gradient_checkpointing_segment_stride", nullptr},
+                                   {"gradient_checkpointing_backend", "torch"},
+                                   {"gradient_checkpointing_offload_attention", false}};
+  bool dashed = false;
+  std::size_t n_dashed = 0;
+  for (auto it = raw.begin(); it != raw.end(); ++it) n_dashed += it.key().rfind("--", 0) == 0;
+  dashed = n_dashed * 2 > raw.size();
+  ordered_json out = ordered_json::object();
+  std::map<std::string, bool> written;
+  for (auto it = raw.begin(); it != raw.end(); ++it) {
+    const std::string& k = it.key();
+    const std::string norm = k.rfind("--", 0) == 0 ? k.substr(2) : k;
+    if (!want.contains(norm)) {
+      out[k] = it.value();
+      continue;
+    }
+    if (written[norm]) continue;  // a second spelling of the same key: one is enough
+    written[norm] = true;
+    if (want[norm].is_null()) continue;  // unset = the trainer's default
+    out[k] = want[norm];
+  }
+  for (const auto& k : checkpointing_keys()) {
+    if (written[k] || want[k] == defaults[k]) continue;
+    out[dashed ? "--" + k : k] = want[k];
+  }
+  return out;
+}
+
+namespace {
+
+// One data-backend entry -> its shape, or nothing when it produces no training batches (§1.1).
+bool backend_shape(const ordered_json& entry, std::size_t index, const std::string& file, const Fields& cfg,
+                   const Family& fam, const ReadOptions& opt, int global_batch, BackendShape& out,
+                   std::vector<std::string>& warnings) {
+  if (!entry.is_object())
+    throw InputError(file + ": entry " + std::to_string(index) + ": expected an object, got " + type_name(entry));
+  std::string id = entry.contains("id") && entry["id"].is_string() ? entry["id"].get<std::string>()
+                                                                     : "entry " + std::to_string(index);
+  const Fields b(entry, file + ": backend '" + id + "'");
+  if (b.boolean("disabled", false) || b.boolean("disable", false)) return false;
+  const std::string type = b.str("dataset_type", "image");
+  static const std::vector<std::string> skipped = {"text_embeds", "image_embeds", "conditioning_image_embeds",
+                                                   "distillation_cache"};
+  if (std::find(skipped.begin(), skipped.end(), type) != skipped.end()) return false;
+  // conditioning backends follow their main dataset and are not sampled alone; eval sets are not
+  // training batches (§1.1)
+  if (type == "conditioning" || type == "eval" || b.has("conditioning_type")) return false;
+  static const std::vector<std::string> training = {"image", "video", "audio", "caption"};
+  if (std::find(training.begin(), training.end(), type) == training.end())
+    throw InputError(b.where("dataset_type") + ": '" + type +
+                     "' is not one of image, video, audio, caption, conditioning, eval, text_embeds, image_embeds, "
+                     "conditioning_image_embeds, distillation_cache");
+  out = BackendShape{};
+  out.id = id;
+  out.dataset_type = type;
+  out.batch = static_cast<int>(b.integer("train_batch_size", global_batch));
+  if (out.batch <= 0) throw InputError(b.where("train_batch_size") + ": must be positive, got " + std::to_string(out.batch));
+  if (type == "audio" || type == "caption" || fam.modality == "audio") {
+    out.note = "backend '" + id + "' (" + type + "), batch " + std::to_string(out.batch);
+    return true;
+  }
+
+  // resolution: the backend's own, else the config's (§1.2)
+  const bool own_res = b.has("resolution");
+  const Fields& rsrc = own_res ? b : cfg;
+  std::string rtype = b.has("resolution_type") ? b.str("resolution_type", "pixel_area") : cfg.str("resolution_type", "pixel_area");
+  if (rtype != "pixel" && rtype != "pixel_area" && rtype != "area")
+    throw InputError((b.has("resolution_type") ? b.where("resolution_type") : cfg.where("resolution_type")) + ": '" +
+                     rtype + "' is not one of pixel, pixel_area, area");
+  double res = 1024;
+  if (rsrc.has("resolution")) {
+    const ordered_json& rv = *rsrc.get("resolution");
+    if (rtype == "pixel_area") {
+      // the edge must be an int or a digit string: 1024.0 raises a ValueError in the trainer (§1.2)
+      if (rv.is_number_integer()) res = rv.get<double>();
+      else if (rv.is_string() && !rv.get<std::string>().empty() &&
+               std::all_of(rv.get<std::string>().begin(), rv.get<std::string>().end(), ::isdigit))
+        res = std::stod(rv.get<std::string>());
+      else
+        throw InputError(rsrc.where("resolution") + ": pixel_area needs an integer edge in pixels, got " +
+                         value_str(rv) + " (the trainer raises a ValueError)");
+    } else {
+      res = rsrc.number("resolution", 1024);
+    }
+  }
+  if (res <= 0) throw InputError(rsrc.where("resolution") + ": must be positive, got " + value_str(*rsrc.get("resolution")));
+  if (rtype == "area" && res >= 20)
+    throw InputError(rsrc.where("resolution") + ": " + value_str(*rsrc.get("resolution")) +
+                     " megapixels in area mode (the trainer rejects 20 MP and above)");
+
+  const bool crop = b.boolean("crop", false);
+  const std::string crop_aspect = b.str("crop_aspect", "square");
+  if (crop_aspect != "square" && crop_aspect != "preserve" && crop_aspect != "random" && crop_aspect != "closest")
+    throw InputError(b.where("crop_aspect") + ": '" + crop_aspect + "' is not one of square, preserve, random, closest");
+  const bool video = type == "video";
+  double aspect = opt.source_aspect > 0 ? opt.source_aspect : (video ? 16.0 / 9.0 : 1.0);
+  bool square = crop && crop_aspect == "square";
+  std::string aspect_note = opt.source_aspect > 0 ? "--aspect" : (video ? "assumed 16:9 source" : "assumed square source");
+  if (crop && (crop_aspect == "random" || crop_aspect == "closest")) {
+    // the largest bucket of crop_aspect_buckets (floats or {aspect, weight})
+    const ordered_json* buckets = b.get("crop_aspect_buckets");
+    if (!buckets || !buckets->is_array() || buckets->empty())
+      throw InputError(b.where("crop_aspect") + ": '" + crop_aspect +
+                       "' needs crop_aspect_buckets (the trainer raises an error without them)");
+    double best_area = 0;
+    for (const auto& bk : *buckets) {
+      double a = 0;
+      if (bk.is_number()) a = bk.get<double>();
+      else if (bk.is_object() && bk.contains("aspect") && bk["aspect"].is_number()) a = bk["aspect"].get<double>();
+      else throw InputError(b.where("crop_aspect_buckets") + ": " + value_str(bk) + " is neither a number nor {aspect, weight}");
+      if (a <= 0) throw InputError(b.where("crop_aspect_buckets") + ": aspect must be positive, got " + value_str(bk));
+      const ResolvedSize r = bucket_size(res, rtype, fam.geometry.alignment, a, false);
+      if (r.width * static_cast<double>(r.height) > best_area) {
+        best_area = r.width * static_cast<double>(r.height);
+        aspect = a;
+      }
+    }
+    aspect_note = "largest crop_aspect_bucket";
+  }
+  if (b.has("maximum_image_size") != b.has("target_downsample_size"))
+    warnings.push_back(b.where(b.has("maximum_image_size") ? "maximum_image_size" : "target_downsample_size") +
+                       ": maximum_image_size and target_downsample_size must be set together (the trainer raises an "
+                       "error); they only change an intermediate resize, not the trained size");
+  const ResolvedSize r = bucket_size(res, rtype, fam.geometry.alignment, aspect, square);
+  out.width = r.width;
+  out.height = r.height;
+  out.note = "backend '" + id + "': " + r.note + " [" + aspect_note + (own_res ? "" : ", config-level resolution") + "]";
+
+  if (video) {
+    int frames = 0;
+    const ordered_json* v = b.get("video");
+    if (v && !v->is_object()) b.bad("video", "an object");
+    if (v && v->contains("num_frames") && !(*v)["num_frames"].is_null()) {
+      const ordered_json& nf = (*v)["num_frames"];
+      if (!nf.is_number_integer() || nf.get<long long>() <= 0)
+        throw InputError(b.where("video") + ".num_frames: expected a positive integer, got " + value_str(nf));
+      frames = static_cast<int>(nf.get<long long>());
+    } else {
+      // §1.5: num_frames defaults to framerate x 5
+      const int fr = static_cast<int>(cfg.integer("framerate", default_framerate(fam.trainer_family)));
+      if (fr <= 0)
+        throw InputError(b.where("video") + ".num_frames: unset and no framerate for " + fam.name +
+                         " (set video.num_frames)");
+      frames = fr * 5;
+      warnings.push_back(b.where("video") + ".num_frames unset: the trainer uses framerate " + std::to_string(fr) +
+                         " x 5 = " + std::to_string(frames) + " frames");
+    }
+    if (fam.modality != "video") {
+      warnings.push_back(b.where("dataset_type") + ": video backend for " + fam.name + ", which trains on images: frames ignored");
+      frames = 1;
+    }
+    out.frames = apply_frame_rule(fam, frames);
+    out.note += ", " + std::to_string(frames) + " frames" +
+                (out.frames != frames ? " -> " + std::to_string(out.frames) + " (" + fam.geometry.frame_rule + ")" : "");
+  }
+  out.note += ", batch " + std::to_string(out.batch);
+  return true;
+}
+
+const Family& resolve_family(const Fields& cfg, const std::string& path, std::vector<std::string>& warnings) {
+  if (!cfg.has("model_family")) throw InputError(path + ": model_family: missing (the trainer requires it)");
+  const std::string mf = cfg.str("model_family", "");
+  std::string flavour = cfg.str("model_flavour", "");
+  if (mf == "infinitetalk") {
+    // InfiniteTalk is Wan 2.1 I2V-14B with audio cross-attention adapters; it inherits Wan's
+    // checkpointing and frame rule (§1.5, §3.2). The adapters are not in families/data.
+    warnings.push_back(path + ": model_family infinitetalk is modelled as Wan 2.1 I2V 14B (its base): the audio "
+                       "cross-attention adapters and audio encoder are not counted, so peak and time are lower bounds");
+    return find_family_by_trainer("wan", "i2v-14b-2.1", path);
+  }
+  if (!flavour.empty()) return find_family_by_trainer(mf, flavour, path);
+  const auto it = default_flavours().find(mf);
+  if (it == default_flavours().end()) return find_family_by_trainer(mf, "", path);  // names the nearest families
+  try {
+    return find_family_by_trainer(mf, it->second, path);
+  } catch (const InputError&) {
+    const std::string pretrained = cfg.str("pretrained_model_name_or_path", "");
+    if (pretrained.empty())
+      throw InputError(path + ": model_flavour unset, so the trainer uses " + mf + "'s default flavour '" +
+                       it->second + "', which is not modelled; set model_flavour to one that is (segadvise list models)");
+    const Family& f = find_family_by_trainer(mf, "", path);
+    warnings.push_back(path + ": model_flavour unset (the trainer's default '" + it->second +
+                       "' is not modelled); pretrained_model_name_or_path '" + pretrained + "' taken as " + f.name);
+    return f;
+  }
+}
+
+}  // namespace
+
+ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt) {
+  ConfigRead r;
+  r.config_path = path;
+  r.raw = read_json_file(path, "config");
+  if (!r.raw.is_object()) throw InputError("config '" + path + "': expected a JSON object of trainer keys, got " + type_name(r.raw));
+  const Fields cfg(r.raw, path);
+  for (const auto& d : cfg.duplicates)
+    r.warnings.push_back(path + ": " + d + " is written both with and without `--`: the later one is used");
+
+  const Family& fam = resolve_family(cfg, path, r.warnings);
+  r.family = &fam;
+  TrainingSetup& s = r.setup;
+  s = TrainingSetup{};
+  s.model_id = fam.id;
+  s.notes.clear();
+  s.notes.push_back("from " + path);
+
+  // training (§0 defaults: model_type full, lora_type standard, rank 16, adamw_bf16, bf16)
+  s.model_type = cfg.str("model_type", "full");
+  if (!cfg.has("model_type")) r.warnings.push_back(path + ": model_type unset: the trainer's default is a full fine-tune");
+  if (s.model_type != "lora" && s.model_type != "full")
+    throw InputError(cfg.where("model_type") + ": '" + s.model_type + "' is not lora or full");
+  s.lora_type = cfg.str("lora_type", "standard");
+  if (s.lora_type != "standard" && s.lora_type != "lycoris")
+    throw InputError(cfg.where("lora_type") + ": '" + s.lora_type + "' is not standard or lycoris");
+  const long long rank = cfg.integer("lora_rank", 16);
+  if (rank <= 0) throw InputError(cfg.where("lora_rank") + ": must be positive, got " + std::to_string(rank));
+  s.lora_rank = static_cast<int>(rank);
+  s.mixed_precision = cfg.str("mixed_precision", "bf16");
+  if (s.mixed_precision != "bf16" && s.mixed_precision != "fp16" && s.mixed_precision != "no" && s.mixed_precision != "fp8")
+    throw InputError(cfg.where("mixed_precision") + ": '" + s.mixed_precision + "' is not one of no, fp16, bf16, fp8");
+  s.optimizer = cfg.str("optimizer", "adamw_bf16");
+  {
+    // SimpleTuner optimizer names the cost model's table lacks, sized like one it has (§2.5)
+    static const std::map<std::string, std::pair<std::string, std::string>> kAlias = {
+        {"torch-adamw", {"adamw_bf16", "2 moments in the parameters' bf16 dtype"}},
+        {"torch-adam", {"adamw_bf16", "2 moments in the parameters' bf16 dtype"}},
+        {"optimi-adam", {"optimi-adamw", "same state as optimi-adamw"}},
+        {"optimi-radam", {"optimi-adamw", "same state as optimi-adamw"}},
+        {"bnb-adamw", {"adamw", "fp32 moments"}},
+        {"bnb-adam", {"adamw", "fp32 moments"}},
+        {"bnb-adam8bit", {"bnb-adamw8bit", "8-bit moments"}},
+        {"bnb-adamw8bit-paged", {"bnb-adamw8bit", "8-bit moments"}},
+        {"ao-adamfp8", {"ao-adamwfp8", "fp8 moments"}},
+        {"bnb-lion8bit-paged", {"bnb-lion8bit", "8-bit momentum"}}};
+    bool known = true;
+    try {
+      optimizer_info(s.optimizer);
+    } catch (const InputError&) {
+      known = false;
+    }
+    const auto it = kAlias.find(s.optimizer);
+    if (known) {
+      // the cost model sizes it itself
+    } else if (it != kAlias.end()) {
+      s.notes.push_back("optimizer " + s.optimizer + " sized as " + it->second.first + " (" + it->second.second + ")");
+      s.optimizer = it->second.first;
+    } else if (s.optimizer.rfind("adamw_schedulefree", 0) == 0) {
+      s.notes.push_back("optimizer " + s.optimizer + " sized as adamw_schedulefree");
+      s.optimizer = "adamw_schedulefree";
+    }
+  }
+  try {
+    optimizer_info(s.optimizer);
+  } catch (const InputError& e) {
+    throw InputError(cfg.where("optimizer") + ": " + e.what());
+  }
+  std::string precision = cfg.str("base_model_precision", "no_change");
+  try {
+    precision_info(precision);
+  } catch (const InputError& e) {
+    throw InputError(cfg.where("base_model_precision") + ": " + e.what());
+  }
+  if (precision == "bf16") precision = "no_change";
+  s.base_precision = precision;
+  const bool hadamard = cfg.boolean("sdnq_use_hadamard", false);
+  if (hadamard && precision_info(precision).backend == "sdnq") s.sdnq_hadamard = true;
+  else if (hadamard)
+    r.warnings.push_back(cfg.where("sdnq_use_hadamard") + ": only used with an SDNQ base_model_precision (here " +
+                         precision + "): ignored");
+  const bool quantized = precision_info(precision).quantized;
+  if (s.model_type == "full" && quantized && !cfg.boolean("i_know_what_i_am_doing", false) &&
+      !cfg.boolean("controlnet", false))
+    r.rejections.push_back("base_model_precision " + precision +
+                           " with model_type full: the trainer stops (quantized bases train only LoRA/LyCORIS "
+                           "unless i_know_what_i_am_doing is set)");
+  if (s.mixed_precision == "fp8" && quantized && precision != "fp8-torchao")
+    r.rejections.push_back("mixed_precision fp8 with base_model_precision " + precision +
+                           ": the trainer stops (fp8 mixed precision needs no_change or fp8-torchao)");
+  if (precision == "fp8-quanto" && (fam.trainer_family == "wan" || fam.trainer_family == "ltxvideo"))
+    r.rejections.push_back("base_model_precision fp8-quanto on " + fam.trainer_family + ": the trainer stops");
+
+  // LyCORIS (§2.3): the analyzer estimates LoKr adapters; the config file is read and checked
+  if (s.lora_type == "lycoris" && s.model_type == "lora") {
+    if (!cfg.has("lycoris_config"))
+      throw InputError(path + ": lycoris_config: missing (lora_type lycoris needs the LyCORIS config file)");
+    const std::string ly = resolve_config_path(
+        fill_placeholders(cfg.str("lycoris_config", ""), cfg.str("model_family", ""), cfg.str("output_dir", "")),
+        "lycoris_config", path, opt.cwd);
+    const ordered_json lj = read_json_file(ly, "lycoris_config");
+    if (!lj.is_object()) throw InputError("lycoris_config '" + ly + "': expected an object, got " + type_name(lj));
+    const Fields lf(lj, ly);
+    if (!lf.has("algo")) throw InputError(ly + ": algo: missing (the trainer requires it)");
+    const std::string algo = lf.str("algo", "");
+    const long long factor = lf.integer("factor", -1);
+    s.notes.push_back("LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") + " (" + ly + ")");
+    if (algo != "lokr" || (factor > 0 && factor != 16))
+      r.warnings.push_back(ly + ": LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") +
+                           ": trainable parameters are estimated as LoKr factor 16 (small next to the base weights)");
+  }
+
+  // weight streaming (§2.6)
+  s.ramtorch = cfg.boolean("ramtorch", false);
+  s.ramtorch_percent = cfg.number("ramtorch_transformer_percent", 100);
+  if (s.ramtorch_percent < 0 || s.ramtorch_percent > 100)
+    throw InputError(cfg.where("ramtorch_transformer_percent") + ": must be 0..100, got " + std::to_string(s.ramtorch_percent));
+  const long long swap = cfg.integer("musubi_blocks_to_swap", 0);
+  if (swap < 0)
+    r.rejections.push_back("musubi_blocks_to_swap " + std::to_string(swap) + ": negative, the trainer stops");
+  s.blocks_to_swap = static_cast<int>(std::max(0LL, swap));
+  const int max_swap = fam.checkpointing.max_swappable_blocks;
+  if (max_swap > 0 && s.blocks_to_swap > max_swap) {
+    r.warnings.push_back(cfg.where("musubi_blocks_to_swap") + ": " + std::to_string(s.blocks_to_swap) +
+                         " is clamped by the trainer to " + std::to_string(max_swap));
+    s.blocks_to_swap = max_swap;
+  }
+  s.group_offload = cfg.boolean("enable_group_offload", false);
+  if (s.ramtorch && s.blocks_to_swap > 0)
+    r.rejections.push_back("ramtorch with musubi_blocks_to_swap " + std::to_string(s.blocks_to_swap) +
+                           ": the trainer exits (use one or the other)");
+  if (s.ramtorch && s.group_offload)
+    r.rejections.push_back("ramtorch with enable_group_offload: the trainer raises an error");
+  s.use_ema = cfg.boolean("use_ema", false);
+  s.ema_on_gpu = s.use_ema && cfg.str("ema_device", "cpu") == "accelerator";
+  s.attention = cfg.str("attention_mechanism", "diffusers");
+  s.regional_compile = cfg.boolean("dynamo_use_regional_compilation", false) &&
+                       cfg.str("dynamo_backend", "inductor") != "no";
+  if (s.attention.rfind("sageattention", 0) == 0) {
+    const std::string usage = cfg.str("sageattention_usage", "inference");
+    if (usage.find("train") == std::string::npos)
+      r.warnings.push_back(cfg.where("attention_mechanism") + ": " + s.attention +
+                           " applies to inference only unless sageattention_usage includes training");
+  }
+
+  // schedule (§2.7, §4)
+  Schedule& sc = r.schedule;
+  sc.checkpointing = cfg.boolean("gradient_checkpointing", true);
+  const long long interval = cfg.integer("gradient_checkpointing_interval", 0);
+  const long long stride = cfg.integer("gradient_checkpointing_segment_stride", 0);
+  if (cfg.has("gradient_checkpointing_interval") && interval <= 0)
+    r.rejections.push_back("gradient_checkpointing_interval " + std::to_string(interval) + ": the trainer raises an error (must be >= 1)");
+  if (cfg.has("gradient_checkpointing_segment_stride") && stride <= 0)
+    r.rejections.push_back("gradient_checkpointing_segment_stride " + std::to_string(stride) +
+                           ": the trainer raises an error (must be a positive integer)");
+  if (interval == 1)
+    r.warnings.push_back(cfg.where("gradient_checkpointing_interval") + ": 1 is treated as unset (every block checkpointed)");
+  sc.interval = interval > 1 ? static_cast<int>(interval) : 0;
+  sc.stride = stride > 0 ? static_cast<int>(stride) : 0;
+  const std::string backend = cfg.str("gradient_checkpointing_backend", "torch");
+  try {
+    sc.backend = parse_backend(backend);
+  } catch (const InputError&) {
+    r.warnings.push_back(cfg.where("gradient_checkpointing_backend") + ": '" + backend +
+                         "' is not a backend the trainer knows: it falls back to torch");
+    sc.backend = Backend::Torch;
+  }
+  sc.offload_attention = cfg.boolean("gradient_checkpointing_offload_attention", false);
+  if (sc.checkpointing && is_unsloth(sc.backend) && !fam.checkpointing.backend_setter) {
+    // no setter: Diffusers' torch checkpoint runs, the key is a silent no-op (§3.2, inferred there)
+    r.warnings.push_back(cfg.where("gradient_checkpointing_backend") + ": " + to_string(sc.backend) + " has no effect on " +
+                         fam.name + " (no backend setter: torch checkpointing runs); predicted as " +
+                         (is_ffn(sc.backend) ? "torch-ffn" : "torch"));
+    sc.backend = is_ffn(sc.backend) ? Backend::TorchFfn : Backend::Torch;
+  }
+  if (!sc.checkpointing) {
+    for (const char* k : {"gradient_checkpointing_interval", "gradient_checkpointing_segment_stride"})
+      if (cfg.has(k)) r.warnings.push_back(cfg.where(k) + ": ignored, gradient_checkpointing is false");
+    if (cfg.has("gradient_checkpointing_backend") && sc.backend != Backend::Torch)
+      r.warnings.push_back(cfg.where("gradient_checkpointing_backend") + ": ignored, gradient_checkpointing is false");
+    sc.interval = sc.stride = 0;
+    sc.backend = Backend::Torch;
+  }
+  if (cfg.boolean("gradient_checkpointing_offload_attention_prefetch", false) && !sc.offload_attention)
+    r.warnings.push_back(cfg.where("gradient_checkpointing_offload_attention_prefetch") +
+                         ": turned off by the trainer without gradient_checkpointing_offload_attention");
+
+  // data backends (§1)
+  std::string db_value;
+  if (!opt.data_backend_override.empty()) {
+    if (!file_exists(opt.data_backend_override))
+      throw InputError("--data-backend '" + opt.data_backend_override + "': no such file");
+    r.data_backend_path = opt.data_backend_override;
+  } else {
+    // unset: <config dir>/multidatabackend.json (§1.6)
+    db_value = cfg.has("data_backend_config")
+                   ? cfg.str("data_backend_config", "")
+                   : (fs::path(path).parent_path() / "multidatabackend.json").string();
+    db_value = fill_placeholders(db_value, cfg.str("model_family", ""), cfg.str("output_dir", ""));
+    r.data_backend_path = resolve_config_path(db_value, "data_backend_config", path, opt.cwd);
+  }
+  const ordered_json db = read_json_file(r.data_backend_path, "data_backend_config");
+  if (!db.is_array())
+    throw InputError("data_backend_config '" + r.data_backend_path + "': expected a JSON list of backends, got " + type_name(db));
+  const long long global_batch = cfg.integer("train_batch_size", 4);
+  if (global_batch <= 0) throw InputError(cfg.where("train_batch_size") + ": must be positive, got " + std::to_string(global_batch));
+  for (std::size_t i = 0; i < db.size(); ++i) {
+    BackendShape shape;
+    if (backend_shape(db[i], i, r.data_backend_path, cfg, fam, opt, static_cast<int>(global_batch), shape, r.warnings))
+      r.backends.push_back(shape);
+  }
+  if (r.backends.empty())
+    throw InputError("data_backend_config '" + r.data_backend_path +
+                     "': no image, video, audio or caption dataset that trains (text-embed, conditioning, eval and "
+                     "disabled backends are skipped)");
+  // the largest per-step activation load: pixels x frames x batch
+  auto load = [](const BackendShape& b) { return static_cast<double>(b.width) * b.height * b.frames * b.batch; };
+  std::stable_sort(r.backends.begin(), r.backends.end(),
+                   [&](const BackendShape& a, const BackendShape& b) { return load(a) > load(b); });
+  const BackendShape& big = r.backends.front();
+  if (fam.modality != "audio" && big.width > 0) {
+    s.width = big.width;
+    s.height = big.height;
+    s.frames = fam.modality == "video" ? big.frames : 1;
+  } else {
+    const TrainingSetup d = default_setup(fam);
+    s.width = d.width;
+    s.height = d.height;
+    s.frames = d.frames;
+  }
+  s.batch = big.batch;
+  s.notes.push_back(big.note + (r.backends.size() > 1 ? " (largest of " + std::to_string(r.backends.size()) + " training backends)" : ""));
+  return r;
+}
+
+}  // namespace segadvise::cli

@@ -1,0 +1,82 @@
+// Reading a SimpleTuner config.json and its data-backend file(s) the way the trainer does
+// (shared/reference/simpletuner-semantics.md §0, §1, §2, §4): the TrainingSetup and Schedule the run
+// will use, the keys the trainer ignores or rejects, and writing the config back with only the
+// checkpointing keys changed.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace segadvise::cli {
+
+// Parses a JSON file keeping key order. Throws InputError naming the file, and for malformed JSON
+// the line and column (1-based) of the error.
+nlohmann::ordered_json read_json_file(const std::string& path, const std::string& what);
+
+// Where the trainer finds a path written in a config (data_backend_config, lycoris_config), in the
+// order tried: an absolute path as is; otherwise relative to `cwd` (the trainer opens it relative to
+// its working directory; a value under `config/examples/` is first tried as the packaged
+// `simpletuner/examples/…`), then relative to the config's folder and each of its parents (a user
+// running from elsewhere). Returns the candidates, first to last.
+std::vector<std::string> candidate_paths(const std::string& value, const std::string& config_path,
+                                         const std::string& cwd);
+// The first candidate that exists; InputError naming the key, the value and every path tried.
+std::string resolve_config_path(const std::string& value, const std::string& key, const std::string& config_path,
+                                const std::string& cwd);
+
+// The largest shape one data-backend entry yields (§1.2, §1.3, §1.5).
+struct BackendShape {
+  std::string id;
+  std::string dataset_type;  // image | video | audio | caption
+  int width = 0, height = 0, frames = 1, batch = 1;
+  std::string note;
+};
+
+struct ReadOptions {
+  std::string data_backend_override;  // --data-backend
+  std::string cwd;                    // "" : the process working directory
+  double source_aspect = 0;           // W/H of the source media; 0: 1:1 for images, 16:9 for video
+};
+
+struct ConfigRead {
+  std::string config_path;
+  nlohmann::ordered_json raw;  // the file as written (key spelling and order kept)
+  std::string data_backend_path;
+  std::vector<BackendShape> backends;  // training backends, the chosen one first
+  const Family* family = nullptr;
+  TrainingSetup setup;
+  Schedule schedule;
+  // The trainer stops before training (errors of §4 that are not checkpointing schedules, which
+  // realize() judges): the prediction is `supported: false` with these reasons.
+  std::vector<std::string> rejections;
+  std::vector<std::string> warnings;  // keys the trainer ignores or changes, and assumptions
+};
+
+// Reads the config and its data backend(s). Throws InputError (file, key, value) for bad input.
+ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt);
+
+// The five checkpointing keys SimpleTuner reads.
+const std::vector<std::string>& checkpointing_keys();
+
+// `raw` with only the checkpointing keys set to `s` (SimpleTuner's spelling and order of every other
+// key kept; a key already present keeps its place and its leading `--` if it had one; a key whose
+// new value is the trainer's default is removed rather than added).
+nlohmann::ordered_json with_schedule(const nlohmann::ordered_json& raw, const Schedule& s);
+
+// `segadvise check` itself (cmd_check.cpp registers the flags).
+struct CheckOptions {
+  std::string config;
+  SetupFlags flags;  // gpu, vram, headroom, format, calibration, profile
+  ReadOptions read;
+  bool advise = false;
+  bool show_all = false;
+  std::string emit;    // trainer for --emit
+  std::string output;  // --output for --emit simpletuner
+};
+int run_check(const CheckOptions& o, std::ostream& out);
+
+}  // namespace segadvise::cli

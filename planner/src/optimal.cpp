@@ -1,0 +1,567 @@
+#include "segadvise/planner/optimal.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "segadvise/costmodel/costmodel.hpp"
+
+namespace segadvise {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Plan keep_everything(int n) {
+  Plan p;
+  for (int i = 0; i < n; ++i) p.segments.push_back(Segment{i, i + 1, BlockMode::Keep, false});
+  return p;
+}
+
+}  // namespace
+
+std::string block_mode_name(BlockMode mode) {
+  switch (mode) {
+    case BlockMode::Keep: return "keep";
+    case BlockMode::Checkpoint: return "checkpoint";
+    case BlockMode::CheckpointFfn: return "checkpoint_ffn";
+  }
+  return "keep";
+}
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  nlohmann::json segs = nlohmann::json::array();
+  for (const Segment& s : plan.segments)
+    segs.push_back({{"begin", s.begin}, {"end", s.end}, {"mode", block_mode_name(s.mode)},
+                    {"offload_to_host", s.offload_to_host}});
+  return {{"segments", segs}, {"offload_attention", plan.offload_attention}};
+}
+
+std::string describe_plan(const Plan& plan, int block_count) {
+  int ck = 0, calls = 0, ffn = 0, keep = 0, host = 0;
+  for (const Segment& s : plan.segments) {
+    const int n = s.end - s.begin;
+    if (s.mode == BlockMode::Keep) keep += n;
+    if (s.mode == BlockMode::Checkpoint) {
+      ck += n;
+      ++calls;
+      if (s.offload_to_host) ++host;
+    }
+    if (s.mode == BlockMode::CheckpointFfn) {
+      ffn += n;
+      if (s.offload_to_host) host += n;
+    }
+  }
+  std::string d = std::to_string(ck) + " of " + std::to_string(block_count) + " blocks checkpointed in " +
+                  std::to_string(calls) + " calls";
+  if (ffn) d += ", " + std::to_string(ffn) + " FFN-only";
+  d += ", " + std::to_string(keep) + " kept";
+  if (host) d += ", " + std::to_string(host) + " saved inputs on the host";
+  if (plan.offload_attention) d += ", attention activations offloaded";
+  return d;
+}
+
+PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
+                             const Coefficients& coef, double headroom_bytes, OptimalOptions options)
+    : chain_(chain),
+      setup_(setup),
+      gpu_(gpu),
+      coef_(coef),
+      headroom_bytes_(headroom_bytes),
+      options_(options),
+      graph_(chain) {
+  const int n = static_cast<int>(chain.blocks.size());
+  // Everything that no decision changes comes from the cost model itself: the all-keep plan's step
+  // time is the constant every decision adds to, its static memory the constant under the peak.
+  const Prediction keep = predict(chain, keep_everything(n), setup, gpu, coef, headroom_bytes);
+  keep_step_time_s_ = keep.step_time_s;
+  static_bytes_ = keep.memory.weights_bytes + keep.memory.trainable_bytes + keep.memory.gradient_bytes +
+                  keep.memory.optimizer_bytes;
+  usable_bytes_ = keep.usable_vram_bytes;
+  base_bytes_ = chain.outside_activation_bytes;
+
+  flags_ = {0};
+  bool any_offloadable = false;
+  for (const auto& b : chain.blocks) any_offloadable = any_offloadable || b.attention_offloadable;
+  if (options_.allow_attention_offload && any_offloadable) flags_.push_back(1);
+  decisions_.resize(2);
+  bounds_.resize(2);
+  for (int f : flags_) {
+    build_decisions(f == 1);
+    build_bounds(f);
+  }
+}
+
+double PlanOptimizer::peak_vram_for_activation(double activation_bytes) const {
+  return static_bytes_ + activation_bytes * (1 + coef_.fragmentation);
+}
+
+double PlanOptimizer::activation_for_peak_vram(double peak_vram_bytes) const {
+  return (peak_vram_bytes - static_bytes_) / (1 + coef_.fragmentation);
+}
+
+// Per-decision memory and time, mirroring simulate_activations() and predict() term by term
+// (costmodel.cpp); the tests check both against the cost model on every plan they build.
+//   fwd_i    = saved_i + transient_i + boundary_i                  (forward of block i)
+//   Keep     L = max(fwd_i, saved_i + 2 boundary_i + transient_i)  R = attention_gpu + ffn + rest
+//   FFN-only L = max(fwd_i, saved_i + ffn_input_i + 2 boundary_i + transient_i)
+//            R = attention_gpu + rest + ffn_input (0 on the host)
+//   Checkpoint [b,e): L = max over k of fwd_k and entering_b + saved_b..k + 2 boundary_k + transient_k
+//            R = entering_b (0 on the host), entering_b = every tensor crossing the cut (BlockGraph)
+//   time     recompute (block or FFN forward) + streamed weights per recomputed block + exposed
+//            transfers 2 x bytes / PCIe x (1 - overlap) for what goes to the host
+void PlanOptimizer::build_decisions(bool attention_offload) {
+  const int n = static_cast<int>(chain_.blocks.size());
+  const GpuCoefficients& g = coef_.for_gpu(gpu_.id);
+  const double pcie = std::max(1.0, gpu_.pcie_bytes_per_s * g.pcie_efficiency);
+  const double transfer_s_per_byte = 2.0 / pcie * (1 - coef_.offload_overlap);
+  const Prediction keep = predict(chain_, keep_everything(n), setup_, gpu_, coef_, headroom_bytes_);
+  const double stream_s = keep.memory.streamed_weights_bytes > 0
+                              ? keep.memory.streamed_weights_bytes / pcie / std::max(1, n)
+                              : 0.0;
+  std::vector<ScaledBlock> sb;
+  std::vector<double> fwd_s(n), ffn_s(n);
+  for (int i = 0; i < n; ++i) {
+    sb.push_back(scaled(chain_.blocks[i], coef_));
+    fwd_s[i] = block_forward_s(chain_.blocks[i], setup_, gpu_, coef_);
+    ffn_s[i] = block_ffn_forward_s(chain_.blocks[i], setup_, gpu_, coef_);
+  }
+  auto offloads_attention = [&](int i) { return attention_offload && chain_.blocks[i].attention_offloadable; };
+  auto attention_gpu = [&](int i) { return offloads_attention(i) ? 0.0 : sb[i].attention_bytes; };
+  auto attention_s = [&](int i) { return offloads_attention(i) ? sb[i].attention_bytes * transfer_s_per_byte : 0.0; };
+  auto forward_live = [&](int i) { return sb[i].saved() + sb[i].transient_bytes + sb[i].boundary_bytes; };
+
+  auto& out = decisions_[attention_offload ? 1 : 0];
+  out.assign(n, {});
+  for (int i = 0; i < n; ++i) {
+    const BlockCost& b = chain_.blocks[i];
+    const ScaledBlock& s = sb[i];
+    auto& d = out[i];
+    // keep
+    d.push_back({i, i + 1, BlockMode::Keep, false,
+                 std::max(forward_live(i), s.saved() + 2 * s.boundary_bytes + s.transient_bytes),
+                 attention_gpu(i) + s.ffn_bytes + s.rest_bytes, attention_s(i)});
+    if (!b.checkpointable) continue;
+    // FFN-only
+    if (options_.allow_ffn && b.has_ffn_boundary) {
+      for (bool host : {false, true}) {
+        if (host && !options_.allow_offload) continue;
+        d.push_back({i, i + 1, BlockMode::CheckpointFfn, host,
+                     std::max(forward_live(i), s.saved() + s.ffn_input_bytes + 2 * s.boundary_bytes + s.transient_bytes),
+                     attention_gpu(i) + s.rest_bytes + (host ? 0.0 : s.ffn_input_bytes),
+                     ffn_s[i] + stream_s + attention_s(i) + (host ? b.ffn_input_bytes * transfer_s_per_byte : 0.0)});
+      }
+    }
+    // checkpoint calls [i, e), by increasing e: their working set never shrinks (the DP relies on it)
+    const double entering = graph_.bytes_entering(i);
+    double fwd_max = 0, recomputed = 0, bwd_max = 0, seconds = 0;
+    for (int e = i + 1; e <= n; ++e) {
+      const int k = e - 1;
+      const BlockCost& bk = chain_.blocks[k];
+      if (!bk.checkpointable) break;
+      if (!options_.segments_cross_lists && bk.list != b.list) break;
+      if (options_.max_segment_blocks > 0 && e - i > options_.max_segment_blocks) break;
+      fwd_max = std::max(fwd_max, forward_live(k));
+      recomputed += sb[k].saved();
+      bwd_max = std::max(bwd_max, entering + recomputed + 2 * sb[k].boundary_bytes + sb[k].transient_bytes);
+      seconds += fwd_s[k] + stream_s;
+      const double local = std::max(fwd_max, bwd_max);
+      d.push_back({i, e, BlockMode::Checkpoint, false, local, entering, seconds});
+      if (options_.allow_offload)
+        d.push_back({i, e, BlockMode::Checkpoint, true, local, 0.0, seconds + entering * transfer_s_per_byte});
+    }
+  }
+}
+
+// The lower bound behind branch and bound. Any completion from position i, with the prefix
+// retaining P, ends with a segment whose constraint reads
+//     P + (bytes the completion retains before its last segment) + L_last <= limit,
+// and L_last >= R_last for every decision (a block's working set holds at least what it leaves
+// behind), so the completion must free at least  P + kept(i..n) + min(L_last - R_last) - limit
+// bytes against keeping every block. Block k frees at most what its options offer: kept, FFN-only
+// (GPU or host), or checkpointed with nothing retained at the cost of its recompute (a checkpoint
+// call frees at most its blocks' kept bytes and costs at least their recompute). Relaxing each
+// block to the lower convex hull of those (bytes freed, seconds added) points and filling the
+// needed bytes at the cheapest rates first (fractional knapsack) never exceeds the true time.
+void PlanOptimizer::build_bounds(int flag) {
+  const int n = static_cast<int>(chain_.blocks.size());
+  const auto& ds = decisions_[flag];
+  struct Increment {
+    double freed, seconds;
+  };
+  std::vector<std::vector<Increment>> hull(n);
+  std::vector<double> start_freed(n, 0), start_s(n, 0), kept(n, 0);
+  for (int k = 0; k < n; ++k) {
+    const Decision& keep = ds[k][0];
+    kept[k] = keep.retained_bytes;
+    std::vector<std::pair<double, double>> pts = {{0.0, 0.0}};  // (freed, seconds) against keeping
+    for (const Decision& d : ds[k]) {
+      if (d.end != k + 1 || d.mode == BlockMode::Keep) continue;
+      if (d.mode == BlockMode::Checkpoint && !d.offload)
+        pts.push_back({keep.retained_bytes, d.seconds - keep.seconds});  // its input state not counted
+      else if (d.mode == BlockMode::CheckpointFfn)
+        pts.push_back({keep.retained_bytes - d.retained_bytes, d.seconds - keep.seconds});
+    }
+    std::sort(pts.begin(), pts.end());
+    // start at the cheapest point (most freed among equals), then walk the lower hull rightwards
+    std::size_t cur = 0;
+    for (std::size_t q = 1; q < pts.size(); ++q)
+      if (pts[q].second <= pts[cur].second) cur = q;
+    start_freed[k] = pts[cur].first;
+    start_s[k] = pts[cur].second;
+    while (true) {
+      std::size_t next = pts.size();
+      double best_rate = kInf;
+      for (std::size_t q = cur + 1; q < pts.size(); ++q) {
+        const double dx = pts[q].first - pts[cur].first;
+        if (dx <= 0) continue;
+        const double rate = (pts[q].second - pts[cur].second) / dx;
+        if (rate <= best_rate) {
+          best_rate = rate;
+          next = q;
+        }
+      }
+      if (next == pts.size()) break;
+      hull[k].push_back({pts[next].first - pts[cur].first, pts[next].second - pts[cur].second});
+      cur = next;
+    }
+  }
+  auto& out = bounds_[flag];
+  out.assign(n + 1, {});
+  double slack = kInf;
+  std::vector<Increment> items;
+  for (int i = n - 1; i >= 0; --i) {
+    for (const Decision& d : ds[i])
+      if (d.end == n) slack = std::min(slack, d.local_bytes - d.retained_bytes);
+    Bound& b = out[i];
+    b.kept_bytes = out[i + 1].kept_bytes + kept[i];
+    b.slack_bytes = slack;
+    b.base_seconds = out[i + 1].base_seconds + start_s[i];
+    b.base_freed = out[i + 1].base_freed + start_freed[i];
+    items.insert(items.end(), hull[i].begin(), hull[i].end());
+    std::vector<Increment> sorted = items;
+    std::sort(sorted.begin(), sorted.end(), [](const Increment& a, const Increment& c) {
+      return a.seconds * c.freed < c.seconds * a.freed;  // by rate, without dividing
+    });
+    double f = 0, t = 0;
+    for (const Increment& it : sorted) {
+      f += it.freed;
+      t += it.seconds;
+      b.freed.push_back(f);
+      b.seconds.push_back(t);
+      b.rate.push_back(it.seconds / it.freed);
+    }
+  }
+}
+
+double PlanOptimizer::lower_bound_s(int flag, int position, double retained_bytes, double limit_bytes) const {
+  const Bound& b = bounds_[flag][position];
+  if (position >= static_cast<int>(chain_.blocks.size())) return 0;
+  const double need = retained_bytes + b.kept_bytes + b.slack_bytes - limit_bytes - b.base_freed;
+  if (need <= 0) return b.base_seconds;
+  const double total = b.freed.empty() ? 0 : b.freed.back();
+  if (need > total * (1 + 1e-9) + 1) return kInf;
+  if (b.freed.empty()) return b.base_seconds;
+  std::size_t j = std::lower_bound(b.freed.begin(), b.freed.end(), need) - b.freed.begin();
+  if (j >= b.freed.size()) j = b.freed.size() - 1;
+  const double f0 = j ? b.freed[j - 1] : 0, t0 = j ? b.seconds[j - 1] : 0;
+  return b.base_seconds + t0 + (need - f0) * b.rate[j];
+}
+
+PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Objective objective, double upper_bound_s,
+                                           std::size_t max_labels) const {
+  const int n = static_cast<int>(chain_.blocks.size());
+  const auto& decisions = decisions_[flag];
+  Solution sol;
+  // the constraint per segment: base + P + L <= budget, with a relative 1e-12 for the cost model's
+  // own sums (another order of additions): a plan exactly at the budget stays in
+  const double limit = budget_bytes - base_bytes_ + std::abs(budget_bytes) * 1e-12;
+  if (limit < 0) return sol;
+
+  struct Label {
+    double retained, objective;
+    int prev;      // label index, -1 for the root
+    int decision;  // index into decisions[begin]
+    int begin;
+  };
+  std::vector<Label> arena;
+  std::vector<std::vector<Label>> pending(n + 1);
+  std::vector<std::size_t> prune_at(n + 1, 4096);
+  pending[0].push_back({0.0, 0.0, -1, -1, -1});
+  const double cell = options_.memory_grid_cells > 0 ? limit / options_.memory_grid_cells : 0.0;
+
+  // Pareto set of (retained, objective): ascending bytes, strictly descending objective
+  auto pareto = [](std::vector<Label>& v) {
+    std::sort(v.begin(), v.end(), [](const Label& a, const Label& b) {
+      return a.retained != b.retained ? a.retained < b.retained : a.objective < b.objective;
+    });
+    double best = kInf;
+    std::size_t w = 0;
+    for (const Label& l : v)
+      if (l.objective < best) {
+        best = l.objective;
+        v[w++] = l;
+      }
+    v.resize(w);
+  };
+
+  // per destination, a prefix-minimum (Fenwick) tree of times over a grid of retained bytes: a
+  // candidate some label in a lower bucket dominates is dropped before it is stored
+  constexpr int kBuckets = 1024;
+  const double bucket_bytes = std::max(1.0, limit < kInf ? limit / kBuckets : 1e15);
+  std::vector<double> fenwick(static_cast<std::size_t>(n + 1) * (kBuckets + 1), kInf);
+  const bool bound = objective == Objective::Time && upper_bound_s < kInf;
+  const double cutoff = upper_bound_s + std::abs(upper_bound_s) * 1e-9 + 1e-12;
+  std::size_t first_at_n = 0;
+  for (int i = 0; i <= n; ++i) {
+    std::vector<Label>& here = pending[i];
+    pareto(here);
+    if (max_labels > 0 && here.size() > max_labels) {
+      // thin on a memory grid over this position's range of retained bytes: per cell the fastest
+      // label (the one with the most bytes of its cell: the set is sorted by bytes, time falling)
+      const double lo = here.front().retained, hi = here.back().retained;
+      const double width = std::max(cell, (hi - lo) / static_cast<double>(max_labels));
+      std::size_t w = 0;
+      for (std::size_t k = 0; k < here.size(); ++k) {
+        const bool last_of_cell = k + 1 == here.size() ||
+                                  std::floor((here[k + 1].retained - lo) / width) != std::floor((here[k].retained - lo) / width);
+        if (last_of_cell) here[w++] = here[k];
+      }
+      here.resize(w);
+      sol.exact = false;
+    }
+    const std::size_t first = arena.size();
+    arena.insert(arena.end(), here.begin(), here.end());
+    std::vector<Label>().swap(here);
+    if (i == n) {
+      first_at_n = first;
+      break;
+    }
+    for (std::size_t id = first; id < arena.size(); ++id) {
+      const double P = arena[id].retained, obj = arena[id].objective;
+      const auto& ds = decisions[i];
+      for (std::size_t k = 0; k < ds.size(); ++k) {
+        const Decision& d = ds[k];
+        if (P + d.local_bytes > limit) {
+          if (d.mode == BlockMode::Checkpoint) break;  // longer calls need at least as much
+          continue;
+        }
+        const double next = objective == Objective::Time ? obj + d.seconds : std::max(obj, P + d.local_bytes);
+        if (bound && next + lower_bound_s(flag, d.end, P + d.retained_bytes, limit) > cutoff) continue;
+        const double next_retained = P + d.retained_bytes;
+        // a label with fewer bytes (a lower grid bucket) and no more time already waits there
+        const int bucket = std::min(kBuckets - 1, static_cast<int>(next_retained / bucket_bytes));
+        double* tree = &fenwick[static_cast<std::size_t>(d.end) * (kBuckets + 1)];
+        double below = kInf;
+        for (int x = bucket; x > 0; x -= x & -x) below = std::min(below, tree[x]);
+        if (below <= next) continue;
+        for (int x = bucket + 1; x <= kBuckets; x += x & -x) tree[x] = std::min(tree[x], next);
+        auto& dest = pending[d.end];
+        dest.push_back({next_retained, next, static_cast<int>(id), static_cast<int>(k), i});
+        if (dest.size() >= prune_at[d.end]) {
+          pareto(dest);
+          prune_at[d.end] = std::max<std::size_t>(4096, 2 * dest.size());
+        }
+      }
+    }
+  }
+  sol.labels = arena.size();
+  int best = -1;
+  for (std::size_t id = first_at_n; id < arena.size(); ++id)
+    if (best < 0 || arena[id].objective < arena[best].objective) best = static_cast<int>(id);
+  if (best < 0) return sol;
+  sol.found = true;
+  sol.objective = arena[best].objective;
+  std::vector<int> chosen_labels;
+  for (int id = best; arena[id].prev >= 0; id = arena[id].prev) chosen_labels.push_back(id);
+  std::reverse(chosen_labels.begin(), chosen_labels.end());
+  double P = 0, peak = 0;
+  for (int id : chosen_labels) {
+    const Decision& d = decisions[arena[id].begin][arena[id].decision];
+    peak = std::max(peak, P + d.local_bytes);
+    P += d.retained_bytes;
+    sol.decisions.push_back(arena[id].begin);
+    sol.decisions.push_back(arena[id].decision);
+  }
+  sol.peak_bytes = base_bytes_ + peak;
+  return sol;
+}
+
+Plan PlanOptimizer::to_plan(int flag, const std::vector<int>& decisions) const {
+  Plan plan;
+  plan.offload_attention = flag == 1;
+  for (std::size_t k = 0; k + 1 < decisions.size(); k += 2) {
+    const Decision& d = decisions_[flag][decisions[k]][decisions[k + 1]];
+    Segment s{d.begin, d.end, d.mode, d.offload};
+    // kept and FFN-only blocks are independent per block: runs merge into one explicit range
+    if (!plan.segments.empty() && s.mode != BlockMode::Checkpoint) {
+      Segment& last = plan.segments.back();
+      if (last.mode == s.mode && last.offload_to_host == s.offload_to_host && last.end == s.begin) {
+        last.end = s.end;
+        continue;
+      }
+    }
+    plan.segments.push_back(s);
+  }
+  plan.description = "optimal per-block plan: " + describe_plan(plan, static_cast<int>(chain_.blocks.size()));
+  return plan;
+}
+
+OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
+  OptimalPlan out;
+  out.activation_budget_bytes = budget_bytes;
+  int best_flag = -1;
+  Solution best;
+  // a quick pass with a handful of labels per position: a feasible plan, its time an upper bound
+  double upper = kInf;
+  for (int f : flags_) {
+    const Solution quick = run(f, budget_bytes, Objective::Time, kInf, 48);
+    if (quick.found) upper = std::min(upper, quick.objective);
+  }
+  for (int f : flags_) {
+    Solution s = run(f, budget_bytes, Objective::Time, upper, options_.max_labels);
+    out.labels += s.labels;
+    out.exact = out.exact && s.exact;
+    if (!s.found) continue;
+    if (best_flag < 0 || s.objective < best.objective ||
+        (s.objective == best.objective && s.peak_bytes < best.peak_bytes)) {
+      best = std::move(s);
+      best_flag = f;
+    }
+  }
+  if (best_flag < 0) {
+    out.reason = "no per-block plan fits: the smallest predicted peak is " +
+                 std::to_string(min_peak_vram_bytes() / kGiB).substr(0, 6) + " GiB";
+    return out;
+  }
+  out.found = true;
+  out.plan = to_plan(best_flag, best.decisions);
+  out.dp_step_time_s = keep_step_time_s_ + best.objective;
+  out.dp_activation_peak_bytes = best.peak_bytes;
+  out.prediction = predict(chain_, out.plan, setup_, gpu_, coef_, headroom_bytes_);
+  return out;
+}
+
+OptimalPlan PlanOptimizer::solve() const {
+  return solve_activation(activation_for_peak_vram(usable_bytes_ - headroom_bytes_));
+}
+
+OptimalPlan PlanOptimizer::solve_for_peak(double peak_vram_bytes) const {
+  return solve_activation(activation_for_peak_vram(peak_vram_bytes));
+}
+
+double PlanOptimizer::min_peak_vram_bytes() const {
+  double best = kInf;
+  for (int f : flags_) {
+    const Solution s = run(f, kInf, Objective::Peak, kInf, options_.max_labels);
+    if (s.found) best = std::min(best, base_bytes_ + s.objective);
+  }
+  return peak_vram_for_activation(best);
+}
+
+ParetoFront PlanOptimizer::pareto_front(int max_points) const {
+  ParetoFront front;
+  if (chain_.blocks.empty()) return front;
+  max_points = std::max(2, max_points);
+  const double lo = activation_for_peak_vram(min_peak_vram_bytes());
+  double budget = kInf, hi = -1;
+  while (static_cast<int>(front.points.size()) < max_points) {
+    const OptimalPlan p = solve_activation(budget);
+    if (!p.found) break;
+    front.points.push_back({p.prediction.peak_vram_bytes, p.prediction.step_time_s, p.plan});
+    const double a = p.dp_activation_peak_bytes;
+    if (hi < 0) hi = a;
+    if (a <= lo * (1 + 1e-9)) break;
+    const double step = (hi - lo) / (max_points - 1);
+    // the next budget: a step below this plan's peak, never below the smallest peak
+    budget = std::max(lo, std::min(a * (1 - 1e-9), a - step));
+  }
+  std::reverse(front.points.begin(), front.points.end());
+  // drop points another point dominates (equal peaks from the two attention-offload settings)
+  std::vector<FrontPoint> kept;
+  for (auto& pt : front.points) {
+    if (!kept.empty() && pt.step_time_s >= kept.back().step_time_s) continue;
+    while (!kept.empty() && pt.peak_vram_bytes <= kept.back().peak_vram_bytes) kept.pop_back();
+    kept.push_back(std::move(pt));
+  }
+  front.points = std::move(kept);
+  const std::size_t m = front.points.size();
+  if (m >= 3) {
+    // knee: farthest below the chord from the smallest plan to the fastest, in normalised units
+    const FrontPoint &a = front.points.front(), &b = front.points.back();
+    const double dx = b.peak_vram_bytes - a.peak_vram_bytes, dy = a.step_time_s - b.step_time_s;
+    double best = -1;
+    for (std::size_t i = 1; i + 1 < m; ++i) {
+      const double x = dx > 0 ? (front.points[i].peak_vram_bytes - a.peak_vram_bytes) / dx : 0;
+      const double y = dy > 0 ? (a.step_time_s - front.points[i].step_time_s) / dy : 0;
+      const double gap = y - x;  // above the chord in "time saved" terms = below it in time
+      if (gap > best) {
+        best = gap;
+        front.knee = static_cast<int>(i);
+      }
+    }
+  }
+  return front;
+}
+
+std::vector<InsightRow> PlanOptimizer::insight(const Plan& plan) const {
+  std::vector<InsightRow> rows;
+  const int flag = plan.offload_attention && flags_.size() > 1 ? 1 : 0;
+  const auto& ds = decisions_[flag];
+  auto name = [&](int b, int e) {
+    const BlockCost &x = chain_.blocks[b], &y = chain_.blocks[e - 1];
+    std::string s = x.list + "." + std::to_string(x.index);
+    if (e - b > 1) s += y.list == x.list ? "-" + std::to_string(y.index) : " .. " + y.list + "." + std::to_string(y.index);
+    return s;
+  };
+  auto find = [&](int b, int e, BlockMode mode, bool host) -> const Decision* {
+    for (const Decision& d : ds[b])
+      if (d.end == e && d.mode == mode && d.offload == host) return &d;
+    return nullptr;
+  };
+  if (flag == 1) {
+    // the plan-wide switch, against keeping attention activations on the GPU
+    InsightRow r{"attention activations to the host", 0, 0};
+    for (const Segment& s : plan.segments) {
+      if (s.mode == BlockMode::Checkpoint) continue;
+      for (int i = s.begin; i < s.end; ++i) {
+        const Decision* on = find(i, i + 1, BlockMode::Keep, false);
+        const Decision* off = &decisions_[0][i][0];
+        r.gpu_bytes_saved += off->retained_bytes - on->retained_bytes;
+        r.seconds_added += on->seconds - off->seconds;
+      }
+    }
+    rows.push_back(r);
+  }
+  for (const Segment& s : plan.segments) {
+    if (s.mode == BlockMode::Keep) continue;
+    double kept_bytes = 0, kept_s = 0, bytes = 0, seconds = 0;
+    for (int i = s.begin; i < s.end; ++i) {
+      kept_bytes += ds[i][0].retained_bytes;
+      kept_s += ds[i][0].seconds;
+    }
+    if (s.mode == BlockMode::Checkpoint) {
+      const Decision* d = find(s.begin, s.end, s.mode, s.offload_to_host);
+      if (d) {
+        bytes = d->retained_bytes;
+        seconds = d->seconds;
+      }
+    } else {
+      for (int i = s.begin; i < s.end; ++i)
+        if (const Decision* d = find(i, i + 1, s.mode, s.offload_to_host)) {
+          bytes += d->retained_bytes;
+          seconds += d->seconds;
+        }
+    }
+    std::string what = (s.mode == BlockMode::Checkpoint ? "checkpoint " : "FFN-only ") + name(s.begin, s.end);
+    if (s.offload_to_host) what += " (inputs on the host)";
+    const int skips = graph_.skips_entering(s.begin);
+    if (s.mode == BlockMode::Checkpoint && skips > 0) what += " [saves " + std::to_string(skips) + " skip tensors]";
+    rows.push_back({what, kept_bytes - bytes, seconds - kept_s});
+  }
+  return rows;
+}
+
+}  // namespace segadvise

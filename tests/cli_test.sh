@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Whole-process checks of the CLI: answers, exit codes, error messages. Usage: cli_test.sh BIN
+set -u
+bin=$1
+pass=0 fail=0
+expect() {  # expect CODE PATTERN -- ARGS...
+  local code=$1 pattern=$2; shift 3
+  local out rc
+  out=$("$bin" "$@" 2>&1); rc=$?
+  if [[ $rc -eq $code ]] && grep -qE -- "$pattern" <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: segadvise $* -> rc $rc (want $code), output:"; head -5 <<<"$out"
+  fi
+}
+expect 0 'Recommendation: ' -- --model wan14b --gpu l40s
+expect 0 '"gradient_checkpointing": true' -- --model wan14b --gpu l40s
+expect 0 '"recommendation"' -- advise --model flux --gpu 4090 --format json
+expect 0 '^\| schedule' -- advise --model sd3 --gpu h100 --format markdown
+expect 2 "unknown model 'wan15b'.*nearest" -- --model wan15b --gpu l40s
+expect 2 "unknown GPU 'l40'" -- --model wan14b --gpu l40
+expect 2 "--resolution: 'big'" -- --model wan14b --gpu l40s --resolution big
+expect 2 "unknown precision 'int9'" -- --model flux --gpu l40s --precision int9
+expect 2 "--batch: must be positive" -- --model flux --gpu l40s --batch 0
+expect 1 'Nothing fits' -- --model wan14b --gpu 3090 --ramtorch off
+expect 1 '"supported": false' -- predict --model sdxl --gpu h100 --schedule interval2 --format json
+expect 1 'not supported' -- predict --model sdxl --gpu h100 --schedule interval2
+expect 1 'rejects overlapping' -- predict --model wan14b --gpu h100 --schedule seg4-stride2
+expect 0 'fits' -- predict --model sd3 --gpu h100 --schedule seg2-stride4
+expect 0 'fits' -- predict --model qwen-image --gpu h100 --schedule layer --backend unsloth
+expect 0 'wan2.1-14b' -- list models
+expect 0 'l40s' -- list gpus
+expect 0 'custom card' -- --model sdxl --vram-gib 12
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]

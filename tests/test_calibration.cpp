@@ -1,0 +1,270 @@
+// Calibration: dataset loading, the bounded least-squares fitter, OOM constraints, accuracy scoring.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "segadvise/calibration/calibrate.hpp"
+#include "segadvise/calibration/dataset.hpp"
+#include "segadvise/calibration/lsq.hpp"
+
+using namespace segadvise;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+MeasuredRun run(const std::string& model, const std::string& gpu, const std::string& mode, int w, int h, int frames,
+                const std::string& precision = "bf16") {
+  MeasuredRun r;
+  r.model = model;
+  r.family_name = model;
+  r.gpu = gpu;
+  r.mode = mode;
+  r.width = w;
+  r.height = h;
+  r.frames = frames;
+  r.batch = 1;
+  r.precision = precision;
+  r.status = "ok";
+  return r;
+}
+
+// "Measured" figures produced by the cost model itself with known coefficients.
+Dataset synthetic(const Coefficients& truth) {
+  Dataset d;
+  d.origin = "synthetic";
+  for (const std::string gpu : {"h100", "l40s"})
+    for (const std::string prec : {"bf16", "int8-sdnq-hadamard"})
+      for (int res : {512, 768, 1024})
+        for (const std::string mode : {"none", "layer", "interval2", "seg2-stride4", "activation-offload"}) {
+          d.runs.push_back(run("sd3", gpu, mode, res, res, 1, prec));
+          d.runs.push_back(run("wan:t2v-480p-1.3b-2.1", gpu, mode, res / 2 + 64, res / 2, 9, prec));
+        }
+  for (std::size_t i = 0; i < d.runs.size(); ++i) d.runs[i].id = "synthetic#" + std::to_string(i + 1);
+  PreparedSet set = prepare(d);
+  for (std::size_t i = 0; i < set.runs.size(); ++i) {
+    const RunPrediction p = predict_run(set, set.runs[i], truth, kGiB);
+    REQUIRE(p.supported);
+    d.runs[i].peak_gib = p.peak_gib;
+    d.runs[i].sec_per_step = p.step_s;
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("Levenberg-Marquardt fits a straight line and respects its box") {
+  // y = 2x + 1 sampled exactly; with the slope boxed to [0, 1.5] the best slope is the bound
+  BoundedProblem p;
+  p.x0 = {0.5, 0.0};
+  p.lo = {0.0, -10};
+  p.hi = {10.0, 10};
+  p.residuals = [](const std::vector<double>& x, std::vector<double>& r) {
+    r.clear();
+    for (int i = 0; i < 5; ++i) r.push_back(x[0] * i + x[1] - (2.0 * i + 1));
+  };
+  LsqResult free_fit = bounded_levenberg_marquardt(p);
+  CHECK(free_fit.x[0] == doctest::Approx(2.0).epsilon(1e-6));
+  CHECK(free_fit.x[1] == doctest::Approx(1.0).epsilon(1e-6));
+  p.hi[0] = 1.5;
+  LsqResult boxed = bounded_levenberg_marquardt(p);
+  CHECK(boxed.x[0] == doctest::Approx(1.5));
+  // with the slope at 1.5, the best intercept is mean(y - 1.5 x) = mean(0.5 x + 1) = 2
+  CHECK(boxed.x[1] == doctest::Approx(2.0).epsilon(1e-6));
+}
+
+TEST_CASE("the soft-L1 residual is linear near zero and grows like a square root far out") {
+  CHECK(soft_l1(0.01, 1.0) == doctest::Approx(0.01).epsilon(1e-3));
+  CHECK(soft_l1(-0.01, 1.0) == doctest::Approx(-0.01).epsilon(1e-3));
+  // r = 100, c = 1: sqrt(2 (sqrt(10001) - 1)) = 14.0
+  CHECK(soft_l1(100, 1.0) == doctest::Approx(14.0).epsilon(0.01));
+}
+
+TEST_CASE("fitting synthetic runs made with known coefficients recovers them within 1%") {
+  Coefficients truth;
+  truth.gpu["h100"] = {0.40, 0.55, 0.30, 0.70, 1.7 * kGiB};
+  truth.gpu["l40s"] = {0.60, 0.30, 0.20, 0.50, 1.4 * kGiB};
+  truth.backward_factor = 1.3;
+  truth.fragmentation = 0.12;
+  truth.offload_overlap = 0.3;
+  truth.matmul_time_factor["int8-sdnq-hadamard"] = 1.8;
+  truth.dequant_passes["int8-sdnq-hadamard"] = 20;
+  const PreparedSet set = prepare(synthetic(truth));
+
+  Coefficients start;  // the built-in starting values, far from the truth
+  start.gpu["h100"].reserve_bytes = 1.7 * kGiB;
+  start.gpu["l40s"].reserve_bytes = 1.4 * kGiB;
+  FitOptions opt;
+  opt.fit_activation = false;  // sides of one kind cannot be told apart without FFN-only runs
+  opt.fit_reserve = false;
+  opt.prior_weight = 0;
+  opt.robust_scale = 10;  // exact data: plain least squares
+  opt.max_iterations = 200;
+  const FitResult fr = fit_coefficients(set, start, opt);
+  const Coefficients& c = fr.coef;
+  for (const std::string g : {"h100", "l40s"}) {
+    CAPTURE(g);
+    CHECK(c.for_gpu(g).matmul_efficiency == doctest::Approx(truth.for_gpu(g).matmul_efficiency).epsilon(0.01));
+    CHECK(c.for_gpu(g).attention_efficiency == doctest::Approx(truth.for_gpu(g).attention_efficiency).epsilon(0.01));
+    CHECK(c.for_gpu(g).overhead_s == doctest::Approx(truth.for_gpu(g).overhead_s).epsilon(0.01));
+    CHECK(c.for_gpu(g).pcie_efficiency == doctest::Approx(truth.for_gpu(g).pcie_efficiency).epsilon(0.01));
+  }
+  CHECK(c.backward_factor == doctest::Approx(1.3).epsilon(0.01));
+  CHECK(c.fragmentation == doctest::Approx(0.12).epsilon(0.01));
+  CHECK(c.offload_overlap == doctest::Approx(0.3).epsilon(0.01));
+  CHECK(c.time_factor("int8-sdnq-hadamard") == doctest::Approx(1.8).epsilon(0.01));
+  CHECK(c.dequant("int8-sdnq-hadamard") == doctest::Approx(20).epsilon(0.01));
+}
+
+TEST_CASE("fitting synthetic runs recovers an activation scale per block kind within 1%") {
+  Coefficients truth;
+  truth.activation_scale["mmdit_double.attention"] = 1.6;
+  truth.activation_scale["mmdit_double.ffn"] = 1.6;
+  truth.activation_scale["mmdit_double.rest"] = 1.6;
+  truth.activation_scale["dit_cross.attention"] = 0.7;
+  truth.activation_scale["dit_cross.ffn"] = 0.7;
+  truth.activation_scale["dit_cross.rest"] = 0.7;
+  truth.fragmentation = 0.1;
+  const PreparedSet set = prepare(synthetic(truth));
+  // one scale per kind (all sides tied): attention offload separates attention from the rest,
+  // so fit the attention side and tie the others to it through the data's symmetry
+  FitOptions opt;
+  opt.fit_gpu = opt.fit_precision = opt.fit_reserve = false;
+  opt.prior_weight = 0;
+  opt.robust_scale = 10;
+  opt.max_iterations = 200;
+  const FitResult fr = fit_coefficients(set, Coefficients{}, opt);
+  CHECK(fr.coef.scale("mmdit_double", "attention") == doctest::Approx(1.6).epsilon(0.01));
+  CHECK(fr.coef.scale("dit_cross", "attention") == doctest::Approx(0.7).epsilon(0.01));
+  CHECK(fr.coef.fragmentation == doctest::Approx(0.1).epsilon(0.01));
+}
+
+TEST_CASE("an OOM run pushes its predicted peak above the usable memory, a completed run below it") {
+  Dataset d;
+  d.origin = "oom-test";
+  MeasuredRun oom = run("sd3", "5090", "none", 1024, 1024, 1);
+  oom.batch = 3;
+  oom.status = "oom";
+  oom.id = "oom#1";
+  d.runs.push_back(oom);
+  // a completed run of the same family (families with no completed run are not fitted on); far
+  // below its card, it adds no constraint while its peak and time residuals are switched off
+  MeasuredRun ran = run("sd3", "h100", "layer", 512, 512, 1);
+  ran.id = "ran#1";
+  ran.peak_gib = 3;
+  ran.sec_per_step = 1;
+  d.runs.push_back(ran);
+  const PreparedSet set = prepare(d);
+  Coefficients start;
+  start.fragmentation = 0;
+  const RunPrediction before = predict_run(set, set.runs[0], start, kGiB);
+  REQUIRE(before.peak_gib < before.usable_gib);  // starts as an unsafe fit
+  FitOptions opt;
+  opt.fit_gpu = opt.fit_precision = opt.fit_activation = opt.fit_reserve = false;  // only global factors move
+  opt.peak_weight = opt.time_weight = 0;
+  const FitResult fr = fit_coefficients(set, start, opt);
+  const RunPrediction after = predict_run(set, set.runs[0], fr.coef, kGiB);
+  CHECK(after.peak_gib >= after.usable_gib * 0.999);
+  CHECK_FALSE(after.fits);
+
+  // the mirror: a run that completed but is predicted above the card comes down to it
+  Dataset d2 = d;
+  d2.runs[0].status = "ok";
+  d2.runs[0].peak_gib = 1;  // the peak residual is switched off: only the hinge acts
+  d2.runs[0].sec_per_step = 1;
+  const PreparedSet set2 = prepare(d2);
+  Coefficients big;
+  big.fragmentation = 0.5;
+  FitOptions o2 = opt;
+  const RunPrediction hi = predict_run(set2, set2.runs[0], big, kGiB);
+  REQUIRE(hi.peak_gib > hi.usable_gib);
+  const FitResult f2 = fit_coefficients(set2, big, o2);
+  CHECK(predict_run(set2, set2.runs[0], f2.coef, kGiB).peak_gib <= hi.usable_gib * 1.001);
+}
+
+TEST_CASE("a run measured OOM but predicted to fit counts as an unsafe fit") {
+  Dataset d;
+  d.origin = "score-test";
+  MeasuredRun a = run("sd3", "h100", "layer", 1024, 1024, 1);
+  a.status = "oom";
+  a.id = "a";
+  MeasuredRun b = run("sd3", "h100", "none", 1024, 1024, 1);
+  b.id = "b";
+  b.peak_gib = 10;
+  b.sec_per_step = 1;
+  d.runs = {a, b};
+  const PreparedSet set = prepare(d);
+  const AccuracyReport rep = accuracy_in_sample(set, Coefficients{}, kGiB);
+  CHECK(rep.overall.confusion.fit_oom == 1);  // layer at 1024px batch 1 fits an H100 in the model
+  CHECK(rep.overall.confusion.fit_ok == 1);
+  CHECK(rep.overall.decision_groups == 1);
+  // none is predicted faster than layer and both fit: the choice is b, which ran and is the fastest
+  CHECK(rep.overall.decision_good == 1);
+}
+
+TEST_CASE("dataset errors name the file, the run and the field") {
+  using nlohmann::json;
+  const std::string missing = error_of([] {
+    parse_dataset_json(json::parse(R"({"runs": [{"gpu": "h100", "mode": "layer", "status": "ok"}]})"), "my-runs.json");
+  });
+  CHECK(missing.find("my-runs.json") != std::string::npos);
+  CHECK(missing.find("run 1") != std::string::npos);
+  CHECK(missing.find("'model'") != std::string::npos);
+
+  const std::string no_peak = error_of([] {
+    parse_dataset_json(json::parse(R"([{"model": "sd3", "gpu": "h100", "mode": "layer", "status": "ok", "sec_per_step": 1}])"),
+                       "x.json");
+  });
+  CHECK(no_peak.find("'peak_gib'") != std::string::npos);
+
+  const std::string bad_status = error_of([] {
+    parse_dataset_json(json::parse(R"([{"model": "sd3", "gpu": "h100", "mode": "layer", "status": "crashed"}])"), "x.json");
+  });
+  CHECK(bad_status.find("'status'") != std::string::npos);
+  CHECK(bad_status.find("crashed") != std::string::npos);
+
+  const std::string csv = error_of([] {
+    parse_dataset_csv("model,gpu,mode,status,sec_per_step,peak_gib\nsd3,h100,layer,ok,fast,7.7\n", "mine.csv");
+  });
+  CHECK(csv.find("mine.csv: line 2") != std::string::npos);
+  CHECK(csv.find("'sec_per_step'") != std::string::npos);
+  CHECK(csv.find("fast") != std::string::npos);
+
+  const std::string unknown = error_of([] {
+    parse_dataset_json(json::parse(R"([{"model": "sd3", "gpu": "h100", "mode": "layer", "status": "oom", "peek_gib": 3}])"), "x.json");
+  });
+  CHECK(unknown.find("'peek_gib'") != std::string::npos);
+}
+
+TEST_CASE("a CSV row and a JSON row describe the same run") {
+  const Dataset c = parse_dataset_csv(
+      "model,gpu,width,height,batch,precision,mode,status,sec_per_step,peak_gib\n"
+      "sd3,h100,1024,1024,3,int8-sdnq-hadamard,seg2-stride4,ok,1.049,19.02\n",
+      "runs.csv");
+  REQUIRE(c.runs.size() == 1);
+  CHECK(c.runs[0].peak_gib == doctest::Approx(19.02));
+  CHECK(c.runs[0].batch == 3);
+  const PreparedSet set = prepare(c);
+  REQUIRE(set.runs[0].family != nullptr);
+  CHECK(set.runs[0].setup.sdnq_hadamard);
+  CHECK(set.runs[0].setup.base_precision == "int8-sdnq");
+  CHECK(set.runs[0].plan.supported);
+}
+
+TEST_CASE("the shipped dataset holds every sweep case and resolves every model") {
+  const Dataset& d = builtin_dataset();
+  CHECK(d.runs.size() == 892);
+  const PreparedSet set = prepare(d);
+  for (const auto& r : set.runs) {
+    CAPTURE(r.run->id);
+    CHECK(r.family != nullptr);
+  }
+}

@@ -1,0 +1,298 @@
+// segadvise check: reading SimpleTuner configs and data backends as the trainer does.
+// Fixtures: tests/fixtures/check/ (small configs written for these tests; nothing from ../shared).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "config_reader.hpp"
+
+using namespace segadvise;
+using namespace segadvise::cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/check/";
+
+// an unrelated working directory, so that only the config-relative lookups can find a file
+ReadOptions away() {
+  ReadOptions o;
+  o.cwd = "/nonexistent-working-directory";
+  return o;
+}
+
+CheckOptions check_opts(const std::string& config, const std::string& gpu = "h100") {
+  CheckOptions o;
+  o.config = kDir + config;
+  o.flags.gpu = gpu;
+  o.flags.format = "json";
+  o.read = away();
+  return o;
+}
+
+// runs check like main(): InputError -> exit code 2
+int run_like_main(const CheckOptions& o, std::string& out, std::string& err) {
+  std::ostringstream ss;
+  try {
+    const int rc = run_check(o, ss);
+    out = ss.str();
+    return rc;
+  } catch (const InputError& e) {
+    err = e.what();
+    out = ss.str();
+    return 2;
+  }
+}
+
+std::string error_of(const std::string& config) {
+  try {
+    read_simpletuner_config(kDir + config, away());
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a relative data_backend_config is tried in the working directory first, then beside the config and in its parents") {
+  const auto c = candidate_paths("db/x.json", "/a/b/config.json", "/work");
+  REQUIRE(c.size() == 4);
+  CHECK(c[0] == "/work/db/x.json");
+  CHECK(c[1] == "/a/b/db/x.json");
+  CHECK(c[2] == "/a/db/x.json");
+  CHECK(c[3] == "/db/x.json");
+}
+
+TEST_CASE("a config/examples path is tried as the packaged simpletuner/examples file before the literal path") {
+  const auto c = candidate_paths("config/examples/d.json", "/r/c.json", "/w");
+  REQUIRE(c.size() >= 4);
+  CHECK(c[0] == "/w/simpletuner/examples/d.json");
+  CHECK(c[1] == "/w/config/examples/d.json");
+  CHECK(c[2] == "/r/simpletuner/examples/d.json");
+  CHECK(c[3] == "/r/config/examples/d.json");
+}
+
+TEST_CASE("an absolute data_backend_config is the only path tried") {
+  const auto c = candidate_paths("/abs/d.json", "/r/c.json", "/w");
+  REQUIRE(c.size() == 1);
+  CHECK(c[0] == "/abs/d.json");
+}
+
+TEST_CASE("a config/examples data backend is found through the config's parent folders") {
+  // nested/example/config.json names config/examples/found-through-parents.json, which exists as
+  // fixtures/check/simpletuner/examples/found-through-parents.json two folders up: 768 px square crop
+  const ConfigRead r = read_simpletuner_config(kDir + "nested/example/config.json", away());
+  CHECK(fs::path(r.data_backend_path).filename() == "found-through-parents.json");
+  CHECK(r.setup.width == 768);
+  CHECK(r.setup.height == 768);
+}
+
+TEST_CASE("a data backend that cannot be found names every path tried") {
+  const std::string e = error_of("missing-backend.json");
+  CHECK(e.find("data_backend_config 'backends/does-not-exist.json' not found") != std::string::npos);
+  CHECK(e.find("/nonexistent-working-directory/backends/does-not-exist.json") != std::string::npos);
+  CHECK(e.find(kDir + "backends/does-not-exist.json") != std::string::npos);
+}
+
+TEST_CASE("--data-backend overrides the config's data_backend_config") {
+  ReadOptions o = away();
+  o.data_backend_override = kDir + "backends/own-512-pixel.json";
+  const ConfigRead r = read_simpletuner_config(kDir + "flux-480-square.json", o);
+  CHECK(r.setup.width == 512);
+  CHECK(r.setup.batch == 3);
+}
+
+TEST_CASE("pixel_area 480 with a square crop trains at 512x512") {
+  // 480 px -> 0.2304 MP, within 0.05 of 0.25 MP -> remapped to 512^2 -> round_64(512) = 512
+  const ConfigRead r = read_simpletuner_config(kDir + "flux-480-square.json", away());
+  CHECK(r.setup.width == 512);
+  CHECK(r.setup.height == 512);
+  CHECK(r.setup.batch == 1);
+  CHECK(r.family->trainer_family == "flux");
+}
+
+TEST_CASE("pixel_area without a crop buckets by area and the source aspect") {
+  // 1024 px -> 1.048576 MP; edge = round_64(int(sqrt(1048576))) = 1024.
+  ReadOptions o = away();
+  ConfigRead r = read_simpletuner_config(kDir + "flux-pixel-area-1024.json", o);
+  CHECK(r.setup.width == 1024);  // square source: edge x edge
+  CHECK(r.setup.height == 1024);
+  // a 3:2 source: W = round_64(1024 * sqrt(1.5) = 1254.1) = 1280, H = round_64(1024 / 1.2247 = 836.1) = 832
+  o.source_aspect = 1.5;
+  r = read_simpletuner_config(kDir + "flux-pixel-area-1024.json", o);
+  CHECK(r.setup.width == 1280);
+  CHECK(r.setup.height == 832);
+}
+
+TEST_CASE("a backend's own resolution and batch win over the config's") {
+  // config: 1024 pixel_area, batch 1; backend: 512 pixel square crop, batch 3
+  const ConfigRead r = read_simpletuner_config(kDir + "flux-backend-wins.json", away());
+  CHECK(r.setup.width == 512);
+  CHECK(r.setup.height == 512);
+  CHECK(r.setup.batch == 3);
+}
+
+TEST_CASE("text-embed and disabled backends are skipped") {
+  // pixel-area-480-square.json: a text_embeds entry, a disabled 2048 px entry, the 480 px squares
+  const ConfigRead r = read_simpletuner_config(kDir + "flux-480-square.json", away());
+  REQUIRE(r.backends.size() == 1);
+  CHECK(r.backends[0].id == "squares");
+}
+
+TEST_CASE("keys with a leading -- read like plain keys, and a backend without resolution uses the config's") {
+  // --resolution 1024 pixel_area with a square crop: 1.048576 MP is within 0.05 of 1.0 -> 1024^2
+  const ConfigRead r = read_simpletuner_config(kDir + "flux-dashed-keys.json", away());
+  CHECK(r.family->trainer_family == "flux");
+  CHECK(r.setup.batch == 2);
+  CHECK(r.setup.width == 1024);
+  CHECK(r.setup.base_precision == "int8-quanto");
+  CHECK(r.schedule.interval == 2);
+}
+
+TEST_CASE("video backends take num_frames through the family's frame rule") {
+  // wan: 81 = 8*10+1 is kept; 480 pixel_area with a 16:9 source at alignment 32: edge 480,
+  // W = round_32(480 * sqrt(1.78) = 640.4) = 640, H = round_32(480 / 1.3342 = 359.8) = 352
+  const ConfigRead r = read_simpletuner_config(kDir + "wan-video.json", away());
+  CHECK(r.setup.frames == 81);
+  CHECK(r.setup.width == 640);
+  CHECK(r.setup.height == 352);
+}
+
+TEST_CASE("model_type defaults to a full fine-tune, as in the trainer") {
+  // unknown-family.json aside, every fixture sets model_type; write one without it
+  const std::string path = (fs::temp_directory_path() / "segadvise-test-no-model-type.json").string();
+  {
+    std::ofstream f(path);
+    f << R"({"model_family": "flux", "data_backend_config": ")" << kDir << R"(backends/pixel-area-1024.json"})";
+  }
+  const ConfigRead r = read_simpletuner_config(path, away());
+  CHECK(r.setup.model_type == "full");
+  CHECK(r.setup.batch == 4);  // train_batch_size default 4
+  fs::remove(path);
+}
+
+TEST_CASE("malformed JSON is reported with its line and column") {
+  // line 3 is `  "model_type": "lora",,`: the second comma is column 24
+  const std::string e = error_of("malformed.json");
+  CHECK(e.find("malformed.json") != std::string::npos);
+  CHECK(e.find("line 3, column 24") != std::string::npos);
+}
+
+TEST_CASE("a key of the wrong type names the file, the key and the value") {
+  const std::string e = error_of("wrong-type.json");
+  CHECK(e.find("wrong-type.json: train_batch_size: expected an integer, got string \"two\"") != std::string::npos);
+}
+
+TEST_CASE("an unknown model_family names the nearest families") {
+  const std::string e = error_of("unknown-family.json");
+  CHECK(e.find("model_family 'fluxx' is not modelled") != std::string::npos);
+  CHECK(e.find("flux") != std::string::npos);
+}
+
+TEST_CASE("stride smaller than interval is unsupported with the trainer's reason and exit code 1") {
+  std::string out, err;
+  const int rc = run_like_main(check_opts("flux-stride-below-interval.json"), out, err);
+  CHECK(rc == 1);
+  const auto j = nlohmann::json::parse(out);
+  CHECK(j["prediction"]["supported"] == false);
+  CHECK(j["prediction"]["reason"].get<std::string>().find("smaller than gradient_checkpointing_interval 4") != std::string::npos);
+}
+
+TEST_CASE("interval on a family that ignores it is unsupported, with what the trainer runs instead") {
+  std::string out, err;
+  const int rc = run_like_main(check_opts("sdxl-interval.json"), out, err);
+  CHECK(rc == 1);
+  const auto j = nlohmann::json::parse(out);
+  CHECK(j["prediction"]["supported"] == false);
+  bool as_run = false;
+  for (const auto& w : j["warnings"]) as_run |= w.get<std::string>().find("runs this config as 'layer'") != std::string::npos;
+  CHECK(as_run);
+}
+
+TEST_CASE("check exits 0 when the config fits, 1 when it does not, 2 for bad input") {
+  std::string out, err;
+  CHECK(run_like_main(check_opts("flux-480-square.json"), out, err) == 0);
+  const auto j = nlohmann::json::parse(out);
+  CHECK(j["prediction"]["supported"] == true);
+  CHECK(j["prediction"]["fits"] == true);
+  CHECK(j["setup"]["width"] == 512);
+  CHECK(j["schedule"]["name"] == "layer");
+  CHECK(j["prediction"]["breakdown"].contains("memory_gib"));
+
+  CheckOptions small = check_opts("flux-480-square.json");
+  small.flags.gpu.clear();
+  small.flags.vram_gib = 8;  // the int8 Flux base alone is ~12 GiB
+  CHECK(run_like_main(small, out, err) == 1);
+
+  CHECK(run_like_main(check_opts("malformed.json"), out, err) == 2);
+  CHECK(out.empty());
+  CHECK(run_like_main(check_opts("missing-backend.json"), out, err) == 2);
+  CheckOptions bad_emit = check_opts("flux-480-square.json");
+  bad_emit.emit = "kohya";
+  CHECK(run_like_main(bad_emit, out, err) == 2);
+  CHECK(err.find("--emit: 'kohya'") != std::string::npos);
+}
+
+TEST_CASE("the emitted SimpleTuner config differs only in checkpointing keys, in the same order") {
+  const std::string dest = (fs::temp_directory_path() / "segadvise-test-emitted.json").string();
+  fs::remove(dest);
+  CheckOptions o = check_opts("flux-480-square.json");
+  o.flags.gpu.clear();
+  o.flags.vram_gib = 20;  // tight enough that the schedule matters, roomy enough that something fits
+  o.advise = true;
+  o.emit = "simpletuner";
+  o.output = dest;
+  std::string out, err;
+  const int rc = run_like_main(o, out, err);
+  REQUIRE(rc == 0);
+  REQUIRE(fs::exists(dest));
+  const auto before = read_json_file(kDir + "flux-480-square.json", "test");
+  const auto after = read_json_file(dest, "test");
+  std::vector<std::string> kb, ka;
+  for (auto it = before.begin(); it != before.end(); ++it)
+    if (std::find(checkpointing_keys().begin(), checkpointing_keys().end(), it.key()) == checkpointing_keys().end()) {
+      kb.push_back(it.key());
+      CHECK(after.contains(it.key()));
+      if (after.contains(it.key())) CHECK(after[it.key()] == it.value());
+    }
+  for (auto it = after.begin(); it != after.end(); ++it)
+    if (std::find(checkpointing_keys().begin(), checkpointing_keys().end(), it.key()) == checkpointing_keys().end())
+      ka.push_back(it.key());
+  CHECK(ka == kb);
+  fs::remove(dest);
+}
+
+TEST_CASE("with_schedule keeps key order and spelling and only touches checkpointing keys") {
+  const nlohmann::ordered_json raw = nlohmann::ordered_json::parse(
+      R"({"--seed": 1, "--gradient_checkpointing_interval": 2, "--model_family": "wan", "--lr": 0.1})");
+  Schedule s;  // layer: interval unset, torch, no offload -> the interval key goes, nothing is added
+  nlohmann::ordered_json out = with_schedule(raw, s);
+  CHECK(out.dump() == R"({"--seed":1,"--model_family":"wan","--lr":0.1})");
+  s.interval = 4;
+  s.stride = 6;
+  s.backend = Backend::Unsloth;
+  out = with_schedule(raw, s);
+  // the interval stays in place; stride and backend are appended with the file's `--` spelling
+  CHECK(out.dump() ==
+        R"({"--seed":1,"--gradient_checkpointing_interval":4,"--model_family":"wan","--lr":0.1,)"
+        R"("--gradient_checkpointing_segment_stride":6,"--gradient_checkpointing_backend":"unsloth"})");
+  Schedule none;
+  none.checkpointing = false;
+  out = with_schedule(nlohmann::ordered_json::parse(R"({"a": 1})"), none);
+  CHECK(out.dump() == R"({"a":1,"gradient_checkpointing":false})");
+}
+
+TEST_CASE("a failed write leaves no partial output file") {
+  CheckOptions o = check_opts("flux-480-square.json");
+  o.advise = true;
+  o.emit = "simpletuner";
+  o.output = "/nonexistent-dir-for-segadvise/out.json";
+  std::string out, err;
+  const int rc = run_like_main(o, out, err);
+  CHECK(rc == 2);
+  CHECK(!fs::exists(o.output));
+}

@@ -1,0 +1,181 @@
+// The activation timeline and static memory, on numbers you can check on paper.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/family.hpp"
+
+using namespace segadvise;
+
+namespace {
+
+// Four identical blocks. Each saves 10 bytes (attention 6, FFN 3, rest 1), carries a 2-byte
+// hidden state, no transient workspace, nothing outside the blocks.
+BlockChain four_blocks() {
+  BlockChain c;
+  for (int i = 0; i < 4; ++i) {
+    BlockCost b;
+    b.list = "blocks";
+    b.index = i;
+    b.list_position = i;
+    b.global_position = i;
+    b.kind = "dit_cross";
+    b.saved_attention_bytes = 6;
+    b.saved_ffn_bytes = 3;
+    b.saved_rest_bytes = 1;
+    b.ffn_input_bytes = 1;
+    b.boundary_bytes = 2;
+    c.blocks.push_back(b);
+  }
+  return c;
+}
+
+// The same chain as a family the trainer segments (Wan-like), to go through realize().
+Family segmented_family() {
+  const auto j = nlohmann::json::parse(R"({
+    "id": "toy4", "trainer_family": "toy",
+    "geometry": {"vae_spatial": 8, "patch_spatial": 2},
+    "block_lists": [{"name": "blocks", "count": 4, "kind": "dit_cross", "hidden": 64, "heads": 1, "ffn_hidden": 256}],
+    "checkpointing": {"interval": "segmented", "stride": true, "fallback": "every_block",
+                      "backend_setter": true, "ffn_backend": true, "attention_offload": true}
+  })");
+  return parse_family(j, "toy4.json");
+}
+
+double peak_of(const BlockChain& chain, const Plan& plan) {
+  return simulate_activations(chain, plan, Coefficients{}).peak_bytes;
+}
+
+Plan realized(const BlockChain& chain, const std::string& schedule) {
+  const PlanResult r = realize(segmented_family(), chain, Schedule::parse(schedule), TrainingSetup{});
+  REQUIRE(r.supported);
+  return r.plan;
+}
+
+}  // namespace
+
+TEST_CASE("without checkpointing the peak is every block's saved tensors plus the gradients of the last") {
+  // Forward keeps 10 per block: 40 after block 3. Backward of block 3: blocks 0-2 (30) + its own
+  // 10 + gradient in and out of the hidden state (2 x 2) = 44.
+  const BlockChain chain = four_blocks();
+  CHECK(peak_of(chain, realized(chain, "none")) == doctest::Approx(44));
+}
+
+TEST_CASE("per-block checkpointing keeps one boundary per block and recomputes one block at a time") {
+  // Forward keeps 2 per block (8). Backward of block 3: boundaries of blocks 0-2 (6) + its own
+  // boundary (2) + its recomputed 10 + gradients 4 = 22. Forward never exceeds 6 + 10 + 2 = 18.
+  const BlockChain chain = four_blocks();
+  CHECK(peak_of(chain, realized(chain, "layer")) == doctest::Approx(22));
+}
+
+TEST_CASE("interval 2 recomputes two blocks at once while the earlier segment's boundary waits") {
+  // Segments [0,2) and [2,4): forward keeps 2 + 2. Backward of segment [2,4): segment [0,2)'s
+  // boundary (2) + its own boundary (2) + both blocks recomputed (20) + gradients (4) = 28.
+  const BlockChain chain = four_blocks();
+  const Plan plan = realized(chain, "interval2");
+  REQUIRE(plan.segments.size() == 2);
+  CHECK(plan.segments[0].begin == 0);
+  CHECK(plan.segments[0].end == 2);
+  CHECK(plan.segments[1].mode == BlockMode::Checkpoint);
+  CHECK(peak_of(chain, plan) == doctest::Approx(28));
+}
+
+TEST_CASE("interval 2 with stride 4 checkpoints blocks 0-1 and keeps blocks 2-3") {
+  // Forward keeps 2 (segment [0,2)) + 10 + 10. Backward of block 3: 2 + 10 (block 2) + 10 (its
+  // own) + gradients 4 = 26; segment [0,2) later peaks at 2 + 20 + 4 = 26 too.
+  const BlockChain chain = four_blocks();
+  const Plan plan = realized(chain, "seg2-stride4");
+  REQUIRE(plan.segments.size() == 3);
+  CHECK(plan.segments[0].mode == BlockMode::Checkpoint);
+  CHECK(plan.segments[1].mode == BlockMode::Keep);
+  CHECK(plan.segments[2].mode == BlockMode::Keep);
+  CHECK(peak_of(chain, plan) == doctest::Approx(26));
+}
+
+TEST_CASE("the unsloth backend parks checkpoint boundaries on the host") {
+  // Per-block checkpointing with the boundaries on the host: backward of block 3 holds only its
+  // boundary brought back (2) + recomputed 10 + gradients 4 = 16; the host holds 4 x 2 = 8.
+  const BlockChain chain = four_blocks();
+  const ActivationTimeline tl = simulate_activations(chain, realized(chain, "layer+unsloth"), Coefficients{});
+  CHECK(tl.peak_bytes == doctest::Approx(16));
+  CHECK(tl.host_bytes == doctest::Approx(8));
+}
+
+TEST_CASE("attention offload without checkpointing keeps only the FFN and rest sides on the GPU") {
+  // Each kept block leaves 3 + 1 = 4 on the GPU. Backward of block 3: 12 (blocks 0-2) + 10 (its
+  // tensors, attention brought back) + 4 = 26; host holds 4 x 6 = 24.
+  const BlockChain chain = four_blocks();
+  for (const auto& b : chain.blocks) REQUIRE(!b.attention_offloadable);
+  BlockChain offloadable = chain;
+  for (auto& b : offloadable.blocks) b.attention_offloadable = true;
+  const ActivationTimeline tl =
+      simulate_activations(offloadable, realized(offloadable, "activation-offload"), Coefficients{});
+  CHECK(tl.peak_bytes == doctest::Approx(26));
+  CHECK(tl.host_bytes == doctest::Approx(24));
+}
+
+TEST_CASE("a stride smaller than the interval is rejected as the trainer rejects it") {
+  const BlockChain chain = four_blocks();
+  const PlanResult r = realize(segmented_family(), chain, Schedule::parse("seg4-stride2"), TrainingSetup{});
+  CHECK_FALSE(r.supported);
+  CHECK(r.reason.find("stride") != std::string::npos);
+  CHECK(r.reason.find("interval") != std::string::npos);
+}
+
+TEST_CASE("base precision changes resident weight bytes by exactly the quantized parameters' bytes") {
+  BlockChain chain = four_blocks();
+  for (auto& b : chain.blocks) {
+    b.params = 1000;
+    b.quantizable_params = 800;
+  }
+  chain.outside_params = 500;
+  TrainingSetup bf16;
+  TrainingSetup int8 = bf16;
+  int8.base_precision = "int8-quanto";
+  // bf16: (4 x 1000 + 500) x 2 B = 9000 B. int8-quanto: 4 x 800 quantized params at 1.01 B
+  // + 4 x 200 unquantized + 500 outside at 2 B = 3232 + 2600 = 5832 B.
+  CHECK(static_memory(chain, bf16).weights_bytes == doctest::Approx(9000));
+  CHECK(static_memory(chain, int8).weights_bytes == doctest::Approx(5832));
+  TrainingSetup nf4 = bf16;
+  nf4.base_precision = "nf4-bnb";
+  CHECK(static_memory(chain, nf4).weights_bytes == doctest::Approx(4 * 800 * 0.53 + 2600));
+}
+
+TEST_CASE("LoRA trainable bytes, gradients and AdamW-bf16 state follow the adapter parameter count") {
+  BlockChain chain = four_blocks();
+  for (auto& b : chain.blocks) b.lora_params = 250;
+  TrainingSetup s;  // adamw_bf16: two bf16 moments = 4 B per parameter
+  const StaticMemory m = static_memory(chain, s);
+  CHECK(m.trainable_params == doctest::Approx(1000));
+  CHECK(m.trainable_bytes == doctest::Approx(2000));
+  CHECK(m.gradient_bytes == doctest::Approx(2000));
+  CHECK(m.optimizer_bytes == doctest::Approx(4000));
+}
+
+TEST_CASE("schedule names of the sweep parse and print back") {
+  for (const std::string n : {"none", "layer", "interval2", "seg2-stride4", "activation-offload", "seg2-stride4-offload"})
+    CHECK(Schedule::parse(n).name() == n);
+  CHECK(Schedule::parse("interval3+unsloth").backend == Backend::Unsloth);
+  CHECK_THROWS_AS(Schedule::parse("segment2"), InputError);
+  CHECK_THROWS_AS(Schedule::parse("none+unsloth"), InputError);
+}
+
+TEST_CASE("usable memory is the card's total minus the fitted reserve, and fits keeps the headroom") {
+  const BlockChain chain = four_blocks();
+  GpuSpec gpu;
+  gpu.id = "toy";
+  gpu.total_bytes = 100;
+  gpu.bf16_flops_per_s = 1e12;
+  gpu.mem_bytes_per_s = 1e9;
+  gpu.pcie_bytes_per_s = 1e9;
+  Coefficients coef;
+  coef.default_gpu.reserve_bytes = 40;  // usable 60
+  coef.fragmentation = 0;
+  const Plan none = realized(chain, "none");  // peak 44, no static memory
+  CHECK(predict(chain, none, TrainingSetup{}, gpu, coef, 10).fits);
+  CHECK_FALSE(predict(chain, none, TrainingSetup{}, gpu, coef, 20).fits);
+  CHECK(predict(chain, none, TrainingSetup{}, gpu, coef, 0).usable_vram_bytes == doctest::Approx(60));
+}
