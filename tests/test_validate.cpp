@@ -42,9 +42,10 @@ TEST_CASE("every schedule's gradients equal those of training without checkpoint
   profiler::ValidateOptions opt;
   opt.quiet = true;
   for (const char* name : kSchedules) {
-    const PlanResult pr = realize(fam, chain, Schedule::parse(name), setup);
+    PlanResult pr = realize(fam, chain, Schedule::parse(name), setup);
     CAPTURE(name);
     REQUIRE(pr.supported);
+    pr.plan.description = describe(pr.plan, chain);
     const profiler::GradientCheck g = profiler::compare_gradients(fam, setup, pr.plan, opt);
     std::printf("%-22s %-60s max |grad| %.3g, max |diff| %.3g over %d tensors\n", name, pr.plan.description.c_str(),
                 g.max_abs_grad, g.max_abs_diff, g.tensors);

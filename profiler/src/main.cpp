@@ -162,6 +162,15 @@ int run_validate_cmd(TorchFlags& f) {
     apply_tokens(fam, setup, f.tokens);
   }
   cli::check_format(f.setup.format);
+  if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload) {
+    // the executor keeps every block's weights on the device: predict the same
+    setup.ramtorch = false;
+    setup.blocks_to_swap = 0;
+    setup.group_offload = false;
+    if (!f.quiet)
+      std::fprintf(stderr, "segadvise validate: weight streaming (RamTorch / block swap / group offload) is not "
+                           "executed; validating with all weights resident\n");
+  }
   if (f.steps <= 0) throw InputError("--steps: must be positive, got " + std::to_string(f.steps));
   if (f.blocks < 0) throw InputError("--blocks: must be positive, got " + std::to_string(f.blocks));
   if (f.schedule.empty() && !f.all_schedules && f.plan.empty())
@@ -256,6 +265,7 @@ int run_validate_cmd(TorchFlags& f) {
     row.supported = pr.supported;
     row.reason = pr.reason;
     if (pr.supported) {
+      if (pr.plan.description.empty() || name.rfind("plan ", 0) != 0) pr.plan.description = describe(pr.plan, chain);
       row.description = pr.plan.description;
       row.pred = predict(chain, pr.plan, setup, gpu, coef, 0);
       row.run = profiler::run_validation(fam, setup, pr.plan, vo);
