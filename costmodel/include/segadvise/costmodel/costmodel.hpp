@@ -48,6 +48,7 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup);
 
 // Per-block forward times in seconds (matmul + attention, roofline), used by the planner too.
 double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
+double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
                            const Coefficients& coef);
 
@@ -65,6 +66,7 @@ struct PreparedChain {
   std::vector<double> forward_s;       // per block roofline (or measured) forward time
   std::vector<double> ffn_forward_s;   // FFN part of it (recomputed by -ffn backends)
   std::vector<double> attention_s;     // attention part of it
+  std::vector<double> backward_s;      // per block backward time
   StaticMemory static_memory;
   double outside_s = 0;
   double usable_vram_bytes = 0;

@@ -89,6 +89,7 @@ struct BlockCost {
   double params = 0;           // base weights
   double quantizable_params = 0;  // linear weights a quantizer converts
   double lora_params = 0;      // trainable adapter parameters in this block
+  double launches = 0;         // forward kernel launches (host-bound time floor)
   // Inputs of the block's quantizable Linear layers, by side (calibration, issue [3/6]): a quantized
   // Linear's autograd keeps them (plus scaled copies) where a frozen bf16 Linear keeps nothing; the
   // cost model adds them times Coefficients::quantized_input_scale[precision] when the chain's
@@ -188,6 +189,7 @@ struct Coefficients {
   double backward_factor = 1.6;        // backward time / forward time (frozen base, LoRA grads)
   double fragmentation = 0.08;         // allocator slack as a fraction of the activation peak
   double offload_overlap = 0.5;        // share of activation offload transfer hidden by compute
+  double launch_s = 25e-6;             // host time per kernel launch (eager PyTorch), any GPU
   std::string source = "built-in defaults";
 
   const GpuCoefficients& for_gpu(const std::string& id) const;
