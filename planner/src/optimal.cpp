@@ -129,8 +129,12 @@ void PlanOptimizer::build_decisions(bool attention_offload) {
     ffn_s[i] = block_ffn_forward_s(chain_.blocks[i], setup_, gpu_, coef_);
   }
   auto offloads_attention = [&](int i) { return attention_offload && chain_.blocks[i].attention_offloadable; };
-  auto attention_gpu = [&](int i) { return offloads_attention(i) ? 0.0 : sb[i].attention_bytes; };
-  auto attention_s = [&](int i) { return offloads_attention(i) ? sb[i].attention_bytes * transfer_s_per_byte : 0.0; };
+  // an offloading plan worth having checkpoints something: the cost model's share for that case
+  const double share = coef_.offload_share_checkpointed;
+  auto attention_gpu = [&](int i) { return offloads_attention(i) ? sb[i].attention_bytes * (1 - share) : sb[i].attention_bytes; };
+  auto attention_s = [&](int i) {
+    return offloads_attention(i) ? sb[i].attention_bytes * share * transfer_s_per_byte : 0.0;
+  };
   auto forward_live = [&](int i) { return sb[i].saved() + sb[i].transient_bytes + sb[i].boundary_bytes; };
 
   auto& out = decisions_[attention_offload ? 1 : 0];

@@ -30,6 +30,9 @@ struct ScaledBlock {
   double saved() const { return attention_bytes + ffn_bytes + rest_bytes; }
 };
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef);
+// Share of a kept block's attention-side bytes attention offload moves to the host: all of it
+// without checkpointing, coef.offload_share_checkpointed when the plan checkpoints anything.
+double offload_share(const Plan& plan, const Coefficients& coef);
 // with the chain's quantized kernel (BlockChain::quantized_kernel): adds quantized Linear inputs
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::string& quantized_kernel);
 
