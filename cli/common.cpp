@@ -1,4 +1,5 @@
 #include "common.hpp"
+#include "gpu_detect.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -138,8 +139,10 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
 }
 
 GpuSpec resolve_gpu(const SetupFlags& f) {
-  if (f.gpu == "auto")
-    throw InputError("--gpu auto: GPU detection is done by the profiler build (segadvise profile); name the card, e.g. --gpu l40s, or give --vram-gib");
+  if (f.gpu == "auto") {
+    const GpuSpec g = auto_gpu();  // InputError when there is no GPU
+    return f.vram_gib > 0 ? custom_gpu(f.vram_gib, &g) : g;
+  }
   if (f.gpu.empty() && f.vram_gib <= 0) throw InputError("--gpu: required (or --vram-gib N for any card)");
   if (f.gpu.empty()) return custom_gpu(f.vram_gib);
   const GpuSpec& g = find_gpu(f.gpu);
@@ -159,6 +162,7 @@ Context build_context(const Family& fam, const TrainingSetup& setup, const Setup
   if (!f.profile.empty()) {
     const Profile prof = load_profile(f.profile);
     apply_profile(prof, fam, ctx.setup, ctx.chain, ctx.gpu.id);
+    apply_profile_bandwidth(prof, ctx.coef.for_gpu(ctx.gpu.id).pcie_efficiency, ctx.gpu);
     ctx.prepared_valid = false;
     ctx.warnings.push_back("block costs measured by " + f.profile + " (" + prof.device + ")");
   }

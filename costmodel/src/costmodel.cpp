@@ -241,6 +241,7 @@ double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const Gp
 
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
                            const Coefficients& coef) {
+  if (b.measured_ffn_forward_s > 0) return b.measured_ffn_forward_s;
   if (b.matmul_flops <= 0) return 0;
   const double total = block_forward_s(b, setup, gpu, coef);
   const double attn = b.attention_flops / (coef.for_gpu(gpu.id).attention_efficiency * gpu.bf16_flops_per_s);

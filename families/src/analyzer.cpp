@@ -60,11 +60,19 @@ struct Training {
   double e = 2;  // activation bytes
   bool attn_targeted = true, text_targeted = false, ffn_targeted = false;
 
-  // elements a trainable path keeps for an input of width w (see header comment)
+  // elements a trainable path keeps for an input of width w (see header comment): the dropout
+  // output (w), its bool mask (w/e) and the adapter's down-projection output (rank)
   double adapter_input(double w) const {
     if (full) return 0;  // counted once per distinct input by the caller
     if (lycoris) return w;
-    return w * (1 + 1 / e);
+    return w * (1 + 1 / e) + rank;
+  }
+  // the same for an input that needs no gradient (the text context of cross-attention): dropout
+  // records no backward there, so no mask is kept; the adapter still keeps the dropout output
+  double adapter_input_const(double w) const {
+    if (full) return 0;
+    if (lycoris) return w;
+    return w + rank;
   }
   // kernels one adapted Linear adds per forward: dropout, A, B, scale, add (PEFT LoRA);
   // LyCORIS builds its delta weight (~4); a full fine-tune adds none
@@ -74,6 +82,10 @@ struct Training {
     if (lycoris) return 4 * (in + out);  // LoKr factor-16 adapters: ~(in+out)*4, an estimate
     return rank * (in + out);
   }
+  // per-token bookkeeping, in elements: LayerNorm's fp32 mean and rstd (8 bytes), an RMSNorm's
+  // rsqrt (one element), attention's fp32 log-sum-exp per head (4 bytes)
+  double ln_stats() const { return 8 / e; }
+  double lse(double heads) const { return heads * 4 / e; }
 };
 
 bool contains_any(const std::vector<std::string>& targets, const std::set<std::string>& names) {
@@ -85,7 +97,10 @@ bool contains_any(const std::vector<std::string>& targets, const std::set<std::s
 // self-attention over n tokens of width d (joint sequence when the block is joint)
 void self_attention(Acc& a, const Training& t, double n, double d, double hd, bool qk_norm, bool projections_targeted,
                     bool linear_kernel = false) {
-  a.attn += n * (d + (qk_norm ? 2 * d : 0) + 4 * d);
+  a.attn += n * (d + t.ln_stats());              // the norm's input
+  if (qk_norm) a.attn += n * 2 * (d + 1);        // q and k before their RMSNorm, and its rsqrt
+  a.attn += n * 4 * d;                           // the kernel's q, k, v, out
+  if (!linear_kernel) a.attn += n * t.lse(d / hd);
   if (t.full) a.attn += n * 2 * d;  // qkv input and out-proj input, once each
   if (projections_targeted) a.attn += n * 4 * t.adapter_input(d);
   a.matmul_flops += n * 2 * 4 * d * d;
@@ -97,10 +112,16 @@ void self_attention(Acc& a, const Training& t, double n, double d, double hd, bo
   a.launches += 24 + (qk_norm ? 4 : 0) + (projections_targeted ? 4 * t.adapter_launches() : 0);
 }
 
-void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d, double dkv) {
-  a.attn += nq * (d + d + 2 * d) + nkv * 2 * d;
+// queries: nq tokens of width d; keys/values projected from nkv tokens of width dkv
+// kv_grad: the keys/values' source needs a gradient (another stream), not a constant text context
+void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d, double dkv, double hd, bool qk_norm,
+                     bool kv_grad = false) {
+  a.attn += nq * (d + t.ln_stats());                       // the norm's input
+  if (qk_norm) a.attn += nq * (d + 1) + nkv * (d + 1);    // q and k before RMSNorm
+  a.attn += nq * (2 * d + t.lse(d / hd)) + nkv * 2 * d;   // kernel: q, out; k, v
   if (t.full) a.attn += nq * 2 * d + nkv * dkv;
-  if (t.attn_targeted) a.attn += nq * 2 * t.adapter_input(d) + nkv * 2 * t.adapter_input(dkv);
+  if (t.attn_targeted)
+    a.attn += nq * 2 * t.adapter_input(d) + nkv * 2 * (kv_grad ? t.adapter_input(dkv) : t.adapter_input_const(dkv));
   a.matmul_flops += nq * 2 * 2 * d * d + nkv * 2 * 2 * dkv * d;
   a.lin_in_attn += nq * 2 * d + nkv * dkv;  // q and out inputs per query token, k/v input per text token
   a.attn_flops += 4 * nq * nkv * d;
@@ -115,18 +136,20 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
   if (f <= 0 || act == "none") return;
   const bool gated = act == "swiglu" || act == "geglu" || act == "glumbconv";
   const double in_mult = gated ? 2 : 1;  // gated units project to 2f
+  // adapted input projections: SwiGLU has two (w1, w3), GEGLU one fused projection to 2f
+  const double in_adapters = act == "swiglu" ? 2 : 1;
   auto unit = [&](double fh, double tokens_share) {
     const double tok = n * tokens_share;
     a.ffn += tok * (gated ? 3 * fh : fh);
     if (t.full) a.ffn += tok * (d + fh);
-    if (t.ffn_targeted) a.ffn += tok * (t.adapter_input(d) * in_mult + t.adapter_input(fh));
+    if (t.ffn_targeted) a.ffn += tok * (t.adapter_input(d) * in_adapters + t.adapter_input(fh));
     const double fl = tok * 2 * (in_mult + 1) * d * fh;
     a.lin_in_ffn += tok * (d + fh);  // up/gate input and down input
     a.matmul_flops += fl;
     a.ffn_flops += fl;
     a.transient = std::max(a.transient, tok * fh * in_mult);
   };
-  a.ffn += n * d;  // norm input
+  a.ffn += n * (d + t.ln_stats());  // norm input
   a.ffn_input += n * d;
   a.launches += 8 + in_mult + (t.ffn_targeted ? (in_mult + 1) * t.adapter_launches() : 0);
   if (experts > 0) {
@@ -151,11 +174,11 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
   const double dt = b.text_hidden > 0 ? b.text_hidden : d;
   const double n_stream = n_img * b.token_scale;
   if (b.kind == "dit_cross" || b.kind == "audio_video_dit") {
-    const double n = b.tokens == "joint" ? n_stream + n_txt : n_stream;
+    const double n = list_tokens(b, n_stream, n_txt);
     self_attention(a, t, n, d, hd, true, t.attn_targeted);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, d);
+    // Wan's cross-attention RMS-normalizes q and k too; the text enters projected to the block width
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, b.kind == "dit_cross" ? dt : d, hd, true);
     ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
-    a.rest += n * 2 * d;
     a.params += 0;  // modulation comes from a shared table (Wan, PixArt, LTX)
     if (b.kind == "audio_video_dit") {
       // the audio stream: half the width, its own self/cross attention and FFN, and the
@@ -163,10 +186,10 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
       const double da = dt, fa = f / 2;
       Acc audio;
       self_attention(audio, t, audio_tokens, da, hd, true, t.attn_targeted);
-      cross_attention(audio, t, audio_tokens, n_txt, da, da);
+      cross_attention(audio, t, audio_tokens, n_txt, da, da, hd, true);
       ffn(audio, t, audio_tokens, da, fa, b.ffn_act);
-      cross_attention(a, t, n, audio_tokens, d, da);
-      cross_attention(audio, t, audio_tokens, n, da, d);
+      cross_attention(a, t, n, audio_tokens, d, da, hd, true, true);
+      cross_attention(audio, t, audio_tokens, n, da, d, hd, true, true);
       a.attn += audio.attn + audio.ffn;
       a.matmul_flops += audio.matmul_flops;
       a.lin_in_attn += audio.lin_in_attn + audio.lin_in_ffn;
@@ -177,11 +200,10 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
       a.launches += audio.launches;
     }
   } else if (b.kind == "dit_self") {
-    const double n = b.tokens == "image" ? n_stream : n_stream + n_txt;
+    const double n = list_tokens(b, n_stream, n_txt);
     self_attention(a, t, n, d, hd, true, t.attn_targeted);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
     ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
-    a.rest += n * 2 * d;
     a.params += 4 * d * d;  // adaLN modulation
   } else if (b.kind == "mmdit_double") {
     // two streams with their own weights, one joint attention over n_img + n_txt
@@ -201,13 +223,12 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     Training text_training = t;
     text_training.ffn_targeted = t.ffn_targeted && t.text_targeted;
     ffn(a, text_training, n_txt, dt, f * dt / d, b.ffn_act);
-    a.rest += n * 2 * d;
     a.params += 6 * d * d + 6 * dt * dt;  // adaLN modulation per stream
   } else if (b.kind == "single_stream") {
     // fused qkv + MLP-in projection, parallel attention and MLP, one output projection over the
     // concatenation (Flux single block); adapters on q, k, v (and the fused proj where targeted)
     const double n = n_stream + n_txt;
-    a.attn += n * (d + 2 * d + 4 * d);
+    a.attn += n * (d + t.ln_stats() + 2 * (d + 1) + 4 * d + t.lse(d / hd));
     if (t.attn_targeted) a.attn += n * 3 * t.adapter_input(d);
     if (t.full) a.attn += n * (d + d + f);
     a.attn_flops += 4 * n * n * d;
@@ -215,7 +236,10 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     const double f_in = gated ? 2 * f : f;
     a.ffn += n * (gated ? 3 * f : f);
     a.ffn_input += n * d;
-    if (t.ffn_targeted) a.ffn += n * t.adapter_input(d);
+    if (t.ffn_targeted) {
+      a.ffn += n * t.adapter_input(d);        // the MLP input projection's adapter
+      a.rest += n * t.adapter_input(d + f);   // proj_out's adapter over cat(attention, MLP)
+    }
     const double proj_in = d * (3 * d + f_in), proj_out = (d + f) * d;
     a.lin_in_attn += n * (d + d);  // fused input projection, and the attention half of the output's input
     a.lin_in_ffn += n * f;
@@ -226,14 +250,16 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
     a.launches += 24 + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
     if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
-    a.rest += n * 2 * d;
     a.transient = n * f_in;
   } else if (b.kind == "linear_dit") {
     const double n = n_stream;
     self_attention(a, t, n, d, hd, false, t.attn_targeted, true);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt);
-    // GLUMBConv: 1x1 conv to 2f, depthwise 3x3, GLU to f, 1x1 back to d
-    a.ffn += n * (d + 4 * f);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
+    // GLUMBConv: 1x1 conv to 2f, SiLU, depthwise 3x3, GLU to f, 1x1 back to d. A convolution keeps
+    // its input even with a frozen weight (its backward computes input and weight gradients in one
+    // formula): norm input d (+ stats), 1x1 input d, SiLU input 2f, depthwise input 2f, depthwise
+    // output 2f (both GLU halves are views of it), SiLU(gate) f, last 1x1 input f.
+    a.ffn += n * (2 * d + t.ln_stats() + 8 * f);
     a.ffn_input += n * d;
     const double fl = n * 2 * (2 * d * f + 9 * 2 * f + f * d);
     a.lin_in_ffn += n * (d + f);
@@ -242,11 +268,12 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     a.params += 3 * d * f + 18 * f;
     a.launches += 12;
     a.quantizable += 3 * d * f;
-    a.rest += n * 2 * d;
     a.transient = std::max(a.transient, n * 2 * f);
   } else if (b.kind == "unet_res") {
     const double n = n_stream;
-    a.rest += n * 5 * d;
+    // two GroupNorm inputs, two SiLU inputs, two 3x3 convolution inputs (kept even with frozen
+    // weights); the GroupNorm statistics are per group, negligible
+    a.rest += n * 6 * d;
     if (t.full) a.rest += n * 2 * d;
     a.matmul_flops += n * 2 * 18 * d * d;
     a.params += 18 * d * d + 1280 * d;
@@ -255,13 +282,14 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     a.transient = n * d * 2;
   } else if (b.kind == "unet_attn") {
     const double n = n_stream;
-    a.rest += n * 2 * d;  // GroupNorm + proj_in/proj_out of the Transformer2DModel
+    // the Transformer2DModel's GroupNorm and proj_in/proj_out run once per model, outside the
+    // checkpointed transformer blocks: their weights are counted here, their activations are not
     a.matmul_flops += n * 2 * 2 * d * d;
     a.lin_in_attn += n * 2 * d;
     a.params += 2 * d * d;
     a.quantizable += 2 * d * d;
     self_attention(a, t, n, d, hd, false, t.attn_targeted);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
     ffn(a, t, n, d, f, b.ffn_act);
   }
   if (b.params_per_block > 0 && a.params > 0) {
@@ -273,6 +301,27 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
 }
 
 }  // namespace
+
+LoraCoverage lora_coverage(const Family& fam) {
+  LoraCoverage c;
+  const auto& targets = fam.lora_targets;
+  c.attention = targets.empty() ||
+                contains_any(targets, {"to_q", "to_k", "to_v", "to_qkv", "qkv", "to_query", "to_key", "to_value",
+                                       "attn.to_q", "qkv_image", "q_linear", "add_q_proj"});
+  c.text = contains_any(targets, {"add_q_proj", "add_k_proj", "add_v_proj", "to_add_out", "qkv_text"});
+  c.ffn = contains_any(targets, {"w1", "w2", "w3", "w12", "ff_in", "ff_out", "proj_mlp", "to_qkv_mlp_proj",
+                                 "ff.net.0.proj", "ff.net.2", "net.0.proj", "mlp"});
+  return c;
+}
+
+bool is_joint(const BlockListSpec& spec) {
+  return spec.kind == "mmdit_double" || spec.kind == "single_stream" || spec.tokens == "joint";
+}
+
+double list_tokens(const BlockListSpec& spec, double image_tokens, double text_tokens) {
+  if (spec.tokens == "text" && spec.kind != "mmdit_double" && spec.kind != "single_stream") return text_tokens;
+  return is_joint(spec) ? image_tokens + text_tokens : image_tokens;
+}
 
 BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   BlockChain chain;
@@ -291,13 +340,10 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   t.lycoris = setup.lora_type == "lycoris";
   t.rank = std::max(1, setup.lora_rank);
   t.e = e;
-  const auto& targets = fam.lora_targets;
-  t.attn_targeted = targets.empty() ||
-                    contains_any(targets, {"to_q", "to_k", "to_v", "to_qkv", "qkv", "to_query", "to_key", "to_value",
-                                           "attn.to_q", "qkv_image", "q_linear", "add_q_proj"});
-  t.text_targeted = contains_any(targets, {"add_q_proj", "add_k_proj", "add_v_proj", "to_add_out", "qkv_text"});
-  t.ffn_targeted = contains_any(targets, {"w1", "w2", "w3", "w12", "ff_in", "ff_out", "proj_mlp", "to_qkv_mlp_proj",
-                                          "ff.net.0.proj", "ff.net.2", "net.0.proj", "mlp"});
+  const LoraCoverage cov = lora_coverage(fam);
+  t.attn_targeted = cov.attention;
+  t.text_targeted = cov.text;
+  t.ffn_targeted = cov.ffn;
 
   const double n_img = g.image_tokens * batch;
   const double n_txt = g.text_tokens * batch;
@@ -307,10 +353,13 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   for (const auto& spec : fam.block_lists) {
     const Acc a = analyze_block(spec, t, n_img, n_txt, fam.geometry.audio_tokens * batch);
     const double n_stream = n_img * spec.token_scale;
-    const bool joint = spec.kind == "mmdit_double" || spec.kind == "single_stream" ||
-                       (spec.kind == "dit_self" && spec.tokens != "image") || spec.tokens == "joint";
+    // the state entering the block: the stream (joint lists: image and text tokens in one tensor;
+    // double-stream blocks: two tensors, the text one text_hidden wide; LTX-2: the audio stream too)
     const double dt = spec.text_hidden > 0 ? spec.text_hidden : spec.hidden;
-    const double hidden_state = (n_stream * spec.hidden + (joint ? n_txt * dt : 0)) * e;
+    double hidden_state = spec.kind == "mmdit_double" ? n_stream * spec.hidden + n_txt * dt
+                                                      : list_tokens(spec, n_stream, n_txt) * spec.hidden;
+    if (spec.kind == "audio_video_dit") hidden_state += fam.geometry.audio_tokens * batch * dt;
+    hidden_state *= e;
     for (int i = 0; i < spec.count; ++i, ++global) {
       BlockCost b;
       b.list = spec.name;

@@ -1,5 +1,6 @@
 #include "segadvise/families/profile.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,19 @@ Profile parse_profile(const json& j, const std::string& origin) {
   p.tokens_image = num(j, "tokens_image", "", 0, true);
   p.tokens_text = num(j, "tokens_text", "", 0, false);
   p.batch = static_cast<int>(num(j, "batch", "", 1, false));
+  p.attention_backend = j.value("attention_backend", "");
+  p.created_by = j.value("created_by", "");
+  if (j.contains("notes") && j["notes"].is_array())
+    for (const auto& n : j["notes"])
+      if (n.is_string()) p.notes.push_back(n.get<std::string>());
+  if (j.contains("pcie")) {
+    const json& pc = j["pcie"];
+    if (!pc.is_object()) throw InputError(origin + ": field 'pcie' must be an object");
+    p.pcie.h2d_pinned_bytes_per_s = num(pc, "h2d_pinned_bytes_per_s", "pcie.", 0, true);
+    p.pcie.d2h_pinned_bytes_per_s = num(pc, "d2h_pinned_bytes_per_s", "pcie.", 0, true);
+    p.pcie.h2d_pageable_bytes_per_s = num(pc, "h2d_pageable_bytes_per_s", "pcie.", 0, false);
+    p.pcie.d2h_pageable_bytes_per_s = num(pc, "d2h_pageable_bytes_per_s", "pcie.", 0, false);
+  }
   const json& kinds = need(j, "block_kinds", "");
   if (!kinds.is_array()) throw InputError(origin + ": field 'block_kinds' must be a list");
   for (std::size_t i = 0; i < kinds.size(); ++i) {
@@ -65,10 +79,65 @@ Profile parse_profile(const json& j, const std::string& origin) {
       pk.backward_linear_s = num(k["backward_fit"], "linear_s", path + "backward_fit.", 0, true);
       pk.backward_quadratic_s = num(k["backward_fit"], "quadratic_s", path + "backward_fit.", 0, true);
     }
+    if (k.contains("ffn_forward_fit")) {
+      pk.ffn_forward_linear_s = num(k["ffn_forward_fit"], "linear_s", path + "ffn_forward_fit.", 0, true);
+      pk.ffn_forward_quadratic_s = num(k["ffn_forward_fit"], "quadratic_s", path + "ffn_forward_fit.", 0, true);
+    }
     pk.extrapolated = k.value("extrapolated", false);
+    if (k.contains("measured_tokens") && k["measured_tokens"].is_array())
+      for (const auto& t : k["measured_tokens"])
+        if (t.is_number()) pk.measured_tokens.push_back(t.get<double>());
     p.kinds.push_back(pk);
   }
   return p;
+}
+
+json profile_to_json(const Profile& p) {
+  json j;
+  j["format"] = "segadvise-profile/1";
+  j["family"] = p.family;
+  j["precision"] = p.precision;
+  j["device"] = p.device;
+  j["gpu_id"] = p.gpu_id;
+  j["dtype"] = p.dtype;
+  j["torch_version"] = p.torch_version;
+  j["attention_backend"] = p.attention_backend;
+  j["created_by"] = p.created_by;
+  j["tokens_image"] = p.tokens_image;
+  j["tokens_text"] = p.tokens_text;
+  j["batch"] = p.batch;
+  if (p.pcie.measured()) {
+    j["pcie"] = {{"h2d_pinned_bytes_per_s", p.pcie.h2d_pinned_bytes_per_s},
+                 {"d2h_pinned_bytes_per_s", p.pcie.d2h_pinned_bytes_per_s},
+                 {"h2d_pageable_bytes_per_s", p.pcie.h2d_pageable_bytes_per_s},
+                 {"d2h_pageable_bytes_per_s", p.pcie.d2h_pageable_bytes_per_s}};
+  }
+  j["notes"] = p.notes;
+  json kinds = json::array();
+  for (const auto& k : p.kinds) {
+    kinds.push_back({{"list", k.list},
+                     {"kind", k.kind},
+                     {"tokens", k.tokens},
+                     {"saved_attention_bytes", k.saved_attention_bytes},
+                     {"saved_ffn_bytes", k.saved_ffn_bytes},
+                     {"saved_rest_bytes", k.saved_rest_bytes},
+                     {"boundary_bytes", k.boundary_bytes},
+                     {"transient_bytes", k.transient_bytes},
+                     {"forward_fit", {{"linear_s", k.forward_linear_s}, {"quadratic_s", k.forward_quadratic_s}}},
+                     {"backward_fit", {{"linear_s", k.backward_linear_s}, {"quadratic_s", k.backward_quadratic_s}}},
+                     {"ffn_forward_fit", {{"linear_s", k.ffn_forward_linear_s}, {"quadratic_s", k.ffn_forward_quadratic_s}}},
+                     {"extrapolated", k.extrapolated},
+                     {"measured_tokens", k.measured_tokens}});
+  }
+  j["block_kinds"] = kinds;
+  return j;
+}
+
+void apply_profile_bandwidth(const Profile& p, double pcie_efficiency, GpuSpec& gpu) {
+  if (!p.pcie.measured() || p.gpu_id.empty() || p.gpu_id != gpu.id) return;
+  const double measured = std::min(p.pcie.h2d_pinned_bytes_per_s, p.pcie.d2h_pinned_bytes_per_s);
+  gpu.pcie_bytes_per_s = measured / std::max(1e-6, pcie_efficiency);
+  gpu.source += "; PCIe measured by " + p.path;
 }
 
 Profile load_profile(const std::string& path) {
@@ -95,9 +164,13 @@ void apply_profile(const Profile& p, const Family& fam, const TrainingSetup& set
   for (auto& b : chain.blocks) {
     for (const auto& k : p.kinds) {
       if (k.list != b.list) continue;
-      // tokens this block runs over at the target shape, measured the same way as in the profile
-      const bool joint = k.tokens > p.tokens_image * p.batch + 0.5;
-      const double target = (chain.tokens_image + (joint ? chain.tokens_text : 0)) * batch;
+      // tokens this block runs over at the target shape, counted as the profile counts them
+      // (list_tokens of the latent token count, x batch; U-Net levels are not scaled)
+      const BlockListSpec* spec = nullptr;
+      for (const auto& l : fam.block_lists)
+        if (l.name == k.list) spec = &l;
+      if (!spec) break;
+      const double target = list_tokens(*spec, chain.tokens_image, chain.tokens_text) * batch;
       const double r = target / k.tokens;
       b.saved_attention_bytes = k.saved_attention_bytes * r;
       b.saved_ffn_bytes = k.saved_ffn_bytes * r;
@@ -108,6 +181,7 @@ void apply_profile(const Profile& p, const Family& fam, const TrainingSetup& set
       if (same_gpu && k.forward_linear_s + k.forward_quadratic_s > 0) {
         b.measured_forward_s = k.forward_linear_s * target + k.forward_quadratic_s * target * target;
         b.measured_backward_s = k.backward_linear_s * target + k.backward_quadratic_s * target * target;
+        b.measured_ffn_forward_s = k.ffn_forward_linear_s * target + k.ffn_forward_quadratic_s * target * target;
       }
       break;
     }

@@ -99,6 +99,7 @@ struct BlockCost {
   bool measured = false;       // bytes come from a profile: fitted activation scales do not apply
   double measured_forward_s = 0;   // from a profile taken on the target GPU (0: use the roofline)
   double measured_backward_s = 0;
+  double measured_ffn_forward_s = 0;  // the FFN side's forward alone (what -ffn backends recompute)
 
   double saved_bytes() const { return saved_attention_bytes + saved_ffn_bytes + saved_rest_bytes; }
 };

@@ -43,6 +43,19 @@ TokenGeometry token_geometry(const Family& fam, int width, int height, int frame
 // The family's usual training setup (its example), used when a user names only a model.
 TrainingSetup default_setup(const Family& fam);
 
+// Which projections the family's lora_targets adapt (attention q/k/v/out, the text stream's own
+// projections of double-stream blocks, the FFN). Shared by the analyzer and the profiler.
+struct LoraCoverage {
+  bool attention = true, text = false, ffn = false;
+};
+LoraCoverage lora_coverage(const Family& fam);
+
+// Tokens per sample a block of this list runs over: its stream (image tokens x token_scale is
+// applied by the caller for U-Net levels), plus the text tokens for joint lists, or the text tokens
+// alone for text lists (Lumina2's context refiner).
+double list_tokens(const BlockListSpec& spec, double image_tokens, double text_tokens);
+bool is_joint(const BlockListSpec& spec);
+
 // Per-block bytes, FLOPs and weights at the setup's shape. Derivations in analyzer.cpp.
 BlockChain analyze(const Family& fam, const TrainingSetup& setup);
 

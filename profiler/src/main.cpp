@@ -1,0 +1,382 @@
+// segadvise-torch: `profile` and `validate`, the LibTorch side of segadvise. `segadvise profile …`
+// and `segadvise validate …` exec this binary with the same arguments. This file parses flags and
+// prints; it includes no LibTorch header (the work is in segadvise_torch_lib).
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common.hpp"
+#include "gpu_detect.hpp"
+#include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/profile.hpp"
+#include "segadvise/profiler/profiler.hpp"
+#include "segadvise/profiler/validate.hpp"
+
+using namespace segadvise;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kBadInput = 2;
+
+struct TorchFlags {
+  cli::SetupFlags setup;
+  std::string device = "cpu";
+  int tokens = 0;
+  std::string output;
+  int repeats = 3;
+  bool quiet = false;
+  // validate
+  std::string schedule;
+  std::string backend;
+  bool offload_attention = false;
+  int steps = 3;
+  int warmup = 1;
+  int blocks = 0;
+  bool all_schedules = false;
+  std::string plan;
+};
+
+void add_shape_flags(CLI::App* app, TorchFlags& f) {
+  cli::SetupFlags& s = f.setup;
+  app->add_option("--model,-m", s.model, "model: alias (wan, sd3, flux, …), model_family[:flavour], or a model .json")->required();
+  app->add_option("--device", f.device, "cpu | cuda (default cpu)");
+  app->add_option("--resolution,-r", s.resolution, "WxH, or N with --resolution-type");
+  app->add_option("--resolution-type", s.resolution_type, "pixel | pixel_area | area");
+  app->add_option("--aspect", s.aspect, "source aspect W:H for a numeric --resolution");
+  app->add_option("--frames", s.frames, "video frames (the family's frame rule applies)");
+  app->add_option("--batch", s.batch, "train_batch_size");
+  app->add_option("--precision", s.precision, "base_model_precision (recorded; base weights run in the activation dtype)");
+  app->add_option("--model-type", s.model_type, "lora | full");
+  app->add_option("--lora-type", s.lora_type, "standard (lycoris has no archetype yet)");
+  app->add_option("--lora-rank", s.lora_rank, "lora_rank");
+  app->add_option("--text-tokens", s.text_tokens, "text sequence length (default: the family's)");
+  app->add_flag("--quiet,-q", f.quiet, "no progress on stderr");
+}
+
+// --tokens for validate: a square-ish shape with about T image tokens per sample
+void apply_tokens(const Family& fam, TrainingSetup& s, int tokens) {
+  if (tokens <= 0) throw InputError("--tokens: must be positive, got " + std::to_string(tokens));
+  const int px = fam.geometry.vae_spatial * std::max(1, fam.geometry.patch_spatial);
+  const TokenGeometry g = token_geometry(fam, s.width, s.height, s.frames, s.text_tokens);
+  const double per_frame = std::max(1.0, g.image_tokens / std::max(1, g.latent_frames));
+  const double frames = g.image_tokens / per_frame;
+  const double side = std::sqrt(std::max(1.0, tokens / frames));
+  const double aspect = static_cast<double>(s.width) / std::max(1, s.height);
+  const int tw = std::max(1, static_cast<int>(std::lround(side * std::sqrt(aspect))));
+  const int th = std::max(1, static_cast<int>(std::lround(side / std::sqrt(aspect))));
+  s.width = tw * px;
+  s.height = th * px;
+  s.notes.push_back("--tokens " + std::to_string(tokens) + ": " + std::to_string(s.width) + "x" + std::to_string(s.height));
+}
+
+std::string gib(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, b < 0.1 * kGiB ? "%.1f MiB" : "%.2f GiB", b < 0.1 * kGiB ? b / kMiB : b / kGiB);
+  return buf;
+}
+
+std::string pct(double predicted, double measured) {
+  if (measured <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * (predicted - measured) / measured);
+  return buf;
+}
+
+// ------------------------------------------------------------------------------------------- profile
+
+int run_profile_cmd(TorchFlags& f) {
+  const Family& fam = find_family(f.setup.model);
+  TrainingSetup setup = cli::apply_flags(fam, default_setup(fam), f.setup);
+  profiler::ProfileOptions opt;
+  opt.device = f.device;
+  opt.max_tokens = f.tokens;
+  opt.repeats = std::max(1, f.repeats);
+  opt.quiet = f.quiet;
+  if (f.tokens < 0) throw InputError("--tokens: must be positive, got " + std::to_string(f.tokens));
+  const std::string out = f.output.empty() ? fam.id + "." + f.device + ".profile.json" : f.output;
+  if (!f.quiet) {
+    const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
+    std::fprintf(stderr, "segadvise profile: %s at %dx%d, %d frames, batch %d: %.0f image + %.0f text tokens on %s\n",
+                 fam.name.c_str(), setup.width, setup.height, setup.frames, setup.batch, g.image_tokens, g.text_tokens,
+                 f.device.c_str());
+  }
+  Profile p = profiler::run_profile(fam, setup, opt);
+  p.path = out;
+  if (f.device == "cuda") {  // the catalog card this device is, so predictions for it use the times
+    double total = 0;
+    try {
+      total = cli::detect_gpu().total_bytes;
+    } catch (const InputError&) {
+    }
+    p.gpu_id = cli::catalog_id_for(p.device, total);
+    if (p.gpu_id.empty())
+      p.notes.push_back("device '" + p.device + "' is not in the GPU catalog: its times apply to no --gpu");
+  }
+  write_file_atomically(out, profile_to_json(p).dump(2) + "\n");
+  // summary next to the static estimate
+  const BlockChain chain = analyze(fam, setup);
+  std::printf("%-40s %-14s %10s %12s %12s %9s %9s %s\n", "list", "kind", "tokens", "saved", "static", "fwd", "bwd", "");
+  for (const auto& k : p.kinds) {
+    double stat = 0;
+    for (const auto& b : chain.blocks)
+      if (b.list == k.list) {
+        stat = b.saved_bytes();
+        break;
+      }
+    const double saved = k.saved_attention_bytes + k.saved_ffn_bytes + k.saved_rest_bytes;
+    const double fw = k.forward_linear_s * k.tokens + k.forward_quadratic_s * k.tokens * k.tokens;
+    const double bw = k.backward_linear_s * k.tokens + k.backward_quadratic_s * k.tokens * k.tokens;
+    std::printf("%-40s %-14s %10.0f %12s %12s %8.3fs %8.3fs %s\n", k.list.c_str(), k.kind.c_str(), k.tokens,
+                gib(saved).c_str(), gib(stat).c_str(), fw, bw, k.extrapolated ? "(extrapolated)" : "");
+  }
+  std::printf("profile written to %s (%s, %s, torch %s, attention: %s)\n", out.c_str(), p.device.c_str(), p.dtype.c_str(),
+              p.torch_version.c_str(), p.attention_backend.c_str());
+  return 0;
+}
+
+// ------------------------------------------------------------------------------------------ validate
+
+struct Row {
+  std::string schedule, description, reason;
+  bool supported = true;
+  Prediction pred;
+  profiler::ValidateRun run;
+};
+
+int run_validate_cmd(TorchFlags& f) {
+  const Family& fam = find_family(f.setup.model);
+  TrainingSetup setup = cli::apply_flags(fam, default_setup(fam), f.setup);
+  if (f.tokens != 0) {
+    if (!f.setup.resolution.empty()) throw InputError("--tokens and --resolution: give one of them");
+    apply_tokens(fam, setup, f.tokens);
+  }
+  cli::check_format(f.setup.format);
+  if (f.steps <= 0) throw InputError("--steps: must be positive, got " + std::to_string(f.steps));
+  if (f.blocks < 0) throw InputError("--blocks: must be positive, got " + std::to_string(f.blocks));
+  if (f.schedule.empty() && !f.all_schedules && f.plan.empty())
+    throw InputError("validate: give --schedule S, --all-schedules or --plan plan.json");
+
+  // the chain of the blocks that run: the first N, nothing outside them
+  BlockChain chain = profiler::validation_chain(fam, setup, f.blocks);
+  const int n = static_cast<int>(chain.blocks.size());
+
+  // the machine: CPU, or the CUDA device matched to the catalog
+  GpuSpec gpu;
+  Coefficients coef = coefficients_for(f.setup.calibration);
+  if (f.device == "cpu") {
+    gpu = profiler::cpu_gpu_spec();
+    profiler::use_cpu_coefficients(coef);
+  } else {
+    if (!f.setup.gpu.empty()) {
+      gpu = cli::resolve_gpu(f.setup);
+    } else {
+      gpu = cli::auto_gpu();  // the card this CUDA device is, matched to the catalog
+    }
+  }
+
+  // the profile the prediction uses: given, or measured now on this device for these lists
+  Profile prof;
+  if (!f.setup.profile.empty()) {
+    prof = load_profile(f.setup.profile);
+  } else {
+    Family only = fam;
+    std::vector<BlockListSpec> lists;
+    int left = n;
+    for (const auto& l : fam.block_lists) {
+      if (left <= 0) break;
+      lists.push_back(l);
+      left -= l.count;
+    }
+    only.block_lists = lists;
+    profiler::ProfileOptions po;
+    po.device = f.device;
+    po.quiet = true;
+    po.repeats = 5;
+    prof = profiler::run_profile(only, setup, po);
+    prof.path = "(measured now)";
+    prof.family = fam.id;
+  }
+  if (f.device == "cpu") prof.gpu_id = "cpu";
+  apply_profile(prof, fam, setup, chain, gpu.id);
+  apply_profile_bandwidth(prof, coef.for_gpu(gpu.id).pcie_efficiency, gpu);
+
+  // the schedules
+  std::vector<std::pair<std::string, PlanResult>> plans;
+  if (!f.plan.empty()) {
+    PlanResult r;
+    r.plan = load_plan(f.plan, n);
+    plans.push_back({"plan " + f.plan, r});
+  }
+  std::vector<Schedule> schedules;
+  if (!f.schedule.empty()) {
+    Schedule s = Schedule::parse(f.schedule);
+    if (!f.backend.empty()) s.backend = parse_backend(f.backend);
+    if (f.offload_attention) s.offload_attention = true;
+    schedules.push_back(s);
+  }
+  if (f.all_schedules) {
+    cli::Context ctx;
+    ctx.family = &fam;
+    ctx.setup = setup;
+    ctx.gpu = gpu;
+    ctx.coef = coef;
+    ctx.chain = chain;
+    std::vector<Candidate> cands;
+    for (const auto& s : enumerate_schedules(cli::schedule_space(ctx))) {
+      Candidate c = cli::evaluate(ctx, s);
+      if (c.plan.supported) cands.push_back(c);
+    }
+    mark_pareto(cands);
+    for (const auto& c : cands)
+      if (c.pareto) schedules.push_back(c.schedule);
+  }
+  for (const auto& s : schedules) plans.push_back({s.name(), realize(fam, chain, s, setup)});
+
+  profiler::ValidateOptions vo;
+  vo.device = f.device;
+  vo.steps = f.steps;
+  vo.warmup = f.warmup;
+  vo.blocks = n;
+  vo.quiet = f.quiet;
+  std::vector<Row> rows;
+  for (auto& [name, pr] : plans) {
+    Row row;
+    row.schedule = name;
+    row.supported = pr.supported;
+    row.reason = pr.reason;
+    if (pr.supported) {
+      row.description = pr.plan.description;
+      row.pred = predict(chain, pr.plan, setup, gpu, coef, 0);
+      row.run = profiler::run_validation(fam, setup, pr.plan, vo);
+    }
+    rows.push_back(row);
+  }
+
+  // output
+  const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
+  json j;
+  j["model"] = fam.id;
+  j["device"] = profiler::device_name(f.device);
+  j["torch_version"] = profiler::torch_version();
+  j["blocks"] = n;
+  j["setup"] = to_json(setup);
+  j["tokens_image"] = g.image_tokens;
+  j["tokens_text"] = g.text_tokens;
+  j["profile"] = prof.path;
+  j["steps"] = f.steps;
+  json arr = json::array();
+  for (const auto& r : rows) {
+    json o = {{"schedule", r.schedule}, {"supported", r.supported}};
+    if (!r.supported) {
+      o["reason"] = r.reason;
+    } else {
+      o["plan"] = r.description;
+      o["predicted_peak_bytes"] = r.pred.peak_vram_bytes;
+      o["measured_peak_bytes"] = r.run.peak_bytes;
+      o["peak_error"] = r.run.peak_bytes > 0 ? (r.pred.peak_vram_bytes - r.run.peak_bytes) / r.run.peak_bytes : 0;
+      o["predicted_step_s"] = r.pred.step_time_s;
+      o["measured_step_s"] = r.run.step_s;
+      o["step_error"] = r.run.step_s > 0 ? (r.pred.step_time_s - r.run.step_s) / r.run.step_s : 0;
+      o["measured_step_times_s"] = r.run.step_times_s;
+      o["measured_host_peak_bytes"] = r.run.host_peak_bytes;
+      o["predicted_host_bytes"] = r.pred.memory.host_activation_bytes;
+      o["prediction"] = to_json(r.pred);
+    }
+    arr.push_back(o);
+  }
+  j["runs"] = arr;
+  const std::string& fmt = f.setup.format;
+  if (fmt == "json") {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  const bool md = fmt == "markdown";
+  std::printf("%s%s, %d blocks, %dx%d, %d frames, batch %d (%.0f image + %.0f text tokens), on %s, torch %s\n",
+              md ? "" : "validate: ", fam.name.c_str(), n, setup.width, setup.height, setup.frames, setup.batch,
+              g.image_tokens, g.text_tokens, profiler::device_name(f.device).c_str(), profiler::torch_version().c_str());
+  std::printf("%sprediction from profile %s; median of %d steps after %d warm-up\n\n", md ? "" : "  ", prof.path.c_str(),
+              f.steps, f.warmup);
+  if (md) {
+    std::printf("| schedule | plan | predicted peak | measured peak | error | predicted s/step | measured s/step | error |\n");
+    std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  } else {
+    std::printf("%-28s %12s %12s %8s %10s %10s %8s  %s\n", "schedule", "pred peak", "meas peak", "err", "pred s", "meas s",
+                "err", "plan");
+  }
+  for (const auto& r : rows) {
+    if (!r.supported) {
+      if (md)
+        std::printf("| %s | not run: %s | | | | | | |\n", r.schedule.c_str(), r.reason.c_str());
+      else
+        std::printf("%-28s not run: %s\n", r.schedule.c_str(), r.reason.c_str());
+      continue;
+    }
+    if (md)
+      std::printf("| %s | %s | %s | %s | %s | %.3f | %.3f | %s |\n", r.schedule.c_str(), r.description.c_str(),
+                  gib(r.pred.peak_vram_bytes).c_str(), gib(r.run.peak_bytes).c_str(),
+                  pct(r.pred.peak_vram_bytes, r.run.peak_bytes).c_str(), r.pred.step_time_s, r.run.step_s,
+                  pct(r.pred.step_time_s, r.run.step_s).c_str());
+    else
+      std::printf("%-28s %12s %12s %8s %9.3fs %9.3fs %8s  %s\n", r.schedule.c_str(), gib(r.pred.peak_vram_bytes).c_str(),
+                  gib(r.run.peak_bytes).c_str(), pct(r.pred.peak_vram_bytes, r.run.peak_bytes).c_str(), r.pred.step_time_s,
+                  r.run.step_s, pct(r.pred.step_time_s, r.run.step_s).c_str(), r.description.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"segadvise-torch: LibTorch profiler and validator for segadvise"};
+  app.require_subcommand(1);
+  TorchFlags f;
+  int rc = 0;
+  auto* prof = app.add_subcommand("profile", "measure each block kind of a family on this machine's device");
+  add_shape_flags(prof, f);
+  prof->add_option("--tokens", f.tokens, "most stream tokens one pass may run; larger shapes are extrapolated");
+  prof->add_option("--output,-o", f.output, "profile file to write (default <family>.<device>.profile.json)");
+  prof->add_option("--repeats", f.repeats, "timed repeats after the warm-up (median)");
+  prof->callback([&] { rc = run_profile_cmd(f); });
+
+  auto* val = app.add_subcommand("validate", "run real training steps of a schedule and compare with the prediction");
+  add_shape_flags(val, f);
+  val->add_option("--schedule,-s", f.schedule, "none, layer, intervalK, segK-strideS, activation-offload, … (+backend)");
+  val->add_option("--backend", f.backend, "torch | torch-ffn | unsloth | unsloth-ffn");
+  val->add_flag("--offload-attention", f.offload_attention, "gradient_checkpointing_offload_attention");
+  val->add_option("--steps", f.steps, "measured optimizer steps (default 3)");
+  val->add_option("--warmup", f.warmup, "unmeasured steps first (default 1)");
+  val->add_option("--blocks", f.blocks, "run the first N blocks only (default all)");
+  val->add_option("--tokens", f.tokens, "about T image tokens per sample (instead of --resolution)");
+  val->add_flag("--all-schedules", f.all_schedules, "validate every schedule on the predicted Pareto front");
+  val->add_option("--plan", f.plan, "an explicit per-block plan (plan.json: segments with keep/checkpoint/checkpoint_ffn)");
+  val->add_option("--gpu,-g", f.setup.gpu, "the catalog GPU the CUDA device is (default: matched by name)");
+  cli::add_output_flags(val, f.setup);
+  val->callback([&] { rc = run_validate_cmd(f); });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int r = app.exit(e);
+    return r == 0 ? 0 : kBadInput;
+  } catch (const InputError& e) {
+    std::cerr << "segadvise: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const nlohmann::json::exception& e) {
+    std::cerr << "segadvise: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "segadvise: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return rc;
+}
