@@ -24,6 +24,7 @@ struct CalFlags {
   bool leave_family_out = false;
   bool runs = false;  // print every run's prediction
   int max_iterations = 60;
+  double prior_weight = FitOptions{}.prior_weight;  // pull of activation scales towards the analyzer
 };
 
 std::string pct(double x) {
@@ -147,6 +148,8 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
   cmd->add_option("--calibration", f->start, "coefficients to start from (default: built-in starting values)");
   cmd->add_option("--headroom-gib", f->headroom_gib, "headroom used for fit decisions (default 1)");
   cmd->add_option("--max-iterations", f->max_iterations, "Levenberg-Marquardt iterations (default 60)");
+  cmd->add_option("--prior-weight", f->prior_weight,
+                  "pull of each activation scale towards the static analyzer's 1.0 (default 0.3)");
   cmd->add_option("--format", f->format, "table | json | markdown (the summary)");
   cmd->callback([f, &exit_code] {
     check_format(f->format);
@@ -155,6 +158,8 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
     FitOptions opt;
     opt.headroom_bytes = f->headroom_gib * kGiB;
     opt.max_iterations = f->max_iterations;
+    if (f->prior_weight < 0) throw InputError("--prior-weight: must be >= 0");
+    opt.prior_weight = f->prior_weight;
     FitResult fr = fit_coefficients(set, starting_coefficients(f->start), opt);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fr.coef.source = "fitted by `segadvise calibrate` on " + std::to_string(fr.runs_used) + " runs of " +
@@ -201,6 +206,8 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
                   "coefficients to evaluate (default: the shipped calibration); with --leave-family-out, to start from");
   cmd->add_option("--headroom-gib", f->headroom_gib, "memory kept free when deciding fit (default 1)");
   cmd->add_option("--max-iterations", f->max_iterations, "iterations per leave-out fit (default 60)");
+  cmd->add_option("--prior-weight", f->prior_weight,
+                  "with --leave-family-out: pull of activation scales towards 1.0 (default 0.3)");
   cmd->add_flag("--runs", f->runs, "also print every run's measured and predicted figures");
   cmd->add_option("--format", f->format, "table | json | markdown");
   cmd->callback([f, &exit_code] {
@@ -212,6 +219,8 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
       FitOptions opt;
       opt.headroom_bytes = f->headroom_gib * kGiB;
       opt.max_iterations = f->max_iterations;
+      if (f->prior_weight < 0) throw InputError("--prior-weight: must be >= 0");
+      opt.prior_weight = f->prior_weight;
       rep = accuracy_leave_family_out(set, starting_coefficients(f->start), opt);
     } else {
       rep = accuracy_in_sample(set, coefficients_for(f->start), f->headroom_gib * kGiB);

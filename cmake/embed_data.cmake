@@ -2,8 +2,7 @@
 # needs no data path at run time. Run at build time: cmake -DDATA_DIR=... -DOUT=... -P embed_data.cmake
 file(GLOB files RELATIVE "${DATA_DIR}" "${DATA_DIR}/*.json")
 list(SORT files)
-set(body "// generated from ${DATA_DIR} by cmake/embed_data.cmake; do not edit\n#include <cstddef>\nnamespace segadvise {\nstruct EmbeddedFile;
-struct EmbeddedFile { const char* name; const char* text; };\nextern const EmbeddedFile ${SYMBOL}[] = {\n")
+set(body "// generated from ${DATA_DIR} by cmake/embed_data.cmake; do not edit\n#include \"segadvise/costmodel/embedded.hpp\"\nnamespace segadvise {\nextern const EmbeddedFile ${SYMBOL}[] = {\n")
 set(count 0)
 foreach(f ${files})
   file(READ "${DATA_DIR}/${f}" text)

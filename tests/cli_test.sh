@@ -15,7 +15,7 @@ expect() {  # expect CODE PATTERN -- ARGS...
   fi
 }
 expect 0 'Recommendation: ' -- --model wan14b --gpu l40s
-expect 0 '"gradient_checkpointing": true' -- --model wan14b --gpu l40s
+expect 0 '"gradient_checkpointing_segment_stride"' -- --model wan14b --gpu l40s
 expect 0 '"recommendation"' -- advise --model flux --gpu 4090 --format json
 expect 0 '^\| schedule' -- advise --model sd3 --gpu h100 --format markdown
 expect 2 "unknown model 'wan15b'.*nearest" -- --model wan15b --gpu l40s

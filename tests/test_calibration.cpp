@@ -97,9 +97,13 @@ TEST_CASE("fitting synthetic runs made with known coefficients recovers them wit
   truth.offload_overlap = 0.3;
   truth.matmul_time_factor["int8-sdnq-hadamard"] = 1.8;
   truth.dequant_passes["int8-sdnq-hadamard"] = 20;
+  // compute-bound regime: with a host launch time at its lower bound no block is launch-bound,
+  // so efficiencies are identifiable (under a binding max() floor their gradients vanish)
+  truth.launch_s = 2e-6;
   const PreparedSet set = prepare(synthetic(truth));
 
   Coefficients start;  // the built-in starting values, far from the truth
+  start.launch_s = 2e-6;
   start.gpu["h100"].reserve_bytes = 1.7 * kGiB;
   start.gpu["l40s"].reserve_bytes = 1.4 * kGiB;
   FitOptions opt;
@@ -122,6 +126,7 @@ TEST_CASE("fitting synthetic runs made with known coefficients recovers them wit
   CHECK(c.offload_overlap == doctest::Approx(0.3).epsilon(0.01));
   CHECK(c.time_factor("int8-sdnq-hadamard") == doctest::Approx(1.8).epsilon(0.01));
   CHECK(c.dequant("int8-sdnq-hadamard") == doctest::Approx(20).epsilon(0.01));
+  CHECK(c.launch_s == doctest::Approx(2e-6).epsilon(0.01));
 }
 
 TEST_CASE("fitting synthetic runs recovers an activation scale per block kind within 1%") {

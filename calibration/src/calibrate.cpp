@@ -195,8 +195,13 @@ std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector
   if (opt.fit_global) {
     specs.push_back({"backward_factor", 0.5, 4.0, [](Coefficients& c) -> double& { return c.backward_factor; }});
     specs.push_back({"fragmentation", 0.0, 0.5, [](Coefficients& c) -> double& { return c.fragmentation; }});
-    if (any_offload)
+    if (any_offload) {
       specs.push_back({"offload_overlap", 0.0, 1.0, [](Coefficients& c) -> double& { return c.offload_overlap; }});
+      specs.push_back({"offload_share_checkpointed", 0.0, 1.0,
+                       [](Coefficients& c) -> double& { return c.offload_share_checkpointed; }});
+    }
+    // host time per kernel launch: 2-200 us covers eager PyTorch on current CPUs
+    specs.push_back({"launch_s", 2e-6, 200e-6, [](Coefficients& c) -> double& { return c.launch_s; }});
   }
   return specs;
 }

@@ -2,16 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "segadvise/costmodel/embedded.hpp"
+
 #include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise {
 
-struct EmbeddedFile {
-  const char* name;
-  const char* text;
-};
-extern const EmbeddedFile kCalibrationData[];
-extern const std::size_t kCalibrationDataCount;
 
 const Coefficients& default_coefficients() {
   static const Coefficients c = [] {

@@ -4,17 +4,13 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "segadvise/costmodel/embedded.hpp"
 #include <set>
 #include <sstream>
 
 namespace segadvise {
 
-struct EmbeddedFile {
-  const char* name;
-  const char* text;
-};
-extern const EmbeddedFile kCalibrationData[];
-extern const std::size_t kCalibrationDataCount;
 
 namespace {
 

@@ -7,6 +7,12 @@
 
 namespace segadvise {
 
+double offload_share(const Plan& plan, const Coefficients& coef) {
+  for (const auto& s : plan.segments)
+    if (s.mode != BlockMode::Keep) return coef.offload_share_checkpointed;
+  return 1.0;
+}
+
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef) { return scaled(b, coef, ""); }
 
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::string& quantized_kernel) {
@@ -53,8 +59,12 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
   const auto& blocks = chain.blocks;
   const std::vector<ScaledBlock>& sb = pc.scaled;
 
+  // With checkpointing on, attention offload frees only part of a kept block's attention side
+  // (the sweep: Wan 1.3B and SD3 seg2-stride4 lose ~60% of it with offload, none+offload ~all of it)
+  const double share = offload_share(plan, *pc.coef);
   auto attention_on_gpu = [&](std::size_t i) {
-    return (plan.offload_attention && blocks[i].attention_offloadable) ? 0.0 : sb[i].attention_bytes;
+    return (plan.offload_attention && blocks[i].attention_offloadable) ? sb[i].attention_bytes * (1 - share)
+                                                                       : sb[i].attention_bytes;
   };
   const double base = chain.outside_activation_bytes;
   // phases are named lazily: building a string per position would dominate advise's run time
@@ -210,7 +220,23 @@ double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const Gpu
   // memory floor: read the weights and write/read the saved tensors once
   const double bytes = b.params * 2 + 2 * b.saved_bytes();
   const double mem = bytes / gpu.mem_bytes_per_s;
-  return std::max(mm + attn + dq, mem);
+  // host-bound floor: the GPU cannot run kernels faster than the host launches them
+  return std::max({mm + attn + dq, mem, b.launches * coef.launch_s});
+}
+
+double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
+  if (b.measured_forward_s > 0)
+    return b.measured_backward_s > 0 ? b.measured_backward_s : coef.backward_factor * b.measured_forward_s;
+  const GpuCoefficients& g = coef.for_gpu(gpu.id);
+  const double fwd = block_forward_s(b, setup, gpu, coef);
+  const double attn = std::min(fwd, b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s));
+  const double mm = std::max(0.0, fwd - attn);
+  const bool full = setup.model_type == "full";
+  // input gradients of the frozen matmuls (backward_factor x their forward; + 1 x for a full
+  // fine-tune's weight gradients), flash-attention backward ~2.5 forward passes of attention; never
+  // under twice the forward's launches (autograd runs a backward kernel or two per forward op)
+  const double compute = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * mm + 2.5 * attn;
+  return std::max(compute, 2 * b.launches * coef.launch_s);
 }
 
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
@@ -247,6 +273,7 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
     const double fwd = block_forward_s(b, setup, gpu, coef);
     pc.forward_s.push_back(fwd);
     pc.ffn_forward_s.push_back(block_ffn_forward_s(b, setup, gpu, coef));
+    pc.backward_s.push_back(block_backward_s(b, setup, gpu, coef));
     pc.attention_s.push_back(
         b.measured_forward_s > 0 ? 0.0 : std::min(fwd, b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s)));
   }
@@ -300,20 +327,12 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
   TimeBreakdown& t = p.time;
   const double pcie = std::max(1.0, gpu.pcie_bytes_per_s * g.pcie_efficiency);
   const bool full = setup.model_type == "full";
-  double mm_s = 0, attn_s = 0, measured_bwd_s = 0;
   for (std::size_t i = 0; i < chain.blocks.size(); ++i) {
-    const BlockCost& b = chain.blocks[i];
-    if (b.measured_forward_s > 0) {  // a profile on this GPU: its own forward and backward times
-      t.forward_s += pc.forward_s[i];
-      measured_bwd_s += b.measured_backward_s > 0 ? b.measured_backward_s : coef.backward_factor * pc.forward_s[i];
-      continue;
-    }
-    attn_s += pc.attention_s[i];
-    mm_s += std::max(0.0, pc.forward_s[i] - pc.attention_s[i]);
+    t.forward_s += pc.forward_s[i];
+    t.backward_s += pc.backward_s[i];
   }
-  t.forward_s += mm_s + attn_s + pc.outside_s;
-  t.backward_s = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * (mm_s + pc.outside_s) + 2.5 * attn_s +
-                 measured_bwd_s;
+  t.forward_s += pc.outside_s;
+  t.backward_s += (full ? coef.backward_factor + 1.0 : coef.backward_factor) * pc.outside_s;
 
   double offload_bytes = 0, recomputed_blocks = 0;
   for (const auto& s : plan.segments) {
@@ -325,7 +344,7 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
         if (s.offload_to_host) offload_bytes += b.ffn_input_bytes;
       }
       if (plan.offload_attention && b.attention_offloadable && s.mode != BlockMode::Checkpoint)
-        offload_bytes += pc.scaled[i].attention_bytes;
+        offload_bytes += pc.scaled[i].attention_bytes * offload_share(plan, coef);
     }
     if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += chain.blocks[s.begin].boundary_bytes;
     if (s.mode != BlockMode::Keep) recomputed_blocks += s.end - s.begin;

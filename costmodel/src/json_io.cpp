@@ -101,7 +101,9 @@ json to_json(const Coefficients& c) {
           {"dequant_passes", c.dequant_passes},
           {"backward_factor", c.backward_factor},
           {"fragmentation", c.fragmentation},
-          {"offload_overlap", c.offload_overlap}};
+          {"offload_overlap", c.offload_overlap},
+          {"launch_s", c.launch_s},
+          {"offload_share_checkpointed", c.offload_share_checkpointed}};
 }
 
 Coefficients coefficients_from_json(const json& j, const std::string& origin) {
@@ -148,6 +150,8 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
   c.backward_factor = num(j, "backward_factor", c.backward_factor, "");
   c.fragmentation = num(j, "fragmentation", c.fragmentation, "");
   c.offload_overlap = num(j, "offload_overlap", c.offload_overlap, "");
+  c.launch_s = num(j, "launch_s", c.launch_s, "");
+  c.offload_share_checkpointed = num(j, "offload_share_checkpointed", c.offload_share_checkpointed, "");
   return c;
 }
 

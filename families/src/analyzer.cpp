@@ -23,6 +23,12 @@
 // FLOPs: a Linear of (in, out) costs 2*in*out per token; attention 4*Nq*Nkv*d (QK^T and PV);
 // linear attention 4*N*d*head_dim. Weights: attention 4d^2 (+ cross 2d^2 + 2 d d_text),
 // GELU FFN 2df, gated FFN 3df, adaLN modulation 6d^2 per stream (mmdit) / 3d^2 (single stream).
+// Launches: eager PyTorch launches one or more kernels per op, each costing host time whether the GPU
+// is fast or slow; a block whose kernels are small is bound by that host time, not by FLOPs (the
+// sweep's small models run as fast on an L40S as on an H100). Counted per forward: attention 24
+// (norm, modulation, 4 projections, RoPE and reshapes, SDPA, gate, residual) + 4 for q/k norms,
+// cross-attention 15, FFN 8 + its projections, + 5 per LoRA-adapted Linear (dropout, A, B, scale,
+// add); ResNet and conv-FFN blocks 12. The time per launch is fitted (calibration/).
 // These are estimates the profiler replaces with measured bytes and the calibration scales per kind.
 #include <algorithm>
 #include <cmath>
@@ -42,6 +48,7 @@ struct Acc {
   double matmul_flops = 0, ffn_flops = 0, attn_flops = 0;
   double params = 0, quantizable = 0, lora = 0;
   double transient = 0;  // elements
+  double launches = 0;   // forward kernel launches (see "Launches" in the header comment)
   // inputs of quantizable Linear layers (elements), what a quantized Linear keeps for backward
   double lin_in_attn = 0, lin_in_ffn = 0;
 };
@@ -67,6 +74,9 @@ struct Training {
     if (lycoris) return w;
     return w + rank;
   }
+  // kernels one adapted Linear adds per forward: dropout, A, B, scale, add (PEFT LoRA);
+  // LyCORIS builds its delta weight (~4); a full fine-tune adds none
+  double adapter_launches() const { return full ? 0 : (lycoris ? 4 : 5); }
   double adapter_params(double in, double out) const {
     if (full) return 0;
     if (lycoris) return 4 * (in + out);  // LoKr factor-16 adapters: ~(in+out)*4, an estimate
@@ -99,6 +109,7 @@ void self_attention(Acc& a, const Training& t, double n, double d, double hd, bo
   a.params += 4 * d * d;
   a.quantizable += 4 * d * d;
   if (projections_targeted) a.lora += 4 * t.adapter_params(d, d);
+  a.launches += 24 + (qk_norm ? 4 : 0) + (projections_targeted ? 4 * t.adapter_launches() : 0);
 }
 
 // queries: nq tokens of width d; keys/values projected from nkv tokens of width dkv
@@ -117,6 +128,7 @@ void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d,
   a.params += 2 * d * d + 2 * dkv * d;
   a.quantizable += 2 * d * d + 2 * dkv * d;
   if (t.attn_targeted) a.lora += 2 * t.adapter_params(d, d) + 2 * t.adapter_params(dkv, d);
+  a.launches += 15 + (t.attn_targeted ? 4 * t.adapter_launches() : 0);
 }
 
 void ffn(Acc& a, const Training& t, double n, double d, double f, const std::string& act, int experts = 0,
@@ -139,6 +151,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
   };
   a.ffn += n * (d + t.ln_stats());  // norm input
   a.ffn_input += n * d;
+  a.launches += 8 + in_mult + (t.ffn_targeted ? (in_mult + 1) * t.adapter_launches() : 0);
   if (experts > 0) {
     unit(f, active);  // every token runs `active` routed experts
     if (shared_f > 0) unit(shared_f, 1);
@@ -184,6 +197,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
       a.params += audio.params;
       a.quantizable += audio.quantizable;
       a.lora += audio.lora;
+      a.launches += audio.launches;
     }
   } else if (b.kind == "dit_self") {
     const double n = list_tokens(b, n_stream, n_txt);
@@ -198,6 +212,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     self_attention(img, t, n_stream, d, hd, true, t.attn_targeted);
     self_attention(txt, t, n_txt, dt, hd, true, t.text_targeted);
     a.attn = img.attn + txt.attn;
+    a.launches = img.launches + txt.launches;
     a.lin_in_attn = img.lin_in_attn + txt.lin_in_attn;
     a.matmul_flops = img.matmul_flops + txt.matmul_flops;
     a.attn_flops = 4 * n * n * d;  // joint attention over the concatenated sequence
@@ -233,6 +248,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     a.params += proj_in + proj_out + 3 * d * d;
     a.quantizable += proj_in + proj_out;
     if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
+    a.launches += 24 + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
     if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
     a.transient = n * f_in;
   } else if (b.kind == "linear_dit") {
@@ -250,6 +266,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     a.matmul_flops += fl;
     a.ffn_flops += fl;
     a.params += 3 * d * f + 18 * f;
+    a.launches += 12;
     a.quantizable += 3 * d * f;
     a.transient = std::max(a.transient, n * 2 * f);
   } else if (b.kind == "unet_res") {
@@ -260,6 +277,7 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     if (t.full) a.rest += n * 2 * d;
     a.matmul_flops += n * 2 * 18 * d * d;
     a.params += 18 * d * d + 1280 * d;
+    a.launches += 12;
     a.quantizable += 1280 * d;  // convolutions are not quantized by most backends; the time projection is
     a.transient = n * d * 2;
   } else if (b.kind == "unet_attn") {
@@ -367,6 +385,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.params = a.params;
       b.quantizable_params = a.quantizable;
       b.lora_params = a.lora;
+      b.launches = a.launches;
       b.linear_input_attention_bytes = a.lin_in_attn * e;
       b.linear_input_ffn_bytes = a.lin_in_ffn * e;
       if (spec.skip == "push") b.skip_push_bytes = n_stream * spec.hidden * e;

@@ -4,19 +4,14 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "segadvise/costmodel/embedded.hpp"
 #include <sstream>
 
 #include "segadvise/costmodel/precision.hpp"
 
 namespace segadvise {
 
-// Generated at build time from families/data/*.json (cmake/embed_data.cmake).
-struct EmbeddedFile {
-  const char* name;
-  const char* text;
-};
-extern const EmbeddedFile kEmbeddedData[];
-extern const std::size_t kEmbeddedDataCount;
 
 namespace {
 

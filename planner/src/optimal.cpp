@@ -129,8 +129,12 @@ void PlanOptimizer::build_decisions(bool attention_offload) {
     ffn_s[i] = block_ffn_forward_s(chain_.blocks[i], setup_, gpu_, coef_);
   }
   auto offloads_attention = [&](int i) { return attention_offload && chain_.blocks[i].attention_offloadable; };
-  auto attention_gpu = [&](int i) { return offloads_attention(i) ? 0.0 : sb[i].attention_bytes; };
-  auto attention_s = [&](int i) { return offloads_attention(i) ? sb[i].attention_bytes * transfer_s_per_byte : 0.0; };
+  // an offloading plan worth having checkpoints something: the cost model's share for that case
+  const double share = coef_.offload_share_checkpointed;
+  auto attention_gpu = [&](int i) { return offloads_attention(i) ? sb[i].attention_bytes * (1 - share) : sb[i].attention_bytes; };
+  auto attention_s = [&](int i) {
+    return offloads_attention(i) ? sb[i].attention_bytes * share * transfer_s_per_byte : 0.0;
+  };
   auto forward_live = [&](int i) { return sb[i].saved() + sb[i].transient_bytes + sb[i].boundary_bytes; };
 
   auto& out = decisions_[attention_offload ? 1 : 0];
@@ -431,6 +435,29 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
       best_flag = f;
     }
   }
+  // Attention offload without any checkpointing moves all of the attention side to the host,
+  // while the DP prices offload at the checkpointed share (costmodel offload_share): price the
+  // plan that keeps every block with offload on its own, through the cost model.
+  Plan offload_only;
+  bool offload_only_wins = false;
+  Prediction offload_only_prediction;
+  if (flags_.size() > 1) {
+    offload_only = keep_everything(static_cast<int>(chain_.blocks.size()));
+    offload_only.offload_attention = true;
+    offload_only_prediction = predict(chain_, offload_only, setup_, gpu_, coef_, headroom_bytes_);
+    const bool within = offload_only_prediction.memory.activation_peak_bytes <= budget_bytes;
+    offload_only_wins = within && (best_flag < 0 || offload_only_prediction.step_time_s <
+                                                        keep_step_time_s_ + best.objective - 1e-12);
+  }
+  if (offload_only_wins) {
+    out.found = true;
+    out.plan = offload_only;
+    out.plan.description = "optimal per-block plan: every block kept, attention activations offloaded";
+    out.dp_step_time_s = offload_only_prediction.step_time_s;
+    out.dp_activation_peak_bytes = offload_only_prediction.memory.activation_peak_bytes;
+    out.prediction = offload_only_prediction;
+    return out;
+  }
   if (best_flag < 0) {
     out.reason = "no per-block plan fits: the smallest predicted peak is " +
                  std::to_string(min_peak_vram_bytes() / kGiB).substr(0, 6) + " GiB";
@@ -521,6 +548,19 @@ std::vector<InsightRow> PlanOptimizer::insight(const Plan& plan) const {
       if (d.end == e && d.mode == mode && d.offload == host) return &d;
     return nullptr;
   };
+  bool checkpoints = false;
+  for (const Segment& s : plan.segments) checkpoints = checkpoints || s.mode != BlockMode::Keep;
+  if (flag == 1 && !checkpoints) {
+    // offload alone moves all of the attention side (costmodel offload_share): price it whole
+    const Plan keep = keep_everything(static_cast<int>(chain_.blocks.size()));
+    InsightRow r{"attention activations to the host", 0, 0};
+    r.gpu_bytes_saved = simulate_activations(chain_, keep, coef_).retained_after_forward_bytes -
+                        simulate_activations(chain_, plan, coef_).retained_after_forward_bytes;
+    r.seconds_added = predict(chain_, plan, setup_, gpu_, coef_, 0).step_time_s -
+                      predict(chain_, keep, setup_, gpu_, coef_, 0).step_time_s;
+    rows.push_back(r);
+    return rows;
+  }
   if (flag == 1) {
     // the plan-wide switch, against keeping attention activations on the GPU
     InsightRow r{"attention activations to the host", 0, 0};

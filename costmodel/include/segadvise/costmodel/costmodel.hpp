@@ -30,6 +30,9 @@ struct ScaledBlock {
   double saved() const { return attention_bytes + ffn_bytes + rest_bytes; }
 };
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef);
+// Share of a kept block's attention-side bytes attention offload moves to the host: all of it
+// without checkpointing, coef.offload_share_checkpointed when the plan checkpoints anything.
+double offload_share(const Plan& plan, const Coefficients& coef);
 // with the chain's quantized kernel (BlockChain::quantized_kernel): adds quantized Linear inputs
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::string& quantized_kernel);
 
@@ -48,6 +51,7 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup);
 
 // Per-block forward times in seconds (matmul + attention, roofline), used by the planner too.
 double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
+double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
                            const Coefficients& coef);
 
@@ -65,6 +69,7 @@ struct PreparedChain {
   std::vector<double> forward_s;       // per block roofline (or measured) forward time
   std::vector<double> ffn_forward_s;   // FFN part of it (recomputed by -ffn backends)
   std::vector<double> attention_s;     // attention part of it
+  std::vector<double> backward_s;      // per block backward time
   StaticMemory static_memory;
   double outside_s = 0;
   double usable_vram_bytes = 0;

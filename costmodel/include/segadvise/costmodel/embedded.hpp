@@ -1,0 +1,20 @@
+// Data files compiled into the binary by cmake/embed_data.cmake (families/data, calibration/data),
+// so segadvise needs no data path at run time.
+#pragma once
+
+#include <cstddef>
+
+namespace segadvise {
+
+struct EmbeddedFile {
+  const char* name;  // file name inside its data folder
+  const char* text;
+};
+
+// The generated tables (one per data folder).
+extern const EmbeddedFile kEmbeddedData[];  // families/data
+extern const std::size_t kEmbeddedDataCount;
+extern const EmbeddedFile kCalibrationData[];  // calibration/data
+extern const std::size_t kCalibrationDataCount;
+
+}  // namespace segadvise
