@@ -149,7 +149,7 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
   cmd->add_option("--headroom-gib", f->headroom_gib, "headroom used for fit decisions (default 1)");
   cmd->add_option("--max-iterations", f->max_iterations, "Levenberg-Marquardt iterations (default 60)");
   cmd->add_option("--prior-weight", f->prior_weight,
-                  "pull of each activation scale towards the static analyzer's 1.0 (default 0.3)");
+                  "pull of each activation scale towards the static analyzer's 1.0 (default 3)");
   cmd->add_option("--format", f->format, "table | json | markdown (the summary)");
   cmd->callback([f, &exit_code] {
     check_format(f->format);
@@ -207,7 +207,7 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
   cmd->add_option("--headroom-gib", f->headroom_gib, "memory kept free when deciding fit (default 1)");
   cmd->add_option("--max-iterations", f->max_iterations, "iterations per leave-out fit (default 60)");
   cmd->add_option("--prior-weight", f->prior_weight,
-                  "with --leave-family-out: pull of activation scales towards 1.0 (default 0.3)");
+                  "with --leave-family-out: pull of activation scales towards 1.0 (default 3)");
   cmd->add_flag("--runs", f->runs, "also print every run's measured and predicted figures");
   cmd->add_option("--format", f->format, "table | json | markdown");
   cmd->callback([f, &exit_code] {
