@@ -95,13 +95,14 @@ std::string fmt(double x, const char* f) {
 }  // namespace
 
 int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_all, const std::string& emit,
-               const std::string& plot_file, const std::string& plan_file) {
+               const std::string& plot_file, const std::string& plan_file, bool with_front) {
   check_emit_name(emit);
   const Advice a = advise_context(ctx, show_all);
   const Candidate* recommended = a.recommended >= 0 ? &a.candidates[a.recommended] : nullptr;
   const bool other_trainer = !emit.empty() && emit != "simpletuner";
   const bool json = f.format == "json", md = f.format == "markdown";
-  const OptimalView optimal = compute_optimal(ctx, a, json || !plot_file.empty());
+  // the front of optimal plans costs ~100 ms (seconds on 192-block chains): only for --plot/--front
+  const OptimalView optimal = compute_optimal(ctx, a, with_front || !plot_file.empty());
   write_optimal_files(optimal, ctx, a, plot_file, plan_file);
   std::vector<Alternative> alternatives;
   if (a.recommended < 0) alternatives = what_would_fit(ctx);
@@ -212,15 +213,17 @@ void setup_advise(CLI::App& app, int& exit_code) {
   auto all = std::make_shared<bool>(false);
   auto emit = std::make_shared<std::string>();
   auto plot = std::make_shared<std::string>(), plan_out = std::make_shared<std::string>();
+  auto front = std::make_shared<bool>(false);
   add_setup_flags(cmd, *flags);
   cmd->add_option("--plot", *plot, "write the Pareto front of optimal plans as SVG to FILE");
   cmd->add_option("--plan-out", *plan_out, "write the optimal per-block plan as JSON to FILE (for validate --plan)");
   cmd->add_flag("--all", *all, "list every supported schedule, not only the Pareto front");
+  cmd->add_flag("--front", *front, "also compute the Pareto front of optimal plans (JSON, table)");
   cmd->add_option("--emit", *emit, "print the recommendation as config for: simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
-  cmd->callback([flags, all, emit, plot, plan_out, &exit_code] {
+  cmd->callback([flags, all, emit, plot, plan_out, front, &exit_code] {
     check_emit_name(*emit);
     Context ctx = build_context(*flags);
-    exit_code = run_advise(ctx, *flags, std::cout, *all, *emit, *plot, *plan_out);
+    exit_code = run_advise(ctx, *flags, std::cout, *all, *emit, *plot, *plan_out, *front);
   });
 }
 
