@@ -63,6 +63,7 @@ BlockChain random_chain(int n, unsigned long long seed, bool skips) {
     if (skips && i < 2) b.skip_push_bytes = 30 + 10 * i;
     if (skips && i >= n - 2) b.skip_pop_bytes = 30 + 10 * (n - 1 - i);
     b.boundary_bytes = hidden + stack;
+    b.carried_skip_bytes = stack;  // as the analyzer sets it: held by the chain until popped
     stack += b.skip_push_bytes - b.skip_pop_bytes;
     c.blocks.push_back(b);
   }

@@ -26,7 +26,7 @@ ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::stri
   s.ffn_bytes = b.saved_ffn_bytes * f + q * b.linear_input_ffn_bytes;
   s.rest_bytes = b.saved_rest_bytes * r;
   s.ffn_input_bytes = b.ffn_input_bytes;
-  s.boundary_bytes = b.boundary_bytes;
+  s.boundary_bytes = b.boundary_bytes - b.carried_skip_bytes;  // what a checkpoint adds (see types.hpp)
   s.transient_bytes = b.transient_bytes;
   return s;
 }
@@ -346,7 +346,7 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
       if (plan.offload_attention && b.attention_offloadable && s.mode != BlockMode::Checkpoint)
         offload_bytes += pc.scaled[i].attention_bytes * offload_share(plan, coef);
     }
-    if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += chain.blocks[s.begin].boundary_bytes;
+    if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += pc.scaled[s.begin].boundary_bytes;
     if (s.mode != BlockMode::Keep) recomputed_blocks += s.end - s.begin;
   }
   // out in forward, back in backward

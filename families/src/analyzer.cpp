@@ -378,6 +378,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.ffn_input_bytes = a.ffn_input * e;
       // skip tensors alive when the block starts travel with the checkpoint state (ZLab I1)
       b.boundary_bytes = hidden_state + skip_stack;
+      b.carried_skip_bytes = skip_stack;
       b.transient_bytes = std::max(a.transient * e, hidden_state);
       b.matmul_flops = a.matmul_flops;
       b.ffn_matmul_flops = a.ffn_flops;

@@ -159,7 +159,9 @@ void PlanOptimizer::build_decisions(bool attention_offload) {
       }
     }
     // checkpoint calls [i, e), by increasing e: their working set never shrinks (the DP relies on it)
-    const double entering = graph_.bytes_entering(i);
+    // every tensor crossing the cut, less the skip tensors the chain holds until their pop anyway
+    // (the cost model's ScaledBlock boundary, costmodel.hpp)
+    const double entering = graph_.bytes_entering(i) - graph_.skip_bytes_entering(i);
     double fwd_max = 0, recomputed = 0, bwd_max = 0, seconds = 0;
     for (int e = i + 1; e <= n; ++e) {
       const int k = e - 1;

@@ -23,7 +23,8 @@ struct ActivationTimeline {
   std::vector<TimelinePoint> points;  // filled when asked (tests, insight tables)
 };
 
-// Saved bytes of one block after the fitted per-kind scales (profiled blocks are not scaled).
+// Saved bytes of one block after the fitted per-kind scales (profiled blocks are not scaled);
+// boundary_bytes here excludes skip tensors the chain holds anyway (BlockCost::carried_skip_bytes).
 struct ScaledBlock {
   double attention_bytes = 0, ffn_bytes = 0, rest_bytes = 0, ffn_input_bytes = 0, boundary_bytes = 0,
          transient_bytes = 0;

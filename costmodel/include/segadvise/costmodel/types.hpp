@@ -80,6 +80,10 @@ struct BlockCost {
   double saved_rest_bytes = 0;       // norms, modulation, residual bookkeeping
   double ffn_input_bytes = 0;  // what FFN-only checkpointing keeps instead of the FFN side
   double boundary_bytes = 0;   // state entering the block: hidden (+ text, + carried skips)
+  // skip tensors alive when the block starts (part of boundary_bytes): the chain holds them until
+  // they are popped whatever the schedule (BlockChain::outside_activation_bytes counts them once),
+  // so a checkpoint that saves them as inputs adds no memory for them
+  double carried_skip_bytes = 0;
   double skip_push_bytes = 0;  // skip tensor this block pushes for a later block (U-Net style)
   double skip_pop_bytes = 0;   // skip bytes this block consumes (last pushed, first popped)
   double transient_bytes = 0;  // short-lived workspace while it runs (largest intermediate)
