@@ -180,6 +180,10 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
   t.print(out, md);
   if (hidden) out << "(" << hidden << " more points on the front; --all lists every supported schedule)\n";
   out << "\n";
+  // the comparison with the optimal per-block plan first: the recommendation and its config keys
+  // are what a user acts on, so they come last
+  print_optimal(out, optimal, a, md);
+  out << "\n";
   if (a.recommended >= 0) {
     const Candidate& c = a.candidates[a.recommended];
     out << (md ? "### Recommendation\n\n" : "Recommendation: ") << c.schedule.name() << " — "
@@ -201,7 +205,6 @@ int run_advise(Context& ctx, const SetupFlags& f, std::ostream& out, bool show_a
             << "/step, peak " << gib_str(alt.prediction.peak_vram_bytes) << "\n";
     }
   }
-  print_optimal(out, optimal, a, md);
   if (other_trainer) print_trainer_advice(out, advise_for_trainer(ctx, emit, recommended), md);
   (void)fmt;
   return a.recommended >= 0 ? kOk : kDoesNotFit;
