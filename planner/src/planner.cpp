@@ -41,19 +41,32 @@ std::vector<Schedule> enumerate_schedules(const ScheduleSpace& space) {
   return out;
 }
 
-void mark_pareto(std::vector<Candidate>& candidates) {
-  std::vector<std::size_t> order(candidates.size());
+std::vector<bool> pareto_flags(const std::vector<double>& peak_bytes, const std::vector<double>& time_s) {
+  // walking by increasing peak (ties: faster first), a point is on the front when it is faster
+  // than every point that needs no more memory
+  std::vector<std::size_t> order(peak_bytes.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const auto &pa = candidates[a].prediction, &pb = candidates[b].prediction;
-    if (pa.peak_vram_bytes != pb.peak_vram_bytes) return pa.peak_vram_bytes < pb.peak_vram_bytes;
-    return pa.step_time_s < pb.step_time_s;
+    if (peak_bytes[a] != peak_bytes[b]) return peak_bytes[a] < peak_bytes[b];
+    return time_s[a] < time_s[b];
   });
+  std::vector<bool> flags(peak_bytes.size(), false);
   double best_time = std::numeric_limits<double>::infinity();
   for (std::size_t i : order) {
-    candidates[i].pareto = candidates[i].prediction.step_time_s < best_time - 1e-12;
-    if (candidates[i].pareto) best_time = candidates[i].prediction.step_time_s;
+    flags[i] = time_s[i] < best_time - 1e-12;
+    if (flags[i]) best_time = time_s[i];
   }
+  return flags;
+}
+
+void mark_pareto(std::vector<Candidate>& candidates) {
+  std::vector<double> peak, time;
+  for (const auto& c : candidates) {
+    peak.push_back(c.prediction.peak_vram_bytes);
+    time.push_back(c.prediction.step_time_s);
+  }
+  const std::vector<bool> flags = pareto_flags(peak, time);
+  for (std::size_t i = 0; i < candidates.size(); ++i) candidates[i].pareto = flags[i];
 }
 
 Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, double headroom_bytes,
@@ -107,16 +120,12 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
     if (x.time_s != y.time_s) return x.time_s < y.time_s;
     return x.peak_bytes < y.peak_bytes;
   });
-  // Pareto: walking from fastest to slowest, a schedule is on the front when it needs less memory
-  // than every faster one
-  std::vector<bool> pareto(scored.size(), false);
-  double smallest_peak = std::numeric_limits<double>::infinity();
+  std::vector<double> peak(scored.size()), time(scored.size());
   for (std::size_t i = 0; i < scored.size(); ++i) {
-    if (scored[i].peak_bytes < smallest_peak - 1e-6) {
-      pareto[i] = true;
-      smallest_peak = scored[i].peak_bytes;
-    }
+    peak[i] = scored[i].peak_bytes;
+    time[i] = scored[i].time_s;
   }
+  const std::vector<bool> pareto = pareto_flags(peak, time);
   int recommended = -1;
   double smallest_over = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < scored.size(); ++i) {

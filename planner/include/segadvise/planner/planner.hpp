@@ -48,7 +48,9 @@ using Evaluate = std::function<Candidate(const Schedule&)>;
 Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, double headroom_bytes,
               bool keep_all = false);
 
-// Marks the Pareto-optimal candidates: no other is both faster and smaller.
+// Pareto-optimal points of (peak, time): no other point is both faster and no larger.
+std::vector<bool> pareto_flags(const std::vector<double>& peak_bytes, const std::vector<double>& time_s);
+// Marks the Pareto-optimal candidates (pareto_flags over their predictions).
 void mark_pareto(std::vector<Candidate>& candidates);
 
 }  // namespace segadvise
