@@ -346,13 +346,15 @@ struct SelfAttention {
   bool linear_kernel = false;
 };
 
-SelfAttention self_attention(Builder& bd, int64_t d, int64_t heads, bool qk_norm, bool adapted, int64_t d_in = 0) {
-  SelfAttention a;
-  const int64_t din = d_in > 0 ? d_in : d;
-  a.q = linear(bd, din, d, adapted);
-  a.k = linear(bd, din, d, adapted);
-  a.v = linear(bd, din, d, adapted);
-  a.o = linear(bd, d, din, adapted);
+// q from width q_in, k and v from width kv_in, all projected to d; out back to width out; the
+// q/k RMSNorm weights when the block has them. Shared by self- and cross-attention.
+template <typename Attention>
+void build_projections(Builder& bd, Attention& a, int64_t d, int64_t q_in, int64_t kv_in, int64_t out,
+                       int64_t heads, bool qk_norm, bool adapted) {
+  a.q = linear(bd, q_in, d, adapted);
+  a.k = linear(bd, kv_in, d, adapted);
+  a.v = linear(bd, kv_in, d, adapted);
+  a.o = linear(bd, d, out, adapted);
   if (qk_norm) {
     a.nq = bd.frozen({d}, 0.1) + 1;
     a.nk = bd.frozen({d}, 0.1) + 1;
@@ -360,6 +362,12 @@ SelfAttention self_attention(Builder& bd, int64_t d, int64_t heads, bool qk_norm
     bd.blk.frozen.push_back(a.nk);
   }
   a.heads = heads;
+}
+
+SelfAttention self_attention(Builder& bd, int64_t d, int64_t heads, bool qk_norm, bool adapted, int64_t d_in = 0) {
+  SelfAttention a;
+  const int64_t din = d_in > 0 ? d_in : d;
+  build_projections(bd, a, d, din, din, din, heads, qk_norm, adapted);
   return a;
 }
 
@@ -372,17 +380,7 @@ struct CrossAttention {
 
 CrossAttention cross_attention(Builder& bd, int64_t d, int64_t dkv, int64_t heads, bool qk_norm, bool adapted) {
   CrossAttention a;
-  a.q = linear(bd, d, d, adapted);
-  a.k = linear(bd, dkv, d, adapted);
-  a.v = linear(bd, dkv, d, adapted);
-  a.o = linear(bd, d, d, adapted);
-  if (qk_norm) {
-    a.nq = bd.frozen({d}, 0.1) + 1;
-    a.nk = bd.frozen({d}, 0.1) + 1;
-    bd.blk.frozen.push_back(a.nq);
-    bd.blk.frozen.push_back(a.nk);
-  }
-  a.heads = heads;
+  build_projections(bd, a, d, d, dkv, d, heads, qk_norm, adapted);
   return a;
 }
 
