@@ -276,6 +276,20 @@ double PlanOptimizer::lower_bound_s(int flag, int position, double retained_byte
   return b.base_seconds + t0 + (need - f0) * b.rate[j];
 }
 
+// The all-keep path of run() without attention offload, position by position with run()'s own
+// limit and sums: it reaches the end with 0 s added exactly when this holds.
+bool PlanOptimizer::keeping_everything_fits(double budget_bytes) const {
+  const double limit = budget_bytes - base_bytes_ + std::abs(budget_bytes) * 1e-12;
+  if (!(limit >= 0)) return false;
+  double retained = 0;
+  for (const auto& ds : decisions_[0]) {
+    const Decision& keep = ds.front();
+    if (keep.seconds != 0.0 || retained + keep.local_bytes > limit) return false;
+    retained += keep.retained_bytes;
+  }
+  return true;
+}
+
 PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Objective objective, double upper_bound_s,
                                            std::size_t max_labels) const {
   const int n = static_cast<int>(chain_.blocks.size());
@@ -420,11 +434,17 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   out.activation_budget_bytes = budget_bytes;
   int best_flag = -1;
   Solution best;
-  // a quick pass with a handful of labels per position: a feasible plan, its time an upper bound
+  // a quick pass with a handful of labels per position: a feasible plan, its time an upper bound.
+  // When keeping every block fits, that pass would find the all-keep plan's 0 s (no decision adds
+  // negative time): take the bound without the pass (for Stable Cascade the pass was most of advise).
   double upper = kInf;
-  for (int f : flags_) {
-    const Solution quick = run(f, budget_bytes, Objective::Time, kInf, 48);
-    if (quick.found) upper = std::min(upper, quick.objective);
+  if (keeping_everything_fits(budget_bytes)) {
+    upper = 0.0;
+  } else {
+    for (int f : flags_) {
+      const Solution quick = run(f, budget_bytes, Objective::Time, kInf, 48);
+      if (quick.found) upper = std::min(upper, quick.objective);
+    }
   }
   for (int f : flags_) {
     Solution s = run(f, budget_bytes, Objective::Time, upper, options_.max_labels);
