@@ -460,17 +460,18 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
   t.backward_s = pc.backward_sum_s;
   t.backward_s += (full ? coef.backward_factor + 1.0 : coef.backward_factor) * pc.outside_s;
 
-  double offload_bytes = 0, recomputed_blocks = 0;
+  // recompute_s sums in a local (through t it went to memory and back once per block)
+  double offload_bytes = 0, recomputed_blocks = 0, recompute_s = t.recompute_s;
   const double share = plan.offload_attention ? offload_share(plan, coef) : 0.0;
   for (const auto& s : plan.segments) {
     for (int i = s.begin; i < s.end; ++i) {
       if (s.mode == BlockMode::Checkpoint) {
-        t.recompute_s += pc.forward_s[i];
+        recompute_s += pc.forward_s[i];
         continue;
       }
       const BlockCost& b = chain.blocks[i];
       if (s.mode == BlockMode::CheckpointFfn) {
-        t.recompute_s += pc.ffn_forward_s[i];
+        recompute_s += pc.ffn_forward_s[i];
         if (s.offload_to_host) offload_bytes += b.ffn_input_bytes;
       }
       if (plan.offload_attention && b.attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes * share;
@@ -478,6 +479,7 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
     if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += pc.scaled[s.begin].boundary_bytes;
     if (s.mode != BlockMode::Keep) recomputed_blocks += s.end - s.begin;
   }
+  t.recompute_s = recompute_s;
   // out in forward, back in backward
   t.transfer_s = 2 * offload_bytes / pcie * (1 - coef.offload_overlap);
   if (sm.streamed_weights_bytes > 0) {
