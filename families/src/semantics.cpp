@@ -105,9 +105,6 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   plan.segments.reserve(n);
   const bool offload = sched.checkpointing && is_unsloth(sched.backend);
   const bool ffn_only = sched.checkpointing && is_ffn(sched.backend);
-  auto mode_for = [&](int i) {
-    return (ffn_only && chain.blocks[i].has_ffn_boundary) ? BlockMode::CheckpointFfn : BlockMode::Checkpoint;
-  };
 
   if (!sched.checkpointing) {
     for (int i = 0; i < n; ++i) push_single(plan.segments, i, BlockMode::Keep, false);
@@ -178,16 +175,21 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
       last_pos = pos;
       return last_rem;
     };
+    // one segment per block, written through plain pointers: through push_back, every bool store
+    // (which may alias anything) made the compiler reload the vectors' pointers once per block
+    plan.segments.resize(n);
+    Segment* out = plan.segments.data();
+    const BlockCost* blocks = chain.blocks.data();
     for (int i = 0; i < n; ++i) {
-      if (!chain.blocks[i].checkpointable) {
-        push_single(plan.segments, i, BlockMode::Keep, false);
-        continue;
-      }
-      const bool ck = every || selected_by_remainder(remainder(sel_at(i)), k, sched.stride);
-      if (ck)
-        push_single(plan.segments, i, mode_for(i), offload);
-      else
-        push_single(plan.segments, i, BlockMode::Keep, false);
+      const bool ck = blocks[i].checkpointable &&
+                      (every || selected_by_remainder(
+                                    remainder(global_index ? blocks[i].global_position : blocks[i].list_position), k,
+                                    sched.stride));
+      out[i].begin = i;
+      out[i].end = i + 1;
+      out[i].mode = !ck ? BlockMode::Keep
+                        : (ffn_only && blocks[i].has_ffn_boundary) ? BlockMode::CheckpointFfn : BlockMode::Checkpoint;
+      out[i].offload_to_host = ck && offload;
     }
   }
   return r;
