@@ -2,6 +2,7 @@
 // Source: shared/reference/simpletuner-semantics.md §2.7 (backends, interval, offload), §3.2
 // (per-family capability table, fallbacks), §4 (errors and silent fixes).
 #include <map>
+#include <optional>
 #include <string>
 
 #include "segadvise/families/analyzer.hpp"
@@ -39,29 +40,43 @@ std::string plan_description(const Plan& plan, const BlockChain& chain) {
 
 }  // namespace
 
+std::string trainer_error(const Family& fam, const Schedule& sched) {
+  const CheckpointSemantics& cs = fam.checkpointing;
+  const std::string who = fam.name + " (" + fam.trainer_family + ")";
+  if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && sched.stride < sched.interval)
+    return "gradient_checkpointing_segment_stride " + std::to_string(sched.stride) +
+           " is smaller than gradient_checkpointing_interval " + std::to_string(sched.interval) +
+           ": the trainer rejects overlapping segments (stride must be >= interval)";
+  if (sched.offload_attention && !cs.attention_offload)
+    return "gradient_checkpointing_offload_attention is not available for " + who +
+           ": the trainer raises an error for families outside its attention-offload list";
+  if (sched.checkpointing && is_ffn(sched.backend) && !cs.ffn_backend)
+    return "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who +
+           " does not expose: the trainer raises a ValueError";
+  return "";
+}
+
+std::optional<Schedule> schedule_as_run(const Family& fam, const Schedule& s) {
+  if (!trainer_error(fam, s).empty()) return std::nullopt;
+  const CheckpointSemantics& cs = fam.checkpointing;
+  Schedule as_run = s;
+  if (cs.interval == "ignored") as_run.interval = as_run.stride = 0;
+  if (!cs.stride || as_run.interval <= 1) as_run.stride = 0;
+  if (!cs.backend_setter && is_unsloth(as_run.backend))
+    as_run.backend = is_ffn(as_run.backend) ? Backend::TorchFfn : Backend::Torch;
+  if (as_run.name() == s.name() && as_run.backend == s.backend) return std::nullopt;
+  return as_run;
+}
+
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& sched, const TrainingSetup& setup) {
   PlanResult r;
   const CheckpointSemantics& cs = fam.checkpointing;
   auto who = [&fam] { return fam.name + " (" + fam.trainer_family + ")"; };  // only for messages
 
   // errors the trainer raises (§4)
-  if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && sched.stride < sched.interval) {
+  r.reason = trainer_error(fam, sched);
+  if (!r.reason.empty()) {
     r.supported = false;
-    r.reason = "gradient_checkpointing_segment_stride " + std::to_string(sched.stride) +
-               " is smaller than gradient_checkpointing_interval " + std::to_string(sched.interval) +
-               ": the trainer rejects overlapping segments (stride must be >= interval)";
-    return r;
-  }
-  if (sched.offload_attention && !cs.attention_offload) {
-    r.supported = false;
-    r.reason = "gradient_checkpointing_offload_attention is not available for " + who() +
-               ": the trainer raises an error for families outside its attention-offload list";
-    return r;
-  }
-  if (sched.checkpointing && is_ffn(sched.backend) && !cs.ffn_backend) {
-    r.supported = false;
-    r.reason = "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who() +
-               " does not expose: the trainer raises a ValueError";
     return r;
   }
   // knobs the trainer ignores: never recommended as if they did something
