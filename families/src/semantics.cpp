@@ -17,7 +17,15 @@ bool per_block_selected(int i, int interval, int stride) {
   return i % interval == 0;
 }
 
-Segment single(int i, BlockMode mode, bool offload) { return Segment{i, i + 1, mode, offload}; }
+// The one-block segment [i, i+1), written field by field in place: a Segment built aside and copied
+// in stalls on store forwarding once per block, which was most of advise's time on long chains.
+void push_single(std::vector<Segment>& segments, int i, BlockMode mode, bool offload) {
+  Segment& s = segments.emplace_back();
+  s.begin = i;
+  s.end = i + 1;
+  s.mode = mode;
+  s.offload_to_host = offload;
+}
 
 std::string plan_description(const Plan& plan, const BlockChain& chain) {
   int ck = 0, ffn = 0, keep = 0, segs = 0;
@@ -116,7 +124,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   };
 
   if (!sched.checkpointing) {
-    for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
+    for (int i = 0; i < n; ++i) push_single(plan.segments, i, BlockMode::Keep, false);
     return r;
   }
   // Regional compilation: the sweep measured identical peaks and step times with and without
@@ -124,7 +132,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   // Cosmos 3; Krea 2's no-compile control rows show the usual shape): the compiled blocks keep
   // their activations. Attention offload still acts. Modelled as every block kept.
   if (setup.regional_compile) {
-    for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
+    for (int i = 0; i < n; ++i) push_single(plan.segments, i, BlockMode::Keep, false);
     r.warnings.push_back("dynamo_use_regional_compilation is on: measured runs show checkpointing inside compiled "
                          "blocks saves no memory and costs no time; disable regional compilation to use it");
     return r;
@@ -154,7 +162,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
     int i = 0;
     while (i < n) {
       if (!chain.blocks[i].checkpointable) {
-        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        push_single(plan.segments, i, BlockMode::Keep, false);
         ++i;
         continue;
       }
@@ -169,7 +177,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
         plan.segments.push_back(Segment{i, end, BlockMode::Checkpoint, offload});
         i = end;
       } else {
-        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        push_single(plan.segments, i, BlockMode::Keep, false);
         ++i;
       }
     }
@@ -177,11 +185,14 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
     const bool every = semantics == "every_block" || semantics == "ignored" || k == 1;
     for (int i = 0; i < n; ++i) {
       if (!chain.blocks[i].checkpointable) {
-        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        push_single(plan.segments, i, BlockMode::Keep, false);
         continue;
       }
       const bool ck = every || per_block_selected(sel_at(i), k, sched.stride);
-      plan.segments.push_back(ck ? single(i, mode_for(i), offload) : single(i, BlockMode::Keep, false));
+      if (ck)
+        push_single(plan.segments, i, mode_for(i), offload);
+      else
+        push_single(plan.segments, i, BlockMode::Keep, false);
     }
   }
   return r;

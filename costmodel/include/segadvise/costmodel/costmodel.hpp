@@ -75,6 +75,8 @@ struct PreparedChain {
   std::vector<double> ffn_forward_s;   // FFN part of it (recomputed by -ffn backends)
   std::vector<double> attention_s;     // attention part of it
   std::vector<double> backward_s;      // per block backward time
+  double forward_sum_s = 0;            // sum of forward_s, in block order (the same for every plan)
+  double backward_sum_s = 0;           // sum of backward_s, in block order
   StaticMemory static_memory;
   double outside_s = 0;
   double usable_vram_bytes = 0;
