@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "segadvise/costmodel/types.hpp"
+#include "segadvise/families/block_kind.hpp"
 
 namespace segadvise {
 
 struct BlockListSpec {
   std::string name;
   int count = 0;
-  std::string kind;
+  BlockKind kind = BlockKind::DitSelf;
   int hidden = 0;
   int heads = 0;
   int head_dim = 0;
