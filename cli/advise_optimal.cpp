@@ -11,7 +11,7 @@ namespace segadvise::cli {
 
 OptimalOptions optimal_options(const Context& ctx) {
   OptimalOptions o;
-  o.segments_cross_lists = ctx.family->checkpointing.index == "global";
+  o.segments_cross_lists = ctx.family->checkpointing.index == BlockIndex::Global;
   // Long chains (Stable Cascade's 192 micro-blocks) cap a checkpoint call at 32 blocks so advise
   // stays interactive (0.26 s -> a few ms there); no trainer schedule of such a family uses longer
   // segments, so the optimum is still never worse than the trainer's best.

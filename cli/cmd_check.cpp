@@ -39,7 +39,7 @@ bool ignored_knob_schedule(const Family& fam, const Schedule& s, Schedule& as_ru
                      (s.checkpointing && is_ffn(s.backend) && !cs.ffn_backend);
   if (error) return false;
   as_run = s;
-  if (cs.interval == "ignored") as_run.interval = as_run.stride = 0;
+  if (cs.interval == IntervalRule::Ignored) as_run.interval = as_run.stride = 0;
   if (!cs.stride || as_run.interval <= 1) as_run.stride = 0;
   if (!cs.backend_setter && is_unsloth(as_run.backend))
     as_run.backend = is_ffn(as_run.backend) ? Backend::TorchFfn : Backend::Torch;

@@ -212,9 +212,9 @@ ScheduleSpace schedule_space(const Context& ctx) {
     longest = std::max(longest, ++per_list[b.list]);
     ++total;
   }
-  const bool global = cs.index == "global" || cs.interval == "micro_blocks";
+  const bool global = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
   sp.max_interval = global ? total : longest;
-  sp.interval = cs.interval != "ignored";
+  sp.interval = cs.interval != IntervalRule::Ignored;
   sp.stride = cs.stride;
   sp.backends = {Backend::Torch};
   if (cs.backend_setter) sp.backends.push_back(Backend::Unsloth);

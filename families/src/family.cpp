@@ -27,6 +27,19 @@ std::string join(const std::vector<std::string>& v) {
 using Reader = FieldReader;
 
 // Every size is checked against its documented meaning (families/FORMAT.md "Limits").
+// the names of each checkpointing enum, in enum order
+const std::vector<std::string> kIntervalRules = {"segmented", "per_block", "ignored", "micro_blocks"};
+const std::vector<std::string> kFallbackRules = {"every_block", "per_block"};
+const std::vector<std::string> kBlockIndexes = {"per_list", "global"};
+
+// an enum field: one of `names` (its position is the enum value); unset: `def`
+template <class E>
+E enum_field(const Reader& r, const std::string& field, E def, const std::vector<std::string>& names, bool required) {
+  const std::string v = r.str(field, names[static_cast<std::size_t>(def)], required);
+  r.one_of(field, v, names);
+  return static_cast<E>(std::find(names.begin(), names.end(), v) - names.begin());
+}
+
 BlockListSpec parse_block_list(const Reader& r) {
   BlockListSpec b;
   b.name = r.str("name", "", true);
@@ -124,13 +137,10 @@ Family parse_family(const json& j, const std::string& origin) {
 
   const Reader c = r.sub("checkpointing", true);
   CheckpointSemantics& s = f.checkpointing;
-  s.interval = c.str("interval", "segmented", true);
-  c.one_of("interval", s.interval, {"segmented", "per_block", "ignored", "micro_blocks"});
-  s.stride = c.boolean("stride", s.interval != "ignored");
-  s.fallback = c.str("fallback", "every_block");
-  c.one_of("fallback", s.fallback, {"every_block", "per_block"});
-  s.index = c.str("index", "per_list");
-  c.one_of("index", s.index, {"per_list", "global"});
+  s.interval = enum_field(c, "interval", IntervalRule::Segmented, kIntervalRules, true);
+  s.stride = c.boolean("stride", s.interval != IntervalRule::Ignored);
+  s.fallback = enum_field(c, "fallback", FallbackRule::EveryBlock, kFallbackRules, false);
+  s.index = enum_field(c, "index", BlockIndex::PerList, kBlockIndexes, false);
   s.backend_setter = c.boolean("backend_setter", true);
   s.ffn_backend = c.boolean("ffn_backend", false);
   s.attention_offload = c.boolean("attention_offload", false);
@@ -161,6 +171,10 @@ Family parse_family(const json& j, const std::string& origin) {
   if (f.example.batch <= 0) e.fail("batch", "must be positive");
   return f;
 }
+
+std::string to_string(IntervalRule r) { return kIntervalRules[static_cast<std::size_t>(r)]; }
+std::string to_string(FallbackRule r) { return kFallbackRules[static_cast<std::size_t>(r)]; }
+std::string to_string(BlockIndex i) { return kBlockIndexes[static_cast<std::size_t>(i)]; }
 
 const std::vector<Family>& builtin_families() {
   static const std::vector<Family> fams = [] {
