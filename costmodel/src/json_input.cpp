@@ -38,6 +38,14 @@ Cursor cursor_at(const std::string& text, std::size_t byte) {
   return c;
 }
 
+// `s` cut to `max` bytes (on a UTF-8 boundary) followed by "…"
+std::string cut_text(const std::string& s, std::size_t max) {
+  if (s.size() <= max) return s;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return s.substr(0, cut) + "…";
+}
+
 bool number_char(char ch) { return (ch >= '0' && ch <= '9') || ch == '-' || ch == '+' || ch == '.' || ch == 'e' || ch == 'E'; }
 
 // One pass over the text before nlohmann sees it: nesting depth, key counts, numbers past double.
@@ -94,7 +102,8 @@ std::string parser_detail(const std::string& what) {
   std::string detail = what;
   const auto colon = detail.find(": ", detail.find("parse error"));
   if (colon != std::string::npos) detail = detail.substr(colon + 2);
-  return brief_text(detail);
+  // nlohmann's own words are kept whole; only the token it echoes ("last read: '...'") can be long
+  return cut_text(detail, 4 * kMaxEchoChars);
 }
 
 template <class J>
@@ -113,12 +122,7 @@ J parse_checked(const std::string& text, const std::string& origin) {
 
 }  // namespace
 
-std::string brief_text(const std::string& s) {
-  if (s.size() <= kMaxEchoChars) return s;
-  std::size_t cut = kMaxEchoChars;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-  return s.substr(0, cut) + "…";
-}
+std::string brief_text(const std::string& s) { return cut_text(s, kMaxEchoChars); }
 
 void throw_range(const std::string& where, const std::string& value, double lo, double hi, bool integer) {
   throw InputError(where + ": " + brief_text(value) + " is not " + (integer ? "an integer" : "a finite number") +
