@@ -380,6 +380,10 @@ Prediction unsupported_prediction(const std::string& reason) {
   return p;
 }
 
+double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef) {
+  return std::max(0.0, gpu.total_bytes - coef.for_gpu(gpu.id).reserve_bytes);
+}
+
 PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
                       const Coefficients& coef) {
   PreparedChain pc;
@@ -408,7 +412,7 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
   }
   pc.static_memory = static_memory(chain, setup);
   pc.outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * gpu.bf16_flops_per_s);
-  pc.usable_vram_bytes = std::max(0.0, gpu.total_bytes - g.reserve_bytes);
+  pc.usable_vram_bytes = usable_vram_bytes(gpu, coef);
   return pc;
 }
 

@@ -59,6 +59,10 @@ double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const
 Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetup& setup, const GpuSpec& gpu,
                    const Coefficients& coef, double headroom_bytes);
 
+// Memory a run may use on `gpu`: its total minus the runtime's reserve (CUDA context, allocator
+// reserve, what the driver keeps; fitted per GPU), never below 0. Headroom comes off this.
+double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef);
+
 // Everything about a chain that does not depend on the schedule, computed once: advise evaluates
 // thousands of schedules over the same chain. Holds references: keep the inputs alive.
 struct PreparedChain {
