@@ -403,6 +403,11 @@ const Family& resolve_family(const Fields& cfg, const std::string& path, std::ve
                        "cross-attention adapters and audio encoder are not counted, so peak and time are lower bounds");
     return find_family_by_trainer("wan", "i2v-14b-2.1", path);
   }
+  if (mf == "deepfloyd")
+    throw InputError(cfg.where("model_family") +
+                     ": deepfloyd is not modelled: DeepFloyd IF's U-Net channel widths are not in the references "
+                     "(known: pixel space, T5-XXL capped at 77 tokens, flavour sizes I-M 400M, I-L 900M, I-XL 4.3B, II-M "
+                     "450M, II-L 1.2B; shared/reference/families-corrections.md)");
   if (!flavour.empty()) return find_family_by_trainer(mf, flavour, path);
   const auto it = default_flavours().find(mf);
   if (it == default_flavours().end()) return find_family_by_trainer(mf, "", path);  // names the nearest families

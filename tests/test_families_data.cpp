@@ -218,3 +218,27 @@ TEST_CASE("MiniMax Music 3's autoregressive stage is a clear input error") {
     CHECK(std::string(e.what()).find("minimax_music_train_component") != std::string::npos);
   }
 }
+
+TEST_CASE("DeepFloyd IF stays a clear input error naming what is missing") {
+  segadvise::cli::ReadOptions o;
+  o.cwd = "/nonexistent-working-directory";
+  try {
+    segadvise::cli::read_simpletuner_config(kFixtures + "deepfloyd.json", o);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("U-Net channel widths") != std::string::npos);
+  }
+}
+
+TEST_CASE("Bria 3.2: 8 double + 28 single Flux-style blocks of 2304, ~3.76B") {
+  // d = 2304 (24 x 96), f = 9216 GELU. Double: two streams' attention 2 x 4d^2 = 42,467,328, two
+  // GELU FFNs 2 x 2df = 84,934,656, adaLN 6d^2 per stream = 63,700,992 -> 191,102,976. Single: fused
+  // in-projection d(3d + f) = 37,158,912, out-projection (d + f)d = 26,542,080, modulation 3d^2 =
+  // 15,925,248 -> 79,626,240. 8 x 191,102,976 + 28 x 79,626,240 = 3,758,358,528.
+  // Tokens at 1024 px: 8x VAE, patch 2 -> 4096 image + 128 text.
+  const Family& f = find_family_by_trainer("bria", "v3.2", "test");
+  const BlockChain c = analyze(f, setup_for(f, 1024, 1024, 1));
+  CHECK(c.tokens_image == doctest::Approx(4096));
+  CHECK(c.tokens_text == doctest::Approx(128));
+  CHECK(block_params(c) == doctest::Approx(3758358528.0));
+}
