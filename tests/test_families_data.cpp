@@ -111,7 +111,8 @@ TEST_CASE("Cosmos 3: edge 2048 wide with a 16x VAE, nano the default, super 64 l
   CHECK(ce.blocks.size() == 28);
   CHECK(block_params(ce) == doctest::Approx(2.8168e9));
   CHECK(edge.block_lists[0].ffn_act == "relu2");
-  CHECK(edge.checkpointing.compiled_blocks_keep_activations);
+  CHECK_FALSE(edge.checkpointing.compiled_blocks_keep_activations);
+  CHECK(find_family_by_trainer("krea2", "raw", "test").checkpointing.compiled_blocks_keep_activations);
   // nano (the trainer's default flavour): 36 x 3.86e8 = 1.3896e10
   const Family& nano = find_family_by_trainer("cosmos3", "", "test");
   CHECK(nano.id == "cosmos3-nano");

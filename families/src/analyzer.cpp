@@ -342,6 +342,27 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
   return a;
 }
 
+// The published parameter count wins over the generic modulation estimate (adaLN 4d^2 per dit_self
+// block, 6d^2 per mmdit stream, 3d^2 per single-stream block: the only non-quantizable weights the
+// analyzer derives). Families whose modulation is small or shared (Chroma's pruned table, Z-Image,
+// Ideogram's 512-wide and Lumina2's 1024-wide adaLN inputs, OmniGen's none) would otherwise carry
+// billions of phantom bf16 weights. When the blocks exceed the published total, their
+// non-quantizable part shrinks by one factor (to zero at most); returns the new block total.
+double fit_modulation_to_published(BlockChain& chain, double published, double block_params) {
+  if (published <= 0 || block_params <= published) return block_params;
+  double quantizable = 0;
+  for (const auto& b : chain.blocks) quantizable += b.quantizable_params;
+  const double modulation = block_params - quantizable;
+  if (modulation <= 0) return block_params;
+  const double f = std::max(0.0, published - quantizable) / modulation;
+  double total = 0;
+  for (auto& b : chain.blocks) {
+    b.params = b.quantizable_params + (b.params - b.quantizable_params) * f;
+    total += b.params;
+  }
+  return total;
+}
+
 }  // namespace
 
 LoraCoverage lora_coverage(const Family& fam) {
@@ -446,6 +467,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   // outside the blocks: patch embedding, final norm/projection, loss on the latent, plus the skip
   // tensors held between their push and pop: a few hidden-sized tensors per token
   chain.outside_activation_bytes = 4 * n_img * d0 * e + skip_peak;
+  block_params = fit_modulation_to_published(chain, fam.params_published, block_params);
   chain.outside_params = std::max(0.0, fam.params_published - block_params);
   chain.outside_matmul_flops = 2 * n_img * 2 * d0 * 64;
   return chain;
