@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_reader.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
@@ -14,8 +13,6 @@
 using namespace segadvise;
 
 namespace {
-
-const std::string kFixtures = std::string(SEGADVISE_FIXTURES_DIR) + "/families/";
 
 double block_params(const BlockChain& c) {
   double p = 0;
@@ -197,38 +194,6 @@ TEST_CASE("Wan S2V: 12 audio cross-attentions in blocks 0, 4, ..., 24, 27, ..., 
   CHECK(c.blocks[26].params == doctest::Approx(351272960));
   CHECK(c.blocks[39].list_position == 39);  // the runs of `blocks` are one list to the trainer
   CHECK(block_params(c) == doctest::Approx(15309209600.0));
-}
-
-TEST_CASE("flavours that ship low-precision weights are read at their real precision") {
-  // Ideogram's fp8 flavour at no_change stays native fp8 unless upcast; Boogu -fp8 is forced to fp8-torchao
-  using segadvise::cli::read_simpletuner_config;
-  segadvise::cli::ReadOptions o;
-  o.cwd = "/nonexistent-working-directory";
-  CHECK(read_simpletuner_config(kFixtures + "ideogram-fp8.json", o).setup.base_precision == "fp8-native");
-  CHECK(read_simpletuner_config(kFixtures + "ideogram-fp8-upcast.json", o).setup.base_precision == "no_change");
-  CHECK(read_simpletuner_config(kFixtures + "boogu-base-fp8.json", o).setup.base_precision == "fp8-torchao");
-}
-
-TEST_CASE("MiniMax Music 3's autoregressive stage is a clear input error") {
-  segadvise::cli::ReadOptions o;
-  o.cwd = "/nonexistent-working-directory";
-  try {
-    segadvise::cli::read_simpletuner_config(kFixtures + "music3-lm.json", o);
-    FAIL("expected an InputError");
-  } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("minimax_music_train_component") != std::string::npos);
-  }
-}
-
-TEST_CASE("DeepFloyd IF stays a clear input error naming what is missing") {
-  segadvise::cli::ReadOptions o;
-  o.cwd = "/nonexistent-working-directory";
-  try {
-    segadvise::cli::read_simpletuner_config(kFixtures + "deepfloyd.json", o);
-    FAIL("expected an InputError");
-  } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("U-Net channel widths") != std::string::npos);
-  }
 }
 
 TEST_CASE("Bria 3.2: 8 double + 28 single Flux-style blocks of 2304, ~3.76B") {
