@@ -93,9 +93,7 @@ Schedule sched(bool ck, Backend b = Backend::Torch) {
 // evaluates one knob combination with its own setup (the chain is rebuilt for it)
 TrainerPlan evaluate_plan(const Context& base, const std::string& label, ordered_json knobs, const Schedule& s,
                           const TrainingSetup& setup) {
-  Context ctx = base;
-  ctx.setup = setup;
-  reanalyze(ctx);
+  const Context ctx = base.with_setup(setup);
   TrainerPlan p;
   p.label = label;
   p.knobs = std::move(knobs);
