@@ -91,7 +91,7 @@ TEST_CASE("Boogu Image: 3360 wide, 8 double + 32 single-stream blocks, ~9.96B") 
   // 8 x 440.6M = 9,959,872,000. Tokens at 1024 px: 8x VAE, patch 2 -> 64 x 64 = 4096.
   const Family& f = find_family_by_trainer("boogu_image", "v0.1-base", "test");
   CHECK(f.block_lists.size() == 4);
-  CHECK(f.block_lists[3].kind == "dit_self");
+  CHECK(f.block_lists[3].kind == BlockKind::DitSelf);
   CHECK(f.block_lists[3].count == 32);
   const BlockChain c = analyze(f, setup_for(f, 1024, 1024, 1));
   CHECK(c.tokens_image == doctest::Approx(4096));
