@@ -168,9 +168,13 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
     nlohmann::json params = nlohmann::json::array();
     for (const auto& p : fr.parameters)
       params.push_back({{"name", p.name}, {"value", p.value}, {"lo", p.lo}, {"hi", p.hi}, {"at_bound", p.at_bound}});
+    // a coefficient pinned at a bound stands in for a term the model lacks (issue 12, item 5)
+    std::vector<std::string> at_bound;
+    for (const auto& p : fr.parameters)
+      if (p.at_bound) at_bound.push_back(p.name);
     cj["fit"] = {{"method", "bounded Levenberg-Marquardt, soft-L1 on log ratios, OOM hinge constraints"},
                  {"runs", fr.runs_used}, {"residuals", fr.residuals}, {"iterations", fr.iterations},
-                 {"cost", fr.cost}, {"stop", fr.stop_reason}};
+                 {"cost", fr.cost}, {"stop", fr.stop_reason}, {"at_bound", at_bound}};
     const std::string text = cj.dump(2) + "\n";
     if (f->output.empty()) {
       std::cout << text;
@@ -190,6 +194,11 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
         t.add({p.name, fixed(p.value, 4), "[" + fixed(p.lo, 2) + ", " + fixed(p.hi, 2) + "]", p.at_bound ? "at bound" : ""});
       for (const auto& [g, gc] : fr.coef.gpu) t.add({"gpu." + g + ".reserve_gib", fixed(gc.reserve_bytes / kGiB, 3), "envelope", ""});
       t.print(out, md);
+      if (!at_bound.empty()) {
+        out << at_bound.size() << " coefficient(s) ended at a bound (each stands in for a term the model lacks):";
+        for (const auto& n : at_bound) out << " " << n;
+        out << "\n";
+      }
       if (!f->output.empty()) out << "wrote " << f->output << "\n";
     }
     exit_code = kOk;

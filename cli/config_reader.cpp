@@ -351,6 +351,11 @@ const Family& resolve_family(const Fields& cfg, const std::string& path, std::ve
                        "cross-attention adapters and audio encoder are not counted, so peak and time are lower bounds");
     return find_family_by_trainer("wan", "i2v-14b-2.1", path);
   }
+  if (mf == "deepfloyd")
+    throw InputError(cfg.where("model_family") +
+                     ": deepfloyd is not modelled: DeepFloyd IF's U-Net channel widths are not in the references "
+                     "(known: pixel space, T5-XXL capped at 77 tokens, flavour sizes I-M 400M, I-L 900M, I-XL 4.3B, II-M "
+                     "450M, II-L 1.2B; shared/reference/families-corrections.md)");
   if (!flavour.empty()) return find_family_by_trainer(mf, flavour, path);
   const auto it = default_flavours().find(mf);
   if (it == default_flavours().end()) return find_family_by_trainer(mf, "", path);  // names the nearest families
@@ -380,6 +385,10 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
     r.warnings.push_back(path + ": " + d + " is written both with and without `--`: the later one is used");
 
   const Family& fam = resolve_family(cfg, path, r.warnings);
+  if (fam.trainer_family == "minimaxmusic" && cfg.str("minimax_music_train_component", "") == "language_model")
+    throw InputError(cfg.where("minimax_music_train_component") +
+                     ": language_model trains MiniMax Music 3's Qwen3 8B autoregressive stage, which segadvise does "
+                     "not model (only the 2.4B diffusion transformer is in families/data)");
   r.family = &fam;
   TrainingSetup& s = r.setup;
   s = TrainingSetup{};
@@ -435,6 +444,21 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
     throw InputError(cfg.where("base_model_precision") + ": " + e.what());
   }
   if (precision == "bf16") precision = "no_change";
+  // flavours whose checkpoint is already low precision (§2.2, families' notes): Ideogram's default
+  // `fp8` flavour stays native fp8 at no_change unless ideogram_fp8_base_upcast dequantizes it;
+  // Boogu's `-fp8` flavours at no_change are forced to fp8-torchao
+  const std::string flavour = cfg.str("model_flavour", "");
+  if (precision == "no_change" && fam.trainer_family == "ideogram" && (flavour.empty() || flavour == "fp8") &&
+      !cfg.boolean("ideogram_fp8_base_upcast", false)) {
+    precision = "fp8-native";
+    s.notes.push_back("ideogram fp8 flavour at base_model_precision no_change: the base stays native fp8 "
+                      "(set ideogram_fp8_base_upcast to train on bf16 weights)");
+  }
+  if (precision == "no_change" && fam.trainer_family == "boogu_image" && flavour.size() > 4 &&
+      flavour.compare(flavour.size() - 4, 4, "-fp8") == 0) {
+    precision = "fp8-torchao";
+    s.notes.push_back("boogu_image " + flavour + " at base_model_precision no_change: the trainer forces fp8-torchao");
+  }
   s.base_precision = precision;
   const bool hadamard = cfg.boolean("sdnq_use_hadamard", false);
   if (hadamard && precision_info(precision).backend == "sdnq") s.sdnq_hadamard = true;

@@ -112,9 +112,22 @@ TEST_CASE("attention offload without checkpointing keeps only the FFN and rest s
   BlockChain offloadable = chain;
   for (auto& b : offloadable.blocks) b.attention_offloadable = true;
   const ActivationTimeline tl =
-      simulate_activations(offloadable, realized(offloadable, "activation-offload"), Coefficients{});
+      simulate_activations(offloadable, realized(offloadable, "none-offload"), Coefficients{});
   CHECK(tl.peak_bytes == doctest::Approx(26));
   CHECK(tl.host_bytes == doctest::Approx(24));
+}
+
+TEST_CASE("attention offload under per-block checkpointing holds staging copies on the device") {
+  // activation-offload = layer + attention offload. The per-block layer peak is 22 (see above);
+  // with offload_staging_blocks 1.5 the machinery holds 1.5 x the largest checkpointed block's
+  // attention (6) = 9 on top of every position: 22 + 9 = 31. Without offload: 22, unchanged.
+  BlockChain offloadable = four_blocks();
+  for (auto& b : offloadable.blocks) b.attention_offloadable = true;
+  Coefficients c;
+  c.offload_staging_blocks = 1.5;
+  CHECK(simulate_activations(offloadable, realized(offloadable, "activation-offload"), c).peak_bytes ==
+        doctest::Approx(31));
+  CHECK(simulate_activations(offloadable, realized(offloadable, "layer"), c).peak_bytes == doctest::Approx(22));
 }
 
 TEST_CASE("a stride smaller than the interval is rejected as the trainer rejects it") {
@@ -156,8 +169,16 @@ TEST_CASE("LoRA trainable bytes, gradients and AdamW-bf16 state follow the adapt
 }
 
 TEST_CASE("schedule names of the sweep parse and print back") {
-  for (const std::string n : {"none", "layer", "interval2", "seg2-stride4", "activation-offload", "seg2-stride4-offload"})
+  for (const std::string n :
+       {"none", "layer", "interval2", "seg2-stride4", "activation-offload", "seg2-stride4-offload", "none-offload"})
     CHECK(Schedule::parse(n).name() == n);
+  // the sweep's activation-offload rows are per-block checkpointing plus attention offload
+  // (simpletuner-sweep/README.md), not offload without checkpointing
+  const Schedule ao = Schedule::parse("activation-offload");
+  CHECK(ao.checkpointing);
+  CHECK(ao.offload_attention);
+  CHECK(ao.interval <= 1);
+  CHECK_FALSE(Schedule::parse("none-offload").checkpointing);
   CHECK(Schedule::parse("interval3+unsloth").backend == Backend::Unsloth);
   CHECK_THROWS_AS(Schedule::parse("segment2"), InputError);
   CHECK_THROWS_AS(Schedule::parse("none+unsloth"), InputError);

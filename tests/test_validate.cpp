@@ -31,7 +31,7 @@ TrainingSetup tiny_setup(const Family& fam, int side) {
 // every schedule shape the executor knows, as the trainer realizes it on a Wan-like family
 const char* kSchedules[] = {"none",         "layer",         "interval2",           "interval3",
                             "seg2-stride4", "layer+torch-ffn", "layer+unsloth",     "seg2-stride3+unsloth",
-                            "layer+unsloth-ffn", "activation-offload", "seg2-stride4-offload", "layer-offload"};
+                            "layer+unsloth-ffn", "activation-offload", "seg2-stride4-offload", "none-offload"};
 
 }  // namespace
 

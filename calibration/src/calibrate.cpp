@@ -199,6 +199,10 @@ std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector
       specs.push_back({"offload_overlap", 0.0, 1.0, [](Coefficients& c) -> double& { return c.offload_overlap; }});
       specs.push_back({"offload_share_checkpointed", 0.0, 1.0,
                        [](Coefficients& c) -> double& { return c.offload_share_checkpointed; }});
+      // device copies the attention offload holds under checkpointing: 0..12 blocks (the pinned pool's
+      // default bucket count, offload_pin_memory_max_buckets)
+      specs.push_back({"offload_staging_blocks", 0.0, 12.0,
+                       [](Coefficients& c) -> double& { return c.offload_staging_blocks; }});
     }
     // host time per kernel launch: 2-200 us covers eager PyTorch on current CPUs
     specs.push_back({"launch_s", 2e-6, 200e-6, [](Coefficients& c) -> double& { return c.launch_s; }});
@@ -251,6 +255,7 @@ FitResult fit_coefficients(const PreparedSet& set, const Coefficients& start, co
     if (v == 0 && s.name.rfind("matmul_time_factor.", 0) == 0) v = 1.0;
     // start inside the box: at a bound the active-set rule may never let a parameter off it
     if (v == 0 && s.name.rfind("quantized_input_scale.", 0) == 0) v = 0.5;
+    if (v == 0 && s.name == "offload_staging_blocks") v = 1.0;
     prob.x0.push_back(std::clamp(v, s.lo, s.hi));
     prob.lo.push_back(s.lo);
     prob.hi.push_back(s.hi);

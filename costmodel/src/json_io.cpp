@@ -105,7 +105,8 @@ json to_json(const Coefficients& c) {
           {"fragmentation", c.fragmentation},
           {"offload_overlap", c.offload_overlap},
           {"launch_s", c.launch_s},
-          {"offload_share_checkpointed", c.offload_share_checkpointed}};
+          {"offload_share_checkpointed", c.offload_share_checkpointed},
+          {"offload_staging_blocks", c.offload_staging_blocks}};
 }
 
 Coefficients coefficients_from_json(const json& j, const std::string& origin) {
@@ -155,6 +156,7 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
   c.offload_overlap = num(j, "offload_overlap", c.offload_overlap, "");
   c.launch_s = num(j, "launch_s", c.launch_s, "");
   c.offload_share_checkpointed = num(j, "offload_share_checkpointed", c.offload_share_checkpointed, "");
+  c.offload_staging_blocks = num(j, "offload_staging_blocks", c.offload_staging_blocks, "");
   return c;
 }
 

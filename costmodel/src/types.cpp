@@ -28,7 +28,7 @@ Backend parse_backend(const std::string& s) {
 std::string Schedule::name() const {
   std::string n;
   if (!checkpointing) {
-    n = offload_attention ? "activation-offload" : "none";
+    n = offload_attention ? "none-offload" : "none";
   } else if (interval <= 1 && stride <= 0) {
     n = "layer";
   } else if (stride > 0 && interval > 1) {
@@ -38,7 +38,9 @@ std::string Schedule::name() const {
   } else {
     n = "interval" + std::to_string(interval);
   }
-  if (checkpointing && offload_attention) n += (n == "layer" ? "-offload" : "-offload");
+  // the sweep's `activation-offload` is per-block checkpointing plus attention offload
+  // (shared/reference/simpletuner-sweep/README.md)
+  if (checkpointing && offload_attention) n = (n == "layer" ? "activation-offload" : n + "-offload");
   if (checkpointing && backend != Backend::Torch) n += "+" + to_string(backend);
   return n;
 }
@@ -64,11 +66,13 @@ Schedule Schedule::parse(const std::string& raw) {
   static const std::regex seg_only_re("seg([0-9]+)(-offload)?");
   if (name == "none") {
     s.checkpointing = false;
-  } else if (name == "activation-offload" || name == "none-offload") {
+  } else if (name == "none-offload") {
     s.checkpointing = false;
     s.offload_attention = true;
-  } else if (name == "layer" || name == "layer-offload") {
-    s.offload_attention = name == "layer-offload";
+  } else if (name == "layer" || name == "layer-offload" || name == "activation-offload") {
+    // the sweep's `activation-offload` rows ran `gradient_checkpointing: true` (every block) plus
+    // `gradient_checkpointing_offload_attention: true` (simpletuner-sweep/README.md)
+    s.offload_attention = name != "layer";
   } else if (std::regex_match(name, m, interval_re)) {
     s.interval = interval(m[1]);
     s.offload_attention = m[2].matched;
@@ -81,10 +85,12 @@ Schedule Schedule::parse(const std::string& raw) {
     s.offload_attention = m[2].matched;
   } else {
     throw InputError("unknown schedule '" + brief_text(raw) +
-                     "' (none, layer, intervalK, segK-strideS, activation-offload, segK-strideS-offload, "
+                     "' (none, layer, intervalK, segK-strideS, activation-offload (= layer + attention offload), "
+                     "segK-strideS-offload, none-offload, "
                      "optionally +torch-ffn / +unsloth / +unsloth-ffn)");
   }
-  if (s.checkpointing && s.interval == 0 && s.stride == 0 && name != "layer" && name != "layer-offload")
+  if (s.checkpointing && s.interval == 0 && s.stride == 0 && name != "layer" && name != "layer-offload" &&
+      name != "activation-offload")
     throw InputError("schedule '" + raw + "': interval must be at least 1");
   if (s.backend != Backend::Torch && !s.checkpointing)
     throw InputError("schedule '" + raw + "': a checkpointing backend needs checkpointing on");

@@ -94,41 +94,76 @@ bool contains_any(const std::vector<std::string>& targets, const std::set<std::s
   return false;
 }
 
+// Attention widths: queries and the output projection are heads x head_dim wide (`da`, the model
+// width d for most families; wider in Cosmos 3 super and MiniMax H3), keys and values kv_heads x
+// head_dim (`dkv`, narrower under grouped-query attention). `window` caps the keys each query sees
+// (local / sliding-window attention; 0: the whole sequence). With da = dkv = d and no window every
+// formula below is the plain multi-head one of the header comment.
+struct AttnShape {
+  double da = 0, dkv = 0, hd = 64, window = 0;
+  double keys(double n) const { return window > 0 ? std::min(n, window) : n; }
+};
+
+AttnShape attn_shape(const BlockListSpec& b, double d) {
+  AttnShape s;
+  s.hd = b.head_dim > 0 ? b.head_dim : 64;
+  s.da = b.heads > 0 ? b.heads * s.hd : d;
+  s.dkv = b.kv_heads > 0 ? b.kv_heads * s.hd : s.da;
+  s.window = b.attention_window;
+  return s;
+}
+
+AttnShape plain_shape(double d, double hd) { return AttnShape{d, d, hd, 0}; }
+
 // self-attention over n tokens of width d (joint sequence when the block is joint)
-void self_attention(Acc& a, const Training& t, double n, double d, double hd, bool qk_norm, bool projections_targeted,
-                    bool linear_kernel = false) {
-  a.attn += n * (d + t.ln_stats());              // the norm's input
-  if (qk_norm) a.attn += n * 2 * (d + 1);        // q and k before their RMSNorm, and its rsqrt
-  a.attn += n * 4 * d;                           // the kernel's q, k, v, out
-  if (!linear_kernel) a.attn += n * t.lse(d / hd);
-  if (t.full) a.attn += n * 2 * d;  // qkv input and out-proj input, once each
-  if (projections_targeted) a.attn += n * 4 * t.adapter_input(d);
-  a.matmul_flops += n * 2 * 4 * d * d;
-  a.lin_in_attn += n * 2 * d;  // q/k/v share one input; the out projection has its own
-  a.attn_flops += linear_kernel ? 4 * n * d * hd : 4 * n * n * d;
-  a.params += 4 * d * d;
-  a.quantizable += 4 * d * d;
-  if (projections_targeted) a.lora += 4 * t.adapter_params(d, d);
+void self_attention(Acc& a, const Training& t, double n, double d, const AttnShape& h, bool qk_norm,
+                    bool projections_targeted, bool linear_kernel = false) {
+  const double da = h.da, dkv = h.dkv;
+  a.attn += n * (d + t.ln_stats());                      // the norm's input
+  if (qk_norm) a.attn += n * (da + 1 + dkv + 1);         // q and k before their RMSNorm, and its rsqrt
+  a.attn += n * (2 * da + 2 * dkv);                      // the kernel's q, k, v, out
+  if (!linear_kernel) a.attn += n * t.lse(da / h.hd);
+  if (t.full) a.attn += n * (d + da);  // qkv input and out-proj input, once each
+  if (projections_targeted) a.attn += n * (3 * t.adapter_input(d) + t.adapter_input(da));
+  a.matmul_flops += n * 2 * (2 * d * da + 2 * d * dkv);
+  a.lin_in_attn += n * (d + da);  // q/k/v share one input; the out projection has its own
+  a.attn_flops += linear_kernel ? 4 * n * da * h.hd : 4 * n * h.keys(n) * da;
+  a.params += 2 * d * da + 2 * d * dkv;
+  a.quantizable += 2 * d * da + 2 * d * dkv;
+  if (projections_targeted)
+    a.lora += t.adapter_params(d, da) + 2 * t.adapter_params(d, dkv) + t.adapter_params(da, d);
   a.launches += 24 + (qk_norm ? 4 : 0) + (projections_targeted ? 4 * t.adapter_launches() : 0);
 }
 
-// queries: nq tokens of width d; keys/values projected from nkv tokens of width dkv
+void self_attention(Acc& a, const Training& t, double n, double d, double hd, bool qk_norm, bool projections_targeted,
+                    bool linear_kernel = false) {
+  self_attention(a, t, n, d, plain_shape(d, hd), qk_norm, projections_targeted, linear_kernel);
+}
+
+// queries: nq tokens of width d; keys/values projected from nkv tokens of width dsrc
 // kv_grad: the keys/values' source needs a gradient (another stream), not a constant text context
+void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d, double dsrc, const AttnShape& h,
+                     bool qk_norm, bool kv_grad = false) {
+  const double da = h.da, dkv = h.dkv;
+  a.attn += nq * (d + t.ln_stats());                             // the norm's input
+  if (qk_norm) a.attn += nq * (da + 1) + nkv * (dkv + 1);       // q and k before RMSNorm
+  a.attn += nq * (2 * da + t.lse(da / h.hd)) + nkv * 2 * dkv;   // kernel: q, out; k, v
+  if (t.full) a.attn += nq * (d + da) + nkv * dsrc;
+  if (t.attn_targeted)
+    a.attn += nq * (t.adapter_input(d) + t.adapter_input(da)) +
+              nkv * 2 * (kv_grad ? t.adapter_input(dsrc) : t.adapter_input_const(dsrc));
+  a.matmul_flops += nq * 2 * 2 * d * da + nkv * 2 * 2 * dsrc * dkv;
+  a.lin_in_attn += nq * (d + da) + nkv * dsrc;  // q and out inputs per query token, k/v input per text token
+  a.attn_flops += 4 * nq * nkv * da;
+  a.params += 2 * d * da + 2 * dsrc * dkv;
+  a.quantizable += 2 * d * da + 2 * dsrc * dkv;
+  if (t.attn_targeted) a.lora += t.adapter_params(d, da) + t.adapter_params(da, d) + 2 * t.adapter_params(dsrc, dkv);
+  a.launches += 15 + (t.attn_targeted ? 4 * t.adapter_launches() : 0);
+}
+
 void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d, double dkv, double hd, bool qk_norm,
                      bool kv_grad = false) {
-  a.attn += nq * (d + t.ln_stats());                       // the norm's input
-  if (qk_norm) a.attn += nq * (d + 1) + nkv * (d + 1);    // q and k before RMSNorm
-  a.attn += nq * (2 * d + t.lse(d / hd)) + nkv * 2 * d;   // kernel: q, out; k, v
-  if (t.full) a.attn += nq * 2 * d + nkv * dkv;
-  if (t.attn_targeted)
-    a.attn += nq * 2 * t.adapter_input(d) + nkv * 2 * (kv_grad ? t.adapter_input(dkv) : t.adapter_input_const(dkv));
-  a.matmul_flops += nq * 2 * 2 * d * d + nkv * 2 * 2 * dkv * d;
-  a.lin_in_attn += nq * 2 * d + nkv * dkv;  // q and out inputs per query token, k/v input per text token
-  a.attn_flops += 4 * nq * nkv * d;
-  a.params += 2 * d * d + 2 * dkv * d;
-  a.quantizable += 2 * d * d + 2 * dkv * d;
-  if (t.attn_targeted) a.lora += 2 * t.adapter_params(d, d) + 2 * t.adapter_params(dkv, d);
-  a.launches += 15 + (t.attn_targeted ? 4 * t.adapter_launches() : 0);
+  cross_attention(a, t, nq, nkv, d, dkv, plain_shape(d, hd), qk_norm, kv_grad);
 }
 
 void ffn(Acc& a, const Training& t, double n, double d, double f, const std::string& act, int experts = 0,
@@ -167,19 +202,26 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
   }
 }
 
-Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, double n_txt, double audio_tokens) {
+// packed_rows: tokens a video family packs into its joint sequence besides text and video (MiniMax H3's
+// audio and keyframe rows: the family's audio_tokens); they join every joint dit_self block
+Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, double n_txt, double audio_tokens,
+                  double packed_rows) {
   Acc a;
   const double d = b.hidden, f = b.ffn_hidden;
   const double hd = b.head_dim > 0 ? b.head_dim : 64;
   const double dt = b.text_hidden > 0 ? b.text_hidden : d;
   const double n_stream = n_img * b.token_scale;
+  const AttnShape shape = attn_shape(b, d);
   switch (b.kind) {
   case BlockKind::DitCross:
   case BlockKind::AudioVideoDit: {
     const double n = list_tokens(b, n_stream, n_txt);
-    self_attention(a, t, n, d, hd, true, t.attn_targeted);
+    self_attention(a, t, n, d, shape, true, t.attn_targeted);
     // Wan's cross-attention RMS-normalizes q and k too; the text enters projected to the block width
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, b.kind == BlockKind::DitCross ? dt : d, hd, true);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, b.kind == BlockKind::DitCross ? dt : d, shape, true);
+    // Wan S2V: audio-injection cross-attention from the video tokens to the audio features (projected
+    // to the block width), in the blocks the family lists with audio_cross_attention
+    if (b.audio_cross_attention) cross_attention(a, t, n, audio_tokens, d, d, shape, true);
     ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
     a.params += 0;  // modulation comes from a shared table (Wan, PixArt, LTX)
     if (traits(b.kind).audio_stream) {
@@ -204,9 +246,9 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     break;
   }
   case BlockKind::DitSelf: {
-    const double n = list_tokens(b, n_stream, n_txt);
-    self_attention(a, t, n, d, hd, true, t.attn_targeted);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
+    const double n = list_tokens(b, n_stream, n_txt) + (b.tokens == "joint" ? packed_rows : 0);
+    self_attention(a, t, n, d, shape, true, t.attn_targeted);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, shape, false);
     ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
     a.params += 4 * d * d;  // adaLN modulation
     break;
@@ -215,13 +257,13 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     // two streams with their own weights, one joint attention over n_img + n_txt
     const double n = n_stream + n_txt;
     Acc img, txt;
-    self_attention(img, t, n_stream, d, hd, true, t.attn_targeted);
-    self_attention(txt, t, n_txt, dt, hd, true, t.text_targeted);
+    self_attention(img, t, n_stream, d, shape, true, t.attn_targeted);
+    self_attention(txt, t, n_txt, dt, dt == d ? shape : plain_shape(dt, hd), true, t.text_targeted);
     a.attn = img.attn + txt.attn;
     a.launches = img.launches + txt.launches;
     a.lin_in_attn = img.lin_in_attn + txt.lin_in_attn;
     a.matmul_flops = img.matmul_flops + txt.matmul_flops;
-    a.attn_flops = 4 * n * n * d;  // joint attention over the concatenated sequence
+    a.attn_flops = 4 * n * shape.keys(n) * shape.da;  // joint attention over the concatenated sequence
     a.params = img.params + txt.params;
     a.quantizable = img.quantizable + txt.quantizable;
     a.lora = img.lora + txt.lora;
@@ -316,6 +358,27 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
   return a;
 }
 
+// The published parameter count wins over the generic modulation estimate (adaLN 4d^2 per dit_self
+// block, 6d^2 per mmdit stream, 3d^2 per single-stream block: the only non-quantizable weights the
+// analyzer derives). Families whose modulation is small or shared (Chroma's pruned table, Z-Image,
+// Ideogram's 512-wide and Lumina2's 1024-wide adaLN inputs, OmniGen's none) would otherwise carry
+// billions of phantom bf16 weights. When the blocks exceed the published total, their
+// non-quantizable part shrinks by one factor (to zero at most); returns the new block total.
+double fit_modulation_to_published(BlockChain& chain, double published, double block_params) {
+  if (published <= 0 || block_params <= published) return block_params;
+  double quantizable = 0;
+  for (const auto& b : chain.blocks) quantizable += b.quantizable_params;
+  const double modulation = block_params - quantizable;
+  if (modulation <= 0) return block_params;
+  const double f = std::max(0.0, published - quantizable) / modulation;
+  double total = 0;
+  for (auto& b : chain.blocks) {
+    b.params = b.quantizable_params + (b.params - b.quantizable_params) * f;
+    total += b.params;
+  }
+  return total;
+}
+
 }  // namespace
 
 LoraCoverage lora_coverage(const Family& fam) {
@@ -367,7 +430,9 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   int global = 0, checkpointable_count = 0;
   std::map<std::string, int> list_counter;
   for (const auto& spec : fam.block_lists) {
-    const Acc a = analyze_block(spec, t, n_img, n_txt, fam.geometry.audio_tokens * batch);
+    const double audio = fam.geometry.audio_tokens * batch;
+    const double packed = fam.modality == "video" && spec.kind == BlockKind::DitSelf && spec.tokens == "joint" ? audio : 0;
+    const Acc a = analyze_block(spec, t, n_img, n_txt, audio, packed);
     const double n_stream = n_img * spec.token_scale;
     // the state entering the block: the stream (joint lists: image and text tokens in one tensor;
     // double-stream blocks: two tensors, the text one text_hidden wide; LTX-2: the audio stream too)
@@ -375,6 +440,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
     double hidden_state = traits(spec.kind).text_stream ? n_stream * spec.hidden + n_txt * dt
                                                         : list_tokens(spec, n_stream, n_txt) * spec.hidden;
     if (traits(spec.kind).audio_stream) hidden_state += fam.geometry.audio_tokens * batch * dt;
+    hidden_state += packed * spec.hidden;
     hidden_state *= e;
     for (int i = 0; i < spec.count; ++i, ++global) {
       BlockCost b;
@@ -417,6 +483,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   // outside the blocks: patch embedding, final norm/projection, loss on the latent, plus the skip
   // tensors held between their push and pop: a few hidden-sized tensors per token
   chain.outside_activation_bytes = 4 * n_img * d0 * e + skip_peak;
+  block_params = fit_modulation_to_published(chain, fam.params_published, block_params);
   chain.outside_params = std::max(0.0, fam.params_published - block_params);
   chain.outside_matmul_flops = 2 * n_img * 2 * d0 * 64;
   return chain;

@@ -51,9 +51,16 @@ BlockListSpec parse_block_list(const Reader& r) {
   b.head_dim = r.integer("head_dim", 0, false, 1, kMaxModelDim);
   if (b.head_dim == 0 && b.heads > 0) b.head_dim = b.hidden / b.heads;
   if (b.heads > 0 && b.head_dim <= 0) r.fail("head_dim", "unset and hidden / heads is 0");
+  // grouped-query attention: k/v have kv_heads heads (0 or absent: as many as the queries)
+  b.kv_heads = r.integer("kv_heads", 0, false, 0, kMaxModelDim);
+  if (b.heads > 0 && b.kv_heads > b.heads)
+    r.fail("kv_heads", "must be between 1 and heads (" + std::to_string(b.heads) + "), got " + std::to_string(b.kv_heads));
+  // local / sliding-window attention: each query attends to at most this many keys (0: all)
+  b.attention_window = r.integer("attention_window", 0, false, 0, kMaxModelDim);
+  b.audio_cross_attention = r.boolean("audio_cross_attention", false);
   b.ffn_hidden = r.integer("ffn_hidden", 0, false, 0, kMaxModelDim);  // 0 or null: no FFN (ResNet, Stable Cascade attention)
   b.ffn_act = r.str("ffn_act", b.ffn_hidden > 0 ? "gelu" : "none");
-  r.one_of("ffn_act", b.ffn_act, {"gelu", "swiglu", "geglu", "glumbconv", "none"});
+  r.one_of("ffn_act", b.ffn_act, {"gelu", "relu2", "swiglu", "geglu", "glumbconv", "none"});
   b.tokens = r.str("tokens", "image");
   r.one_of("tokens", b.tokens, {"image", "joint", "text"});
   b.cross_attention = r.boolean("cross_attention", false);
@@ -145,6 +152,7 @@ Family parse_family(const json& j, const std::string& origin) {
   s.ffn_backend = c.boolean("ffn_backend", false);
   s.attention_offload = c.boolean("attention_offload", false);
   s.max_swappable_blocks = c.integer("max_swappable_blocks", 0, false, 0, kMaxBlocks);
+  s.compiled_blocks_keep_activations = c.boolean("compiled_blocks_keep_activations", false);
   s.notes = c.str("notes", "");
   f.lora_targets = r.strings("lora_targets");
 

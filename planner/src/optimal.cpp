@@ -157,7 +157,9 @@ void PlanOptimizer::build_decisions(bool attention_offload) {
       fwd_max = std::max(fwd_max, forward_live(k));
       recomputed += sb[k].saved();
       bwd_max = std::max(bwd_max, entering + recomputed + 2 * sb[k].boundary_bytes + sb[k].transient_bytes);
-      seconds += fwd_s[k] + stream_s;
+      // with attention offload the hooks also take a checkpointed block's attention tensors
+      // (costmodel.cpp, predict: exposed transfers)
+      seconds += fwd_s[k] + stream_s + (offloads_attention(k) ? sb[k].attention_bytes * transfer_s_per_byte : 0.0);
       const double local = std::max(fwd_max, bwd_max);
       d.push_back({i, e, BlockMode::Checkpoint, false, local, entering, seconds});
       if (options_.allow_offload)
@@ -282,7 +284,14 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
   Solution sol;
   // the constraint per segment: base + P + L <= budget, with a relative 1e-12 for the cost model's
   // own sums (another order of additions): a plan exactly at the budget stays in
-  const double limit = budget_bytes - base_bytes_ + std::abs(budget_bytes) * 1e-12;
+  // attention offload under checkpointing holds staging copies (costmodel.cpp, simulate_activations):
+  // at most offload_staging_blocks x the largest offloadable block's attention, kept out of the budget
+  double staging = 0;
+  if (flag == 1)
+    for (int i = 0; i < n; ++i)
+      if (chain_.blocks[i].attention_offloadable && chain_.blocks[i].checkpointable)
+        staging = std::max(staging, coef_.offload_staging_blocks * scaled(chain_.blocks[i], coef_).attention_bytes);
+  const double limit = budget_bytes - base_bytes_ - staging + std::abs(budget_bytes) * 1e-12;
   if (limit < 0) return sol;
   // labels hold positions and decision indices in 16 bits (at most 3 + 2 n decisions per position)
   if (n > 32000) throw std::length_error("the optimal planner handles chains of up to 32000 blocks");

@@ -198,6 +198,9 @@ struct Coefficients {
   double offload_overlap = 0.5;        // share of activation offload transfer hidden by compute
   double launch_s = 80e-6;             // host time per kernel launch (eager PyTorch), any GPU
   double offload_share_checkpointed = 1.0;  // attention bytes offloaded from kept blocks when checkpointing is on
+  // attention offload under checkpointing: blocks' worth of attention tensors the offload machinery
+  // holds on the device at once (copies in flight, pooled buffers; at most offload_pin_memory_max_buckets, 12)
+  double offload_staging_blocks = 0.0;
   std::string source = "built-in defaults";
 
   const GpuCoefficients& for_gpu(const std::string& id) const;

@@ -18,6 +18,9 @@ struct BlockListSpec {
   int hidden = 0;
   int heads = 0;
   int head_dim = 0;
+  int kv_heads = 0;            // grouped-query attention: heads of k and v (0: = heads)
+  int attention_window = 0;    // keys each query attends to (local / sliding window); 0: the whole sequence
+  bool audio_cross_attention = false;  // an extra cross-attention to the family's audio tokens (Wan S2V)
   int ffn_hidden = 0;
   std::string ffn_act = "gelu";
   std::string tokens = "image";  // image | joint | text
@@ -59,6 +62,9 @@ struct CheckpointSemantics {
   bool ffn_backend = false;
   bool attention_offload = false;
   int max_swappable_blocks = 0;
+  // measured: under dynamo_use_regional_compilation checkpointing changes neither peak nor time
+  // (the compiled blocks keep their activations); see semantics.cpp
+  bool compiled_blocks_keep_activations = false;
   std::string notes;
 };
 

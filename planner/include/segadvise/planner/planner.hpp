@@ -19,7 +19,7 @@ struct ScheduleSpace {
   bool attention_offload = false;
 };
 
-// Every schedule of the space, without duplicates: none, activation-offload, layer, intervalK,
+// Every schedule of the space, without duplicates: none, none-offload, layer, activation-offload, intervalK,
 // segK-strideS, each with every backend and attention offload on and off.
 std::vector<Schedule> enumerate_schedules(const ScheduleSpace& space);
 

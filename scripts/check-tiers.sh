@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The trainer's tiered examples: configs named after the card they are meant for (`ideogram-image-24g`,
+# `mageflow-image-12g` … `-80g`, `infinitetalk-14b-480p-24gb`, `…-141g`). Runs
+# `segadvise check CONFIG --vram-gib TIER` on each and prints the tier, the predicted peak and the
+# verdict: "agrees" when segadvise says it fits the card the authors named, "DISAGREES" when not,
+# "exit 2" with the reason when the config cannot be checked (a data-backend file the trainer's
+# repository lacks, an unmodelled component).
+# usage: scripts/check-tiers.sh [SEGADVISE_BIN] [EXAMPLES_ROOT]
+set -u
+here="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$(realpath "${1:-$here/build/segadvise}")"
+root="$(realpath "${2:-$here/../shared/reference/simpletuner-examples}")"
+[ -x "$bin" ] || { echo "no segadvise binary at $bin (build first)" >&2; exit 2; }
+[ -d "$root/simpletuner/examples" ] || { echo "no simpletuner/examples under $root" >&2; exit 2; }
+cd "$root" || exit 2
+err="$(mktemp)"
+trap 'rm -f "$err"' EXIT
+n=0; agree=0; disagree=0; bad=0
+printf '%-58s %5s %9s  %s\n' example tier "peak GiB" verdict
+for cfg in simpletuner/examples/*/config.json; do
+  name="$(basename "$(dirname "$cfg")")"
+  # the tier: a "-<N>g" or "-<N>gb" token in the name (not "8xh100" multi-GPU recipes)
+  tier="$(printf '%s' "$name" | sed -nE 's/.*-([0-9]+)gb?([.+-].*)?$/\1/p')"
+  [ -n "$tier" ] || continue
+  n=$((n + 1))
+  out="$("$bin" check "$cfg" --vram-gib "$tier" --format json 2>"$err")"
+  rc=$?
+  if [ $rc -eq 2 ] || [ -z "$out" ]; then
+    bad=$((bad + 1))
+    printf '%-58s %5s %9s  exit 2: %s\n' "$name" "$tier" "-" "$(head -c 220 "$err" | tr '\n' ' ' | sed 's/^segadvise: error: //')"
+    continue
+  fi
+  line="$(printf '%s' "$out" | python3 -c '
+import json, sys
+j = json.load(sys.stdin); p = j["prediction"]
+if not p.get("supported", True):
+    print("-\tnot run by the trainer: " + p.get("reason", "")[:160])
+else:
+    print("%.1f\t%s (usable %.1f GiB)" % (p["peak_vram_gib"], "agrees: fits" if p["fits"] else "DISAGREES: does not fit", p.get("usable_vram_gib", 0)))
+')"
+  peak="${line%%$'\t'*}"; verdict="${line#*$'\t'}"
+  case "$verdict" in agrees*) agree=$((agree + 1)) ;; *) disagree=$((disagree + 1)) ;; esac
+  printf '%-58s %5s %9s  %s\n' "$name" "$tier" "$peak" "$verdict"
+done
+echo "tiered examples $n: agree $agree, disagree $disagree, exit 2 $bad"
