@@ -35,6 +35,7 @@
 #include <map>
 #include <set>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 
@@ -76,10 +77,10 @@ struct Training {
   }
   // kernels one adapted Linear adds per forward: dropout, A, B, scale, add (PEFT LoRA);
   // LyCORIS builds its delta weight (~4); a full fine-tune adds none
-  double adapter_launches() const { return full ? 0 : (lycoris ? 4 : 5); }
+  double adapter_launches() const { return full ? 0 : (lycoris ? kLycorisLaunches : kLoraLaunches); }
   double adapter_params(double in, double out) const {
     if (full) return 0;
-    if (lycoris) return 4 * (in + out);  // LoKr factor-16 adapters: ~(in+out)*4, an estimate
+    if (lycoris) return kLycorisParamsPerWidth * (in + out);  // LoKr factor-16 adapters, an estimate
     return rank * (in + out);
   }
   // per-token bookkeeping, in elements: LayerNorm's fp32 mean and rstd (8 bytes), an RMSNorm's
@@ -109,7 +110,7 @@ void self_attention(Acc& a, const Training& t, double n, double d, double hd, bo
   a.params += 4 * d * d;
   a.quantizable += 4 * d * d;
   if (projections_targeted) a.lora += 4 * t.adapter_params(d, d);
-  a.launches += 24 + (qk_norm ? 4 : 0) + (projections_targeted ? 4 * t.adapter_launches() : 0);
+  a.launches += kAttentionLaunches + (qk_norm ? kQkNormLaunches : 0) + (projections_targeted ? 4 * t.adapter_launches() : 0);
 }
 
 // queries: nq tokens of width d; keys/values projected from nkv tokens of width dkv
@@ -128,7 +129,7 @@ void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d,
   a.params += 2 * d * d + 2 * dkv * d;
   a.quantizable += 2 * d * d + 2 * dkv * d;
   if (t.attn_targeted) a.lora += 2 * t.adapter_params(d, d) + 2 * t.adapter_params(dkv, d);
-  a.launches += 15 + (t.attn_targeted ? 4 * t.adapter_launches() : 0);
+  a.launches += kCrossAttentionLaunches + (t.attn_targeted ? 4 * t.adapter_launches() : 0);
 }
 
 void ffn(Acc& a, const Training& t, double n, double d, double f, const std::string& act, int experts = 0,
@@ -151,7 +152,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
   };
   a.ffn += n * (d + t.ln_stats());  // norm input
   a.ffn_input += n * d;
-  a.launches += 8 + in_mult + (t.ffn_targeted ? (in_mult + 1) * t.adapter_launches() : 0);
+  a.launches += kFfnLaunches + in_mult + (t.ffn_targeted ? (in_mult + 1) * t.adapter_launches() : 0);
   if (experts > 0) {
     unit(f, active);  // every token runs `active` routed experts
     if (shared_f > 0) unit(shared_f, 1);
@@ -167,146 +168,176 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
   }
 }
 
+// The widths and tokens every block kind's accounting reads: d (hidden), f (FFN), hd (head),
+// dt (text or audio stream), n_stream (image tokens at this list's scale), n_txt, audio_tokens.
+struct BlockDims {
+  double d, f, hd, dt, n_stream, n_txt, audio_tokens;
+};
+
+// the audio stream: half the width, its own self/cross attention and FFN, and the
+// audio<->video cross attention (LTX-2 layout); audio_tokens from the family's geometry.
+void audio_stream(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& x, double n) {
+  const double d = x.d, f = x.f, hd = x.hd, dt = x.dt, n_txt = x.n_txt, audio_tokens = x.audio_tokens;
+  const double da = dt, fa = f / 2;
+  Acc audio;
+  self_attention(audio, t, audio_tokens, da, hd, true, t.attn_targeted);
+  cross_attention(audio, t, audio_tokens, n_txt, da, da, hd, true);
+  ffn(audio, t, audio_tokens, da, fa, b.ffn_act);
+  cross_attention(a, t, n, audio_tokens, d, da, hd, true, true);
+  cross_attention(audio, t, audio_tokens, n, da, d, hd, true, true);
+  a.attn += audio.attn + audio.ffn;
+  a.matmul_flops += audio.matmul_flops;
+  a.lin_in_attn += audio.lin_in_attn + audio.lin_in_ffn;
+  a.attn_flops += audio.attn_flops;
+  a.params += audio.params;
+  a.quantizable += audio.quantizable;
+  a.lora += audio.lora;
+  a.launches += audio.launches;
+}
+
+// dit_cross (Wan, PixArt, LTX) and audio_video_dit (LTX-2)
+void dit_cross_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& x) {
+  const double d = x.d, f = x.f, hd = x.hd, dt = x.dt, n_stream = x.n_stream, n_txt = x.n_txt;
+  const double n = list_tokens(b, n_stream, n_txt);
+  self_attention(a, t, n, d, hd, true, t.attn_targeted);
+  // Wan's cross-attention RMS-normalizes q and k too; the text enters projected to the block width
+  if (b.cross_attention) cross_attention(a, t, n, n_txt, d, b.kind == BlockKind::DitCross ? dt : d, hd, true);
+  ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+  a.params += 0;  // modulation comes from a shared table (Wan, PixArt, LTX)
+  if (traits(b.kind).audio_stream) audio_stream(a, b, t, x, n);
+}
+
+// dit_self (Lumina2, Z-Image)
+void dit_self_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& x) {
+  const double d = x.d, f = x.f, hd = x.hd, dt = x.dt, n_stream = x.n_stream, n_txt = x.n_txt;
+  const double n = list_tokens(b, n_stream, n_txt);
+  self_attention(a, t, n, d, hd, true, t.attn_targeted);
+  if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
+  ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+  a.params += 4 * d * d;  // adaLN modulation
+}
+
+// mmdit_double (SD3, Flux double blocks)
+void mmdit_double_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& x) {
+  const double d = x.d, f = x.f, hd = x.hd, dt = x.dt, n_stream = x.n_stream, n_txt = x.n_txt;
+  // two streams with their own weights, one joint attention over n_img + n_txt
+  const double n = n_stream + n_txt;
+  Acc img, txt;
+  self_attention(img, t, n_stream, d, hd, true, t.attn_targeted);
+  self_attention(txt, t, n_txt, dt, hd, true, t.text_targeted);
+  a.attn = img.attn + txt.attn;
+  a.launches = img.launches + txt.launches;
+  a.lin_in_attn = img.lin_in_attn + txt.lin_in_attn;
+  a.matmul_flops = img.matmul_flops + txt.matmul_flops;
+  a.attn_flops = 4 * n * n * d;  // joint attention over the concatenated sequence
+  a.params = img.params + txt.params;
+  a.quantizable = img.quantizable + txt.quantizable;
+  a.lora = img.lora + txt.lora;
+  ffn(a, t, n_stream, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+  Training text_training = t;
+  text_training.ffn_targeted = t.ffn_targeted && t.text_targeted;
+  ffn(a, text_training, n_txt, dt, f * dt / d, b.ffn_act);
+  a.params += 6 * d * d + 6 * dt * dt;  // adaLN modulation per stream
+}
+
+// single_stream (Flux single blocks)
+void single_stream_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& x) {
+  const double d = x.d, f = x.f, hd = x.hd, n_stream = x.n_stream, n_txt = x.n_txt;
+  // fused qkv + MLP-in projection, parallel attention and MLP, one output projection over the
+  // concatenation (Flux single block); adapters on q, k, v (and the fused proj where targeted)
+  const double n = n_stream + n_txt;
+  a.attn += n * (d + t.ln_stats() + 2 * (d + 1) + 4 * d + t.lse(d / hd));
+  if (t.attn_targeted) a.attn += n * 3 * t.adapter_input(d);
+  if (t.full) a.attn += n * (d + d + f);
+  a.attn_flops += 4 * n * n * d;
+  const bool gated = b.ffn_act == "swiglu" || b.ffn_act == "geglu";
+  const double f_in = gated ? 2 * f : f;
+  a.ffn += n * (gated ? 3 * f : f);
+  a.ffn_input += n * d;
+  if (t.ffn_targeted) {
+    a.ffn += n * t.adapter_input(d);        // the MLP input projection's adapter
+    a.rest += n * t.adapter_input(d + f);   // proj_out's adapter over cat(attention, MLP)
+  }
+  const double proj_in = d * (3 * d + f_in), proj_out = (d + f) * d;
+  a.lin_in_attn += n * (d + d);  // fused input projection, and the attention half of the output's input
+  a.lin_in_ffn += n * f;
+  a.matmul_flops += n * 2 * (proj_in + proj_out);
+  a.ffn_flops += n * 2 * (d * f_in + f * d);
+  a.params += proj_in + proj_out + 3 * d * d;
+  a.quantizable += proj_in + proj_out;
+  if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
+  a.launches += kAttentionLaunches + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
+  if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
+  a.transient = n * f_in;
+}
+
+// linear_dit (Sana)
+void linear_dit_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& x) {
+  const double d = x.d, f = x.f, hd = x.hd, dt = x.dt, n_stream = x.n_stream, n_txt = x.n_txt;
+  const double n = n_stream;
+  self_attention(a, t, n, d, hd, false, t.attn_targeted, true);
+  if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
+  // GLUMBConv: 1x1 conv to 2f, SiLU, depthwise 3x3, GLU to f, 1x1 back to d. A convolution keeps
+  // its input even with a frozen weight (its backward computes input and weight gradients in one
+  // formula): norm input d (+ stats), 1x1 input d, SiLU input 2f, depthwise input 2f, depthwise
+  // output 2f (both GLU halves are views of it), SiLU(gate) f, last 1x1 input f.
+  a.ffn += n * (2 * d + t.ln_stats() + 8 * f);
+  a.ffn_input += n * d;
+  const double fl = n * 2 * (2 * d * f + 9 * 2 * f + f * d);
+  a.lin_in_ffn += n * (d + f);
+  a.matmul_flops += fl;
+  a.ffn_flops += fl;
+  a.params += 3 * d * f + 18 * f;
+  a.launches += kConvBlockLaunches;
+  a.quantizable += 3 * d * f;
+  a.transient = std::max(a.transient, n * 2 * f);
+}
+
+// unet_res (SDXL ResnetBlock2D)
+void unet_res_block(Acc& a, const BlockListSpec& /*b*/, const Training& t, const BlockDims& x) {
+  const double d = x.d, n_stream = x.n_stream;
+  const double n = n_stream;
+  // two GroupNorm inputs, two SiLU inputs, two 3x3 convolution inputs (kept even with frozen
+  // weights); the GroupNorm statistics are per group, negligible
+  a.rest += n * 6 * d;
+  if (t.full) a.rest += n * 2 * d;
+  a.matmul_flops += n * 2 * 18 * d * d;
+  a.params += 18 * d * d + kUnetTimeEmbeddingWidth * d;
+  a.launches += kConvBlockLaunches;
+  a.quantizable += kUnetTimeEmbeddingWidth * d;  // convolutions are not quantized by most backends; the time projection is
+  a.transient = n * d * 2;
+}
+
+// unet_attn (SDXL BasicTransformerBlock)
+void unet_attn_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& x) {
+  const double d = x.d, f = x.f, hd = x.hd, dt = x.dt, n_stream = x.n_stream, n_txt = x.n_txt;
+  const double n = n_stream;
+  // the Transformer2DModel's GroupNorm and proj_in/proj_out run once per model, outside the
+  // checkpointed transformer blocks: their weights are counted here, their activations are not
+  a.matmul_flops += n * 2 * 2 * d * d;
+  a.lin_in_attn += n * 2 * d;
+  a.params += 2 * d * d;
+  a.quantizable += 2 * d * d;
+  self_attention(a, t, n, d, hd, false, t.attn_targeted);
+  if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
+  ffn(a, t, n, d, f, b.ffn_act);
+}
+
 Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, double n_txt, double audio_tokens) {
   Acc a;
-  const double d = b.hidden, f = b.ffn_hidden;
-  const double hd = b.head_dim > 0 ? b.head_dim : 64;
+  const double d = b.hidden;
+  const double hd = b.head_dim > 0 ? b.head_dim : kDefaultHeadDim;
   const double dt = b.text_hidden > 0 ? b.text_hidden : d;
-  const double n_stream = n_img * b.token_scale;
+  const BlockDims x{d, static_cast<double>(b.ffn_hidden), hd, dt, n_img * b.token_scale, n_txt, audio_tokens};
   switch (b.kind) {
   case BlockKind::DitCross:
-  case BlockKind::AudioVideoDit: {
-    const double n = list_tokens(b, n_stream, n_txt);
-    self_attention(a, t, n, d, hd, true, t.attn_targeted);
-    // Wan's cross-attention RMS-normalizes q and k too; the text enters projected to the block width
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, b.kind == BlockKind::DitCross ? dt : d, hd, true);
-    ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
-    a.params += 0;  // modulation comes from a shared table (Wan, PixArt, LTX)
-    if (traits(b.kind).audio_stream) {
-      // the audio stream: half the width, its own self/cross attention and FFN, and the
-      // audio<->video cross attention (LTX-2 layout); audio_tokens from the family's geometry.
-      const double da = dt, fa = f / 2;
-      Acc audio;
-      self_attention(audio, t, audio_tokens, da, hd, true, t.attn_targeted);
-      cross_attention(audio, t, audio_tokens, n_txt, da, da, hd, true);
-      ffn(audio, t, audio_tokens, da, fa, b.ffn_act);
-      cross_attention(a, t, n, audio_tokens, d, da, hd, true, true);
-      cross_attention(audio, t, audio_tokens, n, da, d, hd, true, true);
-      a.attn += audio.attn + audio.ffn;
-      a.matmul_flops += audio.matmul_flops;
-      a.lin_in_attn += audio.lin_in_attn + audio.lin_in_ffn;
-      a.attn_flops += audio.attn_flops;
-      a.params += audio.params;
-      a.quantizable += audio.quantizable;
-      a.lora += audio.lora;
-      a.launches += audio.launches;
-    }
-    break;
-  }
-  case BlockKind::DitSelf: {
-    const double n = list_tokens(b, n_stream, n_txt);
-    self_attention(a, t, n, d, hd, true, t.attn_targeted);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
-    ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
-    a.params += 4 * d * d;  // adaLN modulation
-    break;
-  }
-  case BlockKind::MmditDouble: {
-    // two streams with their own weights, one joint attention over n_img + n_txt
-    const double n = n_stream + n_txt;
-    Acc img, txt;
-    self_attention(img, t, n_stream, d, hd, true, t.attn_targeted);
-    self_attention(txt, t, n_txt, dt, hd, true, t.text_targeted);
-    a.attn = img.attn + txt.attn;
-    a.launches = img.launches + txt.launches;
-    a.lin_in_attn = img.lin_in_attn + txt.lin_in_attn;
-    a.matmul_flops = img.matmul_flops + txt.matmul_flops;
-    a.attn_flops = 4 * n * n * d;  // joint attention over the concatenated sequence
-    a.params = img.params + txt.params;
-    a.quantizable = img.quantizable + txt.quantizable;
-    a.lora = img.lora + txt.lora;
-    ffn(a, t, n_stream, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
-    Training text_training = t;
-    text_training.ffn_targeted = t.ffn_targeted && t.text_targeted;
-    ffn(a, text_training, n_txt, dt, f * dt / d, b.ffn_act);
-    a.params += 6 * d * d + 6 * dt * dt;  // adaLN modulation per stream
-    break;
-  }
-  case BlockKind::SingleStream: {
-    // fused qkv + MLP-in projection, parallel attention and MLP, one output projection over the
-    // concatenation (Flux single block); adapters on q, k, v (and the fused proj where targeted)
-    const double n = n_stream + n_txt;
-    a.attn += n * (d + t.ln_stats() + 2 * (d + 1) + 4 * d + t.lse(d / hd));
-    if (t.attn_targeted) a.attn += n * 3 * t.adapter_input(d);
-    if (t.full) a.attn += n * (d + d + f);
-    a.attn_flops += 4 * n * n * d;
-    const bool gated = b.ffn_act == "swiglu" || b.ffn_act == "geglu";
-    const double f_in = gated ? 2 * f : f;
-    a.ffn += n * (gated ? 3 * f : f);
-    a.ffn_input += n * d;
-    if (t.ffn_targeted) {
-      a.ffn += n * t.adapter_input(d);        // the MLP input projection's adapter
-      a.rest += n * t.adapter_input(d + f);   // proj_out's adapter over cat(attention, MLP)
-    }
-    const double proj_in = d * (3 * d + f_in), proj_out = (d + f) * d;
-    a.lin_in_attn += n * (d + d);  // fused input projection, and the attention half of the output's input
-    a.lin_in_ffn += n * f;
-    a.matmul_flops += n * 2 * (proj_in + proj_out);
-    a.ffn_flops += n * 2 * (d * f_in + f * d);
-    a.params += proj_in + proj_out + 3 * d * d;
-    a.quantizable += proj_in + proj_out;
-    if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
-    a.launches += 24 + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
-    if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
-    a.transient = n * f_in;
-    break;
-  }
-  case BlockKind::LinearDit: {
-    const double n = n_stream;
-    self_attention(a, t, n, d, hd, false, t.attn_targeted, true);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
-    // GLUMBConv: 1x1 conv to 2f, SiLU, depthwise 3x3, GLU to f, 1x1 back to d. A convolution keeps
-    // its input even with a frozen weight (its backward computes input and weight gradients in one
-    // formula): norm input d (+ stats), 1x1 input d, SiLU input 2f, depthwise input 2f, depthwise
-    // output 2f (both GLU halves are views of it), SiLU(gate) f, last 1x1 input f.
-    a.ffn += n * (2 * d + t.ln_stats() + 8 * f);
-    a.ffn_input += n * d;
-    const double fl = n * 2 * (2 * d * f + 9 * 2 * f + f * d);
-    a.lin_in_ffn += n * (d + f);
-    a.matmul_flops += fl;
-    a.ffn_flops += fl;
-    a.params += 3 * d * f + 18 * f;
-    a.launches += 12;
-    a.quantizable += 3 * d * f;
-    a.transient = std::max(a.transient, n * 2 * f);
-    break;
-  }
-  case BlockKind::UnetRes: {
-    const double n = n_stream;
-    // two GroupNorm inputs, two SiLU inputs, two 3x3 convolution inputs (kept even with frozen
-    // weights); the GroupNorm statistics are per group, negligible
-    a.rest += n * 6 * d;
-    if (t.full) a.rest += n * 2 * d;
-    a.matmul_flops += n * 2 * 18 * d * d;
-    a.params += 18 * d * d + 1280 * d;
-    a.launches += 12;
-    a.quantizable += 1280 * d;  // convolutions are not quantized by most backends; the time projection is
-    a.transient = n * d * 2;
-    break;
-  }
-  case BlockKind::UnetAttn: {
-    const double n = n_stream;
-    // the Transformer2DModel's GroupNorm and proj_in/proj_out run once per model, outside the
-    // checkpointed transformer blocks: their weights are counted here, their activations are not
-    a.matmul_flops += n * 2 * 2 * d * d;
-    a.lin_in_attn += n * 2 * d;
-    a.params += 2 * d * d;
-    a.quantizable += 2 * d * d;
-    self_attention(a, t, n, d, hd, false, t.attn_targeted);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
-    ffn(a, t, n, d, f, b.ffn_act);
-    break;
-  }
+  case BlockKind::AudioVideoDit: dit_cross_block(a, b, t, x); break;
+  case BlockKind::DitSelf: dit_self_block(a, b, t, x); break;
+  case BlockKind::MmditDouble: mmdit_double_block(a, b, t, x); break;
+  case BlockKind::SingleStream: single_stream_block(a, b, t, x); break;
+  case BlockKind::LinearDit: linear_dit_block(a, b, t, x); break;
+  case BlockKind::UnetRes: unet_res_block(a, b, t, x); break;
+  case BlockKind::UnetAttn: unet_attn_block(a, b, t, x); break;
   }
   if (b.params_per_block > 0 && a.params > 0) {
     const double k = b.params_per_block / a.params;
@@ -352,8 +383,8 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   if (precision_info(setup.base_precision).quantized && !setup.ramtorch) chain.quantized_kernel = precision_key(setup);
 
   Training t;
-  t.full = setup.model_type == "full";
-  t.lycoris = setup.lora_type == "lycoris";
+  t.full = setup.model_type == ModelType::Full;
+  t.lycoris = setup.lora_type == LoraType::Lycoris;
   t.rank = std::max(1, setup.lora_rank);
   t.e = e;
   const LoraCoverage cov = lora_coverage(fam);
@@ -416,9 +447,9 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   const double d0 = fam.block_lists.front().hidden;
   // outside the blocks: patch embedding, final norm/projection, loss on the latent, plus the skip
   // tensors held between their push and pop: a few hidden-sized tensors per token
-  chain.outside_activation_bytes = 4 * n_img * d0 * e + skip_peak;
+  chain.outside_activation_bytes = kOutsideActivationTensors * n_img * d0 * e + skip_peak;
   chain.outside_params = std::max(0.0, fam.params_published - block_params);
-  chain.outside_matmul_flops = 2 * n_img * 2 * d0 * 64;
+  chain.outside_matmul_flops = 2 * n_img * 2 * d0 * kPatchFeatures;
   return chain;
 }
 
