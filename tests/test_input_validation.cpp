@@ -96,6 +96,17 @@ TEST_CASE("model_type and lora_type are enums read once: an unknown value names 
   CHECK(to_json(TrainingSetup{})["model_type"] == "lora");
 }
 
+TEST_CASE("the config's indentation is read from the text the loader read, to write it back alike") {
+  const std::string db = scratch().write("db-indent.json", R"([{"id": "photos", "resolution": 512}])");
+  // two spaces before the first indented key: 2; a one-line file: the default 4
+  const std::string two = scratch().write(
+      "config-indent.json", "{\n  \"model_family\": \"flux\",\n  \"data_backend_config\": \"" + db + "\"\n}\n");
+  CHECK(read_simpletuner_config(two, ReadOptions{}).indent == 2);
+  const std::string flat =
+      scratch().write("config-flat.json", R"({"model_family": "flux", "data_backend_config": ")" + db + "\"}");
+  CHECK(read_simpletuner_config(flat, ReadOptions{}).indent == 4);
+}
+
 TEST_CASE("a digit string past 64 bits names file, field and value") {
   for (const std::string key : {"train_batch_size", "lora_rank", "musubi_blocks_to_swap",
                                 "gradient_checkpointing_interval", "gradient_checkpointing_segment_stride"}) {
