@@ -146,19 +146,19 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
   cmd->add_option("--cases", f->cases, "measured runs, .json or .csv (repeatable; default: the shipped sweep)");
   cmd->add_option("--output,-o", f->output, "write the coefficients here (atomically); default: print them");
   cmd->add_option("--calibration", f->start, "coefficients to start from (default: built-in starting values)");
-  cmd->add_option("--headroom-gib", f->headroom_gib, "headroom used for fit decisions (default 1)");
-  cmd->add_option("--max-iterations", f->max_iterations, "Levenberg-Marquardt iterations (default 60)");
+  cmd->add_option("--headroom-gib", f->headroom_gib, "headroom used for fit decisions (default 1)")
+      ->check(number_in(0, 4096, false, "must be 0..4096 GiB"));
+  cmd->add_option("--max-iterations", f->max_iterations, "Levenberg-Marquardt iterations (default 60)")->check(kNonNegative);
   cmd->add_option("--prior-weight", f->prior_weight,
-                  "pull of each activation scale towards the static analyzer's 1.0 (default 3)");
-  cmd->add_option("--format", f->format, "table | json | markdown (the summary)");
+                  "pull of each activation scale towards the static analyzer's 1.0 (default 3)")
+      ->check(kNonNegative);
+  cmd->add_option("--format", f->format, "table | json | markdown (the summary)")->check(kFormat);
   cmd->callback([f, &exit_code] {
-    check_format(f->format);
     const auto t0 = std::chrono::steady_clock::now();
     const PreparedSet set = prepare(dataset_for(f->cases));
     FitOptions opt;
     opt.headroom_bytes = f->headroom_gib * kGiB;
     opt.max_iterations = f->max_iterations;
-    if (f->prior_weight < 0) throw InputError("--prior-weight: must be >= 0");
     opt.prior_weight = f->prior_weight;
     FitResult fr = fit_coefficients(set, starting_coefficients(f->start), opt);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -213,22 +213,21 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
                 "predict each family with coefficients fitted without it (the honest figure)");
   cmd->add_option("--calibration", f->start,
                   "coefficients to evaluate (default: the shipped calibration); with --leave-family-out, to start from");
-  cmd->add_option("--headroom-gib", f->headroom_gib, "memory kept free when deciding fit (default 1)");
-  cmd->add_option("--max-iterations", f->max_iterations, "iterations per leave-out fit (default 60)");
+  cmd->add_option("--headroom-gib", f->headroom_gib, "memory kept free when deciding fit (default 1)")
+      ->check(number_in(0, 4096, false, "must be 0..4096 GiB"));
+  cmd->add_option("--max-iterations", f->max_iterations, "iterations per leave-out fit (default 60)")->check(kNonNegative);
   cmd->add_option("--prior-weight", f->prior_weight,
-                  "with --leave-family-out: pull of activation scales towards 1.0 (default 3)");
+                  "with --leave-family-out: pull of activation scales towards 1.0 (default 3)")
+      ->check(kNonNegative);
   cmd->add_flag("--runs", f->runs, "also print every run's measured and predicted figures");
-  cmd->add_option("--format", f->format, "table | json | markdown");
+  cmd->add_option("--format", f->format, "table | json | markdown")->check(kFormat);
   cmd->callback([f, &exit_code] {
-    check_format(f->format);
-    if (f->headroom_gib < 0) throw InputError("--headroom-gib: must be >= 0");
     const PreparedSet set = prepare(dataset_for(f->cases));
     AccuracyReport rep;
     if (f->leave_family_out) {
       FitOptions opt;
       opt.headroom_bytes = f->headroom_gib * kGiB;
       opt.max_iterations = f->max_iterations;
-      if (f->prior_weight < 0) throw InputError("--prior-weight: must be >= 0");
       opt.prior_weight = f->prior_weight;
       rep = accuracy_leave_family_out(set, starting_coefficients(f->start), opt);
     } else {

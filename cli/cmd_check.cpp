@@ -4,7 +4,6 @@
 // --emit simpletuner --output NEW.json writes the config back with only the checkpointing keys changed.
 // Flags and config -> request -> advisor (check_report, which advises once when asked) -> printer.
 // Exit codes: 0 fits, 1 does not fit or the trainer would not run it, 2 bad input.
-#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -15,21 +14,6 @@
 #include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise::cli {
-
-namespace {
-
-// the indentation of the user's file (spaces before the first indented key), to write it back alike
-int file_indent(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto first = line.find_first_not_of(' ');
-    if (first != std::string::npos && first > 0 && line[first] == '"') return static_cast<int>(first);
-  }
-  return 4;
-}
-
-}  // namespace
 
 int run_check(const CheckOptions& o, std::ostream& out) {
   check_emit_name(o.emit);
@@ -56,7 +40,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
     v.trainer = &trainer;
   }
   v.emit_simpletuner = o.emit == "simpletuner";
-  v.indent = file_indent(o.config);
+  v.indent = cr.indent;
   if (v.emit_simpletuner && r.advice->recommended()) {
     v.updated = with_schedule(cr.raw, r.advice->recommended()->schedule);
     v.output = o.output;

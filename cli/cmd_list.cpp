@@ -21,10 +21,11 @@ void setup_list(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("list", "list models, gpus, precisions or optimizers");
   auto what = std::make_shared<std::string>();
   auto format = std::make_shared<std::string>("table");
-  cmd->add_option("what", *what, "models | gpus | precisions | optimizers")->required();
-  cmd->add_option("--format", *format, "table | json | markdown");
+  cmd->add_option("what", *what, "models | gpus | precisions | optimizers")
+      ->required()
+      ->check(CLI::IsMember({"models", "gpus", "precisions", "optimizers"}));
+  cmd->add_option("--format", *format, "table | json | markdown")->check(kFormat);
   cmd->callback([=, &exit_code] {
-    check_format(*format);
     const bool md = *format == "markdown", json = *format == "json";
     nlohmann::json j = nlohmann::json::array();
     if (*what == "models") {
@@ -53,14 +54,12 @@ void setup_list(CLI::App& app, int& exit_code) {
         j.push_back({{"name", p}, {"bytes_per_param", i.bytes_per_param}, {"backend", i.backend}});
         if (!json) std::cout << p << "  (" << i.bytes_per_param << " B/param, " << i.backend << ")\n";
       }
-    } else if (*what == "optimizers") {
+    } else {  // optimizers
       for (const auto& o : optimizer_names()) {
         const OptimizerInfo i = optimizer_info(o);
         j.push_back({{"name", o}, {"state_bytes_per_param", i.state_bytes_per_param}});
         if (!json) std::cout << o << "  (" << i.state_bytes_per_param << " B state/param)\n";
       }
-    } else {
-      throw InputError("list: '" + *what + "' is not one of models, gpus, precisions, optimizers");
     }
     if (json) std::cout << j.dump(2) << "\n";
     exit_code = kOk;

@@ -8,28 +8,27 @@
 
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/profile.hpp"
 
 namespace segadvise::cli {
 
-namespace {
-
-// Numeric flags: CLI11 converts (an overflow or a non-number is its conversion error); these check
-// the value, NaN and infinities included, and name it: "--batch: must be positive, got 0".
 CLI::Validator number_in(double lo, double hi, bool lo_open, const std::string& rule) {
   return CLI::Validator(
       [=](std::string& in) -> std::string {
-        double v = 0;
-        if (!CLI::detail::lexical_cast(in, v) || !std::isfinite(v) || v < lo || (lo_open && v == lo) || v > hi)
+        try {
+          // the checked reader: digits, sign, point and exponent only (no "nan", "inf", hex)
+          const double v = parse_number_text(in, rule, lo, hi);
+          return lo_open && v == lo ? rule + ", got " + in : "";
+        } catch (const InputError&) {
           return rule + ", got " + in;
-        return "";
+        }
       },
       rule);
 }
 
-}  // namespace
-
+const CLI::Validator kFormat = CLI::IsMember({"table", "json", "markdown"});
 const CLI::Validator kPositive = number_in(0, 1e9, true, "must be positive");
 const CLI::Validator kNonNegative = number_in(0, 1e9, false, "must be >= 0");
 const CLI::Validator kNonEmpty([](std::string& in) -> std::string { return in.empty() ? "must not be empty" : ""; },
@@ -72,7 +71,7 @@ void add_vram_flag(CLI::App* app, SetupFlags& f) {
 void add_output_flags(CLI::App* app, SetupFlags& f) {
   app->add_option("--headroom-gib", f.headroom_gib, "memory to keep free on the card, GiB (default 1)")
       ->check(number_in(0, 4096, false, "must be 0..4096 GiB"));
-  app->add_option("--format", f.format, "table | json | markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+  app->add_option("--format", f.format, "table | json | markdown")->check(kFormat);
   app->add_option("--calibration", f.calibration, "coefficients file (default: the shipped calibration)")
       ->check(CLI::ExistingFile);
   app->add_option("--profile", f.profile, "profile.json from `segadvise profile`: measured block costs")
@@ -131,8 +130,8 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
       s.sdnq_hadamard = false;
     }
   }
-  if (!f.model_type.empty()) s.model_type = f.model_type;
-  if (!f.lora_type.empty()) s.lora_type = f.lora_type;
+  if (!f.model_type.empty()) s.model_type = parse_model_type(f.model_type, "--model-type");
+  if (!f.lora_type.empty()) s.lora_type = parse_lora_type(f.lora_type, "--lora-type");
   if (f.lora_rank != -1) s.lora_rank = f.lora_rank;
   if (!f.optimizer.empty()) {
     optimizer_info(f.optimizer);
@@ -142,7 +141,7 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
   if (f.ramtorch_percent >= 0) s.ramtorch_percent = f.ramtorch_percent;
   if (f.blocks_to_swap != -1) s.blocks_to_swap = f.blocks_to_swap;
   if (f.text_tokens != -1) s.text_tokens = f.text_tokens;
-  if (s.model_type == "full" && precision_info(s.base_precision).quantized)
+  if (s.model_type == ModelType::Full && precision_info(s.base_precision).quantized)
     throw InputError("--precision " + s.base_precision +
                      " with --model-type full: the trainer stops (quantized bases train only LoRA/LyCORIS)");
   return s;

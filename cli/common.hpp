@@ -45,6 +45,9 @@ struct SetupFlags {
 // Validators of numeric and text flags, naming the value: "--batch: must be positive, got 0" (NaN,
 // infinities and overflow rejected; up to 1e9).
 extern const CLI::Validator kPositive;
+// A number in [lo, hi] (lo excluded when lo_open) read by parse_number_text; `rule` is the message.
+CLI::Validator number_in(double lo, double hi, bool lo_open, const std::string& rule);
+extern const CLI::Validator kFormat;  // table | json | markdown
 extern const CLI::Validator kNonNegative;
 extern const CLI::Validator kNonEmpty;
 

@@ -130,6 +130,17 @@ ordered_json read_json_file(const std::string& path, const std::string& what) {
   return load_ordered_json_file(path, what);
 }
 
+// the indentation of a JSON text: spaces before the first indented key (4 when none is)
+int json_indent(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(' ');
+    if (first != std::string::npos && first > 0 && line[first] == '"') return static_cast<int>(first);
+  }
+  return 4;
+}
+
 std::vector<std::string> candidate_paths(const std::string& value, const std::string& config_path,
                                          const std::string& cwd) {
   std::vector<std::string> out;
@@ -373,70 +384,37 @@ const Family& resolve_family(const Fields& cfg, const std::string& path, std::ve
   }
 }
 
-}  // namespace
-
-ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt) {
-  ConfigRead r;
-  r.config_path = path;
-  r.raw = read_json_file(path, "config");
-  if (!r.raw.is_object()) throw InputError("config '" + path + "': expected a JSON object of trainer keys, got " + type_name(r.raw));
-  const Fields cfg(r.raw, path);
-  for (const auto& d : cfg.duplicates)
-    r.warnings.push_back(path + ": " + d + " is written both with and without `--`: the later one is used");
-
-  const Family& fam = resolve_family(cfg, path, r.warnings);
-  if (fam.trainer_family == "minimaxmusic" && cfg.str("minimax_music_train_component", "") == "language_model")
-    throw InputError(cfg.where("minimax_music_train_component") +
-                     ": language_model trains MiniMax Music 3's Qwen3 8B autoregressive stage, which segadvise does "
-                     "not model (only the 2.4B diffusion transformer is in families/data)");
-  r.family = &fam;
-  TrainingSetup& s = r.setup;
-  s = TrainingSetup{};
-  s.model_id = fam.id;
-  s.notes.clear();
-  s.notes.push_back("from " + path);
-
-  // training (§0 defaults: model_type full, lora_type standard, rank 16, adamw_bf16, bf16)
-  s.model_type = cfg.str("model_type", "full");
-  if (!cfg.has("model_type")) r.warnings.push_back(path + ": model_type unset: the trainer's default is a full fine-tune");
-  if (s.model_type != "lora" && s.model_type != "full")
-    throw InputError(cfg.where("model_type") + ": '" + brief_text(s.model_type) + "' is not lora or full");
-  s.lora_type = cfg.str("lora_type", "standard");
-  if (s.lora_type != "standard" && s.lora_type != "lycoris")
-    throw InputError(cfg.where("lora_type") + ": '" + brief_text(s.lora_type) + "' is not standard or lycoris");
-  const long long rank = cfg.integer("lora_rank", 16, -kMaxLoraRank, kMaxLoraRank);
-  if (rank <= 0) throw InputError(cfg.where("lora_rank") + ": must be positive, got " + std::to_string(rank));
-  s.lora_rank = static_cast<int>(rank);
-  s.mixed_precision = cfg.str("mixed_precision", "bf16");
-  if (s.mixed_precision != "bf16" && s.mixed_precision != "fp16" && s.mixed_precision != "no" && s.mixed_precision != "fp8")
-    throw InputError(cfg.where("mixed_precision") + ": '" + brief_text(s.mixed_precision) + "' is not one of no, fp16, bf16, fp8");
+// optimizer (§2.5): SimpleTuner names the cost model's table lacks are sized like one it has
+// (families/data/trainer/simpletuner.json)
+void read_optimizer(const Fields& cfg, TrainingSetup& s) {
   s.optimizer = cfg.str("optimizer", "adamw_bf16");
-  {
-    // SimpleTuner optimizer names the cost model's table lacks, sized like one it has (§2.5;
-    // families/data/trainer/simpletuner.json)
-    const auto& kAlias = simpletuner_facts().optimizer_aliases;
-    bool known = true;
-    try {
-      optimizer_info(s.optimizer);
-    } catch (const InputError&) {
-      known = false;
-    }
-    const auto it = kAlias.find(s.optimizer);
-    if (known) {
-      // the cost model sizes it itself
-    } else if (it != kAlias.end()) {
-      s.notes.push_back("optimizer " + s.optimizer + " sized as " + it->second.as + " (" + it->second.why + ")");
-      s.optimizer = it->second.as;
-    } else if (s.optimizer.rfind("adamw_schedulefree", 0) == 0) {
-      s.notes.push_back("optimizer " + s.optimizer + " sized as adamw_schedulefree");
-      s.optimizer = "adamw_schedulefree";
-    }
+  const auto& kAlias = simpletuner_facts().optimizer_aliases;
+  bool known = true;
+  try {
+    optimizer_info(s.optimizer);
+  } catch (const InputError&) {
+    known = false;
+  }
+  const auto it = kAlias.find(s.optimizer);
+  if (known) {
+    // the cost model sizes it itself
+  } else if (it != kAlias.end()) {
+    s.notes.push_back("optimizer " + s.optimizer + " sized as " + it->second.as + " (" + it->second.why + ")");
+    s.optimizer = it->second.as;
+  } else if (s.optimizer.rfind("adamw_schedulefree", 0) == 0) {
+    s.notes.push_back("optimizer " + s.optimizer + " sized as adamw_schedulefree");
+    s.optimizer = "adamw_schedulefree";
   }
   try {
     optimizer_info(s.optimizer);
   } catch (const InputError& e) {
     throw InputError(cfg.where("optimizer") + ": " + e.what());
   }
+}
+
+// base_model_precision, sdnq_use_hadamard and the combinations the trainer stops on
+void read_precision(const Fields& cfg, const Family& fam, ConfigRead& r) {
+  TrainingSetup& s = r.setup;
   std::string precision = cfg.str("base_model_precision", "no_change");
   try {
     precision_info(precision);
@@ -466,7 +444,7 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
     r.warnings.push_back(cfg.where("sdnq_use_hadamard") + ": only used with an SDNQ base_model_precision (here " +
                          precision + "): ignored");
   const bool quantized = precision_info(precision).quantized;
-  if (s.model_type == "full" && quantized && !cfg.boolean("i_know_what_i_am_doing", false) &&
+  if (s.model_type == ModelType::Full && quantized && !cfg.boolean("i_know_what_i_am_doing", false) &&
       !cfg.boolean("controlnet", false))
     r.rejections.push_back("base_model_precision " + precision +
                            " with model_type full: the trainer stops (quantized bases train only LoRA/LyCORIS "
@@ -476,27 +454,47 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
                            ": the trainer stops (fp8 mixed precision needs no_change or fp8-torchao)");
   if (precision == "fp8-quanto" && (fam.trainer_family == "wan" || fam.trainer_family == "ltxvideo"))
     r.rejections.push_back("base_model_precision fp8-quanto on " + fam.trainer_family + ": the trainer stops");
+}
 
-  // LyCORIS (§2.3): the analyzer estimates LoKr adapters; the config file is read and checked
-  if (s.lora_type == "lycoris" && s.model_type == "lora") {
-    if (!cfg.has("lycoris_config"))
-      throw InputError(path + ": lycoris_config: missing (lora_type lycoris needs the LyCORIS config file)");
-    const std::string ly = resolve_config_path(
-        fill_placeholders(cfg.str("lycoris_config", ""), cfg.str("model_family", ""), cfg.str("output_dir", "")),
-        "lycoris_config", path, opt.cwd);
-    const ordered_json lj = read_json_file(ly, "lycoris_config");
-    if (!lj.is_object()) throw InputError("lycoris_config '" + ly + "': expected an object, got " + type_name(lj));
-    const Fields lf(lj, ly);
-    if (!lf.has("algo")) throw InputError(ly + ": algo: missing (the trainer requires it)");
-    const std::string algo = lf.str("algo", "");
-    const long long factor = lf.integer("factor", -1, -kMaxLoraRank, kMaxLoraRank);
-    s.notes.push_back("LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") + " (" + ly + ")");
-    if (algo != "lokr" || (factor > 0 && factor != 16))
-      r.warnings.push_back(ly + ": LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") +
-                           ": trainable parameters are estimated as LoKr factor 16 (small next to the base weights)");
-  }
+// training (§0 defaults: model_type full, lora_type standard, rank 16, adamw_bf16, bf16)
+void read_training(const Fields& cfg, const std::string& path, const Family& fam, ConfigRead& r) {
+  TrainingSetup& s = r.setup;
+  s.model_type = parse_model_type(cfg.str("model_type", "full"), cfg.where("model_type"));
+  if (!cfg.has("model_type")) r.warnings.push_back(path + ": model_type unset: the trainer's default is a full fine-tune");
+  s.lora_type = parse_lora_type(cfg.str("lora_type", "standard"), cfg.where("lora_type"));
+  const long long rank = cfg.integer("lora_rank", 16, -kMaxLoraRank, kMaxLoraRank);
+  if (rank <= 0) throw InputError(cfg.where("lora_rank") + ": must be positive, got " + std::to_string(rank));
+  s.lora_rank = static_cast<int>(rank);
+  s.mixed_precision = cfg.str("mixed_precision", "bf16");
+  if (s.mixed_precision != "bf16" && s.mixed_precision != "fp16" && s.mixed_precision != "no" && s.mixed_precision != "fp8")
+    throw InputError(cfg.where("mixed_precision") + ": '" + brief_text(s.mixed_precision) + "' is not one of no, fp16, bf16, fp8");
+  read_optimizer(cfg, s);
+  read_precision(cfg, fam, r);
+}
 
-  // weight streaming (§2.6)
+// LyCORIS (§2.3): the analyzer estimates LoKr adapters; the config file is read and checked
+void read_lycoris(const Fields& cfg, const std::string& path, const ReadOptions& opt, ConfigRead& r) {
+  TrainingSetup& s = r.setup;
+  if (!cfg.has("lycoris_config"))
+    throw InputError(path + ": lycoris_config: missing (lora_type lycoris needs the LyCORIS config file)");
+  const std::string ly = resolve_config_path(
+      fill_placeholders(cfg.str("lycoris_config", ""), cfg.str("model_family", ""), cfg.str("output_dir", "")),
+      "lycoris_config", path, opt.cwd);
+  const ordered_json lj = read_json_file(ly, "lycoris_config");
+  if (!lj.is_object()) throw InputError("lycoris_config '" + ly + "': expected an object, got " + type_name(lj));
+  const Fields lf(lj, ly);
+  if (!lf.has("algo")) throw InputError(ly + ": algo: missing (the trainer requires it)");
+  const std::string algo = lf.str("algo", "");
+  const long long factor = lf.integer("factor", -1, -kMaxLoraRank, kMaxLoraRank);
+  s.notes.push_back("LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") + " (" + ly + ")");
+  if (algo != "lokr" || (factor > 0 && factor != 16))
+    r.warnings.push_back(ly + ": LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") +
+                         ": trainable parameters are estimated as LoKr factor 16 (small next to the base weights)");
+}
+
+// weight streaming (§2.6), EMA, attention and compilation
+void read_streaming(const Fields& cfg, const Family& fam, ConfigRead& r) {
+  TrainingSetup& s = r.setup;
   s.ramtorch = cfg.boolean("ramtorch", false);
   s.ramtorch_percent = cfg.number("ramtorch_transformer_percent", 100, -1e6, 1e6);
   if (s.ramtorch_percent < 0 || s.ramtorch_percent > 100)
@@ -528,8 +526,10 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
       r.warnings.push_back(cfg.where("attention_mechanism") + ": " + s.attention +
                            " applies to inference only unless sageattention_usage includes training");
   }
+}
 
-  // schedule (§2.7, §4)
+// schedule (§2.7, §4)
+void read_schedule(const Fields& cfg, const Family& fam, ConfigRead& r) {
   Schedule& sc = r.schedule;
   sc.checkpointing = cfg.boolean("gradient_checkpointing", true);
   const long long interval = cfg.integer("gradient_checkpointing_interval", 0, -kMaxScheduleStep, kMaxScheduleStep);
@@ -570,8 +570,10 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   if (cfg.boolean("gradient_checkpointing_offload_attention_prefetch", false) && !sc.offload_attention)
     r.warnings.push_back(cfg.where("gradient_checkpointing_offload_attention_prefetch") +
                          ": turned off by the trainer without gradient_checkpointing_offload_attention");
+}
 
-  // data backends (§1)
+// data backends (§1): the file, and every backend that trains
+void read_backends(const Fields& cfg, const std::string& path, const Family& fam, const ReadOptions& opt, ConfigRead& r) {
   std::string db_value;
   if (!opt.data_backend_override.empty()) {
     if (!file_exists(opt.data_backend_override)) {
@@ -601,7 +603,11 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
     throw InputError("data_backend_config '" + r.data_backend_path +
                      "': no image, video, audio or caption dataset that trains (text-embed, conditioning, eval and "
                      "disabled backends are skipped)");
-  // the largest per-step activation load: pixels x frames x batch
+}
+
+// the trained shape: the largest per-step activation load (pixels x frames x batch) over the backends
+void apply_largest_backend(const Family& fam, ConfigRead& r) {
+  TrainingSetup& s = r.setup;
   auto load = [](const BackendShape& b) { return static_cast<double>(b.width) * b.height * b.frames * b.batch; };
   std::stable_sort(r.backends.begin(), r.backends.end(),
                    [&](const BackendShape& a, const BackendShape& b) { return load(a) > load(b); });
@@ -618,6 +624,38 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   }
   s.batch = big.batch;
   s.notes.push_back(big.note + (r.backends.size() > 1 ? " (largest of " + std::to_string(r.backends.size()) + " training backends)" : ""));
+}
+
+}  // namespace
+
+ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt) {
+  ConfigRead r;
+  r.config_path = path;
+  const std::string text = read_input_file(path, "config");
+  r.raw = parse_ordered_json_text(text, "config '" + brief_text(path) + "'");
+  r.indent = json_indent(text);
+  if (!r.raw.is_object()) throw InputError("config '" + path + "': expected a JSON object of trainer keys, got " + type_name(r.raw));
+  const Fields cfg(r.raw, path);
+  for (const auto& d : cfg.duplicates)
+    r.warnings.push_back(path + ": " + d + " is written both with and without `--`: the later one is used");
+
+  const Family& fam = resolve_family(cfg, path, r.warnings);
+  if (fam.trainer_family == "minimaxmusic" && cfg.str("minimax_music_train_component", "") == "language_model")
+    throw InputError(cfg.where("minimax_music_train_component") +
+                     ": language_model trains MiniMax Music 3's Qwen3 8B autoregressive stage, which segadvise does "
+                     "not model (only the 2.4B diffusion transformer is in families/data)");
+  r.family = &fam;
+  TrainingSetup& s = r.setup;
+  s = TrainingSetup{};
+  s.model_id = fam.id;
+  s.notes.clear();
+  s.notes.push_back("from " + path);
+  read_training(cfg, path, fam, r);
+  if (s.lora_type == LoraType::Lycoris && s.model_type == ModelType::Lora) read_lycoris(cfg, path, opt, r);
+  read_streaming(cfg, fam, r);
+  read_schedule(cfg, fam, r);
+  read_backends(cfg, path, fam, opt, r);
+  apply_largest_backend(fam, r);
   return r;
 }
 

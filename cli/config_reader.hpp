@@ -45,6 +45,7 @@ struct ReadOptions {
 struct ConfigRead {
   std::string config_path;
   nlohmann::ordered_json raw;  // the file as written (key spelling and order kept)
+  int indent = 4;              // spaces before its first indented key, to write it back alike
   std::string data_backend_path;
   std::vector<BackendShape> backends;  // training backends, the chosen one first
   const Family* family = nullptr;

@@ -110,7 +110,7 @@ std::string unet_part(const Family& f) {
 std::string config_text(const TrainerAdvice& a, const TrainerPlan& p, const Context& ctx) {
   std::ostringstream o;
   const TrainingSetup& s = p.setup;
-  const bool lora = s.model_type == "lora";
+  const bool lora = s.model_type == ModelType::Lora;
   if (a.trainer == "musubi") {
     std::string flags;
     std::string toml;
@@ -178,6 +178,152 @@ void check_emit_name(const std::string& name) {
   throw InputError("--emit: '" + name + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers; nearest: " + near);
 }
 
+namespace {
+
+// The setup every trainer plan starts from: the config's, at the trainer's precision, without the
+// config's weight streaming (each trainer's own knob replaces it).
+TrainingSetup trainer_base_setup(const Context& ctx, const std::string& trainer, std::vector<std::string>& notes) {
+  TrainingSetup base = ctx.setup;
+  base.base_precision = precision_for(trainer, ctx.setup, notes);
+  base.sdnq_hadamard = false;
+  base.ramtorch = false;
+  base.ramtorch_percent = 100;
+  base.blocks_to_swap = 0;
+  base.group_offload = false;
+  if (ctx.setup.ramtorch || ctx.setup.blocks_to_swap > 0 || ctx.setup.group_offload)
+    notes.push_back("the config's weight streaming (RamTorch / block swap / group offload) is replaced by this "
+                    "trainer's own knob where it has one");
+  return base;
+}
+
+// musubi-tuner: checkpointing off / on / with CPU offload, times blocks_to_swap
+void musubi_plans(const Context& ctx, const TrainingSetup& base, bool fp8, TrainerAdvice& a) {
+  const Family& fam = *ctx.family;
+  const int n = checkpointed_blocks(ctx);
+  const int max_swap = fam.checkpointing.max_swappable_blocks > 0 ? fam.checkpointing.max_swappable_blocks : n - 1;
+  std::vector<int> swaps = {0, n / 4, n / 2, (3 * n) / 4, max_swap};
+  std::sort(swaps.begin(), swaps.end());
+  swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
+  for (int gc = 0; gc < 3; ++gc)
+    for (int sw : swaps) {
+      if (sw < 0 || sw > max_swap) continue;
+      ordered_json k = ordered_json::object();
+      if (gc >= 1) k["gradient_checkpointing"] = true;
+      if (gc == 2) k["gradient_checkpointing_cpu_offload"] = true;
+      if (sw > 0) k["blocks_to_swap"] = sw;
+      if (fp8) {
+        k["fp8_base"] = true;
+        k["fp8_scaled"] = true;
+      }
+      k["mixed_precision"] = "bf16";
+      if (base.model_type == ModelType::Lora) k["network_dim"] = base.lora_rank;
+      TrainingSetup s = base;
+      s.blocks_to_swap = sw;
+      std::string label = gc == 0 ? "no checkpointing" : gc == 1 ? "gradient checkpointing" : "checkpointing + CPU offload";
+      if (sw > 0) label += ", " + std::to_string(sw) + " blocks swapped";
+      a.plans.push_back(evaluate_plan(ctx, label, k, sched(gc >= 1, gc == 2 ? Backend::Unsloth : Backend::Torch), s));
+    }
+}
+
+// ai-toolkit: checkpointing off / on, times the share of layers offloaded
+void ai_toolkit_plans(const Context& ctx, const TrainingSetup& base, bool fp8, TrainerAdvice& a) {
+  for (int gc = 0; gc < 2; ++gc)
+    for (int pct : {0, 25, 50, 75, 100}) {
+      ordered_json k = ordered_json::object();
+      if (fp8) {
+        k["model.quantize"] = true;
+        k["model.qtype"] = "qfloat8";
+      }
+      if (pct > 0) {
+        k["model.layer_offloading"] = true;
+        k["model.layer_offloading_transformer_percent"] = pct / 100.0;
+      }
+      k["train.gradient_checkpointing"] = gc == 1;
+      TrainingSetup s = base;
+      s.ramtorch = pct > 0;
+      s.ramtorch_percent = pct > 0 ? pct : 100;
+      std::string label = gc ? "gradient checkpointing" : "no checkpointing";
+      if (pct > 0) label += ", " + std::to_string(pct) + "% of layers offloaded";
+      a.plans.push_back(evaluate_plan(ctx, label, k, sched(gc == 1), s));
+    }
+}
+
+// OneTrainer: gradient_checkpointing OFF / ON, and CPU_OFFLOADED with layer and activation offloading
+void onetrainer_plans(const Context& ctx, const TrainingSetup& base, bool fp8, TrainerAdvice& a) {
+  const Family& fam = *ctx.family;
+  const std::string part = unet_part(fam);
+  auto dtype_knob = [&](ordered_json& k) {
+    if (base.base_precision == "nf4-bnb") k[part + ".weight_dtype"] = "NFLOAT_4";
+    else if (fp8) k[part + ".weight_dtype"] = "FLOAT_8";
+  };
+  for (const char* mode : {"OFF", "ON"}) {
+    ordered_json k = ordered_json::object();
+    k["gradient_checkpointing"] = mode;
+    dtype_knob(k);
+    a.plans.push_back(evaluate_plan(ctx, std::string("gradient_checkpointing ") + mode, k,
+                                    sched(std::string(mode) == "ON"), base));
+  }
+  for (bool act : {false, true})
+    for (int pct : {0, 25, 50, 75, 100}) {
+      ordered_json k = ordered_json::object();
+      k["gradient_checkpointing"] = "CPU_OFFLOADED";
+      k["layer_offload_fraction"] = pct / 100.0;
+      k["enable_async_offloading"] = true;
+      k["enable_activation_offloading"] = act;
+      dtype_knob(k);
+      TrainingSetup s = base;
+      s.ramtorch = pct > 0;
+      s.ramtorch_percent = pct > 0 ? pct : 100;
+      const std::string label = std::string("CPU_OFFLOADED, ") + std::to_string(pct) + "% of layers offloaded" +
+                                (act ? ", activations offloaded" : "");
+      a.plans.push_back(evaluate_plan(ctx, label, k, sched(true, act ? Backend::Unsloth : Backend::Torch), s));
+    }
+}
+
+// diffusers' example scripts: --gradient_checkpointing or not
+void diffusers_plans(const Context& ctx, const TrainingSetup& base, TrainerAdvice& a) {
+  for (int gc = 0; gc < 2; ++gc) {
+    ordered_json k = ordered_json::object();
+    k["gradient_checkpointing"] = gc == 1;
+    a.plans.push_back(evaluate_plan(ctx, gc ? "--gradient_checkpointing" : "no checkpointing", k, sched(gc == 1), base));
+  }
+}
+
+// fastest first; the best plan is the fastest that fits, the smallest the one with the lowest peak
+void rank_plans(TrainerAdvice& a) {
+  // unsupported combinations (a backend the family lacks) never count
+  a.plans.erase(std::remove_if(a.plans.begin(), a.plans.end(), [](const TrainerPlan& p) { return !p.prediction.supported; }),
+                a.plans.end());
+  std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
+    return x.prediction.step_time_s < y.prediction.step_time_s;
+  });
+  for (std::size_t i = 0; i < a.plans.size(); ++i) {
+    const Prediction& p = a.plans[i].prediction;
+    if (a.best < 0 && p.fits) a.best = static_cast<int>(i);
+    if (a.smallest < 0 || p.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes) a.smallest = static_cast<int>(i);
+  }
+}
+
+// what SimpleTuner's own schedule space would gain over the trainer's best plan
+void add_simpletuner_comparison(TrainerAdvice& a, const TrainerInfo& info, const Candidate& simpletuner_best) {
+  const Prediction& st = simpletuner_best.prediction;
+  std::string line = "SimpleTuner's plan " + simpletuner_best.schedule.name() + " (same precision and streaming as the config: " +
+                     secs_str(st.step_time_s) + "/step, peak " + gib_str(st.peak_vram_bytes) + ")";
+  if (a.best >= 0) {
+    const Prediction& t = a.plans[a.best].prediction;
+    const double gain = (t.step_time_s - st.step_time_s) / t.step_time_s;
+    if (gain > 0.005)
+      line += " is " + fmt("%.0f", gain * 100) + "% faster than " + info.name + "'s best (" + secs_str(t.step_time_s) + "/step)";
+    else
+      line += " gains nothing over " + info.name + "'s best (" + secs_str(t.step_time_s) + "/step)";
+  } else {
+    line += " fits where " + info.name + "'s knobs do not";
+  }
+  a.notes.push_back(line);
+}
+
+}  // namespace
+
 TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best) {
   check_emit_name(trainer);
   if (trainer == "simpletuner") throw InputError("--emit simpletuner: the SimpleTuner keys are the recommendation itself");
@@ -194,133 +340,20 @@ TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer,
     a.notes.push_back(info->name + " does not train " + fam.name + " as far as known: the lines below show what its knobs "
                       "would do, not a tested config");
 
-  TrainingSetup base = ctx.setup;
-  base.base_precision = precision_for(trainer, ctx.setup, a.notes);
-  base.sdnq_hadamard = false;
-  base.ramtorch = false;
-  base.ramtorch_percent = 100;
-  base.blocks_to_swap = 0;
-  base.group_offload = false;
-  if (ctx.setup.ramtorch || ctx.setup.blocks_to_swap > 0 || ctx.setup.group_offload)
-    a.notes.push_back("the config's weight streaming (RamTorch / block swap / group offload) is replaced by this "
-                      "trainer's own knob where it has one");
+  const TrainingSetup base = trainer_base_setup(ctx, trainer, a.notes);
   const bool fp8 = base.base_precision != "no_change";
-  const int n = checkpointed_blocks(ctx);
+  if (trainer == "musubi") musubi_plans(ctx, base, fp8, a);
+  else if (trainer == "ai-toolkit") ai_toolkit_plans(ctx, base, fp8, a);
+  else if (trainer == "onetrainer") onetrainer_plans(ctx, base, fp8, a);
+  else diffusers_plans(ctx, base, a);
 
-  if (trainer == "musubi") {
-    const int max_swap = fam.checkpointing.max_swappable_blocks > 0 ? fam.checkpointing.max_swappable_blocks : n - 1;
-    std::vector<int> swaps = {0, n / 4, n / 2, (3 * n) / 4, max_swap};
-    std::sort(swaps.begin(), swaps.end());
-    swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
-    for (int gc = 0; gc < 3; ++gc)
-      for (int sw : swaps) {
-        if (sw < 0 || sw > max_swap) continue;
-        ordered_json k = ordered_json::object();
-        if (gc >= 1) k["gradient_checkpointing"] = true;
-        if (gc == 2) k["gradient_checkpointing_cpu_offload"] = true;
-        if (sw > 0) k["blocks_to_swap"] = sw;
-        if (fp8) {
-          k["fp8_base"] = true;
-          k["fp8_scaled"] = true;
-        }
-        k["mixed_precision"] = "bf16";
-        if (base.model_type == "lora") k["network_dim"] = base.lora_rank;
-        TrainingSetup s = base;
-        s.blocks_to_swap = sw;
-        std::string label = gc == 0 ? "no checkpointing" : gc == 1 ? "gradient checkpointing" : "checkpointing + CPU offload";
-        if (sw > 0) label += ", " + std::to_string(sw) + " blocks swapped";
-        a.plans.push_back(evaluate_plan(ctx, label, k, sched(gc >= 1, gc == 2 ? Backend::Unsloth : Backend::Torch), s));
-      }
-  } else if (trainer == "ai-toolkit") {
-    for (int gc = 0; gc < 2; ++gc)
-      for (int pct : {0, 25, 50, 75, 100}) {
-        ordered_json k = ordered_json::object();
-        if (fp8) {
-          k["model.quantize"] = true;
-          k["model.qtype"] = "qfloat8";
-        }
-        if (pct > 0) {
-          k["model.layer_offloading"] = true;
-          k["model.layer_offloading_transformer_percent"] = pct / 100.0;
-        }
-        k["train.gradient_checkpointing"] = gc == 1;
-        TrainingSetup s = base;
-        s.ramtorch = pct > 0;
-        s.ramtorch_percent = pct > 0 ? pct : 100;
-        std::string label = gc ? "gradient checkpointing" : "no checkpointing";
-        if (pct > 0) label += ", " + std::to_string(pct) + "% of layers offloaded";
-        a.plans.push_back(evaluate_plan(ctx, label, k, sched(gc == 1), s));
-      }
-  } else if (trainer == "onetrainer") {
-    const std::string part = unet_part(fam);
-    auto dtype_knob = [&](ordered_json& k) {
-      if (base.base_precision == "nf4-bnb") k[part + ".weight_dtype"] = "NFLOAT_4";
-      else if (fp8) k[part + ".weight_dtype"] = "FLOAT_8";
-    };
-    for (const char* mode : {"OFF", "ON"}) {
-      ordered_json k = ordered_json::object();
-      k["gradient_checkpointing"] = mode;
-      dtype_knob(k);
-      a.plans.push_back(evaluate_plan(ctx, std::string("gradient_checkpointing ") + mode, k,
-                                      sched(std::string(mode) == "ON"), base));
-    }
-    for (bool act : {false, true})
-      for (int pct : {0, 25, 50, 75, 100}) {
-        ordered_json k = ordered_json::object();
-        k["gradient_checkpointing"] = "CPU_OFFLOADED";
-        k["layer_offload_fraction"] = pct / 100.0;
-        k["enable_async_offloading"] = true;
-        k["enable_activation_offloading"] = act;
-        dtype_knob(k);
-        TrainingSetup s = base;
-        s.ramtorch = pct > 0;
-        s.ramtorch_percent = pct > 0 ? pct : 100;
-        const std::string label = std::string("CPU_OFFLOADED, ") + std::to_string(pct) + "% of layers offloaded" +
-                                  (act ? ", activations offloaded" : "");
-        a.plans.push_back(evaluate_plan(ctx, label, k, sched(true, act ? Backend::Unsloth : Backend::Torch), s));
-      }
-  } else {  // diffusers
-    for (int gc = 0; gc < 2; ++gc) {
-      ordered_json k = ordered_json::object();
-      k["gradient_checkpointing"] = gc == 1;
-      a.plans.push_back(evaluate_plan(ctx, gc ? "--gradient_checkpointing" : "no checkpointing", k, sched(gc == 1), base));
-    }
-  }
-
-  // unsupported combinations (a backend the family lacks) never count
-  a.plans.erase(std::remove_if(a.plans.begin(), a.plans.end(), [](const TrainerPlan& p) { return !p.prediction.supported; }),
-                a.plans.end());
-  std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
-    return x.prediction.step_time_s < y.prediction.step_time_s;
-  });
-  for (std::size_t i = 0; i < a.plans.size(); ++i) {
-    const Prediction& p = a.plans[i].prediction;
-    if (a.best < 0 && p.fits) a.best = static_cast<int>(i);
-    if (a.smallest < 0 || p.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes) a.smallest = static_cast<int>(i);
-  }
+  rank_plans(a);
   const int shown = a.best >= 0 ? a.best : a.smallest;
   if (shown >= 0) a.config_text = config_text(a, a.plans[shown], ctx);
   if (a.best < 0 && shown >= 0)
     a.notes.push_back("nothing within " + info->name + "'s knobs fits with " + gib_str(ctx.headroom_bytes) +
                       " headroom; the lines are its smallest plan (" + gib_str(a.plans[shown].prediction.peak_vram_bytes) + ")");
-
-  // what SimpleTuner's own schedule space would gain
-  if (simpletuner_best) {
-    const Prediction& st = simpletuner_best->prediction;
-    std::string line = "SimpleTuner's plan " + simpletuner_best->schedule.name() + " (same precision and streaming as the config: " +
-                       secs_str(st.step_time_s) + "/step, peak " + gib_str(st.peak_vram_bytes) + ")";
-    if (a.best >= 0) {
-      const Prediction& t = a.plans[a.best].prediction;
-      const double gain = (t.step_time_s - st.step_time_s) / t.step_time_s;
-      if (gain > 0.005)
-        line += " is " + fmt("%.0f", gain * 100) + "% faster than " + info->name + "'s best (" + secs_str(t.step_time_s) + "/step)";
-      else
-        line += " gains nothing over " + info->name + "'s best (" + secs_str(t.step_time_s) + "/step)";
-    } else {
-      line += " fits where " + info->name + "'s knobs do not";
-    }
-    a.notes.push_back(line);
-  }
+  if (simpletuner_best) add_simpletuner_comparison(a, *info, *simpletuner_best);
   return a;
 }
 

@@ -60,8 +60,9 @@ void print_setup(std::ostream& out, const Context& ctx, bool markdown) {
   if (s.frames > 1) out << "x" << s.frames << "f";
   out << ", batch " << s.batch << " -> " << static_cast<long long>(ctx.chain.tokens_image) << " image + "
       << static_cast<long long>(ctx.chain.tokens_text) << " text tokens per sample\n";
-  out << b << "training   " << s.model_type;
-  if (s.model_type == "lora") out << " (" << s.lora_type << (s.lora_type == "standard" ? ", rank " + std::to_string(s.lora_rank) : "") << ")";
+  out << b << "training   " << to_string(s.model_type);
+  if (s.model_type == ModelType::Lora)
+    out << " (" << to_string(s.lora_type) << (s.lora_type == LoraType::Standard ? ", rank " + std::to_string(s.lora_rank) : "") << ")";
   out << ", base " << (s.base_precision == "no_change" ? "bf16" : precision_key(s)) << ", optimizer " << s.optimizer;
   if (s.ramtorch) out << ", RamTorch " << s.ramtorch_percent << "%";
   if (s.blocks_to_swap > 0) out << ", block swap " << s.blocks_to_swap;

@@ -50,7 +50,7 @@ struct TorchFlags {
 void add_shape_flags(CLI::App* app, TorchFlags& f) {
   cli::SetupFlags& s = f.setup;
   app->add_option("--model,-m", s.model, "model: alias (wan, sd3, flux, …), model_family[:flavour], or a model .json")->required();
-  app->add_option("--device", f.device, "cpu | cuda (default cpu)");
+  app->add_option("--device", f.device, "cpu | cuda (default cpu)")->check(CLI::IsMember({"cpu", "cuda"}));
   app->add_option("--resolution,-r", s.resolution, "WxH, or N with --resolution-type")->check(cli::kNonEmpty);
   app->add_option("--resolution-type", s.resolution_type, "pixel | pixel_area | area")
       ->check(CLI::IsMember({"pixel", "pixel_area", "area"}));
@@ -103,9 +103,8 @@ int run_profile_cmd(TorchFlags& f) {
   profiler::ProfileOptions opt;
   opt.device = f.device;
   opt.max_tokens = f.tokens;
-  opt.repeats = std::max(1, f.repeats);
+  opt.repeats = f.repeats;
   opt.quiet = f.quiet;
-  if (f.tokens < 0) throw InputError("--tokens: must be positive, got " + std::to_string(f.tokens));
   const std::string out = f.output.empty() ? fam.id + "." + f.device + ".profile.json" : f.output;
   if (!f.quiet) {
     const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
@@ -191,16 +190,23 @@ Profile validation_profile(const TorchFlags& f, const Family& fam, const Trainin
   return prof;
 }
 
+// Every check of validate's flags that needs no measurement, before anything runs: a bad schedule
+// name must not cost a profile first.
+void check_validate_flags(const TorchFlags& f) {
+  cli::check_format(f.setup.format);
+  if (f.schedule.empty() && !f.all_schedules && f.plan.empty())
+    throw InputError("validate: give --schedule S, --all-schedules or --plan plan.json");
+  if (f.tokens != 0 && !f.setup.resolution.empty()) throw InputError("--tokens and --resolution: give one of them");
+  if (!f.schedule.empty()) Schedule::parse(f.schedule);
+  if (!f.backend.empty()) parse_backend(f.backend);
+}
+
 ValidationInputs validation_inputs(TorchFlags& f) {
   ValidationInputs in;
   const Family& fam = find_family(f.setup.model);
   in.fam = &fam;
   TrainingSetup setup = cli::apply_flags(fam, default_setup(fam), f.setup);
-  if (f.tokens != 0) {
-    if (!f.setup.resolution.empty()) throw InputError("--tokens and --resolution: give one of them");
-    apply_tokens(fam, setup, f.tokens);
-  }
-  cli::check_format(f.setup.format);
+  if (f.tokens != 0) apply_tokens(fam, setup, f.tokens);
   if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload) {
     // the executor keeps every block's weights on the device: predict the same
     setup.ramtorch = false;
@@ -210,14 +216,11 @@ ValidationInputs validation_inputs(TorchFlags& f) {
       std::fprintf(stderr, "segadvise validate: weight streaming (RamTorch / block swap / group offload) is not "
                            "executed; validating with all weights resident\n");
   }
-  if (f.steps <= 0) throw InputError("--steps: must be positive, got " + std::to_string(f.steps));
-  if (f.blocks < 0) throw InputError("--blocks: must be positive, got " + std::to_string(f.blocks));
-  if (f.schedule.empty() && !f.all_schedules && f.plan.empty())
-    throw InputError("validate: give --schedule S, --all-schedules or --plan plan.json");
 
   // the chain of the blocks that run: the first N, nothing outside them
   BlockChain chain = profiler::validation_chain(fam, setup, f.blocks);
   const int n = static_cast<int>(chain.blocks.size());
+  if (!f.plan.empty()) load_plan(f.plan, n);  // a bad plan file fails before anything is measured
 
   // the machine: CPU, or the CUDA device matched to the catalog
   GpuSpec gpu;
@@ -395,6 +398,7 @@ void print_validation(const TorchFlags& f, const ValidationInputs& in, const std
 }
 
 int run_validate_cmd(TorchFlags& f) {
+  check_validate_flags(f);
   const ValidationInputs in = validation_inputs(f);
   const std::vector<Row> rows = run_plans(f, in, plans_to_validate(f, in));
   if (f.setup.format == "json")
@@ -413,22 +417,25 @@ int main(int argc, char** argv) {
   int rc = 0;
   auto* prof = app.add_subcommand("profile", "measure each block kind of a family on this machine's device");
   add_shape_flags(prof, f);
-  prof->add_option("--tokens", f.tokens, "most stream tokens one pass may run; larger shapes are extrapolated");
+  prof->add_option("--tokens", f.tokens, "most stream tokens one pass may run; larger shapes are extrapolated")
+      ->check(cli::kPositive);
   prof->add_option("--output,-o", f.output, "profile file to write (default <family>.<device>.profile.json)");
-  prof->add_option("--repeats", f.repeats, "timed repeats after the warm-up (median)");
+  prof->add_option("--repeats", f.repeats, "timed repeats after the warm-up (median)")->check(cli::kPositive);
   prof->callback([&] { rc = run_profile_cmd(f); });
 
   auto* val = app.add_subcommand("validate", "run real training steps of a schedule and compare with the prediction");
   add_shape_flags(val, f);
   val->add_option("--schedule,-s", f.schedule, "none, layer, intervalK, segK-strideS, activation-offload, … (+backend)");
-  val->add_option("--backend", f.backend, "torch | torch-ffn | unsloth | unsloth-ffn");
+  val->add_option("--backend", f.backend, "torch | torch-ffn | unsloth | unsloth-ffn")
+      ->check(CLI::IsMember({"torch", "torch-ffn", "unsloth", "unsloth-ffn"}));
   val->add_flag("--offload-attention", f.offload_attention, "gradient_checkpointing_offload_attention");
-  val->add_option("--steps", f.steps, "measured optimizer steps (default 3)");
-  val->add_option("--warmup", f.warmup, "unmeasured steps first (default 1)");
-  val->add_option("--blocks", f.blocks, "run the first N blocks only (default all)");
-  val->add_option("--tokens", f.tokens, "about T image tokens per sample (instead of --resolution)");
+  val->add_option("--steps", f.steps, "measured optimizer steps (default 3)")->check(cli::kPositive);
+  val->add_option("--warmup", f.warmup, "unmeasured steps first (default 1)")->check(cli::kNonNegative);
+  val->add_option("--blocks", f.blocks, "run the first N blocks only (default all)")->check(cli::kPositive);
+  val->add_option("--tokens", f.tokens, "about T image tokens per sample (instead of --resolution)")->check(cli::kPositive);
   val->add_flag("--all-schedules", f.all_schedules, "validate every schedule on the predicted Pareto front");
-  val->add_option("--plan", f.plan, "an explicit per-block plan (plan.json: segments with keep/checkpoint/checkpoint_ffn)");
+  val->add_option("--plan", f.plan, "an explicit per-block plan (plan.json: segments with keep/checkpoint/checkpoint_ffn)")
+      ->check(CLI::ExistingFile);
   val->add_option("--gpu,-g", f.setup.gpu, "the catalog GPU the CUDA device is (default: matched by name)");
   cli::add_output_flags(val, f.setup);
   val->callback([&] { rc = run_validate_cmd(f); });

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Whole-process checks of the CLI: answers, exit codes, error messages. Usage: cli_test.sh BIN
+# Whole-process checks of the CLI: answers, exit codes, error messages. Usage: cli_test.sh BIN [TORCH_BIN]
+# With TORCH_BIN (segadvise-torch), also its flag checks, which must fail before anything is measured.
 set -u
 bin=$1
+torch_bin=${2:-}
 pass=0 fail=0
 expect() {  # expect CODE PATTERN -- ARGS...
   local code=$1 pattern=$2; shift 3
@@ -39,5 +41,33 @@ expect 2 "--aspect: '1:0'" -- advise --model sd3 --aspect 1:0 --resolution 480 -
 expect 2 "--batch: must be positive, got -1" -- --model flux --gpu h100 --batch -1
 expect 2 "--vram-gib" -- --model flux --vram-gib nan
 expect 2 "unknown command 'frobnicate'" -- frobnicate --model flux
+# numeric and enum flags of every command go through validators (NaN, negatives, unknown words)
+expect 2 "--ramtorch-percent: must be 0..100, got nan" -- --model flux --gpu h100 --ramtorch-percent nan
+expect 2 "--headroom-gib: must be 0..4096 GiB, got nan" -- --model flux --gpu h100 --headroom-gib nan
+expect 2 "--model-type" -- --model flux --gpu h100 --model-type half
+expect 2 "--lora-type" -- --model flux --gpu h100 --lora-type loha
+expect 2 "--headroom-gib: must be 0..4096 GiB, got nan" -- accuracy --headroom-gib nan
+expect 2 "--prior-weight: must be >= 0, got -1" -- calibrate --prior-weight -1
+expect 2 "--max-iterations: must be >= 0, got -1" -- accuracy --leave-family-out --max-iterations -1
+expect 2 "--format" -- accuracy --format yaml
+expect 2 "modles" -- list modles
+expect 2 "--format" -- list models --format xml
+if [[ -n $torch_bin ]]; then
+  bin=$torch_bin
+  tiny=$(dirname "$0")/data/tiny-dit.json
+  expect 2 "--batch: must be positive, got -1" -- profile --model "$tiny" --batch -1
+  expect 2 "--tokens: must be positive, got 0" -- profile --model "$tiny" --tokens 0
+  expect 2 "--repeats: must be positive, got -1" -- profile --model "$tiny" --repeats -1
+  expect 2 "--device" -- profile --model "$tiny" --device tpu
+  expect 2 "--headroom-gib: must be 0..4096 GiB, got nan" -- validate --model "$tiny" --schedule layer --headroom-gib nan
+  expect 2 "--warmup: must be >= 0, got -1" -- validate --model "$tiny" --schedule layer --warmup -1
+  expect 2 "--blocks: must be positive, got 0" -- validate --model "$tiny" --schedule layer --blocks 0
+  expect 2 "--tokens: must be positive, got 0" -- validate --model "$tiny" --schedule layer --tokens 0
+  expect 2 "--steps: must be positive, got 0" -- validate --model "$tiny" --schedule layer --steps 0
+  expect 2 "--backend" -- validate --model "$tiny" --schedule layer --backend fast
+  # a bad schedule name fails before the profile validate would measure first (no --profile given)
+  expect 2 "^segadvise: error: .*'garbage'" -- validate --model "$tiny" --schedule garbage
+  expect 2 "--format" -- validate --model "$tiny" --schedule layer --format yaml
+fi
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -172,7 +172,7 @@ TEST_CASE("model_type defaults to a full fine-tune, as in the trainer") {
     f << R"({"model_family": "flux", "data_backend_config": ")" << kDir << R"(backends/pixel-area-1024.json"})";
   }
   const ConfigRead r = read_simpletuner_config(path, away());
-  CHECK(r.setup.model_type == "full");
+  CHECK(r.setup.model_type == ModelType::Full);
   CHECK(r.setup.batch == 4);  // train_batch_size default 4
   fs::remove(path);
 }

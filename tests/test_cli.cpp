@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "commands.hpp"
 #include "common.hpp"
 
 using namespace segadvise;
@@ -24,6 +25,23 @@ std::string parse_flags(std::vector<std::string> args) {
     return e.what();
   }
   return "";
+}
+
+// parses `args` as a whole command line of calibrate, accuracy or list; the CLI11 error message.
+// Only for command lines that fail: a valid one would run the command.
+std::string parse_command(std::vector<std::string> args) {
+  CLI::App app;
+  int rc = 0;
+  setup_calibrate(app, rc);
+  setup_accuracy(app, rc);
+  setup_list(app, rc);
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "(parsed)";
 }
 
 }  // namespace
@@ -59,4 +77,28 @@ TEST_CASE("numeric flags reject zero, negatives, NaN and overflow where they mea
     CHECK(parse_flags({empty, ""}).find("must not be empty") != std::string::npos);
   CHECK(parse_flags({"--model-type", "half"}).find("--model-type") != std::string::npos);
   CHECK(parse_flags({"--format", "yaml"}).find("--format") != std::string::npos);
+}
+
+TEST_CASE("numeric flags are read by the checked number reader: plain decimal text only") {
+  CHECK(parse_flags({"--ramtorch-percent", "1e2"}).empty());  // 100, at the upper bound
+  CHECK(parse_flags({"--headroom-gib", "0.5"}).empty());
+  for (const char* bad : {"0x10", "inf", "nan", "1e999", "", "5%"})
+    CHECK(parse_flags({"--ramtorch-percent", bad}).find("--ramtorch-percent: must be 0..100, got") != std::string::npos);
+  CHECK(parse_flags({"--lora-type", "loha"}).find("--lora-type") != std::string::npos);
+}
+
+TEST_CASE("calibrate, accuracy and list check their flags with validators, not by hand") {
+  CHECK(parse_command({"accuracy", "--headroom-gib", "nan"}).find("--headroom-gib: must be 0..4096 GiB, got nan") !=
+        std::string::npos);
+  CHECK(parse_command({"calibrate", "--headroom-gib", "-1"}).find("--headroom-gib") != std::string::npos);
+  CHECK(parse_command({"calibrate", "--prior-weight", "-1"}).find("--prior-weight: must be >= 0, got -1") !=
+        std::string::npos);
+  CHECK(parse_command({"accuracy", "--prior-weight", "nan"}).find("--prior-weight") != std::string::npos);
+  CHECK(parse_command({"accuracy", "--max-iterations", "-1"}).find("--max-iterations: must be >= 0") !=
+        std::string::npos);
+  CHECK(parse_command({"calibrate", "--max-iterations", "99999999999"}).find("--max-iterations") != std::string::npos);
+  CHECK(parse_command({"calibrate", "--format", "yaml"}).find("--format") != std::string::npos);
+  CHECK(parse_command({"accuracy", "--format", "yaml"}).find("--format") != std::string::npos);
+  CHECK(parse_command({"list", "modles"}).find("modles") != std::string::npos);
+  CHECK(parse_command({"list", "models", "--format", "xml"}).find("--format") != std::string::npos);
 }

@@ -81,6 +81,32 @@ TEST_CASE("the config reader: sanity, a valid config reads") {
   CHECK(config_error(R"("train_batch_size": "3")") == "(no error)");
 }
 
+TEST_CASE("model_type and lora_type are enums read once: an unknown value names file, field and value") {
+  CHECK(has(config_error(R"("lora_type": "loha")"), "config.json: lora_type is 'loha'; expected one of standard, lycoris"));
+  const std::string db = scratch().write("db-types.json", R"([{"id": "photos", "resolution": 512}])");
+  const std::string cfg = scratch().write(
+      "config-types.json", R"({"model_family": "flux", "model_type": "half", "data_backend_config": ")" + db + "\"}");
+  CHECK(has(error_of([&] { read_simpletuner_config(cfg, ReadOptions{}); }),
+            "config-types.json: model_type is 'half'; expected one of lora, full"));
+  // read once as enums, written back with the trainer's words (JSON output unchanged)
+  for (const ModelType t : {ModelType::Lora, ModelType::Full}) CHECK(parse_model_type(to_string(t), "x") == t);
+  for (const LoraType t : {LoraType::Standard, LoraType::Lycoris}) CHECK(parse_lora_type(to_string(t), "x") == t);
+  CHECK(to_string(ModelType::Full) == "full");
+  CHECK(to_string(LoraType::Lycoris) == "lycoris");
+  CHECK(to_json(TrainingSetup{})["model_type"] == "lora");
+}
+
+TEST_CASE("the config's indentation is read from the text the loader read, to write it back alike") {
+  const std::string db = scratch().write("db-indent.json", R"([{"id": "photos", "resolution": 512}])");
+  // two spaces before the first indented key: 2; a one-line file: the default 4
+  const std::string two = scratch().write(
+      "config-indent.json", "{\n  \"model_family\": \"flux\",\n  \"data_backend_config\": \"" + db + "\"\n}\n");
+  CHECK(read_simpletuner_config(two, ReadOptions{}).indent == 2);
+  const std::string flat =
+      scratch().write("config-flat.json", R"({"model_family": "flux", "data_backend_config": ")" + db + "\"}");
+  CHECK(read_simpletuner_config(flat, ReadOptions{}).indent == 4);
+}
+
 TEST_CASE("a digit string past 64 bits names file, field and value") {
   for (const std::string key : {"train_batch_size", "lora_rank", "musubi_blocks_to_swap",
                                 "gradient_checkpointing_interval", "gradient_checkpointing_segment_stride"}) {
@@ -209,7 +235,9 @@ TEST_CASE("family files are validated against FORMAT.md") {
   CHECK(has(family_error(R"("token_scale": 1e308)"), "block_lists[0].token_scale"));
   CHECK(has(family_error(R"("count": 1e9)"), "block_lists[0].count': 1000000000.0 is not an integer in [1, 1024]"));
   CHECK(has(family_error("", R"("params_published": -5, )"), "params_published"));
-  CHECK(has(family_error("", R"("example": {"model_type": "bogus"}, )"), "example.model_type' is 'bogus'"));
+  CHECK(has(family_error("", R"("example": {"model_type": "bogus"}, )"), "example.model_type' is 'bogus'; expected one of lora, full"));
+  CHECK(has(family_error("", R"("example": {"lora_type": "loha"}, )"),
+            "tiny.json: field 'example.lora_type' is 'loha'; expected one of standard, lycoris"));
   const std::string geo = R"({"id": "tiny", "geometry": {"alignment": 0}, "checkpointing": {"interval": "segmented"},
       "block_lists": [{"name": "b", "count": 2, "kind": "dit_self", "hidden": 64, "heads": 4}]})";
   CHECK(has(error_of([&] { parse_family(json::parse(geo), "g.json"); }), "geometry.alignment"));
@@ -261,6 +289,7 @@ TEST_CASE("measured runs: known mixed precision, finite positive times, a non-em
   CHECK(has(run_error(R"("sec_per_step": "inf")"), "sec_per_step"));
   CHECK(has(run_error(R"("mode": "interval99999999999999999999")"), "field 'mode' is not a schedule"));
   CHECK(has(run_error(R"("batch": 4294967297)"), "field 'batch'"));
+  CHECK(has(run_error(R"("lora_type": "loha")"), "runs.json: run 1: field 'lora_type' is 'loha'; expected one of standard, lycoris"));
   CHECK(has(error_of([] { parse_dataset_json(json::parse(R"({"runs": []})"), "empty.json"); }), "empty.json: field 'runs' is empty"));
 }
 

@@ -54,7 +54,7 @@ TEST_CASE("every block kind saves what the static analyzer says, within 2%, with
     setup.frames = c.frames;
     setup.text_tokens = c.text_tokens;
     setup.batch = 1;
-    setup.lora_type = "standard";
+    setup.lora_type = LoraType::Standard;
     const BlockListSpec& spec = list_of(fam, c.list);
     profiler::ProfileOptions opt;
     opt.warmup = 0;

@@ -17,7 +17,7 @@ namespace {
 std::string chain_key(const TrainingSetup& s) {
   return s.model_id + "|" + std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.frames) +
          "|b" + std::to_string(s.batch) + "|" + s.base_precision + (s.sdnq_hadamard ? "+h" : "") + "|" +
-         s.mixed_precision + "|" + s.model_type + "|" + s.lora_type + "|r" + std::to_string(s.lora_rank) + "|" +
+         s.mixed_precision + "|" + to_string(s.model_type) + "|" + to_string(s.lora_type) + "|r" + std::to_string(s.lora_rank) + "|" +
          s.optimizer + "|" + (s.ramtorch ? "ram" : "") + "|t" + std::to_string(s.text_tokens);
 }
 
@@ -32,7 +32,7 @@ TrainingSetup setup_for_run(const Family& fam, const MeasuredRun& r) {
   if (r.height > 0) s.height = r.height;
   if (r.frames > 0) s.frames = r.frames;
   if (r.batch > 0) s.batch = r.batch;
-  if (!r.lora_type.empty()) s.lora_type = r.lora_type;
+  if (r.lora_type) s.lora_type = *r.lora_type;
   if (r.lora_rank > 0) s.lora_rank = r.lora_rank;
   if (!r.optimizer.empty()) {
     optimizer_info(r.optimizer);

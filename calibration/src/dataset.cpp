@@ -92,9 +92,8 @@ MeasuredRun parse_row(const Row& r, const std::string& default_id) {
   m.height = r.integer("height", 0, kMaxEdgePixels);
   m.frames = r.integer("frames", 0, kMaxFrames);
   m.batch = r.integer("batch", 0, kMaxBatch);
-  m.lora_type = r.str("lora_type", "");
-  if (!m.lora_type.empty() && m.lora_type != "standard" && m.lora_type != "lycoris")
-    r.fail("lora_type", "is '" + brief_text(m.lora_type) + "'; expected standard or lycoris");
+  const std::string lora_type = r.str("lora_type", "");
+  if (!lora_type.empty()) m.lora_type = parse_lora_type(lora_type, r.where + ": field 'lora_type'");
   m.lora_rank = r.integer("lora_rank", 0, kMaxLoraRank);
   m.optimizer = r.str("optimizer", "");
   m.ramtorch = r.boolean("ramtorch");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/precision.hpp"
 
 namespace segadvise {
@@ -293,7 +294,7 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   StaticMemory m;
   const PrecisionInfo prec = precision_info(setup.base_precision);
   const double dtype = weight_dtype_bytes(setup);
-  const bool full = setup.model_type == "full";
+  const bool full = setup.model_type == ModelType::Full;
   // TransformerEngine keeps bf16 weight storage for full runs (§2.2)
   const double q_bytes =
       (prec.backend == "transformerengine" && full) ? dtype : (prec.quantized ? prec.bytes_per_param : dtype);
@@ -314,7 +315,7 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
     m.streamed_weights_bytes += bytes * streamed_share;
     if (streamed_share > 0) largest_block_bytes = std::max(largest_block_bytes, bytes);
   }
-  m.weights_bytes += 2 * largest_block_bytes;
+  m.weights_bytes += kStreamedBlockBuffers * largest_block_bytes;
   m.weights_bytes += chain.outside_params * dtype;
 
   double block_params = 0, lora = 0;
@@ -329,8 +330,8 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
     m.gradient_bytes = m.trainable_params * dtype;
   } else {
     m.trainable_params = lora;
-    m.trainable_bytes = lora * 2;  // adapters are cast to weight_dtype (bf16), §2.1
-    m.gradient_bytes = lora * 2;
+    m.trainable_bytes = lora * kBf16Bytes;  // adapters are cast to weight_dtype (bf16), §2.1
+    m.gradient_bytes = lora * kBf16Bytes;
   }
   m.optimizer_bytes = m.trainable_params * opt.state_bytes_per_param;
   if (setup.use_ema && setup.ema_on_gpu) m.optimizer_bytes += m.trainable_params * dtype;
@@ -352,9 +353,9 @@ double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const Gpu
   const double attn = b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s);
   // quantized kernels rebuild each weight per call: passes over the quantized weights at 2 B/param
   // (calibration: dequant_passes per precision; 0 for a bf16 base)
-  const double dq = coef.dequant(precision_key(setup)) * b.quantizable_params * 2 / gpu.mem_bytes_per_s;
+  const double dq = coef.dequant(precision_key(setup)) * b.quantizable_params * kBf16Bytes / gpu.mem_bytes_per_s;
   // memory floor: read the weights and write/read the saved tensors once
-  const double bytes = b.params * 2 + 2 * b.saved_bytes();
+  const double bytes = b.params * kBf16Bytes + 2 * b.saved_bytes();
   const double mem = bytes / gpu.mem_bytes_per_s;
   // host-bound floor: the GPU cannot run kernels faster than the host launches them
   return std::max({mm + attn + dq, mem, b.launches * coef.launch_s});
@@ -367,12 +368,12 @@ double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const Gp
   const double fwd = block_forward_s(b, setup, gpu, coef);
   const double attn = std::min(fwd, b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s));
   const double mm = std::max(0.0, fwd - attn);
-  const bool full = setup.model_type == "full";
+  const bool full = setup.model_type == ModelType::Full;
   // input gradients of the frozen matmuls (backward_factor x their forward; + 1 x for a full
   // fine-tune's weight gradients), flash-attention backward ~2.5 forward passes of attention; never
   // under twice the forward's launches (autograd runs a backward kernel or two per forward op)
-  const double compute = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * mm + 2.5 * attn;
-  return std::max(compute, 2 * b.launches * coef.launch_s);
+  const double compute = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * mm + kAttentionBackwardPasses * attn;
+  return std::max(compute, kBackwardLaunchesPerForward * b.launches * coef.launch_s);
 }
 
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
@@ -470,7 +471,7 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
 
   TimeBreakdown& t = p.time;
   const double pcie = std::max(1.0, gpu.pcie_bytes_per_s * g.pcie_efficiency);
-  const bool full = setup.model_type == "full";
+  const bool full = setup.model_type == ModelType::Full;
   t.forward_s = pc.forward_sum_s + pc.outside_s;
   t.backward_s = pc.backward_sum_s;
   t.backward_s += (full ? coef.backward_factor + 1.0 : coef.backward_factor) * pc.outside_s;

@@ -149,9 +149,9 @@ std::vector<std::string> optimizer_names() {
 
 double weight_dtype_bytes(const TrainingSetup& setup) {
   // §2.1: bf16 with mixed_precision bf16 (or a quantized LoRA base); fp16 with fp16; else fp32.
-  if (setup.mixed_precision == "bf16" || setup.mixed_precision == "fp16" || setup.mixed_precision == "fp8") return 2;
-  if (precision_info(setup.base_precision).quantized && setup.model_type == "lora") return 2;
-  return 4;
+  if (setup.mixed_precision == "bf16" || setup.mixed_precision == "fp16" || setup.mixed_precision == "fp8") return kBf16Bytes;
+  if (precision_info(setup.base_precision).quantized && setup.model_type == ModelType::Lora) return kBf16Bytes;
+  return kFp32Bytes;
 }
 
 }  // namespace segadvise

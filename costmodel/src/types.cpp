@@ -25,6 +25,22 @@ Backend parse_backend(const std::string& s) {
   throw InputError("unknown gradient_checkpointing_backend '" + s + "' (torch, torch-ffn, unsloth, unsloth-ffn)");
 }
 
+std::string to_string(ModelType t) { return t == ModelType::Full ? "full" : "lora"; }
+
+std::string to_string(LoraType t) { return t == LoraType::Lycoris ? "lycoris" : "standard"; }
+
+ModelType parse_model_type(const std::string& s, const std::string& where) {
+  if (s == "lora") return ModelType::Lora;
+  if (s == "full") return ModelType::Full;
+  throw InputError(where + " is '" + brief_text(s) + "'; expected one of lora, full");
+}
+
+LoraType parse_lora_type(const std::string& s, const std::string& where) {
+  if (s == "standard") return LoraType::Standard;
+  if (s == "lycoris") return LoraType::Lycoris;
+  throw InputError(where + " is '" + brief_text(s) + "'; expected one of standard, lycoris");
+}
+
 std::string Schedule::name() const {
   std::string n;
   if (!checkpointing) {

@@ -35,6 +35,7 @@
 #include <map>
 #include <set>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 
@@ -76,10 +77,10 @@ struct Training {
   }
   // kernels one adapted Linear adds per forward: dropout, A, B, scale, add (PEFT LoRA);
   // LyCORIS builds its delta weight (~4); a full fine-tune adds none
-  double adapter_launches() const { return full ? 0 : (lycoris ? 4 : 5); }
+  double adapter_launches() const { return full ? 0 : (lycoris ? kLycorisLaunches : kLoraLaunches); }
   double adapter_params(double in, double out) const {
     if (full) return 0;
-    if (lycoris) return 4 * (in + out);  // LoKr factor-16 adapters: ~(in+out)*4, an estimate
+    if (lycoris) return kLycorisParamsPerWidth * (in + out);  // LoKr factor-16 adapters, an estimate
     return rank * (in + out);
   }
   // per-token bookkeeping, in elements: LayerNorm's fp32 mean and rstd (8 bytes), an RMSNorm's
@@ -186,7 +187,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
   };
   a.ffn += n * (d + t.ln_stats());  // norm input
   a.ffn_input += n * d;
-  a.launches += 8 + in_mult + (t.ffn_targeted ? (in_mult + 1) * t.adapter_launches() : 0);
+  a.launches += kFfnLaunches + in_mult + (t.ffn_targeted ? (in_mult + 1) * t.adapter_launches() : 0);
   if (experts > 0) {
     unit(f, active);  // every token runs `active` routed experts
     if (shared_f > 0) unit(shared_f, 1);
@@ -207,8 +208,8 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
 Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, double n_txt, double audio_tokens,
                   double packed_rows) {
   Acc a;
-  const double d = b.hidden, f = b.ffn_hidden;
-  const double hd = b.head_dim > 0 ? b.head_dim : 64;
+  const double d = b.hidden;
+  const double hd = b.head_dim > 0 ? b.head_dim : kDefaultHeadDim;
   const double dt = b.text_hidden > 0 ? b.text_hidden : d;
   const double n_stream = n_img * b.token_scale;
   const AttnShape shape = attn_shape(b, d);
@@ -415,8 +416,8 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   if (precision_info(setup.base_precision).quantized && !setup.ramtorch) chain.quantized_kernel = precision_key(setup);
 
   Training t;
-  t.full = setup.model_type == "full";
-  t.lycoris = setup.lora_type == "lycoris";
+  t.full = setup.model_type == ModelType::Full;
+  t.lycoris = setup.lora_type == LoraType::Lycoris;
   t.rank = std::max(1, setup.lora_rank);
   t.e = e;
   const LoraCoverage cov = lora_coverage(fam);
@@ -485,7 +486,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   chain.outside_activation_bytes = 4 * n_img * d0 * e + skip_peak;
   block_params = fit_modulation_to_published(chain, fam.params_published, block_params);
   chain.outside_params = std::max(0.0, fam.params_published - block_params);
-  chain.outside_matmul_flops = 2 * n_img * 2 * d0 * 64;
+  chain.outside_matmul_flops = 2 * n_img * 2 * d0 * kPatchFeatures;
   return chain;
 }
 

@@ -166,10 +166,8 @@ Family parse_family(const json& j, const std::string& origin) {
   f.example.height = e.integer("height", f.example.resolution, false, 1, kMaxEdgePixels);
   f.example.frames = e.integer("frames", 1, false, 0, kMaxFrames);
   f.example.batch = e.integer("batch", 1, false, 1, kMaxBatch);
-  f.example.model_type = e.str("model_type", "lora");
-  e.one_of("model_type", f.example.model_type, {"lora", "full"});
-  f.example.lora_type = e.str("lora_type", "standard");
-  e.one_of("lora_type", f.example.lora_type, {"standard", "lycoris"});
+  f.example.model_type = parse_model_type(e.str("model_type", "lora"), e.where("model_type"));
+  f.example.lora_type = parse_lora_type(e.str("lora_type", "standard"), e.where("lora_type"));
   f.example.lora_rank = e.integer("lora_rank", 16, false, 1, kMaxLoraRank);
   f.example.optimizer = e.str("optimizer", "adamw_bf16");
   f.example.base_precision = e.str("base_model_precision", "no_change");

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <regex>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/families/analyzer.hpp"
 
 namespace segadvise {
@@ -26,7 +27,7 @@ namespace {
 double remap_area_mp(double mp) {
   static const std::pair<double, double> snaps[] = {{0.25, 512}, {0.5, 768}, {1.0, 1024}, {2.0, 1536}, {4.0, 2048}};
   for (const auto& [area, edge] : snaps)
-    if (std::abs(mp - area) <= 0.05) return edge * edge / 1e6;
+    if (std::abs(mp - area) <= kAreaSnapToleranceMp) return edge * edge / 1e6;
   return mp;
 }
 
@@ -36,7 +37,7 @@ ResolvedSize bucket_size(double resolution, const std::string& type, int alignme
   ResolvedSize out;
   if (resolution <= 0) throw InputError("resolution must be positive, got " + std::to_string(resolution));
   if (aspect <= 0) throw InputError("aspect ratio must be positive");
-  aspect = round_half_even(aspect * 100) / 100.0;  // aspect_bucket_rounding = 2
+  aspect = round_half_even(aspect * kAspectRoundingScale) / kAspectRoundingScale;  // aspect_bucket_rounding = 2
   std::string t = type;
   double mp = 0;
   if (t == "pixel_area") {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/precision.hpp"
 
 namespace segadvise {
@@ -102,10 +103,8 @@ Advice advise_schedules(const Context& ctx, bool keep_all) {
 OptimalOptions optimal_options(const Context& ctx) {
   OptimalOptions o;
   o.segments_cross_lists = ctx.family->checkpointing.index == BlockIndex::Global;
-  // Long chains (Stable Cascade's 192 micro-blocks) cap a checkpoint call at 32 blocks so advise
-  // stays interactive (0.26 s -> a few ms there); no trainer schedule of such a family uses longer
-  // segments, so the optimum is still never worse than the trainer's best.
-  if (ctx.chain.blocks.size() > 64) o.max_segment_blocks = 32;
+  // long chains cap a checkpoint call's length (constants.hpp: why)
+  if (ctx.chain.blocks.size() > kLongChainBlocks) o.max_segment_blocks = kLongChainMaxSegmentBlocks;
   return o;
 }
 
@@ -114,7 +113,7 @@ OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_
   const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
   v.optimal = opt.solve();
   if (v.optimal.found) v.insight = opt.insight(v.optimal.plan);
-  if (with_front) v.front = opt.pareto_front(16);
+  if (with_front) v.front = opt.pareto_front(kParetoFrontPlans);
   v.uniform = advice.recommended;
   if (v.uniform >= 0 && v.optimal.found) {
     const double t = advice.candidates[v.uniform].prediction.step_time_s;
@@ -155,7 +154,7 @@ std::vector<Alternative> what_would_fit(const Context& base) {
       if (attempt("frames " + std::to_string(frames), [frames](TrainingSetup& x) { x.frames = frames; })) break;
     }
   }
-  if (!precision_info(s.base_precision).quantized && s.model_type == "lora") {
+  if (!precision_info(s.base_precision).quantized && s.model_type == ModelType::Lora) {
     for (const char* p : {"int8-quanto", "fp8-torchao", "nf4-bnb"})
       if (attempt(std::string("base_model_precision ") + p, [p](TrainingSetup& x) { x.base_precision = p; })) break;
   }

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <set>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/families/analyzer.hpp"
 
 namespace segadvise::profiler {
@@ -444,7 +445,7 @@ Part part(Side side, std::string name, std::function<State(const State&)> fn) {
 
 int64_t heads_of(const BlockListSpec& s) {
   if (s.heads > 0) return s.heads;
-  const int hd = s.head_dim > 0 ? s.head_dim : 64;
+  const int hd = s.head_dim > 0 ? s.head_dim : kDefaultHeadDim;
   return std::max<int64_t>(1, s.hidden / hd);
 }
 
@@ -454,7 +455,7 @@ int64_t heads_of(const BlockListSpec& s) {
 
 LoraSetup lora_setup(const Family& fam, const TrainingSetup& setup) {
   LoraSetup l;
-  l.full = setup.model_type == "full";
+  l.full = setup.model_type == ModelType::Full;
   l.rank = std::max(1, setup.lora_rank);
   l.alpha = l.rank;  // SimpleTuner sets lora_alpha = rank unless told otherwise
   const LoraCoverage c = lora_coverage(fam);
@@ -519,6 +520,334 @@ State make_input(const BlockListSpec& spec, const BlockShape& shape, const Build
   return s;
 }
 
+namespace {
+
+// What every kind's builder reads: the block under construction, the builder of its weights, the
+// adapter coverage and the list's widths (d: hidden, f: FFN, dt: text or audio stream).
+struct BlockContext {
+  Block& B;
+  Builder& bd;
+  const LoraSetup& L;
+  const BlockListSpec& spec;
+  const BlockShape& shape;
+  int64_t d, f, heads, dt;
+  int batch;
+  std::string act, skip;
+};
+
+// skip tensors: a "push" block leaves its output on the skip stack, a "pop" block adds the top
+int top_skip(const State& s) {
+  int top = -1;
+  for (const auto& [k, v] : s)
+    if (k.rfind("skip.", 0) == 0) top = std::max(top, std::stoi(k.substr(5)));
+  return top;
+}
+
+Tensor skip_in(const std::string& skip, const State& s, Tensor x) {
+  if (skip != "pop") return x;
+  const int top = top_skip(s);
+  return top >= 0 ? x + s.at("skip." + std::to_string(top)) : x;
+}
+
+State skip_out(const std::string& skip, const State& s, State out) {
+  const int top = top_skip(s);
+  if (skip == "push") out["skip." + std::to_string(top + 1)] = out.at("img");
+  if (skip == "pop" && top >= 0) out["skip." + std::to_string(top)] = Tensor();  // consumed
+  return out;
+}
+
+void add_skip_part(BlockContext& c) {
+  const std::string skip = c.skip;
+  if (skip == "push" || skip == "pop")
+    c.B.parts.push_back(part(Side::Rest, "skip", [=](const State& s) { return skip_out(skip, s, State{{"img", s.at("img")}}); }));
+}
+
+// The weights of a dit_cross / dit_self / linear_dit block, built in this order (the seed fixes them).
+struct DitWeights {
+  std::shared_ptr<SelfAttention> sa;
+  std::shared_ptr<Modulation> mod;
+  std::array<int, 6> mi;  // chunk indices: shift/scale/gate for attention, for the FFN (-1: none)
+  std::shared_ptr<CrossAttention> ca;
+  Tensor ctx;
+  std::shared_ptr<Ffn> mlp = std::make_shared<Ffn>();
+  std::shared_ptr<Tensor> conv_w;  // GLUMBConv's depthwise 3x3 (linear_dit)
+  Linear conv_in, conv_out;
+};
+
+DitWeights dit_weights(BlockContext& c) {
+  Builder& bd = c.bd;
+  const int64_t d = c.d, f = c.f, dt = c.dt;
+  DitWeights w;
+  const bool linear_kernel = traits(c.spec.kind).linear_attention;
+  const bool qk_norm = !linear_kernel;
+  w.sa = std::make_shared<SelfAttention>(self_attention(bd, d, c.heads, qk_norm, c.L.attn));
+  w.sa->linear_kernel = linear_kernel;
+  // dit_self (Lumina2): adaLN from weights, 4 chunks (scale, gate per sub-block), no shift;
+  // dit_cross / linear_dit: a shared table plus the timestep embedding, 6 chunks
+  const bool own_mod = traits(c.spec.kind).own_modulation;
+  w.mod = std::make_shared<Modulation>(modulation(bd, c.batch, d, own_mod ? 4 : 6, own_mod));
+  w.mi = own_mod ? std::array<int, 6>{-1, 0, 1, -1, 2, 3} : std::array<int, 6>{0, 1, 2, 3, 4, 5};
+  if (c.spec.cross_attention) {
+    // the text context enters projected to the block width (Wan, PixArt, Sana); its K/V adapters
+    // see that width
+    w.ca = std::make_shared<CrossAttention>(cross_attention(bd, d, dt, c.heads, traits(c.spec.kind).cross_qk_norm, c.L.attn));
+    w.ctx = bd.constant("text." + std::to_string(dt), {c.batch, c.shape.text_tokens, dt}, 1.0);
+  }
+  if (linear_kernel) {
+    // GLUMBConv: 1x1 conv d -> 2f (a Linear on tokens), SiLU, depthwise 3x3 on 2f, GLU to f
+    // (h * silu(gate)), 1x1 conv f -> d
+    w.conv_in = linear(bd, d, 2 * f, false);
+    w.conv_out = linear(bd, f, d, false);
+    w.conv_w = std::make_shared<Tensor>(bd.frozen({2 * f, 1, 3, 3}, 1.0 / 3));
+  } else {
+    *w.mlp = ffn(bd, d, f, c.act, c.L.ffn);
+  }
+  return w;
+}
+
+// GLUMBConv on tokens h [B, gh*gw, d]: real 1x1 convolutions (not Linears): a convolution keeps its
+// input for backward even with a frozen weight, as the trainer's nn.Conv2d layers do
+Tensor glumb_conv(const DitWeights& w, const Tensor& h, int gh, int gw) {
+  const auto b = h.size(0), dd = h.size(2);
+  auto spatial = [&](const Tensor& t) { return t.view({b, gh, gw, t.size(2)}).permute({0, 3, 1, 2}); };
+  Tensor a = torch::silu(torch::conv2d(spatial(h), w.conv_in.w.view({w.conv_in.w.size(0), dd, 1, 1})));
+  const auto c = a.size(1);
+  Tensor dw = torch::conv2d(a, *w.conv_w, {}, 1, 1, 1, c);
+  auto hg = dw.chunk(2, 1);
+  Tensor g = hg[0] * torch::silu(hg[1]);  // [B, f, H, W]
+  Tensor o = torch::conv2d(g, w.conv_out.w.view({dd, c / 2, 1, 1}));
+  return o.permute({0, 2, 3, 1}).reshape({b, gh * gw, dd});
+}
+
+// Wan / PixArt / LTX (dit_cross), Lumina2 / Z-Image (dit_self), Sana (linear_dit):
+//   x1 = x  + g1 * SelfAttn(mod(LN(x)))        [attention]
+//   x2 = x1 + CrossAttn(LN(x1), text)          [attention, when cross_attention]
+//   x3 = x2 + g2 * FFN(mod(LN(x2)))            [ffn]
+void add_dit_parts(BlockContext& c) {
+  const DitWeights w = dit_weights(c);
+  const int gh = c.shape.grid_h, gw = c.shape.grid_w;
+  const std::string skip = c.skip;
+  const bool pop = skip == "pop";
+  c.B.parts.push_back(part(Side::Attention, "self-attention", [=](const State& s) {
+    auto m = (*w.mod)();
+    const auto& mi = w.mi;
+    Tensor x = pop ? skip_in(skip, s, s.at("img")) : s.at("img");
+    Tensor n = layer_norm(x);
+    n = mi[0] >= 0 ? modulate(n, m[mi[0]], m[mi[1]]) : n * (1 + m[mi[1]]);
+    Tensor y = run_self(*w.sa, n);
+    return State{{"img", x + m[mi[2]] * y}};
+  }));
+  if (w.ca) {
+    c.B.parts.push_back(part(Side::Attention, "cross-attention", [=](const State& s) {
+      Tensor x = s.at("img");
+      return State{{"img", x + run_cross(*w.ca, layer_norm(x), w.ctx)}};
+    }));
+  }
+  c.B.parts.push_back(part(Side::Ffn, "ffn", [=](const State& s) {
+    auto m = (*w.mod)();
+    const auto& mi = w.mi;
+    Tensor x = s.at("img");
+    Tensor h = layer_norm(x);
+    h = mi[3] >= 0 ? modulate(h, m[mi[3]], m[mi[4]]) : h * (1 + m[mi[4]]);
+    Tensor y = w.conv_w ? glumb_conv(w, h, gh, gw) : run_ffn(*w.mlp, h);
+    return State{{"img", x + m[mi[5]] * y}};
+  }));
+  add_skip_part(c);
+}
+
+// SD3 / Flux double blocks: two streams with their own weights, one joint attention.
+//   img1 = img + g * ImgOut(Attn(cat(txt q,k,v, img q,k,v)))      [attention]
+//   txt1 = txt + g * TxtOut(...)
+//   img2 = img1 + g * FFN(mod(LN(img1))), txt2 likewise          [ffn]
+void add_mmdit_double_parts(BlockContext& c) {
+  Builder& bd = c.bd;
+  const LoraSetup& L = c.L;
+  const int64_t d = c.d, f = c.f, dt = c.dt, heads = c.heads;
+  auto ia = std::make_shared<SelfAttention>(self_attention(bd, d, heads, true, L.attn));
+  auto ta = std::make_shared<SelfAttention>(self_attention(bd, dt, heads, true, L.text));
+  auto im = std::make_shared<Modulation>(modulation(bd, c.batch, d, 6, true));
+  auto tm = std::make_shared<Modulation>(modulation(bd, c.batch, dt, 6, true));
+  auto iff = std::make_shared<Ffn>(ffn(bd, d, f, c.act, L.ffn));
+  auto tff = std::make_shared<Ffn>(ffn(bd, dt, f * dt / d, c.act, L.ffn && L.text));
+  const std::string skip = c.skip;
+  const bool pop = skip == "pop";
+  c.B.parts.push_back(part(Side::Attention, "joint attention", [=](const State& s) {
+    auto mi = (*im)(), mt = (*tm)();
+    Tensor img = pop ? skip_in(skip, s, s.at("img")) : s.at("img");
+    Tensor txt = s.at("txt");
+    auto [qi, ki, vi] = project(*ia, modulate(layer_norm(img), mi[0], mi[1]));
+    auto [qt, kt, vt] = project(*ta, modulate(layer_norm(txt), mt[0], mt[1]));
+    const int64_t nt = txt.size(1);
+    Tensor o = attention(torch::cat({qt, qi}, 1), torch::cat({kt, ki}, 1), torch::cat({vt, vi}, 1), ia->heads);
+    Tensor ot = o.narrow(1, 0, nt), oi = o.narrow(1, nt, o.size(1) - nt);
+    return State{{"img", img + mi[2] * ia->o(oi)}, {"txt", txt + mt[2] * ta->o(ot)}};
+  }));
+  c.B.parts.push_back(part(Side::Ffn, "ffn", [=](const State& s) {
+    auto mi = (*im)(), mt = (*tm)();
+    Tensor img = s.at("img"), txt = s.at("txt");
+    Tensor yi = run_ffn(*iff, modulate(layer_norm(img), mi[3], mi[4]));
+    Tensor yt = run_ffn(*tff, modulate(layer_norm(txt), mt[3], mt[4]));
+    return State{{"img", img + mi[5] * yi}, {"txt", txt + mt[5] * yt}};
+  }));
+  add_skip_part(c);
+}
+
+// the single block's MLP activation on proj_mlp's output (gated kinds split it in two)
+Tensor single_stream_mlp(const std::string& act, const Tensor& h) {
+  if (act == "swiglu") {
+    auto c = h.chunk(2, -1);
+    return torch::silu(c[0]) * c[1];
+  }
+  if (act == "geglu") {
+    auto c = h.chunk(2, -1);
+    return c[0] * torch::gelu(c[1], "tanh");
+  }
+  return torch::gelu(h, "tanh");
+}
+
+// Flux single block: n = mod(LN(x)); attention (q, k, v from n) in parallel with the MLP
+// (act(proj_mlp(n))); proj_out(cat(attn, mlp)); gated residual.
+void add_single_stream_parts(BlockContext& c) {
+  Builder& bd = c.bd;
+  const LoraSetup& L = c.L;
+  const int64_t d = c.d, f = c.f;
+  const std::string act = c.act;
+  const bool gated = act == "swiglu" || act == "geglu";
+  const int64_t f_in = gated ? 2 * f : f;
+  auto a = std::make_shared<SelfAttention>();
+  a->q = linear(bd, d, d, L.attn);
+  a->k = linear(bd, d, d, L.attn);
+  a->v = linear(bd, d, d, L.attn);
+  a->nq = bd.frozen({d}, 0.1) + 1;
+  a->nk = bd.frozen({d}, 0.1) + 1;
+  a->heads = c.heads;
+  auto mlp_in = std::make_shared<Linear>(linear(bd, d, f_in, L.ffn));
+  auto proj_out = std::make_shared<Linear>(linear(bd, d + f, d, L.ffn));
+  auto mod = std::make_shared<Modulation>(modulation(bd, c.batch, d, 3, true));
+  c.B.parts.push_back(part(Side::Attention, "attention", [=](const State& s) {
+    auto m = (*mod)();
+    Tensor x = s.at("img");
+    Tensor n = modulate(layer_norm(x), m[0], m[1]);
+    auto [q, k, v] = project(*a, n);
+    return State{{"_n", n}, {"_attn", attention(q, k, v, a->heads)}};
+  }));
+  c.B.parts.push_back(part(Side::Ffn, "mlp", [=](const State& s) {
+    return State{{"_mlp", single_stream_mlp(act, (*mlp_in)(s.at("_n")))}};
+  }));
+  c.B.parts.push_back(part(Side::Rest, "output", [=](const State& s) {
+    auto m = (*mod)();
+    Tensor y = (*proj_out)(torch::cat({s.at("_attn"), s.at("_mlp")}, -1));
+    return State{{"img", s.at("img") + m[2] * y}};
+  }));
+}
+
+// LTX-2: a video stream (width d) and an audio stream (width d_a = text_hidden, FFN f/2), each
+// with self-attention and text cross-attention, then audio->video and video->audio
+// cross-attention, then the FFNs. The audio stream's FFN counts as attention side (only the
+// video FFN has an FFN-only checkpoint boundary).
+void add_audio_video_parts(BlockContext& c) {
+  Builder& bd = c.bd;
+  const LoraSetup& L = c.L;
+  const int64_t d = c.d, heads = c.heads, da = c.dt, fa = c.f / 2;
+  const int64_t ha = std::max<int64_t>(1, da / (c.spec.head_dim > 0 ? c.spec.head_dim : kDefaultHeadDim));
+  auto vs = std::make_shared<SelfAttention>(self_attention(bd, d, heads, true, L.attn));
+  auto as = std::make_shared<SelfAttention>(self_attention(bd, da, ha, true, L.attn));
+  auto vt = std::make_shared<CrossAttention>(cross_attention(bd, d, d, heads, true, L.attn));
+  auto at = std::make_shared<CrossAttention>(cross_attention(bd, da, da, ha, true, L.attn));
+  auto a2v = std::make_shared<CrossAttention>(cross_attention(bd, d, da, heads, true, L.attn));
+  auto v2a = std::make_shared<CrossAttention>(cross_attention(bd, da, d, ha, true, L.attn));
+  auto vf = std::make_shared<Ffn>(ffn(bd, d, c.f, c.act, L.ffn));
+  auto af = std::make_shared<Ffn>(ffn(bd, da, fa, c.act, L.ffn));
+  auto vm = std::make_shared<Modulation>(modulation(bd, c.batch, d, 6, false));
+  auto am = std::make_shared<Modulation>(modulation(bd, c.batch, da, 6, false));
+  Tensor ctx_v = bd.constant("text." + std::to_string(d), {c.batch, c.shape.text_tokens, d}, 1.0);
+  Tensor ctx_a = bd.constant("text." + std::to_string(da), {c.batch, c.shape.text_tokens, da}, 1.0);
+  c.B.parts.push_back(part(Side::Attention, "self-attention", [=](const State& s) {
+    auto mv = (*vm)(), ma = (*am)();
+    Tensor v = s.at("img"), a = s.at("audio");
+    return State{{"img", v + mv[2] * run_self(*vs, modulate(layer_norm(v), mv[0], mv[1]))},
+                 {"audio", a + ma[2] * run_self(*as, modulate(layer_norm(a), ma[0], ma[1]))}};
+  }));
+  c.B.parts.push_back(part(Side::Attention, "text cross-attention", [=](const State& s) {
+    Tensor v = s.at("img"), a = s.at("audio");
+    return State{{"img", v + run_cross(*vt, layer_norm(v), ctx_v)}, {"audio", a + run_cross(*at, layer_norm(a), ctx_a)}};
+  }));
+  c.B.parts.push_back(part(Side::Attention, "audio-video attention", [=](const State& s) {
+    Tensor v = s.at("img"), a = s.at("audio");
+    Tensor nv = layer_norm(v), na = layer_norm(a);
+    return State{{"img", v + run_cross(*a2v, nv, na)}, {"audio", a + run_cross(*v2a, na, nv)}};
+  }));
+  c.B.parts.push_back(part(Side::Ffn, "video ffn", [=](const State& s) {
+    auto mv = (*vm)();
+    Tensor v = s.at("img");
+    return State{{"img", v + mv[5] * run_ffn(*vf, modulate(layer_norm(v), mv[3], mv[4]))}};
+  }));
+  c.B.parts.push_back(part(Side::Attention, "audio ffn", [=](const State& s) {
+    auto ma = (*am)();
+    Tensor a = s.at("audio");
+    return State{{"audio", a + ma[5] * run_ffn(*af, modulate(layer_norm(a), ma[3], ma[4]))}};
+  }));
+}
+
+// diffusers ResnetBlock2D (SDXL): h = conv1(silu(GN(x))) + proj(silu(temb));
+// h = conv2(silu(GN(h))); out = x + h. The state is kept as tokens [B, H*W, c] in
+// channels-last memory; the convolutions see it as a channels-last [B, c, H, W] view.
+void add_unet_res_parts(BlockContext& c_) {
+  Builder& bd = c_.bd;
+  const int batch = c_.batch;
+  const int64_t c = c_.d;
+  Tensor w1 = bd.frozen({c, c, 3, 3}, 1.0 / std::sqrt(9.0 * c));
+  Tensor w2 = bd.frozen({c, c, 3, 3}, 1.0 / std::sqrt(9.0 * c));
+  Tensor tproj = bd.weight(c, kUnetTimeEmbeddingWidth);
+  Tensor temb = bd.constant("temb." + std::to_string(kUnetTimeEmbeddingWidth), {batch, kUnetTimeEmbeddingWidth}, 1.0);
+  Tensor g1 = bd.frozen({c}, 0.1) + 1, g2 = bd.frozen({c}, 0.1) + 1;
+  bd.blk.frozen.push_back(g1);
+  bd.blk.frozen.push_back(g2);
+  const int gh = c_.shape.grid_h, gw = c_.shape.grid_w;
+  const int groups = c % 32 == 0 ? 32 : 1;
+  c_.B.parts.push_back(part(Side::Rest, "resnet", [=](const State& s) {
+    Tensor x = s.at("img");
+    const auto b = x.size(0);
+    Tensor sp = x.view({b, gh, gw, c}).permute({0, 3, 1, 2});
+    Tensor h = torch::conv2d(torch::silu(torch::group_norm(sp, groups, g1, {}, 1e-5)), w1, {}, 1, 1);
+    h = h + torch::linear(torch::silu(temb), tproj).view({b, c, 1, 1});
+    h = torch::conv2d(torch::silu(torch::group_norm(h, groups, g2, {}, 1e-5)), w2, {}, 1, 1);
+    Tensor out = (sp + h).permute({0, 2, 3, 1}).reshape({b, gh * gw, c});
+    return State{{"img", out}};
+  }));
+}
+
+// diffusers BasicTransformerBlock (SDXL): LN -> self-attention -> +; LN -> cross-attention
+// to the text (width text_hidden) -> +; LN -> GEGLU FFN -> +. No q/k norm, no modulation.
+void add_unet_attn_parts(BlockContext& c) {
+  Builder& bd = c.bd;
+  const int64_t d = c.d, dt = c.dt;
+  auto sa = std::make_shared<SelfAttention>(self_attention(bd, d, c.heads, false, c.L.attn));
+  std::shared_ptr<CrossAttention> ca;
+  Tensor ctx;
+  if (c.spec.cross_attention) {
+    ca = std::make_shared<CrossAttention>(cross_attention(bd, d, dt, c.heads, false, c.L.attn));
+    ctx = bd.constant("text." + std::to_string(dt), {c.batch, c.shape.text_tokens, dt}, 1.0);
+  }
+  auto mlp = std::make_shared<Ffn>(ffn(bd, d, c.f, c.act, c.L.ffn));
+  c.B.parts.push_back(part(Side::Attention, "self-attention", [=](const State& s) {
+    Tensor x = s.at("img");
+    return State{{"img", x + run_self(*sa, layer_norm(x))}};
+  }));
+  if (ca) {
+    c.B.parts.push_back(part(Side::Attention, "cross-attention", [=](const State& s) {
+      Tensor x = s.at("img");
+      return State{{"img", x + run_cross(*ca, layer_norm(x), ctx)}};
+    }));
+  }
+  c.B.parts.push_back(part(Side::Ffn, "ffn", [=](const State& s) {
+    Tensor x = s.at("img");
+    return State{{"img", x + run_ffn(*mlp, layer_norm(x))}};
+  }));
+}
+
+}  // namespace
+
 Block make_block(const BlockListSpec& spec, const BlockShape& shape, const BuildOptions& opt) {
   torch::manual_seed(opt.seed);
   auto blk = std::make_shared<Block>();
@@ -526,287 +855,27 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
   B.kind = to_string(spec.kind);
   B.list = spec.name;
   Builder bd{opt, B};
-  const LoraSetup& L = opt.lora;
-  const int64_t d = spec.hidden, f = spec.ffn_hidden, heads = heads_of(spec);
-  const int64_t dt = spec.text_hidden > 0 ? spec.text_hidden : spec.hidden;
-  const int batch = shape.batch;
-  const std::string act = spec.ffn_act.empty() ? "gelu" : spec.ffn_act;
-  const std::string skip = spec.skip;
-
-  // skip tensors: a "push" block leaves its output on the skip stack, a "pop" block adds the top
-  auto skip_in = [skip](const State& s, Tensor x) {
-    if (skip != "pop") return x;
-    int top = -1;
-    for (const auto& [k, v] : s)
-      if (k.rfind("skip.", 0) == 0) top = std::max(top, std::stoi(k.substr(5)));
-    return top >= 0 ? x + s.at("skip." + std::to_string(top)) : x;
-  };
-  auto skip_out = [skip](const State& s, State out) {
-    int top = -1;
-    for (const auto& [k, v] : s)
-      if (k.rfind("skip.", 0) == 0) top = std::max(top, std::stoi(k.substr(5)));
-    if (skip == "push") out["skip." + std::to_string(top + 1)] = out.at("img");
-    if (skip == "pop" && top >= 0) out["skip." + std::to_string(top)] = Tensor();  // consumed
-    return out;
-  };
-
+  BlockContext c{B,
+                 bd,
+                 opt.lora,
+                 spec,
+                 shape,
+                 spec.hidden,
+                 spec.ffn_hidden,
+                 heads_of(spec),
+                 spec.text_hidden > 0 ? spec.text_hidden : spec.hidden,
+                 shape.batch,
+                 spec.ffn_act.empty() ? "gelu" : spec.ffn_act,
+                 spec.skip};
   switch (spec.kind) {
-  case BlockKind::DitCross:
-  case BlockKind::DitSelf:
-  case BlockKind::LinearDit: {
-    // Wan / PixArt / LTX (dit_cross), Lumina2 / Z-Image (dit_self), Sana (linear_dit):
-    //   x1 = x  + g1 * SelfAttn(mod(LN(x)))        [attention]
-    //   x2 = x1 + CrossAttn(LN(x1), text)          [attention, when cross_attention]
-    //   x3 = x2 + g2 * FFN(mod(LN(x2)))            [ffn]
-    const bool linear_kernel = traits(spec.kind).linear_attention;
-    const bool qk_norm = !linear_kernel;
-    auto sa = std::make_shared<SelfAttention>(self_attention(bd, d, heads, qk_norm, L.attn));
-    sa->linear_kernel = linear_kernel;
-    // dit_self (Lumina2): adaLN from weights, 4 chunks (scale, gate per sub-block), no shift;
-    // dit_cross / linear_dit: a shared table plus the timestep embedding, 6 chunks
-    const bool own_mod = traits(spec.kind).own_modulation;
-    auto mod = std::make_shared<Modulation>(modulation(bd, batch, d, own_mod ? 4 : 6, own_mod));
-    // chunk indices: shift/scale/gate for attention, shift/scale/gate for the FFN (-1: none)
-    const std::array<int, 6> mi = own_mod ? std::array<int, 6>{-1, 0, 1, -1, 2, 3} : std::array<int, 6>{0, 1, 2, 3, 4, 5};
-    std::shared_ptr<CrossAttention> ca;
-    Tensor ctx;
-    if (spec.cross_attention) {
-      // the text context enters projected to the block width (Wan, PixArt, Sana); its K/V adapters
-      // see that width
-      ca = std::make_shared<CrossAttention>(cross_attention(bd, d, dt, heads, traits(spec.kind).cross_qk_norm, L.attn));
-      ctx = bd.constant("text." + std::to_string(dt), {batch, shape.text_tokens, dt}, 1.0);
-    }
-    auto mlp = std::make_shared<Ffn>();
-    std::shared_ptr<Tensor> conv_w;
-    Linear conv_in, conv_out;
-    if (linear_kernel) {
-      // GLUMBConv: 1x1 conv d -> 2f (a Linear on tokens), SiLU, depthwise 3x3 on 2f, GLU to f
-      // (h * silu(gate)), 1x1 conv f -> d
-      conv_in = linear(bd, d, 2 * f, false);
-      conv_out = linear(bd, f, d, false);
-      conv_w = std::make_shared<Tensor>(bd.frozen({2 * f, 1, 3, 3}, 1.0 / 3));
-    } else {
-      *mlp = ffn(bd, d, f, act, L.ffn);
-    }
-    const int gh = shape.grid_h, gw = shape.grid_w;
-    const bool pop = skip == "pop";
-    B.parts.push_back(part(Side::Attention, "self-attention", [=](const State& s) {
-      auto m = (*mod)();
-      Tensor x = pop ? skip_in(s, s.at("img")) : s.at("img");
-      Tensor n = layer_norm(x);
-      n = mi[0] >= 0 ? modulate(n, m[mi[0]], m[mi[1]]) : n * (1 + m[mi[1]]);
-      Tensor y = run_self(*sa, n);
-      return State{{"img", x + m[mi[2]] * y}};
-    }));
-    if (ca) {
-      B.parts.push_back(part(Side::Attention, "cross-attention", [=](const State& s) {
-        Tensor x = s.at("img");
-        return State{{"img", x + run_cross(*ca, layer_norm(x), ctx)}};
-      }));
-    }
-    B.parts.push_back(part(Side::Ffn, "ffn", [=](const State& s) {
-      auto m = (*mod)();
-      Tensor x = s.at("img");
-      Tensor h = layer_norm(x);
-      h = mi[3] >= 0 ? modulate(h, m[mi[3]], m[mi[4]]) : h * (1 + m[mi[4]]);
-      Tensor y;
-      if (conv_w) {
-        // real 1x1 convolutions (not Linears): a convolution keeps its input for backward even
-        // with a frozen weight, as the trainer's nn.Conv2d layers do
-        const auto b = h.size(0), dd = h.size(2);
-        auto spatial = [&](const Tensor& t) { return t.view({b, gh, gw, t.size(2)}).permute({0, 3, 1, 2}); };
-        Tensor a = torch::silu(torch::conv2d(spatial(h), conv_in.w.view({conv_in.w.size(0), dd, 1, 1})));
-        const auto c = a.size(1);
-        Tensor dw = torch::conv2d(a, *conv_w, {}, 1, 1, 1, c);
-        auto hg = dw.chunk(2, 1);
-        Tensor g = hg[0] * torch::silu(hg[1]);  // [B, f, H, W]
-        Tensor o = torch::conv2d(g, conv_out.w.view({dd, c / 2, 1, 1}));
-        y = o.permute({0, 2, 3, 1}).reshape({b, gh * gw, dd});
-      } else {
-        y = run_ffn(*mlp, h);
-      }
-      return State{{"img", x + m[mi[5]] * y}};
-    }));
-    if (skip == "push" || skip == "pop")
-      B.parts.push_back(part(Side::Rest, "skip", [=](const State& s) { return skip_out(s, State{{"img", s.at("img")}}); }));
-    break;
-  }
-  case BlockKind::MmditDouble: {
-    // SD3 / Flux double blocks: two streams with their own weights, one joint attention.
-    //   img1 = img + g * ImgOut(Attn(cat(txt q,k,v, img q,k,v)))      [attention]
-    //   txt1 = txt + g * TxtOut(...)
-    //   img2 = img1 + g * FFN(mod(LN(img1))), txt2 likewise          [ffn]
-    auto ia = std::make_shared<SelfAttention>(self_attention(bd, d, heads, true, L.attn));
-    auto ta = std::make_shared<SelfAttention>(self_attention(bd, dt, heads, true, L.text));
-    auto im = std::make_shared<Modulation>(modulation(bd, batch, d, 6, true));
-    auto tm = std::make_shared<Modulation>(modulation(bd, batch, dt, 6, true));
-    auto iff = std::make_shared<Ffn>(ffn(bd, d, f, act, L.ffn));
-    auto tff = std::make_shared<Ffn>(ffn(bd, dt, f * dt / d, act, L.ffn && L.text));
-    const bool pop = skip == "pop";
-    B.parts.push_back(part(Side::Attention, "joint attention", [=](const State& s) {
-      auto mi = (*im)(), mt = (*tm)();
-      Tensor img = pop ? skip_in(s, s.at("img")) : s.at("img");
-      Tensor txt = s.at("txt");
-      auto [qi, ki, vi] = project(*ia, modulate(layer_norm(img), mi[0], mi[1]));
-      auto [qt, kt, vt] = project(*ta, modulate(layer_norm(txt), mt[0], mt[1]));
-      const int64_t nt = txt.size(1);
-      Tensor o = attention(torch::cat({qt, qi}, 1), torch::cat({kt, ki}, 1), torch::cat({vt, vi}, 1), ia->heads);
-      Tensor ot = o.narrow(1, 0, nt), oi = o.narrow(1, nt, o.size(1) - nt);
-      return State{{"img", img + mi[2] * ia->o(oi)}, {"txt", txt + mt[2] * ta->o(ot)}};
-    }));
-    B.parts.push_back(part(Side::Ffn, "ffn", [=](const State& s) {
-      auto mi = (*im)(), mt = (*tm)();
-      Tensor img = s.at("img"), txt = s.at("txt");
-      Tensor yi = run_ffn(*iff, modulate(layer_norm(img), mi[3], mi[4]));
-      Tensor yt = run_ffn(*tff, modulate(layer_norm(txt), mt[3], mt[4]));
-      return State{{"img", img + mi[5] * yi}, {"txt", txt + mt[5] * yt}};
-    }));
-    if (skip == "push" || skip == "pop")
-      B.parts.push_back(part(Side::Rest, "skip", [=](const State& s) { return skip_out(s, State{{"img", s.at("img")}}); }));
-    break;
-  }
-  case BlockKind::SingleStream: {
-    // Flux single block: n = mod(LN(x)); attention (q, k, v from n) in parallel with the MLP
-    // (act(proj_mlp(n))); proj_out(cat(attn, mlp)); gated residual.
-    const bool gated = act == "swiglu" || act == "geglu";
-    const int64_t f_in = gated ? 2 * f : f;
-    auto a = std::make_shared<SelfAttention>();
-    a->q = linear(bd, d, d, L.attn);
-    a->k = linear(bd, d, d, L.attn);
-    a->v = linear(bd, d, d, L.attn);
-    a->nq = bd.frozen({d}, 0.1) + 1;
-    a->nk = bd.frozen({d}, 0.1) + 1;
-    a->heads = heads;
-    auto mlp_in = std::make_shared<Linear>(linear(bd, d, f_in, L.ffn));
-    auto proj_out = std::make_shared<Linear>(linear(bd, d + f, d, L.ffn));
-    auto mod = std::make_shared<Modulation>(modulation(bd, batch, d, 3, true));
-    B.parts.push_back(part(Side::Attention, "attention", [=](const State& s) {
-      auto m = (*mod)();
-      Tensor x = s.at("img");
-      Tensor n = modulate(layer_norm(x), m[0], m[1]);
-      auto [q, k, v] = project(*a, n);
-      return State{{"_n", n}, {"_attn", attention(q, k, v, a->heads)}};
-    }));
-    B.parts.push_back(part(Side::Ffn, "mlp", [=, act = act](const State& s) {
-      Tensor h = (*mlp_in)(s.at("_n"));
-      Tensor m;
-      if (act == "swiglu") {
-        auto c = h.chunk(2, -1);
-        m = torch::silu(c[0]) * c[1];
-      } else if (act == "geglu") {
-        auto c = h.chunk(2, -1);
-        m = c[0] * torch::gelu(c[1], "tanh");
-      } else {
-        m = torch::gelu(h, "tanh");
-      }
-      return State{{"_mlp", m}};
-    }));
-    B.parts.push_back(part(Side::Rest, "output", [=](const State& s) {
-      auto m = (*mod)();
-      Tensor y = (*proj_out)(torch::cat({s.at("_attn"), s.at("_mlp")}, -1));
-      return State{{"img", s.at("img") + m[2] * y}};
-    }));
-    break;
-  }
-  case BlockKind::AudioVideoDit: {
-    // LTX-2: a video stream (width d) and an audio stream (width d_a = text_hidden, FFN f/2), each
-    // with self-attention and text cross-attention, then audio->video and video->audio
-    // cross-attention, then the FFNs. The audio stream's FFN counts as attention side (only the
-    // video FFN has an FFN-only checkpoint boundary).
-    const int64_t da = dt, fa = f / 2;
-    const int64_t ha = std::max<int64_t>(1, da / (spec.head_dim > 0 ? spec.head_dim : 64));
-    auto vs = std::make_shared<SelfAttention>(self_attention(bd, d, heads, true, L.attn));
-    auto as = std::make_shared<SelfAttention>(self_attention(bd, da, ha, true, L.attn));
-    auto vt = std::make_shared<CrossAttention>(cross_attention(bd, d, d, heads, true, L.attn));
-    auto at = std::make_shared<CrossAttention>(cross_attention(bd, da, da, ha, true, L.attn));
-    auto a2v = std::make_shared<CrossAttention>(cross_attention(bd, d, da, heads, true, L.attn));
-    auto v2a = std::make_shared<CrossAttention>(cross_attention(bd, da, d, ha, true, L.attn));
-    auto vf = std::make_shared<Ffn>(ffn(bd, d, f, act, L.ffn));
-    auto af = std::make_shared<Ffn>(ffn(bd, da, fa, act, L.ffn));
-    auto vm = std::make_shared<Modulation>(modulation(bd, batch, d, 6, false));
-    auto am = std::make_shared<Modulation>(modulation(bd, batch, da, 6, false));
-    Tensor ctx_v = bd.constant("text." + std::to_string(d), {batch, shape.text_tokens, d}, 1.0);
-    Tensor ctx_a = bd.constant("text." + std::to_string(da), {batch, shape.text_tokens, da}, 1.0);
-    B.parts.push_back(part(Side::Attention, "self-attention", [=](const State& s) {
-      auto mv = (*vm)(), ma = (*am)();
-      Tensor v = s.at("img"), a = s.at("audio");
-      return State{{"img", v + mv[2] * run_self(*vs, modulate(layer_norm(v), mv[0], mv[1]))},
-                   {"audio", a + ma[2] * run_self(*as, modulate(layer_norm(a), ma[0], ma[1]))}};
-    }));
-    B.parts.push_back(part(Side::Attention, "text cross-attention", [=](const State& s) {
-      Tensor v = s.at("img"), a = s.at("audio");
-      return State{{"img", v + run_cross(*vt, layer_norm(v), ctx_v)}, {"audio", a + run_cross(*at, layer_norm(a), ctx_a)}};
-    }));
-    B.parts.push_back(part(Side::Attention, "audio-video attention", [=](const State& s) {
-      Tensor v = s.at("img"), a = s.at("audio");
-      Tensor nv = layer_norm(v), na = layer_norm(a);
-      return State{{"img", v + run_cross(*a2v, nv, na)}, {"audio", a + run_cross(*v2a, na, nv)}};
-    }));
-    B.parts.push_back(part(Side::Ffn, "video ffn", [=](const State& s) {
-      auto mv = (*vm)();
-      Tensor v = s.at("img");
-      return State{{"img", v + mv[5] * run_ffn(*vf, modulate(layer_norm(v), mv[3], mv[4]))}};
-    }));
-    B.parts.push_back(part(Side::Attention, "audio ffn", [=](const State& s) {
-      auto ma = (*am)();
-      Tensor a = s.at("audio");
-      return State{{"audio", a + ma[5] * run_ffn(*af, modulate(layer_norm(a), ma[3], ma[4]))}};
-    }));
-    break;
-  }
-  case BlockKind::UnetRes: {
-    // diffusers ResnetBlock2D (SDXL): h = conv1(silu(GN(x))) + proj(silu(temb));
-    // h = conv2(silu(GN(h))); out = x + h. The state is kept as tokens [B, H*W, c] in
-    // channels-last memory; the convolutions see it as a channels-last [B, c, H, W] view.
-    const int64_t c = d;
-    Tensor w1 = bd.frozen({c, c, 3, 3}, 1.0 / std::sqrt(9.0 * c));
-    Tensor w2 = bd.frozen({c, c, 3, 3}, 1.0 / std::sqrt(9.0 * c));
-    Tensor tproj = bd.weight(c, 1280);
-    Tensor temb = bd.constant("temb.1280", {batch, 1280}, 1.0);
-    Tensor g1 = bd.frozen({c}, 0.1) + 1, g2 = bd.frozen({c}, 0.1) + 1;
-    bd.blk.frozen.push_back(g1);
-    bd.blk.frozen.push_back(g2);
-    const int gh = shape.grid_h, gw = shape.grid_w;
-    const int groups = c % 32 == 0 ? 32 : 1;
-    B.parts.push_back(part(Side::Rest, "resnet", [=](const State& s) {
-      Tensor x = s.at("img");
-      const auto b = x.size(0);
-      Tensor sp = x.view({b, gh, gw, c}).permute({0, 3, 1, 2});
-      Tensor h = torch::conv2d(torch::silu(torch::group_norm(sp, groups, g1, {}, 1e-5)), w1, {}, 1, 1);
-      h = h + torch::linear(torch::silu(temb), tproj).view({b, c, 1, 1});
-      h = torch::conv2d(torch::silu(torch::group_norm(h, groups, g2, {}, 1e-5)), w2, {}, 1, 1);
-      Tensor out = (sp + h).permute({0, 2, 3, 1}).reshape({b, gh * gw, c});
-      return State{{"img", out}};
-    }));
-    break;
-  }
-  case BlockKind::UnetAttn: {
-    // diffusers BasicTransformerBlock (SDXL): LN -> self-attention -> +; LN -> cross-attention
-    // to the text (width text_hidden) -> +; LN -> GEGLU FFN -> +. No q/k norm, no modulation.
-    auto sa = std::make_shared<SelfAttention>(self_attention(bd, d, heads, false, L.attn));
-    std::shared_ptr<CrossAttention> ca;
-    Tensor ctx;
-    if (spec.cross_attention) {
-      ca = std::make_shared<CrossAttention>(cross_attention(bd, d, dt, heads, false, L.attn));
-      ctx = bd.constant("text." + std::to_string(dt), {batch, shape.text_tokens, dt}, 1.0);
-    }
-    auto mlp = std::make_shared<Ffn>(ffn(bd, d, f, act, L.ffn));
-    B.parts.push_back(part(Side::Attention, "self-attention", [=](const State& s) {
-      Tensor x = s.at("img");
-      return State{{"img", x + run_self(*sa, layer_norm(x))}};
-    }));
-    if (ca) {
-      B.parts.push_back(part(Side::Attention, "cross-attention", [=](const State& s) {
-        Tensor x = s.at("img");
-        return State{{"img", x + run_cross(*ca, layer_norm(x), ctx)}};
-      }));
-    }
-    B.parts.push_back(part(Side::Ffn, "ffn", [=](const State& s) {
-      Tensor x = s.at("img");
-      return State{{"img", x + run_ffn(*mlp, layer_norm(x))}};
-    }));
-    break;
-  }
+    case BlockKind::DitCross:
+    case BlockKind::DitSelf:
+    case BlockKind::LinearDit: add_dit_parts(c); break;
+    case BlockKind::MmditDouble: add_mmdit_double_parts(c); break;
+    case BlockKind::SingleStream: add_single_stream_parts(c); break;
+    case BlockKind::AudioVideoDit: add_audio_video_parts(c); break;
+    case BlockKind::UnetRes: add_unet_res_parts(c); break;
+    case BlockKind::UnetAttn: add_unet_attn_parts(c); break;
   }
   return B;
 }

@@ -255,7 +255,7 @@ Stack build_stack(const Family& fam, const TrainingSetup& setup, int n_blocks, c
   bo.device = st.device;
   bo.lora = lora_setup(fam, setup);
   bo.shared = std::make_shared<std::map<std::string, Tensor>>();
-  if (setup.lora_type == "lycoris") throw InputError("validate: --lora-type lycoris has no LibTorch archetype yet");
+  if (setup.lora_type == LoraType::Lycoris) throw InputError("validate: --lora-type lycoris has no LibTorch archetype yet");
   int made = 0;
   const BlockListSpec* first = nullptr;
   for (const auto& spec : fam.block_lists) {

@@ -586,7 +586,7 @@ double available_bytes(const torch::Device& dev) {
 Profile run_profile(const Family& fam, const TrainingSetup& setup, const ProfileOptions& opt) {
   install_hooks();
   const torch::Device dev = torch_device(opt.device);
-  if (setup.lora_type == "lycoris")
+  if (setup.lora_type == LoraType::Lycoris)
     throw InputError("profile: --lora-type lycoris has no LibTorch archetype yet (standard LoRA and full are measured)");
   Profile p;
   p.family = fam.id;

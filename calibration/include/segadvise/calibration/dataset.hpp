@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,7 @@ struct MeasuredRun {
   int regional_compile = -1;  // dynamo_use_regional_compilation: -1 unknown (off), 0/1
   std::string gpu;          // GPU catalog id or alias (h100, l40s, …)
   int width = 0, height = 0, frames = 0, batch = 0;  // 0: the family example's
-  std::string lora_type;    // "": the example's
+  std::optional<LoraType> lora_type;  // unset: the example's
   int lora_rank = 0;        // 0: the example's
   std::string optimizer;    // "": the example's
   int ramtorch = -1;        // -1: the example's, 0/1

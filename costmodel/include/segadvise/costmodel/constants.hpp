@@ -50,4 +50,54 @@ constexpr double kMaxCoefficient = 1e6;
 constexpr double kMaxProfileBytes = 1e15;   // one saved-activation figure of one block: 1 PB
 constexpr double kMaxProfileTokens = 1e9;   // tokens a block was profiled at
 
+// ---- bytes of a value ----
+constexpr double kBf16Bytes = 2;  // bf16 / fp16 weights, activations and LoRA adapters
+constexpr double kFp32Bytes = 4;  // fp32 weights and activations (mixed_precision no)
+
+// ---- cost model (costmodel/src/costmodel.cpp) ----
+// Flash-attention backward recomputes the scores and computes dQ, dK, dV: about 2.5 forward passes
+// of the attention FLOPs (FlashAttention-2 paper, Dao 2023, §3.1: backward ~2.5x forward).
+constexpr double kAttentionBackwardPasses = 2.5;
+// autograd launches a backward kernel or two per forward op: a block's backward is never faster
+// than twice its forward launches at the fitted host time per launch
+constexpr double kBackwardLaunchesPerForward = 2;
+// weight streaming (RamTorch, block swap) double-buffers: the block running and the next one in
+// flight, each as large as the largest streamed block, stay resident
+constexpr double kStreamedBlockBuffers = 2;
+
+// ---- static analyzer (families/src/analyzer.cpp; its header comment derives the counts) ----
+constexpr int kDefaultHeadDim = 64;  // head width when a family gives neither heads nor head_dim
+// SDXL's timestep embedding width: every ResnetBlock2D projects it (time_emb_proj: 1280 -> c)
+constexpr int kUnetTimeEmbeddingWidth = 1280;
+// Forward kernel launches per sub-layer in eager PyTorch (counted in the analyzer's header comment):
+constexpr double kAttentionLaunches = 24;       // norm, modulation, 4 projections, RoPE, SDPA, gate, residual
+constexpr double kQkNormLaunches = 4;           // the q and k RMSNorms
+constexpr double kCrossAttentionLaunches = 15;  // norm, 4 projections, SDPA, reshapes, residual
+constexpr double kFfnLaunches = 8;              // norm, activation, gate, residual, + one per projection
+constexpr double kConvBlockLaunches = 12;       // ResNet and conv-FFN (GLUMBConv) blocks
+constexpr double kLoraLaunches = 5;             // per adapted Linear: dropout, A, B, scale, add (PEFT)
+constexpr double kLycorisLaunches = 4;          // per adapted Linear: LyCORIS builds its delta weight
+// LoKr factor-16 adapters hold about (in + out) x 4 parameters per Linear (an estimate; the trainer's
+// LyCORIS presets default to factor 16)
+constexpr double kLycorisParamsPerWidth = 4;
+// outside the blocks: patch embedding, final norm/projection and the loss keep a few hidden-sized
+// tensors per latent token; the embedding and the head are Linears of patch_features <-> hidden
+// (a 2x2 patch of 16 latent channels: 64 features)
+constexpr double kOutsideActivationTensors = 4;
+constexpr double kPatchFeatures = 64;
+
+// ---- bucketing (families/src/geometry.cpp; simpletuner-semantics §1.3) ----
+// area mode: a square crop within 0.05 megapixels of a usual size snaps to it
+constexpr double kAreaSnapToleranceMp = 0.05;
+// aspect_bucket_rounding: aspects are rounded to 2 decimals before bucketing
+constexpr double kAspectRoundingScale = 100;
+
+// ---- planner (planner/src/advisor.cpp) ----
+// Long chains (Stable Cascade's 192 micro-blocks) cap a checkpoint call at 32 blocks so advise
+// stays interactive (0.26 s -> a few ms there); no trainer schedule of such a family uses longer
+// segments, so the optimum is still never worse than the trainer's best.
+constexpr std::size_t kLongChainBlocks = 64;
+constexpr int kLongChainMaxSegmentBlocks = 32;
+constexpr int kParetoFrontPlans = 16;  // optimal plans on the printed Pareto front
+
 }  // namespace segadvise

@@ -34,6 +34,17 @@ struct GpuSpec {
   std::string source;
 };
 
+// model_type: a LoRA/LyCORIS adapter on a frozen base, or a full fine-tune.
+enum class ModelType { Lora, Full };
+// lora_type: PEFT LoRA, or a LyCORIS adapter (estimated as LoKr).
+enum class LoraType { Standard, Lycoris };
+std::string to_string(ModelType t);  // "lora" | "full" (the trainer's words; JSON output uses them)
+std::string to_string(LoraType t);   // "standard" | "lycoris"
+// The trainer's word as an enum; anything else throws InputError "<where> is 'x'; expected one of
+// lora, full". `where` names the input and the field: "f.json: field 'example.model_type'".
+ModelType parse_model_type(const std::string& s, const std::string& where);
+LoraType parse_lora_type(const std::string& s, const std::string& where);
+
 // Everything that changes memory or time. Defaults are SimpleTuner's (simpletuner-semantics §0).
 struct TrainingSetup {
   std::string model_id;  // families/ id
@@ -45,8 +56,8 @@ struct TrainingSetup {
   std::string base_precision = "no_change";  // base_model_precision (or bf16 / int8-sdnq-hadamard)
   bool sdnq_hadamard = false;
   std::string mixed_precision = "bf16";
-  std::string model_type = "lora";  // lora | full
-  std::string lora_type = "standard";  // standard | lycoris
+  ModelType model_type = ModelType::Lora;
+  LoraType lora_type = LoraType::Standard;
   int lora_rank = 16;
   double lycoris_factor_params = 0;  // LyCORIS trainable parameters when known (0: estimated)
   std::string optimizer = "adamw_bf16";

@@ -73,7 +73,8 @@ struct ExampleSetup {
   int resolution = 1024;
   std::string resolution_type = "pixel_area";
   int width = 1024, height = 1024, frames = 1, batch = 1;
-  std::string model_type = "lora", lora_type = "standard";
+  ModelType model_type = ModelType::Lora;
+  LoraType lora_type = LoraType::Standard;
   int lora_rank = 16;
   std::string optimizer = "adamw_bf16";
   std::string base_precision = "no_change";
