@@ -1,0 +1,330 @@
+// The other trainers: their limits and per-family support as data (families/data/trainers/), and
+// reading their own configs with their semantics. Fixtures: tests/fixtures/trainers/ (README there
+// names the source of each); the real example folder ../shared/reference/trainer-examples/ is read
+// too when present (those cases skip cleanly when it is not).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "commands.hpp"
+#include "segadvise/families/trainers.hpp"
+#include "trainer_readers/trainer_config.hpp"
+
+using namespace segadvise;
+using namespace segadvise::cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/";
+const std::string kShared = std::string(SEGADVISE_FIXTURES_DIR) + "/../../../shared/reference/trainer-examples/";
+
+TrainerRead read(const std::string& rel, const std::string& model = "") {
+  TrainerReadOptions o;
+  o.model = model;
+  o.cwd = "/nonexistent-working-directory";
+  return read_trainer_config(kDir + rel, o);
+}
+
+std::string error_of(const std::string& rel, const std::string& model = "") {
+  try {
+    read(rel, model);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool any_contains(const std::vector<std::string>& v, const std::string& what) {
+  for (const auto& s : v)
+    if (s.find(what) != std::string::npos) return true;
+  return false;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// predicts a read config on an H100 the way `check` does; throws InputError for bad input
+Prediction predict(const TrainerRead& r) {
+  SetupFlags f;
+  f.gpu = "h100";
+  const Context ctx = build_context(*r.family, r.setup, f);
+  return evaluate(ctx, r.schedule).prediction;
+}
+
+}  // namespace
+
+TEST_CASE("musubi's block-swap maximum and what N swaps are data with their source line") {
+  const TrainerFacts& m = trainer_facts("musubi");
+  const TrainerFamily* flux = m.find(find_family("flux"));
+  REQUIRE(flux);
+  CHECK(flux->blocks_to_swap_max == 34);
+  CHECK(flux->source.find("flux_models.py:956-961") != std::string::npos);
+  // N = 34 swaps 34/2 = 17 double blocks and (34 - 17)*2 + 1 = 35 single blocks: 52 chain blocks
+  CHECK(musubi_swapped_chain_blocks(*flux, 34) == 52);
+  // N = 5: 2 double + 3*2+1 = 7 single = 9
+  CHECK(musubi_swapped_chain_blocks(*flux, 5) == 9);
+  const TrainerFamily* wan = m.find(find_family("wan14b"));
+  REQUIRE(wan);
+  CHECK(wan->blocks_to_swap_max == 39);
+  CHECK(musubi_swapped_chain_blocks(*wan, 20) == 20);
+  CHECK(m.find(find_family("sdxl")) == nullptr);  // no musubi script trains SDXL
+}
+
+TEST_CASE("ai-toolkit's layer_offloading is marked as doing nothing where no model class attaches it") {
+  const TrainerFacts& a = trainer_facts("ai-toolkit");
+  for (const char* id : {"flux", "chroma", "sdxl", "sd1x", "hidream", "lumina2"}) {
+    const TrainerFamily* tf = a.find(find_family(id));
+    REQUIRE_MESSAGE(tf, id);
+    CHECK_MESSAGE(!tf->layer_offloading, id);
+  }
+  for (const char* id : {"wan14b", "qwen-image", "z-image", "flux2"}) CHECK(a.find(find_family(id))->layer_offloading);
+  CHECK(a.key("train.dtype")->source.find(":395") != std::string::npos);
+}
+
+TEST_CASE("OneTrainer's unet and prior parts have no offloading; its keys are per part") {
+  const TrainerFacts& t = trainer_facts("onetrainer");
+  CHECK(t.find(find_family("sdxl"))->part == "unet");
+  CHECK(!t.find(find_family("sdxl"))->part_offloading);
+  CHECK(!t.find(find_family("sd1x"))->part_offloading);
+  CHECK(t.find(find_family("cascade"))->part == "prior");
+  CHECK(!t.find(find_family("cascade"))->part_offloading);
+  CHECK(t.find(find_family("flux"))->part_offloading);
+  CHECK(t.key("<part>.offload_fraction") != nullptr);
+  CHECK(t.key("async_offloading") != nullptr);
+  CHECK(t.key("layer_offload_fraction") == nullptr);  // removed on 2026-07-05
+}
+
+TEST_CASE("a value is checked against the type the trainer's key accepts") {
+  const TrainerFacts& t = trainer_facts("onetrainer");
+  std::string why;
+  CHECK(trainer_value_ok(*t.key("<part>.offload_fraction"), 0.5, why));
+  CHECK(!trainer_value_ok(*t.key("<part>.offload_fraction"), 1.5, why));
+  CHECK(!trainer_value_ok(*t.key("<part>.gradient_checkpointing"), "ON", why));
+  CHECK(why.find("is not a bool") != std::string::npos);
+  CHECK(!trainer_value_ok(*trainer_facts("musubi").key("mixed_precision"), "fp8", why));
+}
+
+TEST_CASE("every key in the trainer data exists in that trainer's own source") {
+  if (!fs::exists(kShared)) {
+    MESSAGE("../shared/reference/trainer-examples absent: skipped");
+    return;
+  }
+  const std::string ot = slurp(kShared + "onetrainer/modules/util/config/TrainConfig.py");
+  for (const auto& k : trainer_facts("onetrainer").keys) {
+    std::string leaf = k.name.substr(k.name.rfind('.') + 1);
+    if (leaf == "__version") continue;  // written by BaseConfig, checked by config_version=11
+    CHECK_MESSAGE(ot.find("(\"" + leaf + "\",") != std::string::npos, k.name);
+  }
+  const std::string at = slurp(kShared + "ai-toolkit/toolkit/config_modules.py");
+  for (const auto& k : trainer_facts("ai-toolkit").keys) {
+    const std::string leaf = k.name.substr(k.name.rfind('.') + 1);
+    CHECK_MESSAGE((at.find("get('" + leaf + "'") != std::string::npos || at.find("get(\"" + leaf + "\"") != std::string::npos), k.name);
+  }
+  const std::string mp = slurp(kShared + "musubi-tuner/src/musubi_tuner/training/parser_common.py");
+  for (const auto& k : trainer_facts("musubi").keys) {
+    if (k.name == "fp8_scaled" || k.name == "task") continue;  // per training script, not parser_common
+    CHECK_MESSAGE(mp.find("\"--" + k.name + "\"") != std::string::npos, k.name);
+  }
+  const std::string ds = slurp(kShared + "musubi-tuner/src/musubi_tuner/dataset/config_utils.py");
+  for (const auto& k : trainer_facts("musubi").raw.at("dataset_keys"))
+    CHECK_MESSAGE(ds.find("\"" + k.at("name").get<std::string>() + "\":") != std::string::npos, k.at("name").get<std::string>());
+}
+
+TEST_CASE("the trainer is detected from the file") {
+  CHECK(detect_trainer(kDir + "ai-toolkit/train_lora_flux_24gb.yaml") == "ai-toolkit");
+  CHECK(detect_trainer(kDir + "onetrainer/flux_lora.json") == "onetrainer");
+  CHECK(detect_trainer(kDir + "musubi/flux_config.toml") == "musubi");
+  CHECK(detect_trainer(kDir + "musubi/wan14b_train.sh") == "musubi");
+  CHECK(detect_trainer(kDir + "diffusers/flux_lora.sh") == "diffusers");
+  CHECK(detect_trainer(std::string(SEGADVISE_FIXTURES_DIR) + "/check/flux-480-square.json") == "simpletuner");
+}
+
+TEST_CASE("ai-toolkit's FLUX.1 example: quanto fp8, the largest bucket, EMA, bf16") {
+  const TrainerRead r = read("ai-toolkit/train_lora_flux_24gb.yaml");
+  CHECK(r.family->id == "flux1");
+  CHECK(r.setup.model_type == "lora");
+  CHECK(r.setup.lora_rank == 16);
+  CHECK(r.setup.base_precision == "fp8-quanto");  // quantize: true, qtype default qfloat8 (quanto)
+  CHECK(r.setup.mixed_precision == "bf16");
+  CHECK(r.setup.width == 1024);  // resolution [512, 768, 1024]: each size is a dataset, 1024 is the peak
+  CHECK(r.setup.height == 1024);
+  CHECK(r.setup.batch == 1);
+  CHECK(r.setup.optimizer == "adamw8bit");
+  CHECK(r.setup.use_ema);
+  CHECK(r.schedule.checkpointing);
+  CHECK(!r.setup.ramtorch);
+  CHECK(r.rejections.empty());
+}
+
+TEST_CASE("ai-toolkit's layer_offloading on Chroma is ignored, but it still turns qfloat8 into torchao fp8") {
+  const TrainerRead r = read("ai-toolkit/chroma_offload.yaml");
+  CHECK(r.family->id == "chroma");
+  CHECK(!r.setup.ramtorch);  // no MemoryManager.attach on Chroma: nothing is offloaded
+  CHECK(any_contains(r.warnings, "does nothing on"));
+  CHECK(r.setup.base_precision == "fp8wo-torchao");  // config_modules.py:714-715 rewrites it anyway
+  CHECK(r.setup.mixed_precision == "no");  // train.dtype unset: fp32
+  CHECK(any_contains(r.warnings, "train.dtype is unset"));
+}
+
+TEST_CASE("ai-toolkit's Wan 1.3B and SD3.5 Large examples: a family by name, or a clear error") {
+  const TrainerRead w = read("ai-toolkit/train_lora_wan21_1b_24gb.yaml");
+  CHECK(w.family->id == "wan2.1-1.3b");
+  CHECK(w.setup.lora_rank == 32);
+  CHECK(w.setup.width == 632);
+  const std::string e = error_of("ai-toolkit/train_lora_sd35_large_24gb.yaml");
+  CHECK(e.find("stable-diffusion-3.5-large") != std::string::npos);
+  CHECK(e.find("--model") != std::string::npos);
+}
+
+TEST_CASE("a malformed ai-toolkit job names the file, the line and the key") {
+  const std::string indent = error_of("ai-toolkit/bad_indent.yaml");
+  CHECK(indent.find("bad_indent.yaml:7:") != std::string::npos);
+  const std::string batch = error_of("ai-toolkit/bad_batch.yaml");
+  CHECK(batch.find("bad_batch.yaml:9: train.batch_size") != std::string::npos);
+  CHECK(batch.find("not an integer") != std::string::npos);
+}
+
+TEST_CASE("OneTrainer's FLUX LoRA preset: nf4, its resolution string, defaults laid under it") {
+  const TrainerRead r = read("onetrainer/flux_lora.json");
+  CHECK(r.family->id == "flux1");
+  CHECK(r.setup.base_precision == "nf4-bnb");  // transformer.weight_dtype NFLOAT_4
+  CHECK(r.setup.lora_rank == 16);              // lora_rank default (TrainConfig.py:1231)
+  CHECK(r.setup.batch == 4);
+  CHECK(r.setup.width == 768);
+  CHECK(r.setup.mixed_precision == "bf16");
+  CHECK(r.schedule.checkpointing);  // part default true
+}
+
+TEST_CASE("OneTrainer presets without __version lose their offload fraction to the migrations") {
+  const TrainerRead r = read("onetrainer/hidream_lora.json");
+  CHECK(r.family->id == "hidream-i1");
+  CHECK(!r.setup.ramtorch);  // transformer.offload_fraction 0.5 reset to 0 by __migration_10
+  CHECK(any_contains(r.warnings, "__migration_10 resets transformer.offload_fraction"));
+}
+
+TEST_CASE("OneTrainer's removed top-level keys are dropped, and say so") {
+  const TrainerRead r = read("onetrainer/flux_old_keys.json");
+  CHECK(any_contains(r.warnings, "layer_offload_fraction no longer exists"));
+  CHECK(any_contains(r.warnings, "gradient_checkpointing no longer exists"));
+  CHECK(!r.setup.ramtorch);  // the part's own offload_fraction (default 0) is what runs
+  CHECK(r.schedule.backend == Backend::Torch);
+}
+
+TEST_CASE("OneTrainer rejects a full fine-tune with offloading and no fused back pass") {
+  const TrainerRead r = read("onetrainer/flux_full_offload.json");
+  CHECK(r.setup.ramtorch);
+  CHECK(r.setup.ramtorch_percent == doctest::Approx(50));
+  REQUIRE(r.rejections.size() == 1);
+  CHECK(r.rejections[0].find("fused_back_pass") != std::string::npos);
+}
+
+TEST_CASE("OneTrainer's SDXL and Stable Cascade presets predict; embedding and HunyuanVideo are clear errors") {
+  const TrainerRead x = read("onetrainer/sdxl_lora.json");
+  CHECK(x.family->id == "sdxl");
+  CHECK(x.setup.mixed_precision == "fp16");  // train_dtype default FLOAT_16
+  const TrainerRead c = read("onetrainer/stable_cascade.json");
+  CHECK(c.family->id == "stable-cascade-c");
+  CHECK(c.setup.model_type == "full");
+  CHECK(c.setup.optimizer == "adafactor");
+  CHECK(error_of("onetrainer/sd15_embedding.json").find("EMBEDDING") != std::string::npos);
+  CHECK(error_of("onetrainer/hunyuan_video_lora.json").find("original HunyuanVideo") != std::string::npos);
+  CHECK(error_of("onetrainer/bad_comma.json").find("line 3") != std::string::npos);
+}
+
+TEST_CASE("musubi: a Wan 14B command line with its dataset TOML") {
+  const TrainerRead r = read("musubi/wan14b_train.sh");
+  CHECK(r.family->id == "wan2.1-14b");  // --task t2v-14B
+  CHECK(r.inputs.size() == 2);
+  CHECK(r.setup.blocks_to_swap == 20);
+  CHECK(r.setup.base_precision == "fp8wo-torchao");
+  CHECK(r.setup.lora_rank == 32);
+  CHECK(r.schedule.checkpointing);
+  // dataset_video.toml: [960, 544]; target_frames [1, 25, 45] and a "full" dataset with max_frames 45
+  CHECK(r.setup.width == 960);
+  CHECK(r.setup.height == 544);
+  CHECK(r.setup.frames == 45);
+  CHECK(r.rejections.empty());
+}
+
+TEST_CASE("musubi: blocks_to_swap above FLUX.1's maximum and no attention flag are rejections") {
+  const TrainerRead cl = read("musubi/flux_train.sh");
+  CHECK(cl.family->id == "flux1");
+  REQUIRE(cl.rejections.size() == 1);  // --sdpa is on the command line; 56 > 34
+  CHECK(cl.rejections[0].find("maximum 34") != std::string::npos);
+  const TrainerRead toml = read("musubi/flux_config.toml", "flux");
+  CHECK(toml.rejections.size() == 2);
+  CHECK(any_contains(toml.rejections, "no attention flag"));
+  CHECK(error_of("musubi/flux_config.toml").find("--model") != std::string::npos);
+  const std::string bad = error_of("musubi/bad_dataset.toml", "wan14b");
+  CHECK(bad.find("bad_dataset.toml:3:") != std::string::npos);
+  CHECK(bad.find("batch_size") != std::string::npos);
+}
+
+TEST_CASE("diffusers: --resolution is a square, and a WxH value stops the script") {
+  const TrainerRead r = read("diffusers/flux_lora.sh");
+  CHECK(r.family->id == "flux1");
+  CHECK(r.setup.width == 1024);
+  CHECK(r.setup.height == 1024);
+  CHECK(r.setup.batch == 1);
+  CHECK(r.setup.lora_rank == 16);
+  CHECK(r.setup.optimizer == "adamw8bit");
+  CHECK(r.schedule.checkpointing);
+  const TrainerRead wxh = read("diffusers/flux_lora_wxh.sh");
+  REQUIRE(!wxh.rejections.empty());
+  CHECK(wxh.rejections[0].find("not an int") != std::string::npos);
+}
+
+TEST_CASE("every real example file gets a prediction or a clear input error") {
+  if (!fs::exists(kShared)) {
+    MESSAGE("../shared/reference/trainer-examples absent: skipped");
+    return;
+  }
+  int predicted = 0, refused = 0;
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(kShared)) {
+    const std::string ext = e.path().extension().string();
+    const std::string p = e.path().string();
+    if ((ext == ".yaml" && p.find("/config/examples/") != std::string::npos) ||
+        (ext == ".json" && p.find("/training_presets/") != std::string::npos))
+      files.push_back(p);
+  }
+  // musubi's dataset configs are the TOML samples of its documentation
+  const std::string doc = slurp(kShared + "musubi-tuner/docs/dataset_config.md");
+  const std::regex block("```toml\n([^`]*)```");
+  const fs::path tmp = fs::temp_directory_path() / "segadvise-musubi-doc";
+  fs::create_directories(tmp);
+  int n = 0;
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), block); it != std::sregex_iterator(); ++it) {
+    const std::string f = (tmp / ("sample" + std::to_string(n++) + ".toml")).string();
+    std::ofstream(f) << (*it)[1].str();
+    files.push_back(f);
+  }
+  CHECK(n == 13);
+  for (const auto& f : files) {
+    TrainerReadOptions o;
+    if (f.find("segadvise-musubi-doc") != std::string::npos) o.model = "wan14b";
+    try {
+      const TrainerRead r = read_trainer_config(f, o);
+      const Prediction p = predict(r);
+      CHECK_MESSAGE(p.peak_vram_bytes > 0, f);
+      ++predicted;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      CHECK_MESSAGE(what.find(fs::path(f).filename().string()) != std::string::npos, f << ": " << what);
+      ++refused;
+    }
+  }
+  // ai-toolkit: 6 jobs, SD3.5 Large refused (no family) -> 5. OneTrainer: 32 presets, refused: HunyuanVideo
+  // (the original), PixArt Alpha/Sigma x3 (600M), SD 2.0 x2 and 2.1 x3, Wuerstchen x3, two EMBEDDING presets
+  // (SD 1.5, SDXL) = 14 -> 18. musubi: all 13 documented dataset samples. 5 + 18 + 13 = 36; 1 + 14 = 15.
+  CHECK(predicted == 36);
+  CHECK(refused == 15);
+}
