@@ -11,7 +11,9 @@
 
 #include "commands.hpp"
 #include "segadvise/families/trainers.hpp"
+#include "trainer_plans.hpp"
 #include "trainer_readers/trainer_config.hpp"
+#include "trainer_readers/trainer_writer.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -327,4 +329,198 @@ TEST_CASE("every real example file gets a prediction or a clear input error") {
   // (SD 1.5, SDXL) = 14 -> 18. musubi: all 13 documented dataset samples. 5 + 18 + 13 = 36; 1 + 14 = 15.
   CHECK(predicted == 36);
   CHECK(refused == 15);
+}
+
+// ---- emitting for the other trainers ----------------------------------------------------------
+
+namespace {
+
+std::vector<KnobCombo> combos_for(const std::string& trainer, const std::string& model, TrainingSetup s = {},
+                                  std::vector<std::string>* notes_out = nullptr) {
+  const Family& fam = find_family(model);
+  s.model_id = fam.id;
+  std::vector<std::string> notes;
+  auto c = trainer_combos(trainer_facts(trainer), fam, s, notes);
+  if (notes_out) *notes_out = notes;
+  return c;
+}
+
+// the trainer's key for an emitted knob: OneTrainer's part keys are listed as "<part>.x"
+const TrainerKey* key_for(const TrainerFacts& t, const std::string& knob) {
+  if (const TrainerKey* k = t.key(knob)) return k;
+  const auto dot = knob.find('.');
+  if (dot == std::string::npos) return nullptr;
+  return t.key("<part>" + knob.substr(dot));
+}
+
+}  // namespace
+
+TEST_CASE("musubi is never offered more blocks to swap than the model's maximum, and always an attention flag") {
+  const auto combos = combos_for("musubi", "flux");
+  REQUIRE(!combos.empty());
+  int largest = 0;
+  for (const auto& c : combos) {
+    CHECK(c.knobs.value("sdpa", false));
+    largest = std::max(largest, c.knobs.value("blocks_to_swap", 0));
+    CHECK(c.schedule.interval == 0);
+  }
+  CHECK(largest == 34);  // FLUX.1's asserted maximum (the old emitter offered 56 = 57 blocks - 1)
+  for (const auto& c : combos)
+    if (c.knobs.value("blocks_to_swap", 0) == 34) CHECK(c.setup.blocks_to_swap == 52);  // 17 double + 35 single
+  // a model without a recorded maximum is offered no block swap at all
+  for (const auto& c : combos_for("musubi", "krea2")) CHECK(!c.knobs.contains("blocks_to_swap"));
+}
+
+TEST_CASE("musubi's lines carry the shape in the dataset TOML, not as flags") {
+  TrainingSetup s;
+  s.width = 832;
+  s.height = 480;
+  s.frames = 81;
+  s.batch = 2;
+  const auto combos = combos_for("musubi", "wan14b", s);
+  const std::string text = trainer_config_text(trainer_facts("musubi"), find_family("wan14b"), combos.front());
+  CHECK(text.find("resolution = [832, 480]") != std::string::npos);
+  CHECK(text.find("batch_size = 2") != std::string::npos);
+  CHECK(text.find("target_frames = [81]") != std::string::npos);
+  CHECK(text.find("--dataset_config dataset.toml") != std::string::npos);
+  CHECK(text.find("--sdpa") != std::string::npos);
+  CHECK(text.find("--resolution") == std::string::npos);
+  CHECK(text.find("--batch") == std::string::npos);
+}
+
+TEST_CASE("ai-toolkit never offers layer_offloading where it does nothing, and always writes train.dtype") {
+  for (const char* model : {"chroma", "flux", "sdxl", "sd1x", "hidream", "lumina2"})
+    for (const auto& c : combos_for("ai-toolkit", model)) {
+      CHECK_MESSAGE(!c.knobs.contains("model.layer_offloading"), model);
+      CHECK(!c.setup.ramtorch);
+      CHECK(c.knobs.at("train.dtype") == "bf16");
+    }
+  TrainingSetup q;
+  q.base_precision = "int8-quanto";
+  std::vector<std::string> notes;
+  bool offloaded = false;
+  for (const auto& c : combos_for("ai-toolkit", "wan14b", q, &notes))
+    if (c.knobs.value("model.layer_offloading", false)) {
+      offloaded = true;
+      CHECK(c.knobs.at("model.qtype") == "float8");  // what ai-toolkit really runs with offloading
+      CHECK(c.setup.base_precision == "fp8wo-torchao");
+    } else {
+      CHECK(c.setup.base_precision == "fp8-quanto");
+    }
+  CHECK(offloaded);
+  CHECK(any_contains(notes, "Float8WeightOnlyConfig"));
+}
+
+TEST_CASE("OneTrainer gets per-part keys and __version, and no offloading for a unet or a prior") {
+  for (const char* model : {"sdxl", "sd1x", "cascade"}) {
+    const auto combos = combos_for("onetrainer", model);
+    REQUIRE(!combos.empty());
+    const std::string part = std::string(model) == "cascade" ? "prior" : "unet";
+    for (const auto& c : combos) {
+      CHECK(c.knobs.at("__version") == 11);
+      CHECK(c.knobs.at(part + ".offload_fraction") == 0.0);
+      CHECK(c.knobs.at(part + ".activation_offloading") == false);
+      CHECK(!c.setup.ramtorch);
+      CHECK(!c.knobs.contains("gradient_checkpointing"));  // the removed top-level key
+      CHECK(!c.knobs.contains("layer_offload_fraction"));
+    }
+  }
+  // `advise --model sdxl --gpu 3090 --batch 8 --vram-gib 9.5 --emit onetrainer` once recommended 100% offload
+  const auto flux = combos_for("onetrainer", "flux");
+  bool full = false;
+  for (const auto& c : flux) full |= c.knobs.at("transformer.offload_fraction") == 1.0;
+  CHECK(full);
+}
+
+TEST_CASE("diffusers plans for the square the script trains") {
+  TrainingSetup s;
+  s.width = 1024;
+  s.height = 576;
+  std::vector<std::string> notes;
+  const auto combos = combos_for("diffusers", "flux", s, &notes);
+  REQUIRE(combos.size() == 2);
+  for (const auto& c : combos) {
+    CHECK(c.setup.width == 1024);
+    CHECK(c.setup.height == 1024);
+  }
+  // 1024*1024 / (1024*576) = 1.78
+  CHECK(any_contains(notes, "1.78x the tokens of 1024x576"));
+  const std::string text = trainer_config_text(trainer_facts("diffusers"), find_family("flux"), combos[1]);
+  CHECK(text.find("--resolution 1024 ") != std::string::npos);
+  CHECK(text.find("train_dreambooth_lora_flux.py") != std::string::npos);
+}
+
+TEST_CASE("every emitted key exists in its trainer's key list with a value of the accepted type") {
+  int checked = 0;
+  for (const auto& t : builtin_trainers())
+    for (const auto& tf : t.families) {
+      TrainingSetup s;
+      s.base_precision = "int8-quanto";
+      s.model_type = "full";
+      for (const auto& c : combos_for(t.id, tf.family, s))
+        for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) {
+          const TrainerKey* k = key_for(t, it.key());
+          REQUIRE_MESSAGE(k, t.id << ": " << it.key());
+          std::string why;
+          CHECK_MESSAGE(trainer_value_ok(*k, it.value(), why), t.id << ": " << why);
+          ++checked;
+        }
+    }
+  CHECK(checked > 500);
+}
+
+TEST_CASE("the square edge for an area is a multiple of 64") {
+  CHECK(square_edge_for_area(1024, 1024) == 1024);
+  CHECK(square_edge_for_area(1024, 576) == 768);  // sqrt(589824) = 768
+  CHECK(square_edge_for_area(832, 480) == 640);   // sqrt(399360) = 632 -> 640
+}
+
+// ---- writing the user's own file back ---------------------------------------------------------
+
+TEST_CASE("command-line flags are replaced, added after the script, or removed") {
+  const std::string cl = "accelerate launch wan_train_network.py --sdpa \\\n  --blocks_to_swap 20 --gradient_checkpointing --lr 1e-4\n";
+  CHECK(set_command_line_flag(cl, "blocks_to_swap", 30).find("--blocks_to_swap 30 --gradient") != std::string::npos);
+  const std::string off = set_command_line_flag(cl, "gradient_checkpointing", false);
+  CHECK(off.find("gradient_checkpointing") == std::string::npos);
+  CHECK(off.find("--lr 1e-4") != std::string::npos);
+  CHECK(set_command_line_flag(cl, "fp8_base", true).find("wan_train_network.py --fp8_base --sdpa") != std::string::npos);
+  CHECK(set_command_line_flag("x.py --blocks_to_swap=20", "blocks_to_swap", 10) == "x.py --blocks_to_swap 10");
+}
+
+TEST_CASE("TOML keys keep their line and comment; a new key goes before the first section") {
+  const std::string t = "# cfg\n[training]\nblocks_to_swap = 56 # too many\nmixed_precision = \"bf16\"\n";
+  const std::string a = set_toml_key(t, "blocks_to_swap", 34);
+  CHECK(a.find("blocks_to_swap = 34 # too many\n") != std::string::npos);
+  const std::string b = set_toml_key(t, "gradient_checkpointing", true);
+  CHECK(b.find("# cfg\ngradient_checkpointing = true\n[training]") != std::string::npos);
+}
+
+TEST_CASE("a OneTrainer config is written back with the per-part keys and without the removed ones") {
+  TrainerReadOptions o;
+  const TrainerRead r = read_trainer_config(kDir + "onetrainer/flux_old_keys.json", o);
+  nlohmann::ordered_json knobs;
+  knobs["__version"] = 11;
+  knobs["transformer.gradient_checkpointing"] = true;
+  knobs["transformer.offload_fraction"] = 0.25;
+  const Rewritten w = rewrite_trainer_config(r, knobs);
+  const auto j = nlohmann::json::parse(w.text);
+  CHECK(!j.contains("layer_offload_fraction"));
+  CHECK(!j.contains("gradient_checkpointing"));
+  CHECK(j["transformer"]["offload_fraction"] == 0.25);
+  CHECK(j["transformer"]["weight_dtype"] == "BFLOAT_16");  // kept
+  CHECK(j["resolution"] == "1024");
+  CHECK(any_contains(w.notes, "removed layer_offload_fraction"));
+}
+
+TEST_CASE("an ai-toolkit job is written back, saying that comments are lost") {
+  TrainerReadOptions o;
+  const TrainerRead r = read_trainer_config(kDir + "ai-toolkit/train_lora_flux_24gb.yaml", o);
+  nlohmann::ordered_json knobs;
+  knobs["train.gradient_checkpointing"] = false;
+  knobs["train.dtype"] = "bf16";
+  const Rewritten w = rewrite_trainer_config(r, knobs);
+  CHECK(any_contains(w.notes, "does not keep comments"));
+  CHECK(w.text.find("gradient_checkpointing: false") != std::string::npos);
+  CHECK(w.text.find("black-forest-labs/FLUX.1-dev") != std::string::npos);
+  CHECK(w.text.find("# this name") == std::string::npos);
 }
