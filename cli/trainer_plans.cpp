@@ -39,6 +39,7 @@ void note_precision(const TrainingSetup& user, const std::string& as, const std:
 
 std::vector<KnobCombo> musubi(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
+  base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
   const bool fp8 = quantized(user);
   base.base_precision = fp8 ? "fp8wo-torchao" : "no_change";
   note_precision(user, base.base_precision, "musubi-tuner", notes);
@@ -75,6 +76,7 @@ std::vector<KnobCombo> musubi(const TrainerFamily& tf, const TrainingSetup& user
 
 std::vector<KnobCombo> ai_toolkit(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
+  base.mixed_precision = "bf16";  // train.dtype bf16 is emitted
   const bool q = quantized(user);
   std::vector<int> pcts = {0};
   if (tf.layer_offloading) pcts = {0, 25, 50, 75, 100};
@@ -120,6 +122,7 @@ std::string onetrainer_dtype(const TrainingSetup& user, std::string& precision) 
 
 std::vector<KnobCombo> onetrainer(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
+  base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted
   std::string precision;
   const std::string dtype = onetrainer_dtype(user, precision);
   base.base_precision = precision;
@@ -140,6 +143,7 @@ std::vector<KnobCombo> onetrainer(const TrainerFamily& tf, const TrainingSetup& 
         c.knobs[part + ".offload_fraction"] = frac;
         c.knobs[part + ".activation_offloading"] = act;
         c.knobs["async_offloading"] = true;
+        c.knobs["train_dtype"] = "BFLOAT_16";
         if (frac > 0 && base.model_type == "full") c.knobs["optimizer.fused_back_pass"] = true;  // create.py:141-144
         c.setup = base;
         c.setup.ramtorch = frac > 0;
@@ -157,6 +161,7 @@ std::vector<KnobCombo> onetrainer(const TrainerFamily& tf, const TrainingSetup& 
 
 std::vector<KnobCombo> diffusers(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
+  base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
   base.base_precision = "no_change";
   note_precision(user, "no_change", "the diffusers example scripts", notes);
   if (base.width != base.height) {
