@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "emitters.hpp"
 #include "segadvise/costmodel/precision.hpp"
 
 namespace segadvise::cli {
@@ -318,6 +319,52 @@ std::vector<std::string> trainer_manual_steps(const TrainerFacts& facts, const F
             "learning_rate, epochs, optimizer"};
   return {"--pretrained_model_name_or_path", "--instance_data_dir (or --dataset_name) and --instance_prompt",
           "--output_dir, --learning_rate, --max_train_steps"};
+}
+
+TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, const TrainingSetup& setup,
+                               const PredictFn& predict, const std::string& headroom) {
+  const TrainerFacts& facts = trainer_facts(trainer);
+  TrainerAdvice a;
+  a.trainer = trainer;
+  a.trainer_name = facts.name;
+  a.config_format = facts.config_format;
+  const TrainerFamily* tf = facts.find(fam);
+  a.family_supported = tf != nullptr;
+  if (!tf) {
+    a.notes.push_back(facts.name + " does not train " + fam.name + " (families/data/trainers/" + trainer +
+                      ".json): nothing to emit");
+    return a;
+  }
+  if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload)
+    a.notes.push_back("the config's weight streaming (RamTorch / block swap / group offload) is replaced by " + facts.name +
+                      "'s own knob where it has one");
+  for (auto& c : trainer_combos(facts, fam, setup, a.notes)) {
+    TrainerPlan p;
+    p.label = c.label;
+    p.knobs = c.knobs;
+    p.schedule = c.schedule;
+    p.setup = c.setup;
+    p.prediction = predict(c.setup, c.schedule);
+    if (p.prediction.supported) a.plans.push_back(std::move(p));  // a backend the family lacks never counts
+  }
+  std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
+    return x.prediction.step_time_s < y.prediction.step_time_s;
+  });
+  for (std::size_t i = 0; i < a.plans.size(); ++i) {
+    const Prediction& p = a.plans[i].prediction;
+    if (a.best < 0 && p.fits) a.best = static_cast<int>(i);
+    if (a.smallest < 0 || p.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes) a.smallest = static_cast<int>(i);
+  }
+  const int shown = a.best >= 0 ? a.best : a.smallest;
+  if (shown >= 0) {
+    const TrainerPlan& p = a.plans[shown];
+    KnobCombo c{p.label, p.knobs, p.schedule, p.setup};
+    a.config_text = trainer_config_text(facts, fam, c);
+    if (a.best < 0)
+      a.notes.push_back("nothing within " + facts.name + "'s knobs fits with " + headroom + " headroom; the lines are its smallest plan");
+  }
+  a.manual = trainer_manual_steps(facts, fam);
+  return a;
 }
 
 }  // namespace segadvise::cli

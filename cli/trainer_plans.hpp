@@ -3,6 +3,7 @@
 // setup it was planned for in the trainer's own place, and what the user must still set by hand.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -30,6 +31,17 @@ std::string trainer_config_text(const TrainerFacts& facts, const Family& fam, co
 
 // What the emitted lines leave for the user (model paths, data, output, learning rate …).
 std::vector<std::string> trainer_manual_steps(const TrainerFacts& facts, const Family& fam);
+
+struct TrainerAdvice;
+
+// Predicts one combination (the setup it runs with, the schedule it runs).
+using PredictFn = std::function<Prediction(const TrainingSetup&, const Schedule&)>;
+
+// Every combination `trainer` has for the family, predicted; the fastest that fits (or the smallest),
+// its config lines, the notes and what is left to set by hand. `headroom` names the headroom in the
+// "nothing fits" note.
+TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, const TrainingSetup& setup,
+                               const PredictFn& predict, const std::string& headroom);
 
 // ai-toolkit and OneTrainer bucket around edge x edge pixels: the edge (multiple of 64) whose square
 // has the area of width x height.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "emitters.hpp"
 #include "segadvise/families/trainers.hpp"
 #include "trainer_plans.hpp"
 #include "trainer_readers/trainer_config.hpp"
@@ -523,4 +524,31 @@ TEST_CASE("an ai-toolkit job is written back, saying that comments are lost") {
   CHECK(w.text.find("gradient_checkpointing: false") != std::string::npos);
   CHECK(w.text.find("black-forest-labs/FLUX.1-dev") != std::string::npos);
   CHECK(w.text.find("# this name") == std::string::npos);
+}
+
+TEST_CASE("the trainer's fastest plan that fits is chosen from its own combinations only") {
+  // a stand-in cost model: checkpointing costs 25% time and saves 20 GiB; streamed weights save 10 GiB
+  // per 100% and cost 0.5 s; "fits" below 24 GiB. Without checkpointing 30 GiB (does not fit), with it 10 GiB.
+  const PredictFn fake = [](const TrainingSetup& s, const Schedule& sc) {
+    Prediction p;
+    p.peak_vram_bytes = (sc.checkpointing ? 10 : 30) * kGiB - (s.ramtorch ? s.ramtorch_percent / 10 : 0) * kGiB;
+    p.step_time_s = (sc.checkpointing ? 1.25 : 1.0) + (s.ramtorch ? 0.5 * s.ramtorch_percent / 100 : 0);
+    p.fits = p.peak_vram_bytes < 24 * kGiB;
+    return p;
+  };
+  const TrainerAdvice d = plan_for_trainer("diffusers", find_family("flux"), TrainingSetup{}, fake, "1.0 GiB");
+  REQUIRE(d.plans.size() == 2);
+  REQUIRE(d.best == 1);  // sorted by time: 1.0 s (30 GiB, does not fit), then 1.25 s (10 GiB, fits)
+  CHECK(d.plans[d.best].schedule.checkpointing);
+  CHECK(d.config_text.find("--gradient_checkpointing") != std::string::npos);
+  CHECK(!d.manual.empty());
+  // SDXL in OneTrainer: its unet has no offloading, so no plan streams weights even where that would fit
+  const TrainerAdvice x = plan_for_trainer("onetrainer", find_family("sdxl"), TrainingSetup{}, fake, "1.0 GiB");
+  for (const auto& p : x.plans) CHECK(!p.setup.ramtorch);
+  CHECK(nlohmann::json::parse(x.config_text)["unet"]["offload_fraction"] == 0.0);
+  // a family the trainer does not train: no lines at all
+  const TrainerAdvice m = plan_for_trainer("musubi", find_family("sdxl"), TrainingSetup{}, fake, "1.0 GiB");
+  CHECK(!m.family_supported);
+  CHECK(m.plans.empty());
+  CHECK(m.config_text.empty());
 }
