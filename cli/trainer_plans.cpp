@@ -82,7 +82,7 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFamily& tf, const TrainingSetup& 
   std::vector<int> pcts = {0};
   if (tf.layer_offloading) pcts = {0, 25, 50, 75, 100};
   else notes.push_back("model.layer_offloading does nothing on this family in ai-toolkit (" + tf.source + "): not offered");
-  if (q) notes.push_back("quantizer: model.qtype qfloat8 is optimum-quanto; with layer_offloading ai-toolkit uses float8 = torchao "
+  if (q && tf.layer_offloading) notes.push_back("quantizer: model.qtype qfloat8 is optimum-quanto; with layer_offloading ai-toolkit uses float8 = torchao "
                          "Float8WeightOnlyConfig instead (config_modules.py:714-715), and the emitted qtype says so");
   std::vector<KnobCombo> out;
   for (int gc = 0; gc < 2; ++gc)
@@ -273,7 +273,8 @@ std::string diffusers_text(const TrainerFacts& facts, const Family& fam, const K
         script = sc;
         break;
       }
-  std::string line = "accelerate launch " + script + " " + flag_line(c.knobs);
+  const std::string flags = flag_line(c.knobs);
+  std::string line = "accelerate launch " + script + (flags.empty() ? "" : " " + flags);
   line += " --mixed_precision bf16 --resolution " + std::to_string(s.width) + " --train_batch_size " + std::to_string(s.batch);
   if (s.model_type == "lora") line += " --rank " + std::to_string(s.lora_rank);
   return line + "\n";
