@@ -12,6 +12,7 @@
 #include "config_reader.hpp"
 #include "emitters.hpp"
 #include "output.hpp"
+#include "trainer_check.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
@@ -68,6 +69,8 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 int run_check(const CheckOptions& o, std::ostream& out) {
   check_format(o.flags.format);
   check_emit_name(o.emit);
+  const std::string trainer = o.trainer.empty() ? detect_trainer(o.config) : o.trainer;
+  if (trainer != "simpletuner") return run_trainer_check(o, trainer, out);
   if (!o.output.empty() && o.emit != "simpletuner")
     throw InputError("--output '" + o.output + "': only with --emit simpletuner (it writes the config back)");
   const bool advise_too = o.advise || !o.emit.empty();
@@ -156,10 +159,12 @@ int run_check(const CheckOptions& o, std::ostream& out) {
 }
 
 void setup_check(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("check", "pre-flight check of a SimpleTuner config.json: will it fit, what will it cost");
+  auto* cmd = app.add_subcommand("check", "pre-flight check of a trainer config (SimpleTuner, musubi-tuner, ai-toolkit, OneTrainer, diffusers): will it fit, what will it cost");
   auto o = std::make_shared<CheckOptions>();
   auto aspect = std::make_shared<std::string>();
-  cmd->add_option("config", o->config, "SimpleTuner config.json (keys with or without a leading --)")->required();
+  cmd->add_option("config", o->config, "SimpleTuner config.json, ai-toolkit job YAML, OneTrainer JSON, musubi TOML or command line, diffusers command line")->required();
+  cmd->add_option("--trainer", o->trainer, "the config's trainer (default: detected): simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  cmd->add_option("--model,-m", o->flags.model, "family, where the config does not name it (musubi TOML, a dataset TOML) or to override it");
   cmd->add_option("--gpu,-g", o->flags.gpu, "GPU: l40s, h100, … (segadvise list gpus)");
   cmd->add_option("--vram-gib", o->flags.vram_gib, "memory of any other card, GiB (with --gpu: that card with this memory)");
   cmd->add_option("--data-backend", o->read.data_backend_override, "data-backend JSON to use instead of the config's data_backend_config");
@@ -168,7 +173,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_flag("--advise", o->advise, "also recommend a schedule for this config's setup");
   cmd->add_flag("--all", o->show_all, "with --advise: list every supported schedule");
   cmd->add_option("--emit", o->emit, "with --advise: config for simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
-  cmd->add_option("--output,-o", o->output, "with --emit simpletuner: write the updated config here (atomically)");
+  cmd->add_option("--output,-o", o->output, "with --emit of the config's own trainer: write the updated config here (atomically)");
   cmd->callback([o, aspect, &exit_code] {
     CheckOptions opts = *o;
     if (!aspect->empty()) opts.read.source_aspect = parse_source_aspect(*aspect);

@@ -188,7 +188,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
       r.rejections.push_back("--blocks_to_swap " + std::to_string(n) + " is above " + r.family->name + "'s maximum " +
                              std::to_string(max) + ": musubi stops with an AssertionError (" + tf->source + ")");
     s.blocks_to_swap = tf ? musubi_swapped_chain_blocks(*tf, std::min(n, max > 0 ? max : n)) : n;
-    if (tf && tf->blocks_to_swap_meaning == "flux_double_single" && n > 0)
+    if (tf && tf->blocks_to_swap_meaning == "flux_double_single" && n > 0 && (max <= 0 || n <= max))
       r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + " on FLUX.1 swaps " + std::to_string(n / 2) + " double and " +
                            std::to_string((n - n / 2) * 2 + 1) + " single blocks (flux/flux_models.py:956-961): predicted as the last " +
                            std::to_string(s.blocks_to_swap) + " blocks");

@@ -53,7 +53,8 @@ Rewritten rewrite_yaml(const TrainerRead& r, const ordered_json& knobs) {
     const std::string& k = it.key();
     const auto dot = k.find('.');
     if (dot == std::string::npos) continue;
-    p[k.substr(0, dot)][k.substr(dot + 1)] = to_yaml(it.value());
+    if (it.value().is_null()) p[k.substr(0, dot)].remove(k.substr(dot + 1));
+    else p[k.substr(0, dot)][k.substr(dot + 1)] = to_yaml(it.value());
   }
   YAML::Emitter e;
   e << root;
@@ -90,7 +91,7 @@ Rewritten rewrite_json(const TrainerRead& r, const ordered_json& knobs) {
 }  // namespace
 
 std::string set_command_line_flag(const std::string& text, const std::string& key, const ordered_json& value) {
-  const bool off = value.is_boolean() && !value.get<bool>();
+  const bool off = value.is_null() || (value.is_boolean() && !value.get<bool>());
   const std::string repl = value.is_boolean() ? "--" + key : "--" + key + " " + scalar_text(value);
   // --key, --key=value or --key value (a value is anything not starting with --)
   const std::regex existing("(^|\\s)--" + escape_regex(key) + (value.is_boolean() ? std::string("(?=\\s|$)") : "(=\\S+|[ \\t]+(?!--)[^\\s\\\\]+)?(?=\\s|$)"));
@@ -109,6 +110,12 @@ std::string set_command_line_flag(const std::string& text, const std::string& ke
 }
 
 std::string set_toml_key(const std::string& text, const std::string& key, const ordered_json& value) {
+  if (value.is_null()) {  // remove the key's line
+    const std::regex whole("(^|\\n)[ \\t]*" + escape_regex(key) + "[ \\t]*=[^\\n]*(\\n|$)");
+    std::smatch m;
+    if (!std::regex_search(text, m, whole)) return text;
+    return m.prefix().str() + m[1].str() + m.suffix().str();
+  }
   const std::string rhs = value.is_string() ? "\"" + value.get<std::string>() + "\"" : value.dump();
   const std::regex line("(^|\\n)([ \\t]*" + escape_regex(key) + "[ \\t]*=[ \\t]*)([^#\\n]*?)([ \\t]*(#[^\\n]*)?)(?=\\n|$)");
   std::smatch m;
