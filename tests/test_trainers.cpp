@@ -211,7 +211,17 @@ TEST_CASE("OneTrainer presets without __version lose their offload fraction to t
   const TrainerRead r = read("onetrainer/hidream_lora.json");
   CHECK(r.family->id == "hidream-i1");
   CHECK(!r.setup.ramtorch);  // transformer.offload_fraction 0.5 reset to 0 by __migration_10
-  CHECK(any_contains(r.warnings, "__migration_10 resets transformer.offload_fraction"));
+  CHECK(any_contains(r.warnings, "__migration_10 overwrites transformer.offload_fraction"));
+}
+
+TEST_CASE("a version-10 OneTrainer config is migrated from its old top-level keys") {
+  // gradient_checkpointing CPU_OFFLOADED, layer_offload_fraction 0.5, enable_activation_offloading unset
+  // (true): __migration_10 gives transformer checkpointing on, activation offloading on, fraction 0.5
+  const TrainerRead r = read("onetrainer/v10_cpu_offloaded.json");
+  CHECK(r.schedule.checkpointing);
+  CHECK(r.schedule.backend == Backend::Unsloth);
+  CHECK(r.setup.ramtorch);
+  CHECK(r.setup.ramtorch_percent == doctest::Approx(50));
 }
 
 TEST_CASE("OneTrainer's removed top-level keys are dropped, and say so") {

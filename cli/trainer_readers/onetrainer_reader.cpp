@@ -89,7 +89,7 @@ std::string precision_for_dtype(const TrainerFacts& facts, const std::string& dt
   throw InputError(where + ": weight_dtype '" + dtype + "' has no segadvise precision (GGUF and NONE are not modelled)");
 }
 
-void read_part(const TrainerFacts& facts, const Obj& top, const TrainerFamily& tf, bool versioned, TrainerRead& r) {
+void read_part(const TrainerFacts& facts, const Obj& top, const TrainerFamily& tf, int version, TrainerRead& r) {
   static const ordered_json empty = ordered_json::object();
   const ordered_json* pj = top.find(tf.part);
   if (pj && !pj->is_object()) top.bad(tf.part, "an object");
@@ -109,24 +109,36 @@ void read_part(const TrainerFacts& facts, const Obj& top, const TrainerFamily& t
   double frac = part.number("offload_fraction", 0.0);
   bool act = part.boolean("activation_offloading", false);
   if (frac < 0 || frac > 1) throw InputError(part.where("offload_fraction") + ": " + std::to_string(frac) + " is not within 0..1");
-  if (!versioned) {
-    // __migration_4 (TrainConfig.py:752-762) pops the top-level gradient_checkpointing (default true) and
-    // keeps "ON" for anything truthy (a non-empty string, even "OFF"), "OFF" for false; __migration_10
-    // (:830-842) then overwrites every part: checkpointing = (that != "OFF"), activation offloading false
-    // (CPU_OFFLOADED cannot survive __migration_4), offload_fraction 0.
+  if (version < facts.raw.value("config_version", 11)) {
+    // The migrations from `version` on (an absent __version is 0, every migration). __migration_4
+    // (TrainConfig.py:752-762) pops the top-level gradient_checkpointing (default true): "ON" for anything
+    // truthy (a non-empty string, even "OFF"), "OFF" for false. __migration_10 (:830-842) then overwrites
+    // every part from the old top-level keys: checkpointing = (mode != "OFF"), activation offloading =
+    // (mode == CPU_OFFLOADED and enable_activation_offloading, default true), offload fraction =
+    // layer_offload_fraction (default 0) only with CPU_OFFLOADED.
     const ordered_json* old = top.find("gradient_checkpointing");
-    const bool old_on = !old || (old->is_boolean() ? old->get<bool>() : old->is_string() ? !old->get<std::string>().empty() : true);
-    if (frac > 0 || act)
-      r.warnings.push_back("no __version: OneTrainer runs every migration and __migration_10 resets " + tf.part +
-                           ".offload_fraction to 0 and activation_offloading to false (TrainConfig.py:830-842); add \"__version\": 11");
-    if (old && old->is_string() && old->get<std::string>() != "ON")
-      r.warnings.push_back("no __version: __migration_4 turns gradient_checkpointing " + old->dump() +
-                           " into on (TrainConfig.py:752-762); add \"__version\": 11 and set " + tf.part + ".gradient_checkpointing");
-    if (part.find("gradient_checkpointing") && gc != old_on)
-      r.warnings.push_back("no __version: __migration_10 overwrites " + tf.part + ".gradient_checkpointing with the old top-level value");
-    gc = old_on;
-    frac = 0;
-    act = false;
+    std::string mode = old && old->is_string() ? old->get<std::string>() : "ON";
+    if (version < 5) {
+      const bool truthy = !old || (old->is_boolean() ? old->get<bool>() : old->is_string() ? !old->get<std::string>().empty() : true);
+      if (old && old->is_string() && old->get<std::string>() != "ON")
+        r.warnings.push_back("__version " + std::to_string(version) + ": __migration_4 turns gradient_checkpointing " + old->dump() +
+                             " into on (TrainConfig.py:752-762); write \"__version\": 11 and " + tf.part + ".gradient_checkpointing");
+      mode = truthy ? "ON" : "OFF";
+    }
+    const bool old_act = top.boolean("enable_activation_offloading", true);
+    const double old_frac = top.number("layer_offload_fraction", 0.0);
+    const bool new_gc = mode != "OFF", new_act = mode == "CPU_OFFLOADED" && old_act;
+    const double new_frac = mode == "CPU_OFFLOADED" ? old_frac : 0.0;
+    if ((frac > 0 && new_frac != frac) || (act && !new_act))
+      r.warnings.push_back("__version " + (top.find("__version") ? std::to_string(version) : std::string("absent")) +
+                           ": OneTrainer's __migration_10 overwrites " + tf.part + ".offload_fraction and activation_offloading from the old "
+                           "top-level keys (TrainConfig.py:830-842): offload_fraction " + std::to_string(new_frac).substr(0, 4) +
+                           ", activation_offloading " + (new_act ? "true" : "false") + "; write \"__version\": 11");
+    if (part.find("gradient_checkpointing") && gc != new_gc)
+      r.warnings.push_back("__migration_10 overwrites " + tf.part + ".gradient_checkpointing with the old top-level value");
+    gc = new_gc;
+    act = new_act;
+    frac = new_frac;
   } else {
     for (const auto& k : facts.raw.at("removed_keys"))
       if (top.find(k.at("name").get<std::string>()))
@@ -186,11 +198,11 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   }
   const std::string train_dtype = top.str("train_dtype", "FLOAT_16");
   s.mixed_precision = train_dtype == "BFLOAT_16" ? "bf16" : train_dtype == "FLOAT_16" ? "fp16" : "no";
-  const int version = top.integer("__version", -1);
-  const bool versioned = version >= static_cast<int>(facts.raw.value("config_version", 11));
-  if (version >= 0 && !versioned)
+  // an absent __version is 0: every migration runs (TrainConfig.py:596-610)
+  const int version = top.integer("__version", 0);
+  if (version < facts.raw.value("config_version", 11) && top.find("__version"))
     r.warnings.push_back("__version " + std::to_string(version) + " < 11: OneTrainer migrates the file first (TrainConfig.py:612-842)");
-  read_part(facts, top, *tf, versioned, r);
+  read_part(facts, top, *tf, version, r);
   if (top.find("async_offloading") && !top.boolean("async_offloading", true) && s.ramtorch)
     r.warnings.push_back("async_offloading false: weight transfers do not overlap compute; the predicted step time is optimistic");
 
