@@ -3,6 +3,9 @@
 // names the source of each); the real example folder ../shared/reference/trainer-examples/ is read
 // too when present (those cases skip cleanly when it is not).
 #include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <toml.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +18,7 @@
 #include "segadvise/families/trainers.hpp"
 #include "trainer_plans.hpp"
 #include "trainer_readers/trainer_config.hpp"
+#include "trainer_readers/reader_util.hpp"
 #include "trainer_readers/trainer_writer.hpp"
 
 using namespace segadvise;
@@ -650,4 +654,89 @@ TEST_CASE("--output with another trainer's --emit is bad input") {
   nlohmann::json j;
   CHECK_THROWS_WITH_AS(check_json("musubi/wan14b_train.sh", j, "onetrainer", "/tmp/x.json"),
                        doctest::Contains("only with --emit musubi"), InputError);
+}
+
+TEST_CASE("every key of the emitted files exists in its trainer's key list with a value of the accepted type") {
+  // OneTrainer JSON, ai-toolkit YAML, musubi flags + dataset TOML, diffusers flags: parsed back and each
+  // key looked up (the key lists themselves are checked against the trainers' sources above)
+  int checked = 0;
+  auto expect = [&](const TrainerFacts& t, const std::string& key, const nlohmann::json& v) {
+    const TrainerKey* k = key_for(t, key);
+    REQUIRE_MESSAGE(k, t.id << ": " << key);
+    std::string why;
+    CHECK_MESSAGE(trainer_value_ok(*k, v, why), t.id << ": " << why);
+    ++checked;
+  };
+  TrainingSetup s;
+  s.width = 832;
+  s.height = 480;
+  s.frames = 33;
+  s.base_precision = "nf4-bnb";
+  for (const char* model : {"wan14b", "flux", "sdxl"}) {
+    const Family& fam = find_family(model);
+    TrainingSetup fs_ = s;
+    if (fam.modality != "video") fs_.frames = 1;
+    for (const auto& t : builtin_trainers()) {
+      const auto combos = combos_for(t.id, model, fs_);
+      if (combos.empty()) continue;
+      const std::string text = trainer_config_text(t, fam, combos.back());
+      if (t.id == "onetrainer") {
+        const auto j = nlohmann::json::parse(text);
+        for (auto it = j.begin(); it != j.end(); ++it) {
+          if (it.value().is_object())
+            for (auto in = it.value().begin(); in != it.value().end(); ++in) expect(t, it.key() + "." + in.key(), in.value());
+          else if (it.key() != "__version")
+            expect(t, it.key(), it.value());
+        }
+      } else if (t.id == "ai-toolkit") {
+        const YAML::Node p = YAML::Load(text)["config"]["process"][0];
+        for (const char* section : {"model", "train", "network"})
+          for (const auto& kv : p[section]) {
+            const std::string key = std::string(section) + "." + kv.first.as<std::string>();
+            const std::string v = kv.second.as<std::string>();
+            const nlohmann::json jv = v == "true" || v == "false" ? nlohmann::json(v == "true")
+                                      : std::isdigit(static_cast<unsigned char>(v[0])) ? nlohmann::json::parse(v) : nlohmann::json(v);
+            expect(t, key, jv);
+          }
+        for (const auto& kv : p["datasets"][0]) {
+          const std::string key = "datasets[]." + kv.first.as<std::string>();
+          if (key == "datasets[].folder_path") continue;  // the user's, listed under "set by hand"
+          expect(t, key, kv.first.as<std::string>() == "resolution" ? nlohmann::json(kv.second.as<std::vector<int>>())
+                                                                      : nlohmann::json(kv.second.as<int>()));
+        }
+      } else {
+        const std::string flags = t.id == "musubi" ? text.substr(text.find('\n') + 1, text.find('\n', text.find('\n') + 1) - text.find('\n') - 1) : text;
+        const auto cl = readers::parse_command_line(flags, "emitted", t);
+        for (const auto& kv : cl.values) {
+          const TrainerKey* k = t.key(kv.first);
+          REQUIRE_MESSAGE(k, t.id << ": --" << kv.first);
+          nlohmann::json v = kv.second;
+          if (k->type == "bool") v = kv.second == "true";
+          else if (k->type == "int") v = std::stoi(kv.second);
+          expect(t, kv.first, v);
+        }
+        if (t.id == "musubi") {
+          std::istringstream in(text.substr(text.find("[general]")));
+          const toml::value d = toml::parse(in, "dataset.toml");
+          for (const auto& kv : d.at("general").as_table()) {
+            const std::string& key = kv.first;
+            nlohmann::json v = kv.second.is_boolean() ? nlohmann::json(kv.second.as_boolean())
+                               : kv.second.is_integer() ? nlohmann::json(kv.second.as_integer())
+                                                        : nlohmann::json(toml::get<std::vector<int>>(kv.second));
+            bool found = false;
+            for (const auto& dk : t.raw.at("dataset_keys"))
+              if (dk.at("name") == key) {
+                TrainerKey k{key, dk.at("type"), {}, dk.at("source")};
+                std::string why;
+                CHECK_MESSAGE(trainer_value_ok(k, v, why), why);
+                found = true;
+                ++checked;
+              }
+            CHECK_MESSAGE(found, "dataset key " << key);
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 60);
 }
