@@ -101,8 +101,10 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::os
     for (const auto& w : warnings) out << (md ? "- " : "warning: ") << w << "\n";
   }
   if (o.advise || !o.emit.empty()) {
+    // --advise alone also shows the plan within the config's own trainer
+    const std::string emit = o.emit.empty() ? tr.trainer : o.emit == "simpletuner" ? "" : o.emit;
     std::ostringstream advice;
-    rc = run_advise(ctx, flags, advice, o.show_all, o.emit == "simpletuner" ? "" : o.emit);
+    rc = run_advise(ctx, flags, advice, o.show_all, emit);
     if (json) j["advice"] = nlohmann::json::parse(advice.str());
     else out << "\n" << (md ? "## Advice for this config\n\n" : "Advice for this config:\n") << advice.str();
     if (o.emit == tr.trainer && !o.output.empty()) {

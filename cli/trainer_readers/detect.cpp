@@ -16,7 +16,7 @@ std::string detect_json(const std::string& path) {
   if (j.contains("model_family") || j.contains("--model_family")) return "simpletuner";
   if (j.contains("model_type") || j.contains("training_method") || j.contains("__version") || j.contains("base_model_name"))
     return "onetrainer";
-  throw InputError(path + ": neither a SimpleTuner config (model_family) nor a OneTrainer config (model_type, training_method); use --trainer");
+  return "simpletuner";  // its reader names what is missing
 }
 
 std::string detect_command_line(const std::string& path) {
