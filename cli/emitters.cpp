@@ -47,12 +47,9 @@ TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer,
   check_emit_name(trainer);
   if (trainer == "simpletuner") throw InputError("--emit simpletuner: the SimpleTuner keys are the recommendation itself");
   const auto predict = [&ctx](const TrainingSetup& setup, const Schedule& s) {
-    Context c = ctx;
-    c.setup = setup;
-    reanalyze(c);
     // the trainer's own checkpointing has no family-specific interval semantics: realize only decides
     // which blocks are checkpointable
-    return evaluate(c, s).prediction;
+    return evaluate(ctx.with_setup(setup), s).prediction;
   };
   TrainerAdvice a = plan_for_trainer(trainer, *ctx.family, ctx.setup, predict, gib_str(ctx.headroom_bytes));
   const std::string& name = a.trainer_name;

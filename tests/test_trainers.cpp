@@ -63,7 +63,7 @@ std::string slurp(const std::string& path) {
 Prediction predict(const TrainerRead& r) {
   SetupFlags f;
   f.gpu = "h100";
-  const Context ctx = build_context(*r.family, r.setup, f);
+  const Context ctx(make_request(*r.family, r.setup, f));
   return evaluate(ctx, r.schedule).prediction;
 }
 
