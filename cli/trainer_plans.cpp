@@ -332,7 +332,7 @@ TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, co
   const TrainerFamily* tf = facts.find(fam);
   a.family_supported = tf != nullptr;
   if (!tf) {
-    a.notes.push_back(facts.name + " does not train " + fam.name + " (families/data/trainers/" + trainer +
+    a.notes.push_back(facts.name + " does not train " + fam.name + " (families/data/trainer/" + trainer +
                       ".json): nothing to emit");
     return a;
   }

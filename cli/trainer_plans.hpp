@@ -1,4 +1,4 @@
-// The knob combinations each other trainer has for a family (from families/data/trainers/*.json:
+// The knob combinations each other trainer has for a family (from families/data/trainer/*.json:
 // a knob the trainer lacks for the family is never offered), the config text it reads, naming the
 // setup it was planned for in the trainer's own place, and what the user must still set by hand.
 #pragma once

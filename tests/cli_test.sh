@@ -34,7 +34,7 @@ expect 0 'l40s' -- list gpus
 expect 0 'custom card' -- --model sdxl --vram-gib 12
 # no input aborts: numbers too large for their type, a zero aspect, an unknown command
 expect 2 "segadvise: error: a number .* too large" -- --model flux --gpu h100 --resolution 99999999999x480
-expect 2 "segadvise: error: a number .* too large" -- predict --model flux --gpu h100 --schedule interval99999999999
+expect 2 "segadvise: error: schedule 'interval99999999999': interval: .* is not an integer" -- predict --model flux --gpu h100 --schedule interval99999999999
 expect 2 "--aspect: '1:0'" -- advise --model sd3 --aspect 1:0 --resolution 480 --gpu h100
 expect 2 "--batch: must be positive, got -1" -- --model flux --gpu h100 --batch -1
 expect 2 "--vram-gib" -- --model flux --vram-gib nan

@@ -1,4 +1,4 @@
-// The other trainers: their limits and per-family support as data (families/data/trainers/), and
+// The other trainers: their limits and per-family support as data (families/data/trainer/), and
 // reading their own configs with their semantics. Fixtures: tests/fixtures/trainers/ (README there
 // names the source of each); the real example folder ../shared/reference/trainer-examples/ is read
 // too when present (those cases skip cleanly when it is not).

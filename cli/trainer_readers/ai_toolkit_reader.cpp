@@ -1,5 +1,5 @@
 // ai-toolkit job YAML (config.process[0]: model, train, network, datasets), read as
-// toolkit/config_modules.py reads it (facts: families/data/trainers/ai-toolkit.json).
+// toolkit/config_modules.py reads it (facts: families/data/trainer/ai-toolkit.json).
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // A diffusers example training command line (examples/**/train_*.py), read with the scripts'
-// argparse defaults (facts: families/data/trainers/diffusers.json).
+// argparse defaults (facts: families/data/trainer/diffusers.json).
 #include <algorithm>
 
 #include "reader_util.hpp"

@@ -1,6 +1,6 @@
 // musubi-tuner: a training command line, or a --config_file TOML (sections flattened,
 // parser_common.py:780-810), with the --dataset_config TOML that holds batch size, resolution and
-// frames (dataset/config_utils.py). Facts: families/data/trainers/musubi.json.
+// frames (dataset/config_utils.py). Facts: families/data/trainer/musubi.json.
 #include <toml.hpp>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // OneTrainer config or preset JSON, laid over TrainConfig.default_values() the way BaseConfig.from_dict
-// does (facts: families/data/trainers/onetrainer.json): per-part checkpointing and offloading since
+// does (facts: families/data/trainer/onetrainer.json): per-part checkpointing and offloading since
 // 2026-07-05, the migrations a file without __version goes through, FLOAT_32 part defaults.
 #include <algorithm>
 #include <sstream>

@@ -1,6 +1,6 @@
 // Reading the other trainers' own configs the way each trainer does (musubi-tuner, ai-toolkit,
 // OneTrainer, diffusers example scripts): which checkpointing it runs, which offload, which precision
-// its quantizer really uses, which defaults apply. The facts come from families/data/trainers/*.json;
+// its quantizer really uses, which defaults apply. The facts come from families/data/trainer/*.json;
 // docs/check.md lists, per trainer, what is read and what is assumed.
 #pragma once
 

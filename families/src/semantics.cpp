@@ -68,7 +68,7 @@ std::optional<Schedule> schedule_as_run(const Family& fam, const Schedule& s) {
   if (!trainer_error(fam, s).empty()) return std::nullopt;
   const CheckpointSemantics& cs = fam.checkpointing;
   Schedule as_run = s;
-  if (cs.interval == "ignored") as_run.interval = as_run.stride = 0;
+  if (cs.interval == IntervalRule::Ignored) as_run.interval = as_run.stride = 0;
   if (!cs.stride || as_run.interval <= 1) as_run.stride = 0;
   if (!cs.backend_setter && is_unsloth(as_run.backend))
     as_run.backend = is_ffn(as_run.backend) ? Backend::TorchFfn : Backend::Torch;
@@ -89,7 +89,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   }
   // knobs the trainer ignores: never recommended as if they did something
   const bool uses_interval = sched.checkpointing && (sched.interval > 1 || sched.stride > 0);
-  if (uses_interval && cs.interval == "ignored") {
+  if (uses_interval && cs.interval == IntervalRule::Ignored) {
     r.supported = false;
     r.reason = "gradient_checkpointing_interval/segment_stride are not wired for " + who() +
                ": the trainer resets them and checkpoints every block (use 'layer')";
@@ -139,25 +139,27 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   }
 
   // which semantics run: segmented families fall back to their per-block path (§3.2)
-  std::string semantics = cs.interval;
-  if (semantics == "segmented") {
+  IntervalRule semantics = cs.interval;
+  bool every_block_fallback = false;
+  if (semantics == IntervalRule::Segmented) {
     std::string why;
     if (ffn_only && fam.trainer_family != "krea2" && fam.trainer_family != "flux2") why = "an -ffn backend";
     if (setup.blocks_to_swap > 0 && fam.trainer_family != "hunyuanvideo") why = "Musubi block swap";
     if (!why.empty()) {
-      semantics = cs.fallback == "every_block" ? "every_block" : "per_block";
+      semantics = IntervalRule::PerBlock;
+      every_block_fallback = cs.fallback == FallbackRule::EveryBlock;
       if (sched.interval > 1)
-        r.warnings.push_back(who() + " falls back to its " + cs.fallback + " path with " + why + " (the interval " +
-                             (semantics == "every_block" ? "is ignored" : "selects every n-th block") + ")");
+        r.warnings.push_back(who() + " falls back to its " + to_string(cs.fallback) + " path with " + why +
+                             " (the interval " + (every_block_fallback ? "is ignored" : "selects every n-th block") + ")");
     }
   }
-  const bool global_index = cs.index == "global" || cs.interval == "micro_blocks";
+  const bool global_index = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
   auto sel_at = [&](int i) { return global_index ? chain.blocks[i].global_position : chain.blocks[i].list_position; };
   const int k = sched.interval <= 1 ? 1 : sched.interval;
   const int s = sched.stride > 0 ? sched.stride : k;
 
-  const bool global_segments = cs.index == "global";
-  if (semantics == "segmented" && k > 1) {
+  const bool global_segments = cs.index == BlockIndex::Global;
+  if (semantics == IntervalRule::Segmented && k > 1) {
     // per list: [jS, jS+K) under one call each, the blocks between kept
     int i = 0;
     while (i < n) {
@@ -182,7 +184,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
       }
     }
   } else {
-    const bool every = semantics == "every_block" || semantics == "ignored" || k == 1;
+    const bool every = every_block_fallback || semantics == IntervalRule::Ignored || k == 1;
     for (int i = 0; i < n; ++i) {
       if (!chain.blocks[i].checkpointable) {
         push_single(plan.segments, i, BlockMode::Keep, false);

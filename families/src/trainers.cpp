@@ -1,14 +1,13 @@
-// Loads families/data/trainers/*.json (compiled in as kTrainerLimitsData) and validates every field.
+// Loads families/data/trainer/{musubi,ai-toolkit,onetrainer,diffusers}.json (compiled in with the other
+// trainer facts, kTrainerData) and validates every field.
 #include "segadvise/families/trainers.hpp"
 
 #include <algorithm>
 
 #include "segadvise/costmodel/embedded.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 
 namespace segadvise {
-
-extern const EmbeddedFile kTrainerLimitsData[];
-extern const std::size_t kTrainerLimitsDataCount;
 
 namespace {
 
@@ -108,15 +107,13 @@ const TrainerKey* TrainerFacts::key(const std::string& name) const {
 const std::vector<TrainerFacts>& builtin_trainers() {
   static const std::vector<TrainerFacts> all = [] {
     std::vector<TrainerFacts> v;
-    for (std::size_t i = 0; i < kTrainerLimitsDataCount; ++i) {
-      const std::string origin = std::string("families/data/trainers/") + kTrainerLimitsData[i].name;
-      json j;
-      try {
-        j = json::parse(kTrainerLimitsData[i].text);
-      } catch (const json::parse_error& e) {
-        throw InputError(origin + ": " + e.what());
-      }
-      v.push_back(parse_trainer(j, origin));
+    for (const char* file : {"musubi.json", "ai-toolkit.json", "onetrainer.json", "diffusers.json"}) {
+      const std::string origin = std::string("families/data/trainer/") + file;
+      const EmbeddedFile* found = nullptr;
+      for (std::size_t i = 0; i < kTrainerDataCount; ++i)
+        if (std::string(kTrainerData[i].name) == file) found = &kTrainerData[i];
+      if (!found) throw InputError(origin + ": not compiled in");
+      v.push_back(parse_trainer(parse_json_text(found->text, origin), origin));
     }
     return v;
   }();

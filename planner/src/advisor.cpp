@@ -80,9 +80,9 @@ ScheduleSpace schedule_space(const Context& ctx) {
     longest = std::max(longest, ++per_list[b.list]);
     ++total;
   }
-  const bool global = cs.index == "global" || cs.interval == "micro_blocks";
+  const bool global = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
   sp.max_interval = global ? total : longest;
-  sp.interval = cs.interval != "ignored";
+  sp.interval = cs.interval != IntervalRule::Ignored;
   sp.stride = cs.stride;
   sp.backends = {Backend::Torch};
   if (cs.backend_setter) sp.backends.push_back(Backend::Unsloth);
@@ -101,7 +101,7 @@ Advice advise_schedules(const Context& ctx, bool keep_all) {
 
 OptimalOptions optimal_options(const Context& ctx) {
   OptimalOptions o;
-  o.segments_cross_lists = ctx.family->checkpointing.index == "global";
+  o.segments_cross_lists = ctx.family->checkpointing.index == BlockIndex::Global;
   // Long chains (Stable Cascade's 192 micro-blocks) cap a checkpoint call at 32 blocks so advise
   // stays interactive (0.26 s -> a few ms there); no trainer schedule of such a family uses longer
   // segments, so the optimum is still never worse than the trainer's best.

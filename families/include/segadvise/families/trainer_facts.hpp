@@ -1,0 +1,27 @@
+// Trainer facts as data (families/data/trainer/*.json, compiled in): SimpleTuner's default
+// flavours, model_family aliases, frame rates and optimizer aliases. The other trainers' facts (the
+// emitters' and config readers') are in trainers.hpp. Each file names its source.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace segadvise {
+
+struct OptimizerAlias {
+  std::string as;   // the optimizer of the cost model's table sized alike
+  std::string why;  // the state it keeps, for the note
+};
+
+struct SimpleTunerFacts {
+  std::map<std::string, std::string> default_flavours;  // model_family -> DEFAULT_MODEL_FLAVOUR (§3.1)
+  std::map<std::string, std::string> family_aliases;    // model_family alias -> registered family (§3.1)
+  std::map<std::string, int> default_framerates;        // model_family -> framerate when unset (§1.5)
+  std::map<std::string, OptimizerAlias> optimizer_aliases;  // §2.5
+};
+
+const SimpleTunerFacts& simpletuner_facts();
+
+}  // namespace segadvise
