@@ -10,6 +10,7 @@
 #include "config_reader.hpp"
 #include "emitters.hpp"
 #include "printer.hpp"
+#include "trainer_check.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
@@ -17,6 +18,8 @@ namespace segadvise::cli {
 
 int run_check(const CheckOptions& o, std::ostream& out) {
   check_emit_name(o.emit);
+  const std::string config_trainer = o.trainer.empty() ? detect_trainer(o.config) : o.trainer;
+  if (config_trainer != "simpletuner") return run_trainer_check(o, config_trainer, out);
   if (!o.output.empty() && o.emit != "simpletuner")
     throw InputError("--output '" + o.output + "': only with --emit simpletuner (it writes the config back)");
   const auto printer = make_printer(o.flags.format, out);
@@ -52,12 +55,14 @@ int run_check(const CheckOptions& o, std::ostream& out) {
 }
 
 void setup_check(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("check", "pre-flight check of a SimpleTuner config.json: will it fit, what will it cost");
+  auto* cmd = app.add_subcommand("check", "pre-flight check of a trainer config (SimpleTuner, musubi-tuner, ai-toolkit, OneTrainer, diffusers): will it fit, what will it cost");
   auto o = std::make_shared<CheckOptions>();
   auto aspect = std::make_shared<std::string>();
-  cmd->add_option("config", o->config, "SimpleTuner config.json (keys with or without a leading --)")
+  cmd->add_option("config", o->config, "SimpleTuner config.json, ai-toolkit job YAML, OneTrainer JSON, musubi TOML or command line, diffusers command line")
       ->required()
       ->check(CLI::ExistingFile);
+  cmd->add_option("--trainer", o->trainer, "the config's trainer (default: detected): simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  cmd->add_option("--model,-m", o->flags.model, "family, where the config does not name it (musubi TOML, a dataset TOML) or to override it");
   cmd->add_option("--gpu,-g", o->flags.gpu, "GPU: l40s, h100, … (segadvise list gpus)");
   add_vram_flag(cmd, o->flags);
   cmd->add_option("--data-backend", o->read.data_backend_override, "data-backend JSON to use instead of the config's data_backend_config");
@@ -66,7 +71,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_flag("--advise", o->advise, "also recommend a schedule for this config's setup");
   cmd->add_flag("--all", o->show_all, "with --advise: list every supported schedule");
   cmd->add_option("--emit", o->emit, "with --advise: config for simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
-  cmd->add_option("--output,-o", o->output, "with --emit simpletuner: write the updated config here (atomically)");
+  cmd->add_option("--output,-o", o->output, "with --emit of the config's own trainer: write the updated config here (atomically)");
   cmd->callback([o, aspect, &exit_code] {
     CheckOptions opts = *o;
     if (!aspect->empty()) opts.read.source_aspect = parse_aspect(*aspect);

@@ -76,7 +76,8 @@ struct CheckOptions {
   bool advise = false;
   bool show_all = false;
   std::string emit;    // trainer for --emit
-  std::string output;  // --output for --emit simpletuner
+  std::string output;  // --output for --emit simpletuner (or the config's own trainer)
+  std::string trainer;  // --trainer: simpletuner, musubi, ai-toolkit, onetrainer, diffusers ("" : detected)
 };
 int run_check(const CheckOptions& o, std::ostream& out);
 

@@ -1,32 +1,7 @@
-// Emitters for trainers other than SimpleTuner.
-//
-// What each trainer can do about memory, as far as its documented options go (written without
-// network access, from general knowledge of each project's options; "(uncertain)" marks what may
-// have changed or may be named differently — docs/check.md has the same table):
-//
-//   musubi-tuner (kohya-ss)   --gradient_checkpointing (every block), --gradient_checkpointing_cpu_offload
-//                             (checkpoint inputs kept in host memory; uncertain name), --blocks_to_swap N
-//                             (last N blocks live on the CPU and are streamed in), --fp8_base
-//                             (+ --fp8_scaled: fp8 weights, weight-only). No interval or stride.
-//                             Arguments also work as a --config_file TOML (key = value).
-//   ai-toolkit (ostris)       train.gradient_checkpointing (bool), model.quantize + model.qtype
-//                             (optimum-quanto qfloat8 by default), model.layer_offloading with
-//                             layer_offloading_transformer_percent (weights streamed from host; uncertain,
-//                             added late 2025). No activation offload, no interval.
-//   OneTrainer (Nerogar)      "gradient_checkpointing": OFF | ON | CPU_OFFLOADED; with CPU_OFFLOADED,
-//                             "layer_offload_fraction" 0..1 of the weights stay in host memory and
-//                             "enable_activation_offloading" moves checkpointed activations to the host
-//                             ("enable_async_offloading" overlaps it). Per-part "weight_dtype" FLOAT_8
-//                             (weight-only fp8) / NFLOAT_4 (bnb nf4).
-//   diffusers examples        --gradient_checkpointing only (train_dreambooth_lora_*.py); --mixed_precision,
-//                             --train_batch_size, --rank. Some scripts take a bitsandbytes config for
-//                             QLoRA (uncertain, per script): not used here, the base is bf16.
-//
-// How the cost model sees the knobs: every-block checkpointing is the "layer" schedule; checkpoint
-// activations in host memory are the unsloth backend (saved tensors of checkpointed work in pinned
-// host memory); block swap is musubi_blocks_to_swap; an offload fraction streams that share of the
-// block weights (RamTorch percent). fp8 weight-only bases are predicted as fp8wo-torchao, quanto
-// qfloat8 as fp8-quanto, bnb nf4 as nf4-bnb: the nearest precision the cost model knows.
+// Emitters for trainers other than SimpleTuner. What each trainer can do about memory, per family, is
+// data (families/data/trainer/*.json, with the trainers' file and line); the combinations, their
+// config lines and what is left to set by hand come from trainer_plans.cpp. Here: the evaluation of
+// each combination against the context, and what SimpleTuner's own plan would gain.
 #include "emitters.hpp"
 
 #include <algorithm>
@@ -36,9 +11,9 @@
 #include <sstream>
 
 #include "output.hpp"
+#include "trainer_plans.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
-#include "segadvise/families/trainer_facts.hpp"
 
 namespace segadvise::cli {
 
@@ -46,120 +21,10 @@ using nlohmann::ordered_json;
 
 namespace {
 
-using TrainerInfo = EmitterTrainer;
-
-// the trainers, their families and config formats: families/data/trainer/emitters.json
-const std::vector<TrainerInfo>& trainers() { return emitter_facts().trainers; }
-
 std::string fmt(const char* f, double x) {
   char buf[48];
   std::snprintf(buf, sizeof buf, f, x);
   return buf;
-}
-
-int checkpointed_blocks(const Context& ctx) {
-  int n = 0;
-  for (const auto& b : ctx.chain.blocks) n += b.checkpointable;
-  return std::max(1, n);
-}
-
-Schedule sched(bool ck, Backend b = Backend::Torch) {
-  Schedule s;
-  s.checkpointing = ck;
-  s.backend = b;
-  return s;
-}
-
-// evaluates one knob combination with its own setup (the chain is rebuilt for it)
-TrainerPlan evaluate_plan(const Context& base, const std::string& label, ordered_json knobs, const Schedule& s,
-                          const TrainingSetup& setup) {
-  const Context ctx = base.with_setup(setup);
-  TrainerPlan p;
-  p.label = label;
-  p.knobs = std::move(knobs);
-  p.schedule = s;
-  p.setup = setup;
-  // the trainer's own checkpointing has no family-specific interval semantics: realize only decides
-  // which blocks are checkpointable
-  p.prediction = evaluate(ctx, s).prediction;
-  return p;
-}
-
-std::string precision_for(const std::string& trainer, const TrainingSetup& s, std::vector<std::string>& notes) {
-  const PrecisionInfo pi = precision_info(s.base_precision);
-  if (!pi.quantized) return "no_change";
-  std::string out;
-  if (trainer == "musubi") out = "fp8wo-torchao";
-  else if (trainer == "ai-toolkit") out = "fp8-quanto";
-  else if (trainer == "onetrainer") out = s.base_precision == "nf4-bnb" ? "nf4-bnb" : "fp8wo-torchao";
-  else out = "no_change";
-  if (out != s.base_precision) {
-    const std::string name = out == "no_change" ? "bf16" : out;
-    notes.push_back("base_model_precision " + precision_key(s) + " has no equivalent here: predicted with " + name +
-                    (trainer == "diffusers" ? " (the example scripts train a bf16 base)" : " (the nearest knob)"));
-  }
-  return out;
-}
-
-std::string unet_part(const Family& f) {
-  const auto& parts = emitter_facts().denoiser_part;  // families/data/trainer/emitters.json
-  const auto it = parts.find(f.trainer_family);
-  return it == parts.end() ? emitter_facts().denoiser_part_default : it->second;
-}
-
-std::string config_text(const TrainerAdvice& a, const TrainerPlan& p, const Context& ctx) {
-  std::ostringstream o;
-  const TrainingSetup& s = p.setup;
-  const bool lora = s.model_type == ModelType::Lora;
-  if (a.trainer == "musubi") {
-    std::string flags;
-    std::string toml;
-    for (auto it = p.knobs.begin(); it != p.knobs.end(); ++it) {
-      if (it.value().is_boolean()) {
-        if (it.value().get<bool>()) flags += " --" + it.key();
-      } else {
-        flags += " --" + it.key() + " " + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
-      }
-      toml += it.key() + " = " + it.value().dump() + "\n";
-    }
-    o << "# flags\n" << flags.substr(flags.empty() ? 0 : 1) << "\n# or, in a --config_file TOML\n" << toml;
-  } else if (a.trainer == "ai-toolkit") {
-    o << "config:\n  process:\n    - model:\n";
-    bool any_model = false;
-    for (auto it = p.knobs.begin(); it != p.knobs.end(); ++it)
-      if (it.key().rfind("model.", 0) == 0) {
-        o << "        " << it.key().substr(6) << ": " << it.value().dump() << "\n";
-        any_model = true;
-      }
-    if (!any_model) o << "        quantize: false\n";
-    o << "      train:\n";
-    for (auto it = p.knobs.begin(); it != p.knobs.end(); ++it)
-      if (it.key().rfind("train.", 0) == 0) o << "        " << it.key().substr(6) << ": " << it.value().dump() << "\n";
-    o << "        batch_size: " << s.batch << "\n";
-    if (lora) o << "      network:\n        type: \"lora\"\n        linear: " << s.lora_rank << "\n        linear_alpha: " << s.lora_rank << "\n";
-  } else if (a.trainer == "onetrainer") {
-    ordered_json j = ordered_json::object();
-    for (auto it = p.knobs.begin(); it != p.knobs.end(); ++it) {
-      const std::string& k = it.key();
-      const auto dot = k.find('.');
-      if (dot == std::string::npos) j[k] = it.value();
-      else j[k.substr(0, dot)][k.substr(dot + 1)] = it.value();
-    }
-    j["batch_size"] = s.batch;
-    if (lora) j["lora_rank"] = s.lora_rank;
-    o << j.dump(2) << "\n";
-  } else {
-    std::string flags;
-    for (auto it = p.knobs.begin(); it != p.knobs.end(); ++it)
-      if (it.value().is_boolean() ? it.value().get<bool>() : true)
-        flags += " --" + it.key() + (it.value().is_boolean() ? "" : " " + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
-    flags += " --mixed_precision bf16 --train_batch_size " + std::to_string(s.batch);
-    if (lora) flags += " --rank " + std::to_string(s.lora_rank);
-    flags += " --resolution " + std::to_string(std::max(s.width, s.height));
-    o << flags.substr(1) << "\n";
-  }
-  (void)ctx;
-  return o.str();
 }
 
 }  // namespace
@@ -178,182 +43,34 @@ void check_emit_name(const std::string& name) {
   throw InputError("--emit: '" + name + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers; nearest: " + near);
 }
 
-namespace {
-
-// The setup every trainer plan starts from: the config's, at the trainer's precision, without the
-// config's weight streaming (each trainer's own knob replaces it).
-TrainingSetup trainer_base_setup(const Context& ctx, const std::string& trainer, std::vector<std::string>& notes) {
-  TrainingSetup base = ctx.setup;
-  base.base_precision = precision_for(trainer, ctx.setup, notes);
-  base.sdnq_hadamard = false;
-  base.ramtorch = false;
-  base.ramtorch_percent = 100;
-  base.blocks_to_swap = 0;
-  base.group_offload = false;
-  if (ctx.setup.ramtorch || ctx.setup.blocks_to_swap > 0 || ctx.setup.group_offload)
-    notes.push_back("the config's weight streaming (RamTorch / block swap / group offload) is replaced by this "
-                    "trainer's own knob where it has one");
-  return base;
-}
-
-// musubi-tuner: checkpointing off / on / with CPU offload, times blocks_to_swap
-void musubi_plans(const Context& ctx, const TrainingSetup& base, bool fp8, TrainerAdvice& a) {
-  const Family& fam = *ctx.family;
-  const int n = checkpointed_blocks(ctx);
-  const int max_swap = fam.checkpointing.max_swappable_blocks > 0 ? fam.checkpointing.max_swappable_blocks : n - 1;
-  std::vector<int> swaps = {0, n / 4, n / 2, (3 * n) / 4, max_swap};
-  std::sort(swaps.begin(), swaps.end());
-  swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
-  for (int gc = 0; gc < 3; ++gc)
-    for (int sw : swaps) {
-      if (sw < 0 || sw > max_swap) continue;
-      ordered_json k = ordered_json::object();
-      if (gc >= 1) k["gradient_checkpointing"] = true;
-      if (gc == 2) k["gradient_checkpointing_cpu_offload"] = true;
-      if (sw > 0) k["blocks_to_swap"] = sw;
-      if (fp8) {
-        k["fp8_base"] = true;
-        k["fp8_scaled"] = true;
-      }
-      k["mixed_precision"] = "bf16";
-      if (base.model_type == ModelType::Lora) k["network_dim"] = base.lora_rank;
-      TrainingSetup s = base;
-      s.blocks_to_swap = sw;
-      std::string label = gc == 0 ? "no checkpointing" : gc == 1 ? "gradient checkpointing" : "checkpointing + CPU offload";
-      if (sw > 0) label += ", " + std::to_string(sw) + " blocks swapped";
-      a.plans.push_back(evaluate_plan(ctx, label, k, sched(gc >= 1, gc == 2 ? Backend::Unsloth : Backend::Torch), s));
-    }
-}
-
-// ai-toolkit: checkpointing off / on, times the share of layers offloaded
-void ai_toolkit_plans(const Context& ctx, const TrainingSetup& base, bool fp8, TrainerAdvice& a) {
-  for (int gc = 0; gc < 2; ++gc)
-    for (int pct : {0, 25, 50, 75, 100}) {
-      ordered_json k = ordered_json::object();
-      if (fp8) {
-        k["model.quantize"] = true;
-        k["model.qtype"] = "qfloat8";
-      }
-      if (pct > 0) {
-        k["model.layer_offloading"] = true;
-        k["model.layer_offloading_transformer_percent"] = pct / 100.0;
-      }
-      k["train.gradient_checkpointing"] = gc == 1;
-      TrainingSetup s = base;
-      s.ramtorch = pct > 0;
-      s.ramtorch_percent = pct > 0 ? pct : 100;
-      std::string label = gc ? "gradient checkpointing" : "no checkpointing";
-      if (pct > 0) label += ", " + std::to_string(pct) + "% of layers offloaded";
-      a.plans.push_back(evaluate_plan(ctx, label, k, sched(gc == 1), s));
-    }
-}
-
-// OneTrainer: gradient_checkpointing OFF / ON, and CPU_OFFLOADED with layer and activation offloading
-void onetrainer_plans(const Context& ctx, const TrainingSetup& base, bool fp8, TrainerAdvice& a) {
-  const Family& fam = *ctx.family;
-  const std::string part = unet_part(fam);
-  auto dtype_knob = [&](ordered_json& k) {
-    if (base.base_precision == "nf4-bnb") k[part + ".weight_dtype"] = "NFLOAT_4";
-    else if (fp8) k[part + ".weight_dtype"] = "FLOAT_8";
-  };
-  for (const char* mode : {"OFF", "ON"}) {
-    ordered_json k = ordered_json::object();
-    k["gradient_checkpointing"] = mode;
-    dtype_knob(k);
-    a.plans.push_back(evaluate_plan(ctx, std::string("gradient_checkpointing ") + mode, k,
-                                    sched(std::string(mode) == "ON"), base));
-  }
-  for (bool act : {false, true})
-    for (int pct : {0, 25, 50, 75, 100}) {
-      ordered_json k = ordered_json::object();
-      k["gradient_checkpointing"] = "CPU_OFFLOADED";
-      k["layer_offload_fraction"] = pct / 100.0;
-      k["enable_async_offloading"] = true;
-      k["enable_activation_offloading"] = act;
-      dtype_knob(k);
-      TrainingSetup s = base;
-      s.ramtorch = pct > 0;
-      s.ramtorch_percent = pct > 0 ? pct : 100;
-      const std::string label = std::string("CPU_OFFLOADED, ") + std::to_string(pct) + "% of layers offloaded" +
-                                (act ? ", activations offloaded" : "");
-      a.plans.push_back(evaluate_plan(ctx, label, k, sched(true, act ? Backend::Unsloth : Backend::Torch), s));
-    }
-}
-
-// diffusers' example scripts: --gradient_checkpointing or not
-void diffusers_plans(const Context& ctx, const TrainingSetup& base, TrainerAdvice& a) {
-  for (int gc = 0; gc < 2; ++gc) {
-    ordered_json k = ordered_json::object();
-    k["gradient_checkpointing"] = gc == 1;
-    a.plans.push_back(evaluate_plan(ctx, gc ? "--gradient_checkpointing" : "no checkpointing", k, sched(gc == 1), base));
-  }
-}
-
-// fastest first; the best plan is the fastest that fits, the smallest the one with the lowest peak
-void rank_plans(TrainerAdvice& a) {
-  // unsupported combinations (a backend the family lacks) never count
-  a.plans.erase(std::remove_if(a.plans.begin(), a.plans.end(), [](const TrainerPlan& p) { return !p.prediction.supported; }),
-                a.plans.end());
-  std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
-    return x.prediction.step_time_s < y.prediction.step_time_s;
-  });
-  for (std::size_t i = 0; i < a.plans.size(); ++i) {
-    const Prediction& p = a.plans[i].prediction;
-    if (a.best < 0 && p.fits) a.best = static_cast<int>(i);
-    if (a.smallest < 0 || p.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes) a.smallest = static_cast<int>(i);
-  }
-}
-
-// what SimpleTuner's own schedule space would gain over the trainer's best plan
-void add_simpletuner_comparison(TrainerAdvice& a, const TrainerInfo& info, const Candidate& simpletuner_best) {
-  const Prediction& st = simpletuner_best.prediction;
-  std::string line = "SimpleTuner's plan " + simpletuner_best.schedule.name() + " (same precision and streaming as the config: " +
-                     secs_str(st.step_time_s) + "/step, peak " + gib_str(st.peak_vram_bytes) + ")";
-  if (a.best >= 0) {
-    const Prediction& t = a.plans[a.best].prediction;
-    const double gain = (t.step_time_s - st.step_time_s) / t.step_time_s;
-    if (gain > 0.005)
-      line += " is " + fmt("%.0f", gain * 100) + "% faster than " + info.name + "'s best (" + secs_str(t.step_time_s) + "/step)";
-    else
-      line += " gains nothing over " + info.name + "'s best (" + secs_str(t.step_time_s) + "/step)";
-  } else {
-    line += " fits where " + info.name + "'s knobs do not";
-  }
-  a.notes.push_back(line);
-}
-
-}  // namespace
-
 TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best) {
   check_emit_name(trainer);
   if (trainer == "simpletuner") throw InputError("--emit simpletuner: the SimpleTuner keys are the recommendation itself");
-  const TrainerInfo* info = nullptr;
-  for (const auto& t : trainers())
-    if (t.id == trainer) info = &t;
-  TrainerAdvice a;
-  a.trainer = trainer;
-  a.trainer_name = info->name;
-  a.config_format = info->format;
-  const Family& fam = *ctx.family;
-  a.family_supported = info->families.count(fam.trainer_family) > 0;
-  if (!a.family_supported)
-    a.notes.push_back(info->name + " does not train " + fam.name + " as far as known: the lines below show what its knobs "
-                      "would do, not a tested config");
+  const auto predict = [&ctx](const TrainingSetup& setup, const Schedule& s) {
+    // the trainer's own checkpointing has no family-specific interval semantics: realize only decides
+    // which blocks are checkpointable
+    return evaluate(ctx.with_setup(setup), s).prediction;
+  };
+  TrainerAdvice a = plan_for_trainer(trainer, *ctx.family, ctx.setup, predict, gib_str(ctx.headroom_bytes));
+  const std::string& name = a.trainer_name;
 
-  const TrainingSetup base = trainer_base_setup(ctx, trainer, a.notes);
-  const bool fp8 = base.base_precision != "no_change";
-  if (trainer == "musubi") musubi_plans(ctx, base, fp8, a);
-  else if (trainer == "ai-toolkit") ai_toolkit_plans(ctx, base, fp8, a);
-  else if (trainer == "onetrainer") onetrainer_plans(ctx, base, fp8, a);
-  else diffusers_plans(ctx, base, a);
-
-  rank_plans(a);
-  const int shown = a.best >= 0 ? a.best : a.smallest;
-  if (shown >= 0) a.config_text = config_text(a, a.plans[shown], ctx);
-  if (a.best < 0 && shown >= 0)
-    a.notes.push_back("nothing within " + info->name + "'s knobs fits with " + gib_str(ctx.headroom_bytes) +
-                      " headroom; the lines are its smallest plan (" + gib_str(a.plans[shown].prediction.peak_vram_bytes) + ")");
-  if (simpletuner_best) add_simpletuner_comparison(a, *info, *simpletuner_best);
+  // what SimpleTuner's own schedule space would gain
+  if (simpletuner_best && a.family_supported) {
+    const Prediction& st = simpletuner_best->prediction;
+    std::string line = "SimpleTuner's plan " + simpletuner_best->schedule.name() + " (same precision and streaming as the config: " +
+                       secs_str(st.step_time_s) + "/step, peak " + gib_str(st.peak_vram_bytes) + ")";
+    if (a.best >= 0) {
+      const Prediction& t = a.plans[a.best].prediction;
+      const double gain = (t.step_time_s - st.step_time_s) / t.step_time_s;
+      if (gain > 0.005)
+        line += " is " + fmt("%.0f", gain * 100) + "% faster than " + name + "'s best (" + secs_str(t.step_time_s) + "/step)";
+      else
+        line += " gains nothing over " + name + "'s best (" + secs_str(t.step_time_s) + "/step)";
+    } else {
+      line += " fits where " + name + "'s knobs do not";
+    }
+    a.notes.push_back(line);
+  }
   return a;
 }
 
@@ -375,6 +92,7 @@ nlohmann::json to_json(const TrainerAdvice& a) {
   j["config_format"] = a.config_format;
   j["config"] = a.config_text;
   j["notes"] = a.notes;
+  j["set_by_hand"] = a.manual;
   return j;
 }
 
@@ -394,6 +112,10 @@ void print_trainer_advice(std::ostream& out, const TrainerAdvice& a, bool markdo
     if (markdown) out << "```\n";
   }
   for (const auto& n : a.notes) out << "note: " << n << "\n";
+  if (!a.manual.empty()) {
+    out << (markdown ? "\nStill to set by hand:\n\n" : "still to set by hand:\n");
+    for (const auto& m : a.manual) out << (markdown ? "- " : "  - ") << m << "\n";
+  }
 }
 
 }  // namespace segadvise::cli

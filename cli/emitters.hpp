@@ -36,6 +36,7 @@ struct TrainerAdvice {
   std::string config_format;       // flags | yaml | json
   std::string config_text;         // lines for plans[best] (or plans[smallest])
   std::vector<std::string> notes;  // precision mapping, uncertainty, what SimpleTuner would gain
+  std::vector<std::string> manual;  // what the user must still set by hand (model paths, data, output …)
 };
 
 // The best plan within `trainer`'s knobs for the context's setup. `simpletuner_best` is advise's

@@ -146,14 +146,21 @@ void TablePrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
 
 void TablePrinter::check(const CheckView& v) {
   const CheckReport& r = *v.report;
-  const ConfigRead& cr = *v.read;
   const Candidate& c = r.candidate;
-  if (md_) out_ << "## segadvise check: " << v.config << "\n\n";
-  else out_ << "segadvise check: " << v.config << "\n  data backends " << cr.data_backend_path << "\n\n";
-  if (md_) out_ << "Data backends: `" << cr.data_backend_path << "`\n\n";
+  if (v.other) {
+    const TrainerRead& tr = *v.other;
+    out_ << (md_ ? "## segadvise check: " : "segadvise check: ") << v.config << " (" << tr.trainer << ")\n";
+    for (std::size_t i = 1; i < tr.inputs.size(); ++i) out_ << (md_ ? "\nAlso read: `" : "  also read ") << tr.inputs[i] << (md_ ? "`" : "") << "\n";
+    out_ << (md_ ? "\nTraining shape: " : "  training shape: ") << tr.shape_source << "\n\n";
+  } else {
+    const ConfigRead& cr = *v.read;
+    if (md_) out_ << "## segadvise check: " << v.config << "\n\n";
+    else out_ << "segadvise check: " << v.config << "\n  data backends " << cr.data_backend_path << "\n\n";
+    if (md_) out_ << "Data backends: `" << cr.data_backend_path << "`\n\n";
+  }
   print_setup(out_, r.context, md_);
-  out_ << (md_ ? "### Schedule in the config\n\n" : "Schedule in the config: ") << cr.schedule.name() << " ("
-       << to_string(cr.schedule.backend) << ")" << (c.plan.supported ? " — " + c.plan.plan.description : std::string())
+  out_ << (md_ ? "### Schedule in the config\n\n" : "Schedule in the config: ") << c.schedule.name() << " ("
+       << to_string(c.schedule.backend) << ")" << (c.plan.supported ? " — " + c.plan.plan.description : std::string())
        << "\n\n";
   print_prediction(out_, c.prediction, md_);
   if (!r.warnings.empty()) out_ << (md_ ? "\n### Warnings\n\n" : "\n");
@@ -161,6 +168,11 @@ void TablePrinter::check(const CheckView& v) {
   if (!r.advice) return;
   out_ << "\n" << (md_ ? "## Advice for this config\n\n" : "Advice for this config:\n");
   advice(*r.advice, v.trainer);
+  if (v.nothing_to_write) out_ << "\nNothing within the trainer's knobs fits: no config written.\n";
+  if (v.rewritten) {
+    out_ << "\nWrote " << v.rewritten->path << " (" << v.rewritten->plan << "; only the memory knobs changed)\n";
+    for (const auto& n : v.rewritten->notes) out_ << (md_ ? "- " : "note: ") << n << "\n";
+  }
   if (!v.emit_simpletuner) return;
   if (!v.updated) {
     out_ << "\nNothing fits: no config written.\n";
@@ -193,19 +205,26 @@ void JsonPrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
 
 void JsonPrinter::check(const CheckView& v) {
   const CheckReport& r = *v.report;
-  const ConfigRead& cr = *v.read;
   const Candidate& c = r.candidate;
   nlohmann::json j;
   j["config"] = v.config;
-  j["data_backend_config"] = cr.data_backend_path;
-  j["backends"] = backends_json(cr);
+  if (v.other) {
+    j["trainer"] = v.other->trainer;
+    j["inputs"] = v.other->inputs;
+    j["shape"] = v.other->shape_source;
+  } else {
+    j["data_backend_config"] = v.read->data_backend_path;
+    j["backends"] = backends_json(*v.read);
+  }
   j["gpu"] = r.context.gpu.id;
   j["setup"] = setup_json(r.context);
-  j["schedule"] = to_json(cr.schedule);
+  j["schedule"] = to_json(c.schedule);
   j["plan"] = c.plan.supported ? nlohmann::json(c.plan.plan.description) : nlohmann::json(nullptr);
   j["prediction"] = to_json(c.prediction);
   j["warnings"] = r.warnings;
   if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer);
+  if (v.nothing_to_write) j["emitted"] = nullptr;
+  if (v.rewritten) j["emitted"] = {{"path", v.rewritten->path}, {"plan", v.rewritten->plan}, {"notes", v.rewritten->notes}};
   if (v.emit_simpletuner) {
     if (!v.updated) {
       j["emitted"] = nullptr;

@@ -11,6 +11,7 @@
 
 #include "config_reader.hpp"
 #include "emitters.hpp"
+#include "trainer_readers/trainer_config.hpp"
 #include "segadvise/planner/advisor.hpp"
 
 namespace segadvise::cli {
@@ -25,6 +26,14 @@ struct CheckView {
   std::optional<nlohmann::ordered_json> updated;  // that config (nullopt: nothing fits, none written)
   std::string output;                             // where it was written ("" : printed)
   int indent = 4;                                 // the user's indentation, to print it alike
+  // Another trainer's config (musubi, ai-toolkit, OneTrainer, diffusers): `read` is then nullptr.
+  const TrainerRead* other = nullptr;
+  struct Written {
+    std::string path, plan;
+    std::vector<std::string> notes;
+  };
+  std::optional<Written> rewritten;  // --emit SAME_TRAINER --output: the user's file written back
+  bool nothing_to_write = false;     // --output asked, but nothing within the trainer's knobs fits
 };
 
 class Printer {

@@ -46,7 +46,7 @@ TrainingSetup toy_setup(const Family& f) {
   TrainingSetup s = default_setup(f);
   s.width = s.height = 64;
   s.frames = 1;
-  s.model_type = "full";
+  s.model_type = ModelType::Full;
   return s;
 }
 

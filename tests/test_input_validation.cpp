@@ -16,6 +16,7 @@
 #include "segadvise/families/family.hpp"
 #include "segadvise/families/profile.hpp"
 #include "segadvise/families/trainer_facts.hpp"
+#include "segadvise/families/trainers.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -310,9 +311,9 @@ TEST_CASE("trainer facts come from families/data/trainer") {
   CHECK(simpletuner_facts().default_flavours.at("flux") == "krea");
   CHECK(simpletuner_facts().optimizer_aliases.at("bnb-adam").as == "adamw");
   CHECK(simpletuner_facts().family_aliases.at("sd2x") == "sd1x");
-  REQUIRE(emitter_facts().trainers.size() == 4);
-  CHECK(emitter_facts().trainers[0].id == "musubi");
-  CHECK(emitter_facts().denoiser_part.at("stable_cascade") == "prior");
+  REQUIRE(builtin_trainers().size() == 4);
+  CHECK(builtin_trainers()[0].id == "musubi");
+  CHECK(trainer_facts("onetrainer").find(find_family("cascade"))->part == "prior");
 }
 
 TEST_CASE("a LyCORIS factor past 64 bits is an error naming the LyCORIS file") {

@@ -46,29 +46,4 @@ const SimpleTunerFacts& simpletuner_facts() {
   return facts;
 }
 
-const EmitterFacts& emitter_facts() {
-  static const EmitterFacts facts = [] {
-    const json j = trainer_file("emitters.json");
-    const std::string origin = "families/data/trainer/emitters.json";
-    const FieldReader r{j, origin, ""};
-    EmitterFacts f;
-    const json* list = r.get("trainers", true);
-    if (!list->is_array()) r.fail("trainers", "must be a list");
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      const FieldReader t{(*list)[i], origin, "trainers[" + std::to_string(i) + "]."};
-      EmitterTrainer e;
-      e.id = t.str("id", "", true);
-      e.name = t.str("name", "", true);
-      e.format = t.str("format", "", true);
-      t.one_of("format", e.format, {"flags", "yaml", "json"});
-      for (const auto& fam : t.strings("families")) e.families.insert(fam);
-      f.trainers.push_back(e);
-    }
-    f.denoiser_part = string_map(r, "denoiser_part");
-    f.denoiser_part_default = r.str("denoiser_part_default", "", true);
-    return f;
-  }();
-  return facts;
-}
-
 }  // namespace segadvise

@@ -1,6 +1,6 @@
 // Trainer facts as data (families/data/trainer/*.json, compiled in): SimpleTuner's default
-// flavours, model_family aliases, frame rates and optimizer aliases, and the other trainers the
-// emitters write for. Each file names its source.
+// flavours, model_family aliases, frame rates and optimizer aliases. The other trainers' facts (the
+// emitters' and config readers') are in trainers.hpp. Each file names its source.
 #pragma once
 
 #include <map>
@@ -22,19 +22,6 @@ struct SimpleTunerFacts {
   std::map<std::string, OptimizerAlias> optimizer_aliases;  // §2.5
 };
 
-struct EmitterTrainer {
-  std::string id, name;
-  std::set<std::string> families;  // trainer_family values it trains (as far as known)
-  std::string format;              // flags | yaml | json
-};
-
-struct EmitterFacts {
-  std::vector<EmitterTrainer> trainers;
-  std::map<std::string, std::string> denoiser_part;  // trainer_family -> unet | prior
-  std::string denoiser_part_default;                 // transformer
-};
-
 const SimpleTunerFacts& simpletuner_facts();
-const EmitterFacts& emitter_facts();
 
 }  // namespace segadvise

@@ -1,0 +1,97 @@
+// `segadvise check FILE` for musubi-tuner, ai-toolkit, OneTrainer and diffusers configs: read with the
+// trainer's semantics (trainer_readers/), predicted, and with --advise --emit SAME_TRAINER --output NEW
+// written back with only the memory knobs changed (trainer_writer).
+#include "trainer_check.hpp"
+
+#include <sstream>
+
+#include "commands.hpp"
+#include "emitters.hpp"
+#include "printer.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/json_io.hpp"
+#include "trainer_readers/trainer_writer.hpp"
+
+namespace segadvise::cli {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+bool has_attention_flag(const TrainerRead& r) {
+  for (const auto& x : r.rejections)
+    if (x.find("no attention flag") != std::string::npos) return false;
+  return true;
+}
+
+}  // namespace
+
+ordered_json memory_knobs(const TrainerRead& r, const ordered_json& plan) {
+  ordered_json k = ordered_json::object();
+  auto take = [&](const std::string& key) { k[key] = plan.contains(key) ? plan.at(key) : ordered_json(nullptr); };
+  if (r.trainer == "musubi") {
+    for (const char* key : {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap", "fp8_base", "fp8_scaled"}) take(key);
+    if (!has_attention_flag(r)) k["sdpa"] = true;
+  } else if (r.trainer == "ai-toolkit") {
+    for (const char* key : {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
+                            "model.layer_offloading_transformer_percent"}) take(key);
+    if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
+    if (!plan.contains("model.layer_offloading")) k["model.layer_offloading"] = false;
+  } else if (r.trainer == "onetrainer") {
+    k = plan;
+  } else {
+    take("gradient_checkpointing");
+  }
+  return k;
+}
+
+int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::ostream& out) {
+  TrainerReadOptions ro;
+  ro.trainer = trainer;
+  ro.model = o.flags.model;
+  ro.cwd = o.read.cwd;
+  const TrainerRead tr = read_trainer_config(o.config, ro);
+  if (!o.output.empty() && o.emit != tr.trainer)
+    throw InputError("--output '" + o.output + "': only with --emit " + tr.trainer + " (it writes this " + tr.trainer + " config back)");
+  const auto printer = make_printer(o.flags.format, out);
+  SetupFlags flags = o.flags;
+  flags.model.clear();  // the family is the one read (or --model, already applied by the reader)
+  CheckRequest req;
+  req.run = make_request(*tr.family, tr.setup, flags);
+  req.schedule = tr.schedule;
+  req.rejections = tr.rejections;
+  req.warnings = tr.warnings;
+  req.advise = o.advise || !o.emit.empty();
+  req.advice_options.keep_all = o.show_all;
+  const CheckReport r = check_report(req);
+
+  CheckView v;
+  v.config = o.config;
+  v.other = &tr;
+  v.report = &r;
+  int rc = r.fits() ? kOk : kDoesNotFit;
+  // --advise alone also shows the plan within the config's own trainer
+  const std::string emit = o.emit.empty() ? tr.trainer : o.emit;
+  TrainerAdvice ta;
+  if (r.advice && emit != "simpletuner") {
+    ta = advise_for_trainer(r.context, emit, r.advice->recommended());
+    v.trainer = &ta;
+    rc = ta.best >= 0 ? kOk : kDoesNotFit;
+  } else if (r.advice) {
+    rc = r.advice->recommended() ? kOk : kDoesNotFit;
+  }
+  if (r.advice && o.emit == tr.trainer && !o.output.empty()) {
+    if (ta.best < 0) {
+      v.nothing_to_write = true;
+    } else {
+      const TrainerPlan& best = ta.plans[ta.best];
+      const Rewritten w = rewrite_trainer_config(tr, memory_knobs(tr, best.knobs));
+      write_file_atomically(o.output, w.text);
+      v.rewritten = CheckView::Written{o.output, best.label, w.notes};
+    }
+  }
+  printer->check(v);
+  return rc;
+}
+
+}  // namespace segadvise::cli

@@ -1,0 +1,63 @@
+// Which trainer a config belongs to, from its name and content, and the one entry point.
+#include <filesystem>
+
+#include "../config_reader.hpp"
+#include "reader_util.hpp"
+
+namespace segadvise::cli {
+
+using readers::lower;
+
+namespace {
+
+std::string detect_json(const std::string& path) {
+  const nlohmann::ordered_json j = read_json_file(path, "config");
+  if (!j.is_object()) throw InputError(path + ": a JSON config must be an object");
+  if (j.contains("model_family") || j.contains("--model_family")) return "simpletuner";
+  if (j.contains("model_type") || j.contains("training_method") || j.contains("__version") || j.contains("base_model_name"))
+    return "onetrainer";
+  return "simpletuner";  // its reader names what is missing
+}
+
+std::string detect_command_line(const std::string& path) {
+  const std::string text = readers::read_text_file(path, "config");
+  for (const auto& t : readers::shell_tokens(text, path)) {
+    const std::string name = readers::file_name(t.text);
+    if (name.size() < 4 || name.compare(name.size() - 3, 3, ".py") != 0) continue;
+    for (const auto& tf : trainer_facts("musubi").families)
+      for (const auto& s : tf.scripts)
+        if (s == name) return "musubi";
+    for (const auto& n : trainer_facts("musubi").raw.at("not_modelled"))
+      if (n.at("script") == name) return "musubi";
+    if (name.find("_train_network.py") != std::string::npos) return "musubi";
+    if (name.rfind("train_", 0) == 0) return "diffusers";
+  }
+  throw InputError(path + ": no musubi (*_train_network.py) or diffusers (train_*.py) script on the command line; use --trainer");
+}
+
+}  // namespace
+
+const std::vector<std::string>& readable_trainers() {
+  static const std::vector<std::string> t = {"simpletuner", "musubi", "ai-toolkit", "onetrainer", "diffusers"};
+  return t;
+}
+
+std::string detect_trainer(const std::string& path) {
+  const std::string ext = lower(std::filesystem::path(path).extension().string());
+  if (ext == ".yaml" || ext == ".yml") return "ai-toolkit";
+  if (ext == ".toml") return "musubi";
+  if (ext == ".json") return detect_json(path);
+  return detect_command_line(path);
+}
+
+TrainerRead read_trainer_config(const std::string& path, const TrainerReadOptions& o) {
+  const std::string t = o.trainer.empty() ? detect_trainer(path) : o.trainer;
+  if (t == "ai-toolkit") return readers::read_ai_toolkit(path, o);
+  if (t == "onetrainer") return readers::read_onetrainer(path, o);
+  if (t == "musubi") return readers::read_musubi(path, o);
+  if (t == "diffusers") return readers::read_diffusers(path, o);
+  if (t == "simpletuner") throw InputError(path + ": a SimpleTuner config is read by read_simpletuner_config");
+  throw InputError("--trainer: '" + t + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+}
+
+}  // namespace segadvise::cli

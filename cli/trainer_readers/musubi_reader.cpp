@@ -1,0 +1,263 @@
+// musubi-tuner: a training command line, or a --config_file TOML (sections flattened,
+// parser_common.py:780-810), with the --dataset_config TOML that holds batch size, resolution and
+// frames (dataset/config_utils.py). Facts: families/data/trainer/musubi.json.
+#include <toml.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "reader_util.hpp"
+#include "segadvise/families/analyzer.hpp"
+
+namespace segadvise::cli::readers {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+toml::value parse_toml(const std::string& path, const std::string& what) {
+  read_text_file(path, what);  // existence and readability, with the usual message
+  try {
+    return toml::parse(path);
+  } catch (const toml::syntax_error& e) {
+    throw InputError(path + ":" + std::to_string(e.location().line()) + ": not valid TOML: " + e.what());
+  } catch (const std::exception& e) {
+    throw InputError(path + ": not valid TOML: " + e.what());
+  }
+}
+
+std::string at(const std::string& path, const toml::value& v, const std::string& key) {
+  return path + ":" + std::to_string(v.location().line()) + ": " + key;
+}
+
+// a --config_file TOML as flags: key -> (value as text, line)
+CommandLine flatten_config(const toml::value& root, const std::string& path) {
+  CommandLine cl;
+  auto add = [&](const std::string& k, const toml::value& v) {
+    std::string text;
+    if (v.is_boolean()) text = v.as_boolean() ? "true" : "false";
+    else if (v.is_integer()) text = std::to_string(v.as_integer());
+    else if (v.is_floating()) text = std::to_string(v.as_floating());
+    else if (v.is_string()) text = v.as_string().str;
+    else throw InputError(at(path, v, k) + ": expected a boolean, number or string");
+    cl.values[k] = text;
+    cl.lines[k] = static_cast<int>(v.location().line());
+  };
+  for (const auto& kv : root.as_table()) {
+    if (kv.second.is_table())
+      for (const auto& inner : kv.second.as_table()) add(inner.first, inner.second);
+    else
+      add(kv.first, kv.second);
+  }
+  return cl;
+}
+
+bool flag(const CommandLine& cl, const std::string& k) {
+  auto it = cl.values.find(k);
+  return it != cl.values.end() && it->second != "false";
+}
+
+std::string where(const std::string& path, const CommandLine& cl, const std::string& k) {
+  auto it = cl.lines.find(k);
+  return path + (it == cl.lines.end() ? "" : ":" + std::to_string(it->second)) + ": " + k;
+}
+
+const Family* family_from(const TrainerFacts& facts, const CommandLine& cl, std::string& why_not) {
+  const std::string task = cl.values.count("task") ? cl.values.at("task") : "";
+  for (const auto& tf : facts.families) {
+    const bool script = !cl.script.empty() && std::find(tf.scripts.begin(), tf.scripts.end(), cl.script) != tf.scripts.end();
+    const bool by_task = !task.empty() && std::find(tf.tasks.begin(), tf.tasks.end(), task) != tf.tasks.end();
+    if (by_task || (script && tf.tasks.empty())) return &find_family(tf.family);
+  }
+  for (const auto& n : facts.raw.at("not_modelled"))
+    if (n.at("script") == cl.script) why_not = cl.script + ": " + n.at("why").get<std::string>();
+  if (why_not.empty())
+    why_not = cl.script.empty() ? "the musubi config does not name its training script or --task, so the model is unknown"
+                                : "training script '" + cl.script + "'" + (task.empty() ? "" : " --task " + task) + " is not one segadvise knows";
+  return nullptr;
+}
+
+// one of general/datasets[i] -> int, with the dataset's value first
+template <typename F>
+auto ascend(const toml::value& ds, const toml::value* general, const std::string& key, F read) -> decltype(read(ds)) {
+  if (ds.contains(key)) return read(ds.at(key));
+  if (general && general->contains(key)) return read(general->at(key));
+  return read(toml::value());
+}
+
+std::pair<int, int> resolution_of(const std::string& path, const toml::value& v, const std::string& key) {
+  if (v.is_uninitialized()) return {960, 544};  // dataset/config_utils.py:34
+  if (v.is_integer()) return {static_cast<int>(v.as_integer()), static_cast<int>(v.as_integer())};
+  if (v.is_array() && v.as_array().size() == 2 && v.as_array()[0].is_integer() && v.as_array()[1].is_integer())
+    return {static_cast<int>(v.as_array()[0].as_integer()), static_cast<int>(v.as_array()[1].as_integer())};
+  throw InputError(at(path, v, key) + ": expected an integer or [W, H] (dataset/config_utils.py:116)");
+}
+
+int int_of(const std::string& path, const toml::value& v, const std::string& key, int def) {
+  if (v.is_uninitialized()) return def;
+  if (!v.is_integer()) throw InputError(at(path, v, key) + ": expected an integer");
+  return static_cast<int>(v.as_integer());
+}
+
+void read_dataset(const std::string& path, TrainerRead& r) {
+  const toml::value root = parse_toml(path, "musubi dataset config");
+  r.inputs.push_back(path);
+  const toml::value* general = root.contains("general") ? &root.at("general") : nullptr;
+  if (general && !general->is_table()) throw InputError(at(path, *general, "general") + ": expected a table");
+  if (!root.contains("datasets") || !root.at("datasets").is_array() || root.at("datasets").as_array().empty())
+    throw InputError(path + ": datasets: missing or empty (a musubi dataset config has [[datasets]] entries)");
+  long best = -1;
+  const auto& list = root.at("datasets").as_array();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const toml::value& ds = list[i];
+    const std::string name = "datasets[" + std::to_string(i) + "]";
+    if (!ds.is_table()) throw InputError(at(path, ds, name) + ": expected a table");
+    const auto wh = ascend(ds, general, "resolution", [&](const toml::value& v) { return resolution_of(path, v, name + ".resolution"); });
+    const int batch = ascend(ds, general, "batch_size", [&](const toml::value& v) { return int_of(path, v, name + ".batch_size", 1); });
+    int frames = 1;
+    const bool video = ds.contains("video_directory") || ds.contains("video_jsonl_file");
+    if (video) {
+      const std::string extraction = ds.contains("frame_extraction") && ds.at("frame_extraction").is_string()
+                                         ? ds.at("frame_extraction").as_string().str : "head";
+      if (extraction == "full") {
+        frames = int_of(path, ds.contains("max_frames") ? ds.at("max_frames") : toml::value(), name + ".max_frames", 129);
+      } else if (ds.contains("target_frames")) {
+        const toml::value& tfv = ds.at("target_frames");
+        if (!tfv.is_array()) throw InputError(at(path, tfv, name + ".target_frames") + ": expected a list of integers");
+        frames = 0;
+        for (const auto& f : tfv.as_array()) frames = std::max(frames, int_of(path, f, name + ".target_frames", 1));
+      }
+    }
+    if (wh.first <= 0 || wh.second <= 0 || batch <= 0 || frames <= 0)
+      throw InputError(path + ": " + name + ": resolution, batch_size and frames must be positive");
+    const long tokens = static_cast<long>(wh.first) * wh.second / 64 * frames * batch;
+    if (tokens > best) {
+      best = tokens;
+      r.setup.width = wh.first;
+      r.setup.height = wh.second;
+      r.setup.batch = batch;
+      r.setup.frames = frames;
+      r.shape_source = path + " " + name + ": resolution [" + std::to_string(wh.first) + ", " + std::to_string(wh.second) +
+                       "], batch_size " + std::to_string(batch) + ", " + std::to_string(frames) + " frame(s)" +
+                       (list.size() > 1 ? " (the largest of " + std::to_string(list.size()) + " datasets)" : "");
+    }
+  }
+  if (r.setup.frames > 1) {
+    if (r.family->modality != "video") throw InputError(path + ": video datasets, but " + r.family->name + " trains on images");
+    // "the number of target_frames must be N*4+1 … otherwise it will be truncated" (docs/dataset_config.md)
+    const int f = (r.setup.frames - 1) / 4 * 4 + 1;
+    if (f != r.setup.frames) r.warnings.push_back("target_frames " + std::to_string(r.setup.frames) + " is truncated to " + std::to_string(f) + " (N*4+1)");
+    r.setup.frames = f;
+  }
+}
+
+std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd) {
+  std::vector<fs::path> tried;
+  if (fs::path(value).is_absolute()) tried.push_back(value);
+  else {
+    tried.push_back((cwd.empty() ? fs::current_path() : fs::path(cwd)) / value);
+    tried.push_back(fs::path(config_path).parent_path() / value);
+  }
+  std::string list;
+  for (const auto& p : tried) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p.string();
+    list += (list.empty() ? "" : ", ") + p.string();
+  }
+  throw InputError(config_path + ": dataset_config '" + value + "': no such file (tried " + list + ")");
+}
+
+void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerFamily* tf, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
+  const std::string& path = r.config_path;
+  bool attention = false;
+  for (const auto& a : facts.raw.at("attention_flags").at("flags")) attention |= flag(cl, a.get<std::string>());
+  if (!attention)
+    r.rejections.push_back("no attention flag (--sdpa, --flash_attn, --flash3, --sage_attn or --xformers): musubi stops (trainer_base.py:1513)");
+  r.schedule = Schedule{};
+  r.schedule.checkpointing = flag(cl, "gradient_checkpointing");
+  if (flag(cl, "gradient_checkpointing_cpu_offload")) {
+    if (r.schedule.checkpointing) r.schedule.backend = Backend::Unsloth;
+    else r.warnings.push_back("--gradient_checkpointing_cpu_offload is used only with --gradient_checkpointing (trainer_base.py:1608-1609): ignored");
+  }
+  if (cl.values.count("blocks_to_swap")) {
+    const int n = to_int(cl.values.at("blocks_to_swap"), where(path, cl, "blocks_to_swap"));
+    const int max = tf ? tf->blocks_to_swap_max : 0;
+    if (n < 0) throw InputError(where(path, cl, "blocks_to_swap") + ": must not be negative");
+    if (max > 0 && n > max)
+      r.rejections.push_back("--blocks_to_swap " + std::to_string(n) + " is above " + r.family->name + "'s maximum " +
+                             std::to_string(max) + ": musubi stops with an AssertionError (" + tf->source + ")");
+    s.blocks_to_swap = tf ? musubi_swapped_chain_blocks(*tf, std::min(n, max > 0 ? max : n)) : n;
+    if (tf && tf->blocks_to_swap_meaning == "flux_double_single" && n > 0 && (max <= 0 || n <= max))
+      r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + " on FLUX.1 swaps " + std::to_string(n / 2) + " double and " +
+                           std::to_string((n - n / 2) * 2 + 1) + " single blocks (flux/flux_models.py:956-961): predicted as the last " +
+                           std::to_string(s.blocks_to_swap) + " blocks");
+  }
+  if (flag(cl, "fp8_scaled") && !flag(cl, "fp8_base"))
+    r.rejections.push_back("--fp8_scaled needs --fp8_base (trainer_base.py:1398)");
+  if (flag(cl, "fp8_base")) s.base_precision = "fp8wo-torchao";  // fp8 weights, upcast per layer: weight-only
+  const std::string mp = cl.values.count("mixed_precision") ? cl.values.at("mixed_precision") : "";
+  if (mp.empty()) r.warnings.push_back("--mixed_precision unset: accelerate's default 'no' (fp32) is assumed unless its own config sets it");
+  else if (mp != "no" && mp != "fp16" && mp != "bf16") throw InputError(where(path, cl, "mixed_precision") + ": '" + mp + "' is not no, fp16 or bf16");
+  s.mixed_precision = mp.empty() ? "no" : mp;
+  s.model_type = ModelType::Lora;  // *_train_network.py trains a network (LoRA)
+  s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim")) : 4;
+  if (!cl.values.count("network_dim")) r.warnings.push_back("--network_dim unset: the LoRA module's default rank 4 is assumed");
+  const std::map<std::string, std::string> opts = {{"adamw", "adamw"}, {"adamw8bit", "adamw8bit"}, {"adafactor", "adafactor"},
+                                                   {"prodigy", "prodigy"}, {"lion", "lion"}, {"lion8bit", "bnb-lion8bit"}, {"sgdnesterov", "sgd"}};
+  const std::string opt = cl.values.count("optimizer_type") && !cl.values.at("optimizer_type").empty() ? lower(cl.values.at("optimizer_type")) : "adamw";
+  s.optimizer = optimizer_for(opt, opts, r.warnings, path + ": optimizer_type");
+}
+
+}  // namespace
+
+TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
+  const TrainerFacts& facts = trainer_facts("musubi");
+  TrainerRead r;
+  r.trainer = "musubi";
+  r.config_path = path;
+  r.inputs = {path};
+  const bool is_toml = lower(fs::path(path).extension().string()) == ".toml";
+  CommandLine cl;
+  bool dataset_only = false;
+  if (is_toml) {
+    const toml::value root = parse_toml(path, "musubi config");
+    dataset_only = root.contains("datasets");
+    if (!dataset_only) cl = flatten_config(root, path);
+  } else {
+    cl = parse_command_line(read_text_file(path, "musubi command line"), path, facts);
+    if (cl.values.count("config_file")) {  // flags on the command line win over the file's (argparse namespace)
+      std::string cf = cl.values.at("config_file");
+      if (cf.size() < 5 || cf.compare(cf.size() - 5, 5, ".toml") != 0) cf += ".toml";  // parser_common.py:784
+      const std::string cf_path = resolve_near(cf, path, o.cwd);
+      const CommandLine from_file = flatten_config(parse_toml(cf_path, "musubi config"), cf_path);
+      r.inputs.push_back(cf_path);
+      for (const auto& kv : from_file.values)
+        if (!cl.values.count(kv.first)) cl.values[kv.first] = kv.second;
+    }
+  }
+  std::string why_not;
+  const Family* found = dataset_only ? nullptr : family_from(facts, cl, why_not);
+  if (dataset_only) why_not = path + " is a musubi dataset config: it does not name the model";
+  const Family& fam = choose_family(o, found, why_not);
+  start_setup(r, fam, "musubi-tuner");
+  const TrainerFamily* tf = facts.find(fam);
+  if (!tf) r.warnings.push_back("musubi-tuner has no training script for " + fam.name + " (as far as known)");
+  else if (!tf->script_verified) r.warnings.push_back("the musubi script name for " + fam.name + " (" + tf->scripts.front() + ") is not verified");
+  if (dataset_only) {
+    // only the dataset: the usual LoRA command line is assumed, and said so
+    cl.values = {{"sdpa", "true"}, {"gradient_checkpointing", "true"}, {"mixed_precision", "bf16"}, {"network_dim", "16"}};
+    r.warnings.push_back("a dataset config alone: the command line is assumed to be --sdpa --gradient_checkpointing --mixed_precision bf16 --network_dim 16");
+    read_flags(facts, cl, tf, r);
+    read_dataset(path, r);
+    r.inputs.erase(r.inputs.begin());
+    return r;
+  }
+  read_flags(facts, cl, tf, r);
+  if (!cl.values.count("dataset_config"))
+    throw InputError(path + ": dataset_config: missing (musubi reads batch size, resolution and frames from the dataset TOML)");
+  read_dataset(resolve_near(cl.values.at("dataset_config"), path, o.cwd), r);
+  return r;
+}
+
+}  // namespace segadvise::cli::readers

@@ -1,0 +1,164 @@
+#include "reader_util.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace segadvise::cli::readers {
+
+namespace fs = std::filesystem;
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(what + " '" + path + "': no such file");
+  if (fs::is_directory(path, ec)) throw InputError(what + " '" + path + "': is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(what + " '" + path + "': cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string file_name(const std::string& path) { return fs::path(path).filename().string(); }
+
+std::vector<Token> shell_tokens(const std::string& text, const std::string& path) {
+  std::vector<Token> out;
+  std::string cur;
+  bool in_token = false;
+  int line = 1, start = 1;
+  char quote = 0;
+  int quote_line = 0;
+  auto flush = [&] {
+    if (in_token) out.push_back({cur, start});
+    cur.clear();
+    in_token = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+      else if (c == '\\' && quote == '"' && i + 1 < text.size() && (text[i + 1] == '"' || text[i + 1] == '\\')) cur += text[++i];
+      else cur += c;
+      if (c == '\n') ++line;
+      continue;
+    }
+    if (c == '\\' && i + 1 < text.size()) {
+      if (text[i + 1] == '\n') {  // continuation
+        ++i;
+        ++line;
+        continue;
+      }
+      if (!in_token) start = line;
+      in_token = true;
+      cur += text[++i];
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      if (!in_token) start = line;
+      in_token = true;
+      quote = c;
+      quote_line = line;
+      continue;
+    }
+    if (c == '#' && !in_token) {  // comment to the end of the line
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      flush();
+      if (c == '\n') ++line;
+      continue;
+    }
+    if (!in_token) start = line;
+    in_token = true;
+    cur += c;
+  }
+  if (quote) throw InputError(path + ":" + std::to_string(quote_line) + ": unterminated " + std::string(1, quote) + " quote");
+  flush();
+  return out;
+}
+
+CommandLine parse_command_line(const std::string& text, const std::string& path, const TrainerFacts& facts) {
+  const std::vector<Token> toks = shell_tokens(text, path);
+  CommandLine cl;
+  std::size_t i = 0;
+  for (; i < toks.size(); ++i) {
+    const std::string& t = toks[i].text;
+    if (t.size() > 3 && t.compare(t.size() - 3, 3, ".py") == 0) {
+      cl.script = file_name(t);
+      cl.script_line = toks[i].line;
+      ++i;
+      break;
+    }
+  }
+  if (cl.script.empty()) i = 0;  // flags only
+  for (; i < toks.size(); ++i) {
+    const std::string& t = toks[i].text;
+    if (t == "&&" || t == ";" || t == "|") break;
+    if (t.rfind("--", 0) != 0) continue;  // a stray positional: argparse would refuse it, not our concern
+    std::string key = t.substr(2), value;
+    const auto eq = key.find('=');
+    const TrainerKey* k = nullptr;
+    if (eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else {
+      k = facts.key(key);
+      const bool flag = (k && k->type == "bool") || i + 1 >= toks.size() || toks[i + 1].text.rfind("--", 0) == 0;
+      value = flag ? "true" : toks[++i].text;
+    }
+    cl.values[key] = value;
+    cl.lines[key] = toks[i].line;
+  }
+  return cl;
+}
+
+int to_int(const std::string& value, const std::string& where) {
+  try {
+    std::size_t used = 0;
+    const long v = std::stol(value, &used);
+    if (used == value.size()) return static_cast<int>(v);
+  } catch (const std::exception&) {
+  }
+  throw InputError(where + ": '" + value + "' is not an integer");
+}
+
+double to_double(const std::string& value, const std::string& where) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(value, &used);
+    if (used == value.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw InputError(where + ": '" + value + "' is not a number");
+}
+
+const Family& choose_family(const TrainerReadOptions& o, const Family* found, const std::string& why_not) {
+  if (!o.model.empty()) return find_family(o.model);
+  if (!found) throw InputError(why_not + "; pass --model (a family id, or your own model's JSON)");
+  return *found;
+}
+
+std::string optimizer_for(const std::string& v, const std::map<std::string, std::string>& table,
+                          std::vector<std::string>& warnings, const std::string& where) {
+  auto it = table.find(v);
+  if (it != table.end()) return it->second;
+  warnings.push_back(where + ": optimizer '" + v + "' has no segadvise equivalent: predicted with adamw (8 bytes of state per parameter)");
+  return "adamw";
+}
+
+void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer) {
+  r.family = &fam;
+  r.setup = TrainingSetup{};
+  r.setup.model_id = fam.id;
+  r.setup.notes.push_back("read as " + trainer + " reads " + r.config_path);
+}
+
+}  // namespace segadvise::cli::readers

@@ -1,0 +1,54 @@
+// Helpers shared by the trainer config readers (not a public interface).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "segadvise/families/trainers.hpp"
+#include "trainer_config.hpp"
+
+namespace segadvise::cli::readers {
+
+// A shell command line as the shell splits it: quotes, backslash escapes, `\`-newline continuations,
+// comments. Each token keeps the 1-based line it starts on.
+struct Token {
+  std::string text;
+  int line = 1;
+};
+std::vector<Token> shell_tokens(const std::string& text, const std::string& path);
+
+// `--key value` / `--key=value` / `--flag` after the training script. Flags whose key type is bool
+// take no value.
+struct CommandLine {
+  std::string script;  // file name of the *.py token ("" when none)
+  int script_line = 0;
+  std::map<std::string, std::string> values;  // key without dashes -> value ("true" for a flag)
+  std::map<std::string, int> lines;           // key -> line
+};
+CommandLine parse_command_line(const std::string& text, const std::string& path, const TrainerFacts& facts);
+
+std::string read_text_file(const std::string& path, const std::string& what);
+std::string lower(std::string s);
+std::string file_name(const std::string& path);
+
+// Integer value of a flag or key; InputError naming the file, line and key otherwise.
+int to_int(const std::string& value, const std::string& where);
+double to_double(const std::string& value, const std::string& where);
+
+// The family: --model when given, else `found` (InputError `why_not` when null).
+const Family& choose_family(const TrainerReadOptions& o, const Family* found, const std::string& why_not);
+
+// Maps a trainer's optimizer name onto segadvise's (adamw when unknown, with a warning).
+std::string optimizer_for(const std::string& trainer_value, const std::map<std::string, std::string>& table,
+                          std::vector<std::string>& warnings, const std::string& where);
+
+TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o);
+TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o);
+TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o);
+TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o);
+
+// Sets the setup's model and the family's geometry rules (frames), and starts the notes.
+void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer);
+
+}  // namespace segadvise::cli::readers

@@ -1,0 +1,27 @@
+// Round trip: the user's own trainer config written back with only the memory knobs changed
+// (`segadvise check FILE --advise --emit SAME_TRAINER --output NEW`).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "trainer_config.hpp"
+
+namespace segadvise::cli {
+
+struct Rewritten {
+  std::string text;
+  std::vector<std::string> notes;  // what could not be kept (comments), keys added or removed
+};
+
+// `knobs` as the emitters name them: musubi flags (gradient_checkpointing, blocks_to_swap, …),
+// ai-toolkit "model.x" / "train.x", OneTrainer "<part>.x" and top-level keys, diffusers flags.
+// A false boolean flag is removed from a command line.
+Rewritten rewrite_trainer_config(const TrainerRead& r, const nlohmann::ordered_json& knobs);
+
+// Command-line and TOML text edits, kept apart for tests.
+std::string set_command_line_flag(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);
+std::string set_toml_key(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);
+
+}  // namespace segadvise::cli

@@ -1,0 +1,742 @@
+// The other trainers: their limits and per-family support as data (families/data/trainer/), and
+// reading their own configs with their semantics. Fixtures: tests/fixtures/trainers/ (README there
+// names the source of each); the real example folder ../shared/reference/trainer-examples/ is read
+// too when present (those cases skip cleanly when it is not).
+#include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <toml.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "commands.hpp"
+#include "config_reader.hpp"
+#include "emitters.hpp"
+#include "segadvise/families/trainers.hpp"
+#include "trainer_plans.hpp"
+#include "trainer_readers/trainer_config.hpp"
+#include "trainer_readers/reader_util.hpp"
+#include "trainer_readers/trainer_writer.hpp"
+
+using namespace segadvise;
+using namespace segadvise::cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/";
+const std::string kShared = std::string(SEGADVISE_FIXTURES_DIR) + "/../../../shared/reference/trainer-examples/";
+
+TrainerRead read(const std::string& rel, const std::string& model = "") {
+  TrainerReadOptions o;
+  o.model = model;
+  o.cwd = "/nonexistent-working-directory";
+  return read_trainer_config(kDir + rel, o);
+}
+
+std::string error_of(const std::string& rel, const std::string& model = "") {
+  try {
+    read(rel, model);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool any_contains(const std::vector<std::string>& v, const std::string& what) {
+  for (const auto& s : v)
+    if (s.find(what) != std::string::npos) return true;
+  return false;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// predicts a read config on an H100 the way `check` does; throws InputError for bad input
+Prediction predict(const TrainerRead& r) {
+  SetupFlags f;
+  f.gpu = "h100";
+  const Context ctx(make_request(*r.family, r.setup, f));
+  return evaluate(ctx, r.schedule).prediction;
+}
+
+}  // namespace
+
+TEST_CASE("musubi's block-swap maximum and what N swaps are data with their source line") {
+  const TrainerFacts& m = trainer_facts("musubi");
+  const TrainerFamily* flux = m.find(find_family("flux"));
+  REQUIRE(flux);
+  CHECK(flux->blocks_to_swap_max == 34);
+  CHECK(flux->source.find("flux_models.py:956-961") != std::string::npos);
+  // N = 34 swaps 34/2 = 17 double blocks and (34 - 17)*2 + 1 = 35 single blocks: 52 chain blocks
+  CHECK(musubi_swapped_chain_blocks(*flux, 34) == 52);
+  // N = 5: 2 double + 3*2+1 = 7 single = 9
+  CHECK(musubi_swapped_chain_blocks(*flux, 5) == 9);
+  const TrainerFamily* wan = m.find(find_family("wan14b"));
+  REQUIRE(wan);
+  CHECK(wan->blocks_to_swap_max == 39);
+  CHECK(musubi_swapped_chain_blocks(*wan, 20) == 20);
+  CHECK(m.find(find_family("sdxl")) == nullptr);  // no musubi script trains SDXL
+}
+
+TEST_CASE("ai-toolkit's layer_offloading is marked as doing nothing where no model class attaches it") {
+  const TrainerFacts& a = trainer_facts("ai-toolkit");
+  for (const char* id : {"flux", "chroma", "sdxl", "sd1x", "hidream", "lumina2"}) {
+    const TrainerFamily* tf = a.find(find_family(id));
+    REQUIRE_MESSAGE(tf, id);
+    CHECK_MESSAGE(!tf->layer_offloading, id);
+  }
+  for (const char* id : {"wan14b", "qwen-image", "z-image", "flux2"}) CHECK(a.find(find_family(id))->layer_offloading);
+  CHECK(a.key("train.dtype")->source.find(":395") != std::string::npos);
+}
+
+TEST_CASE("OneTrainer's unet and prior parts have no offloading; its keys are per part") {
+  const TrainerFacts& t = trainer_facts("onetrainer");
+  CHECK(t.find(find_family("sdxl"))->part == "unet");
+  CHECK(!t.find(find_family("sdxl"))->part_offloading);
+  CHECK(!t.find(find_family("sd1x"))->part_offloading);
+  CHECK(t.find(find_family("cascade"))->part == "prior");
+  CHECK(!t.find(find_family("cascade"))->part_offloading);
+  CHECK(t.find(find_family("flux"))->part_offloading);
+  CHECK(t.key("<part>.offload_fraction") != nullptr);
+  CHECK(t.key("async_offloading") != nullptr);
+  CHECK(t.key("layer_offload_fraction") == nullptr);  // removed on 2026-07-05
+}
+
+TEST_CASE("a value is checked against the type the trainer's key accepts") {
+  const TrainerFacts& t = trainer_facts("onetrainer");
+  std::string why;
+  CHECK(trainer_value_ok(*t.key("<part>.offload_fraction"), 0.5, why));
+  CHECK(!trainer_value_ok(*t.key("<part>.offload_fraction"), 1.5, why));
+  CHECK(!trainer_value_ok(*t.key("<part>.gradient_checkpointing"), "ON", why));
+  CHECK(why.find("is not a bool") != std::string::npos);
+  CHECK(!trainer_value_ok(*trainer_facts("musubi").key("mixed_precision"), "fp8", why));
+}
+
+TEST_CASE("every key in the trainer data exists in that trainer's own source") {
+  if (!fs::exists(kShared)) {
+    MESSAGE("../shared/reference/trainer-examples absent: skipped");
+    return;
+  }
+  const std::string ot = slurp(kShared + "onetrainer/modules/util/config/TrainConfig.py");
+  for (const auto& k : trainer_facts("onetrainer").keys) {
+    std::string leaf = k.name.substr(k.name.rfind('.') + 1);
+    if (leaf == "__version") continue;  // written by BaseConfig, checked by config_version=11
+    CHECK_MESSAGE(ot.find("(\"" + leaf + "\",") != std::string::npos, k.name);
+  }
+  const std::string at = slurp(kShared + "ai-toolkit/toolkit/config_modules.py");
+  for (const auto& k : trainer_facts("ai-toolkit").keys) {
+    const std::string leaf = k.name.substr(k.name.rfind('.') + 1);
+    CHECK_MESSAGE((at.find("get('" + leaf + "'") != std::string::npos || at.find("get(\"" + leaf + "\"") != std::string::npos), k.name);
+  }
+  const std::string mp = slurp(kShared + "musubi-tuner/src/musubi_tuner/training/parser_common.py");
+  for (const auto& k : trainer_facts("musubi").keys) {
+    if (k.name == "fp8_scaled" || k.name == "task") continue;  // per training script, not parser_common
+    CHECK_MESSAGE(mp.find("\"--" + k.name + "\"") != std::string::npos, k.name);
+  }
+  const std::string ds = slurp(kShared + "musubi-tuner/src/musubi_tuner/dataset/config_utils.py");
+  for (const auto& k : trainer_facts("musubi").raw.at("dataset_keys"))
+    CHECK_MESSAGE(ds.find("\"" + k.at("name").get<std::string>() + "\":") != std::string::npos, k.at("name").get<std::string>());
+}
+
+TEST_CASE("the trainer is detected from the file") {
+  CHECK(detect_trainer(kDir + "ai-toolkit/train_lora_flux_24gb.yaml") == "ai-toolkit");
+  CHECK(detect_trainer(kDir + "onetrainer/flux_lora.json") == "onetrainer");
+  CHECK(detect_trainer(kDir + "musubi/flux_config.toml") == "musubi");
+  CHECK(detect_trainer(kDir + "musubi/wan14b_train.sh") == "musubi");
+  CHECK(detect_trainer(kDir + "diffusers/flux_lora.sh") == "diffusers");
+  CHECK(detect_trainer(std::string(SEGADVISE_FIXTURES_DIR) + "/check/flux-480-square.json") == "simpletuner");
+}
+
+TEST_CASE("ai-toolkit's FLUX.1 example: quanto fp8, the largest bucket, EMA, bf16") {
+  const TrainerRead r = read("ai-toolkit/train_lora_flux_24gb.yaml");
+  CHECK(r.family->id == "flux1");
+  CHECK(r.setup.model_type == ModelType::Lora);
+  CHECK(r.setup.lora_rank == 16);
+  CHECK(r.setup.base_precision == "fp8-quanto");  // quantize: true, qtype default qfloat8 (quanto)
+  CHECK(r.setup.mixed_precision == "bf16");
+  CHECK(r.setup.width == 1024);  // resolution [512, 768, 1024]: each size is a dataset, 1024 is the peak
+  CHECK(r.setup.height == 1024);
+  CHECK(r.setup.batch == 1);
+  CHECK(r.setup.optimizer == "adamw8bit");
+  CHECK(r.setup.use_ema);
+  CHECK(r.schedule.checkpointing);
+  CHECK(!r.setup.ramtorch);
+  CHECK(r.rejections.empty());
+}
+
+TEST_CASE("ai-toolkit's layer_offloading on Chroma is ignored, but it still turns qfloat8 into torchao fp8") {
+  const TrainerRead r = read("ai-toolkit/chroma_offload.yaml");
+  CHECK(r.family->id == "chroma");
+  CHECK(!r.setup.ramtorch);  // no MemoryManager.attach on Chroma: nothing is offloaded
+  CHECK(any_contains(r.warnings, "does nothing on"));
+  CHECK(r.setup.base_precision == "fp8wo-torchao");  // config_modules.py:714-715 rewrites it anyway
+  CHECK(r.setup.mixed_precision == "no");  // train.dtype unset: fp32
+  CHECK(any_contains(r.warnings, "train.dtype is unset"));
+}
+
+TEST_CASE("ai-toolkit's Wan 1.3B and SD3.5 Large examples: a family by name, or a clear error") {
+  const TrainerRead w = read("ai-toolkit/train_lora_wan21_1b_24gb.yaml");
+  CHECK(w.family->id == "wan2.1-1.3b");
+  CHECK(w.setup.lora_rank == 32);
+  CHECK(w.setup.width == 632);
+  const std::string e = error_of("ai-toolkit/train_lora_sd35_large_24gb.yaml");
+  CHECK(e.find("stable-diffusion-3.5-large") != std::string::npos);
+  CHECK(e.find("--model") != std::string::npos);
+}
+
+TEST_CASE("a malformed ai-toolkit job names the file, the line and the key") {
+  const std::string indent = error_of("ai-toolkit/bad_indent.yaml");
+  CHECK(indent.find("bad_indent.yaml:7:") != std::string::npos);
+  const std::string batch = error_of("ai-toolkit/bad_batch.yaml");
+  CHECK(batch.find("bad_batch.yaml:9: train.batch_size") != std::string::npos);
+  CHECK(batch.find("not an integer") != std::string::npos);
+}
+
+TEST_CASE("OneTrainer's FLUX LoRA preset: nf4, its resolution string, defaults laid under it") {
+  const TrainerRead r = read("onetrainer/flux_lora.json");
+  CHECK(r.family->id == "flux1");
+  CHECK(r.setup.base_precision == "nf4-bnb");  // transformer.weight_dtype NFLOAT_4
+  CHECK(r.setup.lora_rank == 16);              // lora_rank default (TrainConfig.py:1231)
+  CHECK(r.setup.batch == 4);
+  CHECK(r.setup.width == 768);
+  CHECK(r.setup.mixed_precision == "bf16");
+  CHECK(r.schedule.checkpointing);  // part default true
+}
+
+TEST_CASE("OneTrainer presets without __version lose their offload fraction to the migrations") {
+  const TrainerRead r = read("onetrainer/hidream_lora.json");
+  CHECK(r.family->id == "hidream-i1");
+  CHECK(!r.setup.ramtorch);  // transformer.offload_fraction 0.5 reset to 0 by __migration_10
+  CHECK(any_contains(r.warnings, "__migration_10 overwrites transformer.offload_fraction"));
+}
+
+TEST_CASE("a version-10 OneTrainer config is migrated from its old top-level keys") {
+  // gradient_checkpointing CPU_OFFLOADED, layer_offload_fraction 0.5, enable_activation_offloading unset
+  // (true): __migration_10 gives transformer checkpointing on, activation offloading on, fraction 0.5
+  const TrainerRead r = read("onetrainer/v10_cpu_offloaded.json");
+  CHECK(r.schedule.checkpointing);
+  CHECK(r.schedule.backend == Backend::Unsloth);
+  CHECK(r.setup.ramtorch);
+  CHECK(r.setup.ramtorch_percent == doctest::Approx(50));
+}
+
+TEST_CASE("OneTrainer's removed top-level keys are dropped, and say so") {
+  const TrainerRead r = read("onetrainer/flux_old_keys.json");
+  CHECK(any_contains(r.warnings, "layer_offload_fraction no longer exists"));
+  CHECK(any_contains(r.warnings, "gradient_checkpointing no longer exists"));
+  CHECK(!r.setup.ramtorch);  // the part's own offload_fraction (default 0) is what runs
+  CHECK(r.schedule.backend == Backend::Torch);
+}
+
+TEST_CASE("OneTrainer rejects a full fine-tune with offloading and no fused back pass") {
+  const TrainerRead r = read("onetrainer/flux_full_offload.json");
+  CHECK(r.setup.ramtorch);
+  CHECK(r.setup.ramtorch_percent == doctest::Approx(50));
+  REQUIRE(r.rejections.size() == 1);
+  CHECK(r.rejections[0].find("fused_back_pass") != std::string::npos);
+}
+
+TEST_CASE("OneTrainer's SDXL and Stable Cascade presets predict; embedding and HunyuanVideo are clear errors") {
+  const TrainerRead x = read("onetrainer/sdxl_lora.json");
+  CHECK(x.family->id == "sdxl");
+  CHECK(x.setup.mixed_precision == "fp16");  // train_dtype default FLOAT_16
+  const TrainerRead c = read("onetrainer/stable_cascade.json");
+  CHECK(c.family->id == "stable-cascade-c");
+  CHECK(c.setup.model_type == ModelType::Full);
+  CHECK(c.setup.optimizer == "adafactor");
+  CHECK(error_of("onetrainer/sd15_embedding.json").find("EMBEDDING") != std::string::npos);
+  CHECK(error_of("onetrainer/hunyuan_video_lora.json").find("original HunyuanVideo") != std::string::npos);
+  CHECK(error_of("onetrainer/bad_comma.json").find("line 3") != std::string::npos);
+}
+
+TEST_CASE("musubi: a Wan 14B command line with its dataset TOML") {
+  const TrainerRead r = read("musubi/wan14b_train.sh");
+  CHECK(r.family->id == "wan2.1-14b");  // --task t2v-14B
+  CHECK(r.inputs.size() == 2);
+  CHECK(r.setup.blocks_to_swap == 20);
+  CHECK(r.setup.base_precision == "fp8wo-torchao");
+  CHECK(r.setup.lora_rank == 32);
+  CHECK(r.schedule.checkpointing);
+  // dataset_video.toml: [960, 544]; target_frames [1, 25, 45] and a "full" dataset with max_frames 45
+  CHECK(r.setup.width == 960);
+  CHECK(r.setup.height == 544);
+  CHECK(r.setup.frames == 45);
+  CHECK(r.rejections.empty());
+}
+
+TEST_CASE("musubi: blocks_to_swap above FLUX.1's maximum and no attention flag are rejections") {
+  const TrainerRead cl = read("musubi/flux_train.sh");
+  CHECK(cl.family->id == "flux1");
+  REQUIRE(cl.rejections.size() == 1);  // --sdpa is on the command line; 56 > 34
+  CHECK(cl.rejections[0].find("maximum 34") != std::string::npos);
+  const TrainerRead toml = read("musubi/flux_config.toml", "flux");
+  CHECK(toml.rejections.size() == 2);
+  CHECK(any_contains(toml.rejections, "no attention flag"));
+  CHECK(error_of("musubi/flux_config.toml").find("--model") != std::string::npos);
+  const std::string bad = error_of("musubi/bad_dataset.toml", "wan14b");
+  CHECK(bad.find("bad_dataset.toml:3:") != std::string::npos);
+  CHECK(bad.find("batch_size") != std::string::npos);
+}
+
+TEST_CASE("diffusers: --resolution is a square, and a WxH value stops the script") {
+  const TrainerRead r = read("diffusers/flux_lora.sh");
+  CHECK(r.family->id == "flux1");
+  CHECK(r.setup.width == 1024);
+  CHECK(r.setup.height == 1024);
+  CHECK(r.setup.batch == 1);
+  CHECK(r.setup.lora_rank == 16);
+  CHECK(r.setup.optimizer == "adamw8bit");
+  CHECK(r.schedule.checkpointing);
+  const TrainerRead wxh = read("diffusers/flux_lora_wxh.sh");
+  REQUIRE(!wxh.rejections.empty());
+  CHECK(wxh.rejections[0].find("not an int") != std::string::npos);
+}
+
+TEST_CASE("every real example file gets a prediction or a clear input error") {
+  if (!fs::exists(kShared)) {
+    MESSAGE("../shared/reference/trainer-examples absent: skipped");
+    return;
+  }
+  int predicted = 0, refused = 0;
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(kShared)) {
+    const std::string ext = e.path().extension().string();
+    const std::string p = e.path().string();
+    if ((ext == ".yaml" && p.find("/config/examples/") != std::string::npos) ||
+        (ext == ".json" && p.find("/training_presets/") != std::string::npos))
+      files.push_back(p);
+  }
+  // musubi's dataset configs are the TOML samples of its documentation
+  const std::string doc = slurp(kShared + "musubi-tuner/docs/dataset_config.md");
+  const std::regex block("```toml\n([^`]*)```");
+  const fs::path tmp = fs::temp_directory_path() / "segadvise-musubi-doc";
+  fs::create_directories(tmp);
+  int n = 0;
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), block); it != std::sregex_iterator(); ++it) {
+    const std::string f = (tmp / ("sample" + std::to_string(n++) + ".toml")).string();
+    std::ofstream(f) << (*it)[1].str();
+    files.push_back(f);
+  }
+  CHECK(n == 13);
+  for (const auto& f : files) {
+    TrainerReadOptions o;
+    if (f.find("segadvise-musubi-doc") != std::string::npos) o.model = "wan14b";
+    try {
+      const TrainerRead r = read_trainer_config(f, o);
+      const Prediction p = predict(r);
+      CHECK_MESSAGE(p.peak_vram_bytes > 0, f);
+      ++predicted;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      CHECK_MESSAGE(what.find(fs::path(f).filename().string()) != std::string::npos, f << ": " << what);
+      ++refused;
+    }
+  }
+  // ai-toolkit: 6 jobs, SD3.5 Large refused (no family) -> 5. OneTrainer: 32 presets, refused: HunyuanVideo
+  // (the original), PixArt Alpha/Sigma x3 (600M), SD 2.0 x2 and 2.1 x3, Wuerstchen x3, two EMBEDDING presets
+  // (SD 1.5, SDXL) = 14 -> 18. musubi: all 13 documented dataset samples. 5 + 18 + 13 = 36; 1 + 14 = 15.
+  CHECK(predicted == 36);
+  CHECK(refused == 15);
+}
+
+// ---- emitting for the other trainers ----------------------------------------------------------
+
+namespace {
+
+std::vector<KnobCombo> combos_for(const std::string& trainer, const std::string& model, TrainingSetup s = {},
+                                  std::vector<std::string>* notes_out = nullptr) {
+  const Family& fam = find_family(model);
+  s.model_id = fam.id;
+  std::vector<std::string> notes;
+  auto c = trainer_combos(trainer_facts(trainer), fam, s, notes);
+  if (notes_out) *notes_out = notes;
+  return c;
+}
+
+// the trainer's key for an emitted knob: OneTrainer's part keys are listed as "<part>.x"
+const TrainerKey* key_for(const TrainerFacts& t, const std::string& knob) {
+  if (const TrainerKey* k = t.key(knob)) return k;
+  const auto dot = knob.find('.');
+  if (dot == std::string::npos) return nullptr;
+  return t.key("<part>" + knob.substr(dot));
+}
+
+}  // namespace
+
+TEST_CASE("musubi is never offered more blocks to swap than the model's maximum, and always an attention flag") {
+  const auto combos = combos_for("musubi", "flux");
+  REQUIRE(!combos.empty());
+  int largest = 0;
+  for (const auto& c : combos) {
+    CHECK(c.knobs.value("sdpa", false));
+    largest = std::max(largest, c.knobs.value("blocks_to_swap", 0));
+    CHECK(c.schedule.interval == 0);
+  }
+  CHECK(largest == 34);  // FLUX.1's asserted maximum (the old emitter offered 56 = 57 blocks - 1)
+  for (const auto& c : combos)
+    if (c.knobs.value("blocks_to_swap", 0) == 34) CHECK(c.setup.blocks_to_swap == 52);  // 17 double + 35 single
+  // a model without a recorded maximum is offered no block swap at all
+  for (const auto& c : combos_for("musubi", "krea2")) CHECK(!c.knobs.contains("blocks_to_swap"));
+}
+
+TEST_CASE("musubi's lines carry the shape in the dataset TOML, not as flags") {
+  TrainingSetup s;
+  s.width = 832;
+  s.height = 480;
+  s.frames = 81;
+  s.batch = 2;
+  const auto combos = combos_for("musubi", "wan14b", s);
+  const std::string text = trainer_config_text(trainer_facts("musubi"), find_family("wan14b"), combos.front());
+  CHECK(text.find("resolution = [832, 480]") != std::string::npos);
+  CHECK(text.find("batch_size = 2") != std::string::npos);
+  CHECK(text.find("target_frames = [81]") != std::string::npos);
+  CHECK(text.find("--dataset_config dataset.toml") != std::string::npos);
+  CHECK(text.find("--sdpa") != std::string::npos);
+  CHECK(text.find("--resolution") == std::string::npos);
+  CHECK(text.find("--batch") == std::string::npos);
+}
+
+TEST_CASE("ai-toolkit never offers layer_offloading where it does nothing, and always writes train.dtype") {
+  for (const char* model : {"chroma", "flux", "sdxl", "sd1x", "hidream", "lumina2"})
+    for (const auto& c : combos_for("ai-toolkit", model)) {
+      CHECK_MESSAGE(!c.knobs.contains("model.layer_offloading"), model);
+      CHECK(!c.setup.ramtorch);
+      CHECK(c.knobs.at("train.dtype") == "bf16");
+    }
+  TrainingSetup q;
+  q.base_precision = "int8-quanto";
+  std::vector<std::string> notes;
+  bool offloaded = false;
+  for (const auto& c : combos_for("ai-toolkit", "wan14b", q, &notes))
+    if (c.knobs.value("model.layer_offloading", false)) {
+      offloaded = true;
+      CHECK(c.knobs.at("model.qtype") == "float8");  // what ai-toolkit really runs with offloading
+      CHECK(c.setup.base_precision == "fp8wo-torchao");
+    } else {
+      CHECK(c.setup.base_precision == "fp8-quanto");
+    }
+  CHECK(offloaded);
+  CHECK(any_contains(notes, "Float8WeightOnlyConfig"));
+}
+
+TEST_CASE("OneTrainer gets per-part keys and __version, and no offloading for a unet or a prior") {
+  for (const char* model : {"sdxl", "sd1x", "cascade"}) {
+    const auto combos = combos_for("onetrainer", model);
+    REQUIRE(!combos.empty());
+    const std::string part = std::string(model) == "cascade" ? "prior" : "unet";
+    for (const auto& c : combos) {
+      CHECK(c.knobs.at("__version") == 11);
+      CHECK(c.knobs.at(part + ".offload_fraction") == 0.0);
+      CHECK(c.knobs.at(part + ".activation_offloading") == false);
+      CHECK(!c.setup.ramtorch);
+      CHECK(!c.knobs.contains("gradient_checkpointing"));  // the removed top-level key
+      CHECK(!c.knobs.contains("layer_offload_fraction"));
+    }
+  }
+  // `advise --model sdxl --gpu 3090 --batch 8 --vram-gib 9.5 --emit onetrainer` once recommended 100% offload
+  const auto flux = combos_for("onetrainer", "flux");
+  bool full = false;
+  for (const auto& c : flux) full |= c.knobs.at("transformer.offload_fraction") == 1.0;
+  CHECK(full);
+}
+
+TEST_CASE("diffusers plans for the square the script trains") {
+  TrainingSetup s;
+  s.width = 1024;
+  s.height = 576;
+  std::vector<std::string> notes;
+  const auto combos = combos_for("diffusers", "flux", s, &notes);
+  REQUIRE(combos.size() == 2);
+  for (const auto& c : combos) {
+    CHECK(c.setup.width == 1024);
+    CHECK(c.setup.height == 1024);
+  }
+  // 1024*1024 / (1024*576) = 1.78
+  CHECK(any_contains(notes, "1.78x the tokens of 1024x576"));
+  const std::string text = trainer_config_text(trainer_facts("diffusers"), find_family("flux"), combos[1]);
+  CHECK(text.find("--resolution 1024 ") != std::string::npos);
+  CHECK(text.find("train_dreambooth_lora_flux.py") != std::string::npos);
+}
+
+TEST_CASE("every emitted key exists in its trainer's key list with a value of the accepted type") {
+  int checked = 0;
+  for (const auto& t : builtin_trainers())
+    for (const auto& tf : t.families) {
+      TrainingSetup s;
+      s.base_precision = "int8-quanto";
+      s.model_type = ModelType::Full;
+      for (const auto& c : combos_for(t.id, tf.family, s))
+        for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) {
+          const TrainerKey* k = key_for(t, it.key());
+          REQUIRE_MESSAGE(k, t.id << ": " << it.key());
+          std::string why;
+          CHECK_MESSAGE(trainer_value_ok(*k, it.value(), why), t.id << ": " << why);
+          ++checked;
+        }
+    }
+  CHECK(checked > 500);
+}
+
+TEST_CASE("the square edge for an area is a multiple of 64") {
+  CHECK(square_edge_for_area(1024, 1024) == 1024);
+  CHECK(square_edge_for_area(1024, 576) == 768);  // sqrt(589824) = 768
+  CHECK(square_edge_for_area(832, 480) == 640);   // sqrt(399360) = 632 -> 640
+}
+
+// ---- writing the user's own file back ---------------------------------------------------------
+
+TEST_CASE("command-line flags are replaced, added after the script, or removed") {
+  const std::string cl = "accelerate launch wan_train_network.py --sdpa \\\n  --blocks_to_swap 20 --gradient_checkpointing --lr 1e-4\n";
+  CHECK(set_command_line_flag(cl, "blocks_to_swap", 30).find("--blocks_to_swap 30 --gradient") != std::string::npos);
+  const std::string off = set_command_line_flag(cl, "gradient_checkpointing", false);
+  CHECK(off.find("gradient_checkpointing") == std::string::npos);
+  CHECK(off.find("--lr 1e-4") != std::string::npos);
+  CHECK(set_command_line_flag(cl, "fp8_base", true).find("wan_train_network.py --fp8_base --sdpa") != std::string::npos);
+  CHECK(set_command_line_flag("x.py --blocks_to_swap=20", "blocks_to_swap", 10) == "x.py --blocks_to_swap 10");
+}
+
+TEST_CASE("TOML keys keep their line and comment; a new key goes before the first section") {
+  const std::string t = "# cfg\n[training]\nblocks_to_swap = 56 # too many\nmixed_precision = \"bf16\"\n";
+  const std::string a = set_toml_key(t, "blocks_to_swap", 34);
+  CHECK(a.find("blocks_to_swap = 34 # too many\n") != std::string::npos);
+  const std::string b = set_toml_key(t, "gradient_checkpointing", true);
+  CHECK(b.find("# cfg\ngradient_checkpointing = true\n[training]") != std::string::npos);
+}
+
+TEST_CASE("a OneTrainer config is written back with the per-part keys and without the removed ones") {
+  TrainerReadOptions o;
+  const TrainerRead r = read_trainer_config(kDir + "onetrainer/flux_old_keys.json", o);
+  nlohmann::ordered_json knobs;
+  knobs["__version"] = 11;
+  knobs["transformer.gradient_checkpointing"] = true;
+  knobs["transformer.offload_fraction"] = 0.25;
+  const Rewritten w = rewrite_trainer_config(r, knobs);
+  const auto j = nlohmann::json::parse(w.text);
+  CHECK(!j.contains("layer_offload_fraction"));
+  CHECK(!j.contains("gradient_checkpointing"));
+  CHECK(j["transformer"]["offload_fraction"] == 0.25);
+  CHECK(j["transformer"]["weight_dtype"] == "BFLOAT_16");  // kept
+  CHECK(j["resolution"] == "1024");
+  CHECK(any_contains(w.notes, "removed layer_offload_fraction"));
+}
+
+TEST_CASE("an ai-toolkit job is written back, saying that comments are lost") {
+  TrainerReadOptions o;
+  const TrainerRead r = read_trainer_config(kDir + "ai-toolkit/train_lora_flux_24gb.yaml", o);
+  nlohmann::ordered_json knobs;
+  knobs["train.gradient_checkpointing"] = false;
+  knobs["train.dtype"] = "bf16";
+  const Rewritten w = rewrite_trainer_config(r, knobs);
+  CHECK(any_contains(w.notes, "does not keep comments"));
+  CHECK(w.text.find("gradient_checkpointing: false") != std::string::npos);
+  CHECK(w.text.find("black-forest-labs/FLUX.1-dev") != std::string::npos);
+  CHECK(w.text.find("# this name") == std::string::npos);
+}
+
+TEST_CASE("the trainer's fastest plan that fits is chosen from its own combinations only") {
+  // a stand-in cost model: checkpointing costs 25% time and saves 20 GiB; streamed weights save 10 GiB
+  // per 100% and cost 0.5 s; "fits" below 24 GiB. Without checkpointing 30 GiB (does not fit), with it 10 GiB.
+  const PredictFn fake = [](const TrainingSetup& s, const Schedule& sc) {
+    Prediction p;
+    p.peak_vram_bytes = (sc.checkpointing ? 10 : 30) * kGiB - (s.ramtorch ? s.ramtorch_percent / 10 : 0) * kGiB;
+    p.step_time_s = (sc.checkpointing ? 1.25 : 1.0) + (s.ramtorch ? 0.5 * s.ramtorch_percent / 100 : 0);
+    p.fits = p.peak_vram_bytes < 24 * kGiB;
+    return p;
+  };
+  const TrainerAdvice d = plan_for_trainer("diffusers", find_family("flux"), TrainingSetup{}, fake, "1.0 GiB");
+  REQUIRE(d.plans.size() == 2);
+  REQUIRE(d.best == 1);  // sorted by time: 1.0 s (30 GiB, does not fit), then 1.25 s (10 GiB, fits)
+  CHECK(d.plans[d.best].schedule.checkpointing);
+  CHECK(d.config_text.find("--gradient_checkpointing") != std::string::npos);
+  CHECK(!d.manual.empty());
+  // SDXL in OneTrainer: its unet has no offloading, so no plan streams weights even where that would fit
+  const TrainerAdvice x = plan_for_trainer("onetrainer", find_family("sdxl"), TrainingSetup{}, fake, "1.0 GiB");
+  for (const auto& p : x.plans) CHECK(!p.setup.ramtorch);
+  CHECK(nlohmann::json::parse(x.config_text)["unet"]["offload_fraction"] == 0.0);
+  // a family the trainer does not train: no lines at all
+  const TrainerAdvice m = plan_for_trainer("musubi", find_family("sdxl"), TrainingSetup{}, fake, "1.0 GiB");
+  CHECK(!m.family_supported);
+  CHECK(m.plans.empty());
+  CHECK(m.config_text.empty());
+}
+
+// ---- check FILE for the other trainers ---------------------------------------------------------
+
+namespace {
+
+int check_json(const std::string& rel, nlohmann::json& j, const std::string& emit = "", const std::string& output = "",
+               const std::string& gpu = "4090") {
+  CheckOptions o;
+  o.config = kDir + rel;
+  o.flags.gpu = gpu;
+  o.flags.format = "json";
+  o.read.cwd = "/nonexistent-working-directory";
+  o.emit = emit;
+  o.output = output;
+  o.advise = !emit.empty();
+  std::ostringstream out;
+  const int rc = run_check(o, out);
+  j = nlohmann::json::parse(out.str());
+  return rc;
+}
+
+}  // namespace
+
+TEST_CASE("check detects the trainer and predicts its config; a rejection is supported: false") {
+  nlohmann::json j;
+  CHECK(check_json("ai-toolkit/train_lora_flux_24gb.yaml", j) == 0);
+  CHECK(j["trainer"] == "ai-toolkit");
+  CHECK(j["prediction"]["supported"] == true);
+  CHECK(j["prediction"]["peak_vram_gib"].get<double>() > 0);
+  CHECK(check_json("musubi/flux_train.sh", j) == 1);
+  CHECK(j["prediction"]["supported"] == false);
+  CHECK(j["prediction"]["reason"].get<std::string>().find("maximum 34") != std::string::npos);
+}
+
+TEST_CASE("check --advise --emit SAME --output writes the user's file back with only the memory knobs changed") {
+  const fs::path out = fs::temp_directory_path() / "segadvise-roundtrip-wan.sh";
+  fs::remove(out);
+  nlohmann::json j;
+  check_json("musubi/wan14b_train.sh", j, "musubi", out.string());
+  REQUIRE(j["emitted"].is_object());
+  const std::string written = slurp(out.string());
+  const std::string original = slurp(kDir + "musubi/wan14b_train.sh");
+  CHECK(written.find("--dit /models/wan2.1_t2v_14B_bf16.safetensors") != std::string::npos);
+  CHECK(written.find("--output_dir out --output_name wan14b-lora") != std::string::npos);
+  CHECK(written.find("# A musubi-tuner Wan 2.1 14B LoRA run") == 0);  // the comment is kept
+  // the written file reads back as the plan that was chosen (its dataset_config is relative, so it is
+  // read with the fixtures folder as the working directory)
+  TrainerReadOptions ro;
+  ro.cwd = kDir + "musubi";
+  const TrainerRead back = read_trainer_config(out.string(), ro);
+  const std::string plan = j["emitted"]["plan"];
+  const auto swap_at = plan.find("--blocks_to_swap ");
+  const int n = swap_at == std::string::npos ? 0 : std::stoi(plan.substr(swap_at + 17));
+  CHECK(back.setup.blocks_to_swap == n);
+  CHECK(back.setup.lora_rank == 32);  // not a memory knob: as written
+  CHECK(written != original);
+  fs::remove(out);
+}
+
+TEST_CASE("round trip of a OneTrainer config and an ai-toolkit job") {
+  const fs::path ot = fs::temp_directory_path() / "segadvise-roundtrip-ot.json";
+  const fs::path at = fs::temp_directory_path() / "segadvise-roundtrip-at.yaml";
+  nlohmann::json j;
+  check_json("onetrainer/flux_old_keys.json", j, "onetrainer", ot.string(), "h100");
+  REQUIRE(j["emitted"].is_object());
+  const auto w = nlohmann::json::parse(slurp(ot.string()));
+  CHECK(w["__version"] == 11);
+  CHECK(!w.contains("layer_offload_fraction"));
+  CHECK(w["transformer"].contains("offload_fraction"));
+  CHECK(w["base_model_name"] == "black-forest-labs/FLUX.1-dev");
+  check_json("ai-toolkit/train_lora_flux_24gb.yaml", j, "ai-toolkit", at.string());
+  REQUIRE(j["emitted"].is_object());
+  bool said = false;
+  for (const auto& n : j["emitted"]["notes"]) said |= n.get<std::string>().find("does not keep comments") != std::string::npos;
+  CHECK(said);
+  TrainerReadOptions ro;
+  const TrainerRead back = read_trainer_config(at.string(), ro);
+  CHECK(back.family->id == "flux1");
+  CHECK(back.setup.mixed_precision == "bf16");
+  fs::remove(ot);
+  fs::remove(at);
+}
+
+TEST_CASE("--output with another trainer's --emit is bad input") {
+  nlohmann::json j;
+  CHECK_THROWS_WITH_AS(check_json("musubi/wan14b_train.sh", j, "onetrainer", "/tmp/x.json"),
+                       doctest::Contains("only with --emit musubi"), InputError);
+}
+
+TEST_CASE("every key of the emitted files exists in its trainer's key list with a value of the accepted type") {
+  // OneTrainer JSON, ai-toolkit YAML, musubi flags + dataset TOML, diffusers flags: parsed back and each
+  // key looked up (the key lists themselves are checked against the trainers' sources above)
+  int checked = 0;
+  auto expect = [&](const TrainerFacts& t, const std::string& key, const nlohmann::json& v) {
+    const TrainerKey* k = key_for(t, key);
+    REQUIRE_MESSAGE(k, t.id << ": " << key);
+    std::string why;
+    CHECK_MESSAGE(trainer_value_ok(*k, v, why), t.id << ": " << why);
+    ++checked;
+  };
+  TrainingSetup s;
+  s.width = 832;
+  s.height = 480;
+  s.frames = 33;
+  s.base_precision = "nf4-bnb";
+  for (const char* model : {"wan14b", "flux", "sdxl"}) {
+    const Family& fam = find_family(model);
+    TrainingSetup fs_ = s;
+    if (fam.modality != "video") fs_.frames = 1;
+    for (const auto& t : builtin_trainers()) {
+      const auto combos = combos_for(t.id, model, fs_);
+      if (combos.empty()) continue;
+      const std::string text = trainer_config_text(t, fam, combos.back());
+      if (t.id == "onetrainer") {
+        const auto j = nlohmann::json::parse(text);
+        for (auto it = j.begin(); it != j.end(); ++it) {
+          if (it.value().is_object())
+            for (auto in = it.value().begin(); in != it.value().end(); ++in) expect(t, it.key() + "." + in.key(), in.value());
+          else if (it.key() != "__version")
+            expect(t, it.key(), it.value());
+        }
+      } else if (t.id == "ai-toolkit") {
+        const YAML::Node p = YAML::Load(text)["config"]["process"][0];
+        for (const char* section : {"model", "train", "network"})
+          for (const auto& kv : p[section]) {
+            const std::string key = std::string(section) + "." + kv.first.as<std::string>();
+            const std::string v = kv.second.as<std::string>();
+            const nlohmann::json jv = v == "true" || v == "false" ? nlohmann::json(v == "true")
+                                      : std::isdigit(static_cast<unsigned char>(v[0])) ? nlohmann::json::parse(v) : nlohmann::json(v);
+            expect(t, key, jv);
+          }
+        for (const auto& kv : p["datasets"][0]) {
+          const std::string key = "datasets[]." + kv.first.as<std::string>();
+          if (key == "datasets[].folder_path") continue;  // the user's, listed under "set by hand"
+          expect(t, key, kv.first.as<std::string>() == "resolution" ? nlohmann::json(kv.second.as<std::vector<int>>())
+                                                                      : nlohmann::json(kv.second.as<int>()));
+        }
+      } else {
+        const std::string flags = t.id == "musubi" ? text.substr(text.find('\n') + 1, text.find('\n', text.find('\n') + 1) - text.find('\n') - 1) : text;
+        const auto cl = readers::parse_command_line(flags, "emitted", t);
+        for (const auto& kv : cl.values) {
+          const TrainerKey* k = t.key(kv.first);
+          REQUIRE_MESSAGE(k, t.id << ": --" << kv.first);
+          nlohmann::json v = kv.second;
+          if (k->type == "bool") v = kv.second == "true";
+          else if (k->type == "int") v = std::stoi(kv.second);
+          expect(t, kv.first, v);
+        }
+        if (t.id == "musubi") {
+          std::istringstream in(text.substr(text.find("[general]")));
+          const toml::value d = toml::parse(in, "dataset.toml");
+          for (const auto& kv : d.at("general").as_table()) {
+            const std::string& key = kv.first;
+            nlohmann::json v = kv.second.is_boolean() ? nlohmann::json(kv.second.as_boolean())
+                               : kv.second.is_integer() ? nlohmann::json(kv.second.as_integer())
+                                                        : nlohmann::json(toml::get<std::vector<int>>(kv.second));
+            bool found = false;
+            for (const auto& dk : t.raw.at("dataset_keys"))
+              if (dk.at("name") == key) {
+                TrainerKey k{key, dk.at("type"), {}, dk.at("source")};
+                std::string why;
+                CHECK_MESSAGE(trainer_value_ok(k, v, why), why);
+                found = true;
+                ++checked;
+              }
+            CHECK_MESSAGE(found, "dataset key " << key);
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 60);
+}
