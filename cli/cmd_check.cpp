@@ -3,7 +3,9 @@
 // and warns where the trainer ignores or rejects a key. --advise recommends from the config's setup;
 // --emit simpletuner --output NEW.json writes the config back with only the checkpointing keys changed.
 // Exit codes: 0 fits, 1 does not fit or the trainer would not run it, 2 bad input.
+#include <cmath>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include "config_reader.hpp"
 #include "emitters.hpp"
 #include "output.hpp"
+#include "phases_output.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
@@ -94,7 +97,15 @@ int run_check(const CheckOptions& o, std::ostream& out) {
     }
   }
   for (const auto& w : c.plan.warnings) warnings.push_back(w);
-  int rc = (c.prediction.supported && c.prediction.fits) ? kOk : kDoesNotFit;
+  // the whole run (startup caching, model load, step, validation, save): its peak is the verdict's
+  // unless --step-only
+  std::optional<RunPrediction> run;
+  if (c.prediction.supported)
+    run = predict_phases(*cr.family, ctx.setup, ctx.chain, c.prediction, cr.run,
+                         c.prediction.usable_vram_bytes - ctx.headroom_bytes);
+  const bool run_fits = run && run->peak_vram_bytes + ctx.headroom_bytes <= c.prediction.usable_vram_bytes;
+  const bool fits = o.step_only ? c.prediction.fits : run_fits;
+  int rc = (c.prediction.supported && fits) ? kOk : kDoesNotFit;
 
   const bool json = o.flags.format == "json", md = o.flags.format == "markdown";
   nlohmann::json j;
@@ -111,6 +122,20 @@ int run_check(const CheckOptions& o, std::ostream& out) {
     j["schedule"] = to_json(cr.schedule);
     j["plan"] = c.plan.supported ? nlohmann::json(c.plan.plan.description) : nlohmann::json(nullptr);
     j["prediction"] = to_json(c.prediction);
+    if (run) {
+      nlohmann::json& p = j["prediction"];
+      p["step_peak_vram_gib"] = p["peak_vram_gib"];
+      p["step_fits"] = c.prediction.fits;
+      if (!o.step_only) {
+        p["peak_vram_gib"] = run->peak_vram_bytes / kGiB;
+        p["fits"] = run_fits;
+      }
+      p["peak_phase"] = o.step_only ? "training_step" : to_string(run->peak_phase);
+      p["phases"] = nlohmann::json::parse(phases_json(*run).dump());
+      j["phase_advice"] = phase_advice_json(*run);
+      j["host_memory"] = host_memory_json(run->host);
+      for (const auto& w : run->warnings) warnings.push_back(w);
+    }
     j["warnings"] = warnings;
   } else {
     if (md) out << "## segadvise check: " << o.config << "\n\n";
@@ -121,6 +146,11 @@ int run_check(const CheckOptions& o, std::ostream& out) {
         << to_string(cr.schedule.backend) << ")" << (c.plan.supported ? " — " + c.plan.plan.description : std::string())
         << "\n\n";
     print_prediction(out, c.prediction, md);
+    if (run) {
+      print_phases(out, *run, c.prediction.usable_vram_bytes, ctx.headroom_bytes, md);
+      out << (md ? "\n**" : "\n") << "Verdict" << (o.step_only ? " (training step only)" : " (whole run)") << ": "
+          << (fits ? "fits" : "does NOT fit") << (md ? "**\n" : "\n");
+    }
     if (!warnings.empty()) out << (md ? "\n### Warnings\n\n" : "\n");
     for (const auto& w : warnings) out << (md ? "- " : "warning: ") << w << "\n";
   }
@@ -138,11 +168,12 @@ int run_check(const CheckOptions& o, std::ostream& out) {
         else out << "\nNothing fits: no config written.\n";
       } else {
         const Schedule& best = a.candidates[a.recommended].schedule;
-        const nlohmann::ordered_json updated = with_schedule(cr.raw, best);
+        const nlohmann::ordered_json updated =
+            with_phase_fixes(with_schedule(cr.raw, best), run && !o.step_only ? run->fixes : std::vector<PhaseFix>{});
         if (!o.output.empty()) {
           write_file_atomically(o.output, updated.dump(file_indent(o.config)) + "\n");
           if (json) j["emitted"] = {{"path", o.output}, {"schedule", best.name()}};
-          else out << "\nWrote " << o.output << " (" << best.name() << "; only the checkpointing keys changed)\n";
+          else out << "\nWrote " << o.output << " (" << best.name() << "; only the checkpointing and phase-advice keys changed)\n";
         } else if (json) {
           j["emitted"] = {{"path", nullptr}, {"schedule", best.name()}, {"config", nlohmann::json::parse(updated.dump())}};
         } else {
@@ -166,6 +197,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--aspect", *aspect, "aspect W:H of the source images/videos (default 1:1 for images, 16:9 for video)");
   add_output_flags(cmd, o->flags);
   cmd->add_flag("--advise", o->advise, "also recommend a schedule for this config's setup");
+  cmd->add_flag("--step-only", o->step_only, "judge the training step alone (not startup caching, loading, validation, saving)");
   cmd->add_flag("--all", o->show_all, "with --advise: list every supported schedule");
   cmd->add_option("--emit", o->emit, "with --advise: config for simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
   cmd->add_option("--output,-o", o->output, "with --emit simpletuner: write the updated config here (atomically)");

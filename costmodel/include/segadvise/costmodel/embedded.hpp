@@ -16,5 +16,7 @@ extern const EmbeddedFile kEmbeddedData[];  // families/data
 extern const std::size_t kEmbeddedDataCount;
 extern const EmbeddedFile kCalibrationData[];  // calibration/data
 extern const std::size_t kCalibrationDataCount;
+extern const EmbeddedFile kRunPhaseData[];  // families/data/phases (text encoders, VAEs, validation rules)
+extern const std::size_t kRunPhaseDataCount;
 
 }  // namespace segadvise
