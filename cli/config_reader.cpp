@@ -730,6 +730,7 @@ RunSetup read_run_setup(const nlohmann::ordered_json& raw, const std::string& or
     }
     r.text_encoder_precision.push_back(p);
   }
+  r.ramtorch_text_encoder = cfg.boolean("ramtorch", false) && cfg.boolean("ramtorch_text_encoder", false);
   r.set_grads_to_none = cfg.boolean("set_grads_to_none", false);
   r.use_ema = cfg.boolean("use_ema", false);
   r.ema_device = cfg.str("ema_device", "cpu");

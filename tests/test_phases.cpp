@@ -290,3 +290,43 @@ TEST_CASE("a family without phase data counts the transformer only, and says so"
   REQUIRE(!r.warnings.empty());
   CHECK(r.warnings[0].find("my_own_model") != std::string::npos);
 }
+
+TEST_CASE("with RamTorch only the weights outside the streamed blocks reach the GPU to be quantized") {
+  const Family& fam = find_family("flux");
+  TrainingSetup setup = default_setup(fam);
+  setup.base_precision = "int8-quanto";
+  setup.model_type = "lora";
+  setup.ramtorch = true;
+  setup.ramtorch_percent = 100;
+  const BlockChain chain = analyze(fam, setup);
+  RunSetup run;  // quantize_via accelerator
+  // every block streams: only the embedders and heads outside the blocks, x 2 B
+  RunPrediction r = predict_phases(fam, setup, chain, step_of(1, 0.1, 0.1, 0.2, 4), run, 0);
+  CHECK(r.at(Phase::ModelLoad).peak_vram_bytes == doctest::Approx(chain.outside_params * 2));
+  setup.ramtorch_percent = 50;  // half the block weights too
+  double blocks = 0;
+  for (const auto& b : chain.blocks) blocks += b.params;
+  r = predict_phases(fam, setup, chain, step_of(1, 0.1, 0.1, 0.2, 4), run, 0);
+  CHECK(r.at(Phase::ModelLoad).peak_vram_bytes == doctest::Approx((chain.outside_params + blocks / 2) * 2));
+  // ramtorch_text_encoder: the caching holds no encoder weights on the GPU; the host holds them next to
+  // the streamed transformer weights (30 GiB here, more than the 23.8e9 B bf16 base loaded at startup):
+  // CLIP-L 123,060,480 + T5-XXL 4,762,310,656 params x 2 B = 9,770,742,272 B
+  run.ramtorch_text_encoder = true;
+  Prediction streamed = step_of(1, 0.1, 0.1, 0.2, 4);
+  streamed.memory.streamed_weights_bytes = 30 * kGiB;
+  r = predict_phases(fam, setup, chain, streamed, run, 0);
+  for (const auto& x : r.at(Phase::StartupCaching).resident) CHECK(x.what.find("text encoders") == std::string::npos);
+  CHECK(r.host.peak_bytes == doctest::Approx(30 * kGiB + 9770742272.0));
+}
+
+TEST_CASE("no phase advice while the step itself is over the budget") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  RunSetup run;
+  run.validation_width = run.validation_height = 1024;
+  // a 30 GiB step on a 24 GiB budget: validation (29.4+ GiB) is over too, but the schedule comes first
+  const RunPrediction r = predict_phases(fam, setup, chain, step_of(25, 0.5, 0.5, 1, 3), run, 24 * kGiB);
+  CHECK(r.at(Phase::Validation).peak_vram_bytes > 24 * kGiB);
+  CHECK(r.fixes.empty());
+}

@@ -266,6 +266,7 @@ std::string te_precision(const RunSetup& run, std::size_t i) {
 }
 
 double te_total_bytes(const Ctx& c, const RunSetup& run) {
+  if (run.ramtorch_text_encoder) return 0;  // Linear weights stream from the host [I]
   double s = 0;
   for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i) s += text_encoder_bytes(c.data.text_encoders[i], te_precision(run, i));
   return s;
@@ -333,6 +334,15 @@ double base_bf16_bytes(const Ctx& c) {
   return params * 2;
 }
 
+// The part of the bf16 base that reaches the GPU when it is quantized there: RamTorch keeps its
+// share of the block weights on the host (its modules are never converted, simpletuner-semantics §2.2) [I].
+double base_bf16_on_gpu_bytes(const Ctx& c) {
+  double blocks = 0;
+  for (const auto& b : c.chain.blocks) blocks += b.params;
+  const double streamed = c.setup.ramtorch ? std::clamp(c.setup.ramtorch_percent / 100.0, 0.0, 1.0) : 0.0;
+  return (c.chain.outside_params + blocks * (1 - streamed)) * 2;
+}
+
 bool quantized_lora(const TrainingSetup& setup) {
   return precision_info(setup.base_precision).quantized && setup.model_type != "full";
 }
@@ -349,7 +359,8 @@ PhaseResult model_load(const Ctx& c, const RunSetup& run) {
   const bool on_gpu = quantized_lora(c.setup) && run.quantize_via == "accelerator" &&
                       precision_info(c.setup.base_precision).backend != "bnb";
   if (on_gpu) {
-    add(r.resident, "bf16 base model (quantized on the GPU)", base_bf16_bytes(c));
+    add(r.resident, c.setup.ramtorch ? "bf16 base model outside RamTorch (quantized on the GPU)" : "bf16 base model (quantized on the GPU)",
+        base_bf16_on_gpu_bytes(c));
     r.set_by = "quantize_via accelerator: the whole bf16 base model on the GPU before quantizing";
   } else {
     add(r.resident, "base weights", c.step.memory.weights_bytes);
@@ -522,6 +533,12 @@ HostMemory host_memory(const Ctx& c, const RunSetup& run) {
   add(train.parts, "RamTorch/block-swap weights (pinned)", c.step.memory.streamed_weights_bytes);
   add(train.parts, "offloaded activations (pinned)", c.step.memory.host_activation_bytes);
   if (run.use_ema && run.ema_device == "cpu") add(train.parts, "EMA shadow", c.step.memory.gradient_bytes);
+  if (run.ramtorch_text_encoder) {
+    double te = 0;
+    for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i)
+      te += text_encoder_bytes(c.data.text_encoders[i], te_precision(run, i));
+    add(train.parts, "text encoders streamed by RamTorch (pinned)", te);
+  }
   train.peak_bytes = sum(train.parts);
   train.set_by = "training (streamed weights, offloaded activations, EMA on the CPU)";
   return train.peak_bytes > load.peak_bytes ? train : load;
@@ -647,7 +664,8 @@ RunPrediction predict_phases(const Family& fam, const TrainingSetup& setup, cons
     }
   }
   out.host = host_memory(c, run);
-  if (budget_bytes > 0) {
+  // a step that does not fit is the schedule advice's to fix first: no phase advice on top of it
+  if (budget_bytes > 0 && out.at(Phase::TrainingStep).peak_vram_bytes <= budget_bytes) {
     for (const auto& p : out.phases) {
       if (!p.runs || p.phase == Phase::TrainingStep || p.peak_vram_bytes <= budget_bytes) continue;
       for (const auto& f : fix_phase(c, run, p.phase, budget_bytes)) out.fixes.push_back(f);

@@ -85,6 +85,7 @@ struct RunSetup {
   int text_encoder_batch_size = 1;
   std::string quantize_via = "accelerator";   // registry default (registry/model.py:578)
   std::vector<std::string> text_encoder_precision;  // text_encoder_N_precision, N = index + 1; "no_change"
+  bool ramtorch_text_encoder = false;  // the text encoders' Linear weights stream from the host [I]
   bool set_grads_to_none = false;
   bool use_ema = false;
   std::string ema_device = "cpu";
@@ -142,7 +143,8 @@ struct RunPrediction {
 
 // The phases of a run: `step` is the training step's prediction for `setup` on `chain` (its memory
 // breakdown is reused: weights, trainable, gradients, optimizer, activations); `budget_bytes` is what
-// a phase may use (usable VRAM minus headroom; <= 0: no advice).
+// a phase may use (usable VRAM minus headroom; <= 0: no advice; no advice either while the step itself
+// is over it: the schedule advice comes first).
 RunPrediction predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
                              const Prediction& step, const RunSetup& run, double budget_bytes);
 
