@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "config_reader.hpp"
 #include "emitters.hpp"
+#include "gpu_detect.hpp"
 #include "output.hpp"
 #include "phases_output.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
@@ -104,6 +105,14 @@ int run_check(const CheckOptions& o, std::ostream& out) {
     run = predict_phases(*cr.family, ctx.setup, ctx.chain, c.prediction, cr.run,
                          c.prediction.usable_vram_bytes - ctx.headroom_bytes);
   const bool run_fits = run && run->peak_vram_bytes + ctx.headroom_bytes <= c.prediction.usable_vram_bytes;
+  if (run) {
+    for (const auto& w : run->warnings) warnings.push_back(w);
+    // --gpu auto: this machine runs it, so its memory is known
+    const double host_bytes = o.flags.gpu == "auto" ? detect_host_memory_bytes() : 0.0;
+    if (host_bytes > 0 && run->host.peak_bytes > host_bytes)
+      warnings.push_back("host memory: the run needs about " + gib_str(run->host.peak_bytes) + " (" + run->host.set_by +
+                         "), this machine has " + gib_str(host_bytes));
+  }
   const bool fits = o.step_only ? c.prediction.fits : run_fits;
   int rc = (c.prediction.supported && fits) ? kOk : kDoesNotFit;
 
@@ -134,7 +143,6 @@ int run_check(const CheckOptions& o, std::ostream& out) {
       p["phases"] = nlohmann::json::parse(phases_json(*run).dump());
       j["phase_advice"] = phase_advice_json(*run);
       j["host_memory"] = host_memory_json(run->host);
-      for (const auto& w : run->warnings) warnings.push_back(w);
     }
     j["warnings"] = warnings;
   } else {

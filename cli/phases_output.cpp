@@ -53,7 +53,6 @@ void print_phases(std::ostream& out, const RunPrediction& run, double usable_byt
       << " (" << gib_str(budget) << " available after headroom)\n";
   if (run.host.peak_bytes > 0)
     out << "host memory: " << gib_str(run.host.peak_bytes) << " (" << run.host.set_by << ")\n";
-  for (const auto& w : run.warnings) out << (markdown ? "- " : "warning: ") << w << "\n";
   if (run.fixes.empty()) return;
   out << (markdown ? "\n#### Phase advice\n\n" : "\nPhase advice (cheapest key first):\n");
   for (const auto& f : run.fixes)

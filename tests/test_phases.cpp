@@ -2,6 +2,11 @@
 // from families/data/phases/run-phases.json and the step breakdown the test sets up.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "gpu_detect.hpp"
+
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
@@ -329,4 +334,12 @@ TEST_CASE("no phase advice while the step itself is over the budget") {
   const RunPrediction r = predict_phases(fam, setup, chain, step_of(25, 0.5, 0.5, 1, 3), run, 24 * kGiB);
   CHECK(r.at(Phase::Validation).peak_vram_bytes > 24 * kGiB);
   CHECK(r.fixes.empty());
+}
+
+TEST_CASE("the machine's memory is MemTotal of /proc/meminfo") {
+  const std::string path = (std::filesystem::temp_directory_path() / "segadvise-test-meminfo").string();
+  std::ofstream(path) << "MemFree:         1000 kB\nMemTotal:       131072 kB\n";
+  CHECK(segadvise::cli::detect_host_memory_bytes(path) == doctest::Approx(131072.0 * 1024));  // 128 MiB
+  CHECK(segadvise::cli::detect_host_memory_bytes(path + ".missing") == 0);
+  std::filesystem::remove(path);
 }
