@@ -14,8 +14,8 @@ double gib(double bytes) { return bytes / kGiB; }
 nlohmann::ordered_json phases_json(const RunPrediction& run) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& p : run.phases) {
-    nlohmann::ordered_json resident = nlohmann::ordered_json::object();
-    for (const auto& r : p.resident) resident[r.what] = gib(r.bytes);
+    nlohmann::ordered_json resident = nlohmann::ordered_json::array();  // in the order they add up
+    for (const auto& r : p.resident) resident.push_back({{"what", r.what}, {"gib", gib(r.bytes)}});
     j[to_string(p.phase)] = {{"peak_vram_gib", p.runs ? nlohmann::ordered_json(gib(p.peak_vram_bytes)) : nlohmann::ordered_json(nullptr)},
                              {"runs", p.runs},
                              {"resident", resident},

@@ -9,7 +9,7 @@
 
 namespace segadvise::cli {
 
-// {"startup_caching": {"peak_vram_gib", "runs", "resident": {what: gib}, "set_by"}, …} in run order.
+// {"startup_caching": {"peak_vram_gib", "runs", "resident": [{"what", "gib"}], "set_by"}, …} in run order.
 nlohmann::ordered_json phases_json(const RunPrediction& run);
 // [{"phase", "key", "value", "peak_after_gib", "fits_after"}]
 nlohmann::json phase_advice_json(const RunPrediction& run);
