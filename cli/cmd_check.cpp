@@ -2,7 +2,8 @@
 // trainer does, predicts the run's peak VRAM and sec/step for the config's own checkpointing keys,
 // and warns where the trainer ignores or rejects a key. --advise recommends from the config's setup;
 // --emit simpletuner --output NEW.json writes the config back with only the checkpointing keys changed.
-// Exit codes: 0 fits, 1 does not fit or the trainer would not run it, 2 bad input.
+// The verdict is the whole run's (families/phases.hpp: startup caching, model load, step, validation,
+// save) unless --step-only. Exit codes: 0 fits, 1 does not fit or the trainer would not run it, 2 bad input.
 #include <cmath>
 #include <fstream>
 #include <optional>
