@@ -1,5 +1,7 @@
 #include "phases_output.hpp"
 
+#include <cstdio>
+
 #include "common.hpp"
 #include "output.hpp"
 
@@ -8,6 +10,12 @@ namespace segadvise::cli {
 namespace {
 
 double gib(double bytes) { return bytes / kGiB; }
+
+std::string number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", x);
+  return buf;
+}
 
 }  // namespace
 
@@ -43,10 +51,12 @@ void print_phases(std::ostream& out, const RunPrediction& run, double usable_byt
   Table t({"phase", "peak GiB", "", "set by"});
   const double budget = usable_bytes - headroom_bytes;
   for (const auto& p : run.phases) {
-    const std::string mark = !p.runs ? "" : (p.phase == run.peak_phase ? "peak" : "") +
-                                                std::string(p.peak_vram_bytes > budget ? (p.phase == run.peak_phase ? ", over" : "over") : "");
-    t.add({to_string(p.phase), p.runs ? gib_str(p.peak_vram_bytes, 1).substr(0, gib_str(p.peak_vram_bytes, 1).size() - 4) : "-",
-           mark, p.set_by});
+    std::vector<std::string> marks;
+    if (p.runs && p.phase == run.peak_phase) marks.push_back("peak");
+    if (p.runs && p.peak_vram_bytes > budget) marks.push_back("over");
+    std::string mark;
+    for (const auto& m : marks) mark += (mark.empty() ? "" : ", ") + m;
+    t.add({to_string(p.phase), p.runs ? number(p.peak_vram_bytes / kGiB) : "-", mark, p.set_by});
   }
   t.print(out, markdown);
   out << (markdown ? "\n" : "") << "run peak: " << gib_str(run.peak_vram_bytes) << " in " << to_string(run.peak_phase)
