@@ -19,7 +19,7 @@ std::string number(double x) {
 
 }  // namespace
 
-nlohmann::ordered_json phases_json(const RunPrediction& run) {
+nlohmann::ordered_json phases_json(const RunPhases& run) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& p : run.phases) {
     nlohmann::ordered_json resident = nlohmann::ordered_json::array();  // in the order they add up
@@ -32,7 +32,7 @@ nlohmann::ordered_json phases_json(const RunPrediction& run) {
   return j;
 }
 
-nlohmann::json phase_advice_json(const RunPrediction& run) {
+nlohmann::json phase_advice_json(const RunPhases& run) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& f : run.fixes)
     a.push_back({{"phase", to_string(f.phase)}, {"key", f.key}, {"value", nlohmann::json::parse(f.value_json)},
@@ -46,7 +46,19 @@ nlohmann::json host_memory_json(const HostMemory& host) {
   return {{"peak_gib", gib(host.peak_bytes)}, {"set_by", host.set_by}, {"parts", parts}};
 }
 
-void print_phases(std::ostream& out, const RunPrediction& run, double usable_bytes, double headroom_bytes, bool markdown) {
+void add_phases_json(nlohmann::json& p, const RunPhases& run, double usable_bytes, double headroom_bytes,
+                     bool step_only) {
+  p["step_peak_vram_gib"] = p["peak_vram_gib"];
+  p["step_fits"] = p["fits"];
+  if (!step_only) {
+    p["peak_vram_gib"] = gib(run.peak_vram_bytes);
+    p["fits"] = p["step_fits"].get<bool>() && run.peak_vram_bytes + headroom_bytes <= usable_bytes;
+  }
+  p["peak_phase"] = step_only ? "training_step" : to_string(run.peak_phase);
+  p["phases"] = nlohmann::json::parse(phases_json(run).dump());
+}
+
+void print_phases(std::ostream& out, const RunPhases& run, double usable_bytes, double headroom_bytes, bool markdown) {
   out << (markdown ? "\n### The whole run\n\n" : "\nThe whole run (phases):\n");
   Table t({"phase", "peak GiB", "", "set by"});
   const double budget = usable_bytes - headroom_bytes;

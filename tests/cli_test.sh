@@ -32,6 +32,13 @@ expect 0 'fits' -- predict --model qwen-image --gpu h100 --schedule layer --back
 expect 0 'wan2.1-14b' -- list models
 expect 0 'l40s' -- list gpus
 expect 0 'custom card' -- --model sdxl --vram-gib 12
+# no input aborts: numbers too large for their type, a zero aspect, an unknown command
+expect 2 "segadvise: error: a number .* too large" -- --model flux --gpu h100 --resolution 99999999999x480
+expect 2 "segadvise: error: schedule 'interval99999999999': interval: .* is not an integer" -- predict --model flux --gpu h100 --schedule interval99999999999
+expect 2 "--aspect: '1:0'" -- advise --model sd3 --aspect 1:0 --resolution 480 --gpu h100
+expect 2 "--batch: must be positive, got -1" -- --model flux --gpu h100 --batch -1
+expect 2 "--vram-gib" -- --model flux --vram-gib nan
+expect 2 "unknown command 'frobnicate'" -- frobnicate --model flux
 # the whole run: int8 Flux quantized on the accelerator (the default) puts its 22.2 GiB bf16 base on a
 # 20 GiB card; the step alone fits (--step-only), and the phase advice names quantize_via cpu
 fixture="$(cd "$(dirname "$0")" && pwd)/fixtures/check/flux-480-square.json"

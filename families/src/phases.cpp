@@ -9,7 +9,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/embedded.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 
@@ -21,73 +23,44 @@ namespace {
 
 const char* const kOrigin = "families/data/phases/run-phases.json";
 
-[[noreturn]] void bad(const std::string& field, const std::string& what) {
-  throw InputError(std::string(kOrigin) + ": " + field + ": " + what);
+double dtype_bytes(const FieldReader& r) {
+  const std::string d = r.str("dtype", "bf16");
+  r.one_of("dtype", d, {"bf16", "fp32"});
+  return d == "fp32" ? 4 : 2;
 }
 
-double num(const json& j, const std::string& key, const std::string& where, double def, bool required = false) {
-  if (!j.contains(key) || j[key].is_null()) {
-    if (required) bad(where + key, "missing");
-    return def;
-  }
-  if (!j[key].is_number()) bad(where + key, "expected a number, got " + j[key].dump());
-  const double v = j[key].get<double>();
-  if (v < 0) bad(where + key, "must be >= 0, got " + j[key].dump());
-  return v;
-}
-
-std::string str(const json& j, const std::string& key, const std::string& where, const std::string& def) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  if (!j[key].is_string()) bad(where + key, "expected a string, got " + j[key].dump());
-  return j[key].get<std::string>();
-}
-
-bool flag(const json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key) || j[key].is_null()) return false;
-  if (!j[key].is_boolean()) bad(where + key, "expected true or false, got " + j[key].dump());
-  return j[key].get<bool>();
-}
-
-double dtype_bytes(const json& j, const std::string& where) {
-  const std::string d = str(j, "dtype", where, "bf16");
-  if (d == "bf16") return 2;
-  if (d == "fp32") return 4;
-  bad(where + "dtype", "'" + d + "' is not bf16 or fp32");
-}
-
-TextEncoderSpec parse_te(const std::string& id, const json& j) {
-  const std::string w = "text_encoders." + id + ".";
+TextEncoderSpec parse_te(const std::string& id, const FieldReader& r) {
   TextEncoderSpec t;
   t.id = id;
-  t.name = str(j, "name", w, id);
-  t.params = num(j, "params", w, 0, true);
-  t.hidden = static_cast<int>(num(j, "hidden", w, 0, true));
-  t.layers = static_cast<int>(num(j, "layers", w, 0, true));
-  t.dtype_bytes = dtype_bytes(j, w);
-  t.tag = str(j, "tag", w, "U");
-  t.source = str(j, "source", w, "");
+  t.name = r.str("name", id);
+  t.params = r.num("params", 0, true, 1, kMaxParams);
+  t.hidden = r.integer("hidden", 0, true, 1, kMaxModelDim);
+  t.layers = r.integer("layers", 0, true, 1, 4096);
+  t.dtype_bytes = dtype_bytes(r);
+  t.tag = r.str("tag", "", true);
+  t.source = r.str("source", "", true);
   return t;
 }
 
-VaeSpec parse_vae(const std::string& id, const json& j) {
-  const std::string w = "vaes." + id + ".";
+VaeSpec parse_vae(const std::string& id, const FieldReader& r) {
+  const double kMaxBytesPerPixel = 1 << 20;
   VaeSpec v;
   v.id = id;
-  v.name = str(j, "name", w, id);
-  v.params = num(j, "params", w, 0, true);
-  v.dtype_bytes = dtype_bytes(j, w);
-  v.decode_fixed_bytes = num(j, "decode_fixed_bytes", w, 0);
-  v.decode_bytes_per_pixel = num(j, "decode_bytes_per_pixel", w, 0, true);
-  v.encode_bytes_per_pixel = num(j, "encode_bytes_per_pixel", w, 0, true);
-  v.tile_side_px = static_cast<int>(num(j, "tile_side_px", w, 0));
-  v.tiled_pixels = num(j, "tiled_pixels", w, 0);
-  v.tiled_decode_bytes = num(j, "tiled_decode_bytes", w, 0);
-  v.tiled_encode_bytes = num(j, "tiled_encode_bytes", w, 0);
-  v.frames_per_chunk = static_cast<int>(num(j, "frames_per_chunk", w, 0));
-  v.tile_frames = static_cast<int>(num(j, "tile_frames", w, 0));
-  v.tiling_ignored = flag(j, "tiling_ignored", w);
-  v.tag = str(j, "tag", w, "U");
-  v.source = str(j, "source", w, "");
+  v.name = r.str("name", id);
+  v.params = r.num("params", 0, true, 1, kMaxParams);
+  v.dtype_bytes = dtype_bytes(r);
+  v.decode_fixed_bytes = r.num("decode_fixed_bytes", 0, false, 0, 1e12);
+  v.decode_bytes_per_pixel = r.num("decode_bytes_per_pixel", 0, true, 0, kMaxBytesPerPixel);
+  v.encode_bytes_per_pixel = r.num("encode_bytes_per_pixel", 0, true, 0, kMaxBytesPerPixel);
+  v.tile_side_px = r.integer("tile_side_px", 0, false, 0, kMaxEdgePixels);
+  v.tiled_pixels = r.num("tiled_pixels", 0, false, 0, double(kMaxEdgePixels) * kMaxEdgePixels);
+  v.tiled_decode_bytes = r.num("tiled_decode_bytes", 0, false, 0, 1e12);
+  v.tiled_encode_bytes = r.num("tiled_encode_bytes", 0, false, 0, 1e12);
+  v.frames_per_chunk = r.integer("frames_per_chunk", 0, false, 0, kMaxFrames);
+  v.tile_frames = r.integer("tile_frames", 0, false, 0, kMaxFrames);
+  v.tiling_ignored = r.boolean("tiling_ignored", false);
+  v.tag = r.str("tag", "", true);
+  v.source = r.str("source", "", true);
   return v;
 }
 
@@ -101,29 +74,26 @@ const PhaseCatalog& catalog() {
   static const PhaseCatalog c = [] {
     PhaseCatalog cat;
     for (std::size_t i = 0; i < kRunPhaseDataCount; ++i) {
-      json j;
-      try {
-        j = json::parse(kRunPhaseData[i].text);
-      } catch (const json::parse_error& e) {
-        bad(kRunPhaseData[i].name, std::string("malformed JSON: ") + e.what());
-      }
-      for (auto it = j.at("text_encoders").begin(); it != j.at("text_encoders").end(); ++it)
-        cat.tes[it.key()] = parse_te(it.key(), it.value());
-      for (auto it = j.at("vaes").begin(); it != j.at("vaes").end(); ++it) cat.vaes[it.key()] = parse_vae(it.key(), it.value());
-      for (auto it = j.at("families").begin(); it != j.at("families").end(); ++it) cat.families[it.key()] = it.value();
+      const std::string origin = std::string("families/data/phases/") + kRunPhaseData[i].name;
+      const json j = parse_json_text(kRunPhaseData[i].text, origin);
+      const FieldReader top{j, origin, ""};
+      for (const char* section : {"text_encoders", "vaes", "families"}) top.sub(section, true);
+      for (auto it = j["text_encoders"].begin(); it != j["text_encoders"].end(); ++it)
+        cat.tes[it.key()] = parse_te(it.key(), top.sub("text_encoders", true).sub(it.key(), true));
+      for (auto it = j["vaes"].begin(); it != j["vaes"].end(); ++it)
+        cat.vaes[it.key()] = parse_vae(it.key(), top.sub("vaes", true).sub(it.key(), true));
+      for (auto it = j["families"].begin(); it != j["families"].end(); ++it) cat.families[it.key()] = it.value();
     }
     return cat;
   }();
   return c;
 }
 
-std::vector<TextEncoderSpec> te_list(const json& ids, const std::string& where) {
-  if (!ids.is_array()) bad(where + "text_encoders", "expected an array of text-encoder ids");
+std::vector<TextEncoderSpec> te_list(const FieldReader& r) {
   std::vector<TextEncoderSpec> out;
-  for (const auto& id : ids) {
-    const std::string s = id.is_string() ? id.get<std::string>() : id.dump();
-    const auto it = catalog().tes.find(s);
-    if (it == catalog().tes.end()) bad(where + "text_encoders", "unknown text encoder '" + s + "'");
+  for (const auto& id : r.strings("text_encoders")) {
+    const auto it = catalog().tes.find(id);
+    if (it == catalog().tes.end()) r.fail("text_encoders", "names an unknown text encoder '" + brief_text(id) + "'");
     out.push_back(it->second);
   }
   return out;
@@ -139,29 +109,28 @@ FamilyPhaseData phase_data(const Family& fam, const std::string& model_flavour) 
     d.known = false;
     return d;
   }
-  const json& j = fams[fam.trainer_family];
-  const std::string w = "families." + fam.trainer_family + ".";
-  d.text_encoders = te_list(j.value("text_encoders", json::array()), w);
-  if (!model_flavour.empty() && j.contains("flavours") && j["flavours"].contains(model_flavour)) {
-    const json& f = j["flavours"][model_flavour];
-    if (f.contains("text_encoders")) d.text_encoders = te_list(f["text_encoders"], w + "flavours." + model_flavour + ".");
+  const FieldReader r = FieldReader{fams, kOrigin, "families."}.sub(fam.trainer_family, true);
+  d.text_encoders = te_list(r);
+  const FieldReader flavours = r.sub("flavours", false);
+  if (!model_flavour.empty() && flavours.get(model_flavour, false)) {
+    const FieldReader f = flavours.sub(model_flavour, true);
+    if (f.get("text_encoders", false)) d.text_encoders = te_list(f);
   }
-  d.max_tokens = static_cast<int>(num(j, "max_tokens", w, 0));
-  const std::string vae = str(j, "vae", w, "");
+  d.max_tokens = r.integer("max_tokens", 0, false, 0, kMaxTextTokens);
+  const std::string vae = r.str("vae", "");
   if (!vae.empty()) {
     const auto it = catalog().vaes.find(vae);
-    if (it == catalog().vaes.end()) bad(w + "vae", "unknown VAE '" + vae + "'");
+    if (it == catalog().vaes.end()) r.fail("vae", "names an unknown VAE '" + brief_text(vae) + "'");
     d.vae = it->second;
     d.has_vae = true;
   }
-  d.latent_channels = static_cast<int>(num(j, "latent_channels", w, 0));
-  d.cfg = str(j, "cfg", w, "unknown");
-  if (d.cfg != "batched" && d.cfg != "sequential" && d.cfg != "distilled" && d.cfg != "unknown")
-    bad(w + "cfg", "'" + d.cfg + "' is not batched, sequential, distilled or unknown");
-  d.tiling_forced = flag(j, "tiling_forced", w);
-  d.tiling_default = flag(j, "tiling_default", w);
-  d.validation_frames = static_cast<int>(num(j, "validation_frames", w, 0));
-  d.validation_frames_cap = static_cast<int>(num(j, "validation_frames_cap", w, 0));
+  d.latent_channels = r.integer("latent_channels", 0, false, 0, 4096);
+  d.cfg = r.str("cfg", "unknown");
+  r.one_of("cfg", d.cfg, {"batched", "sequential", "distilled", "unknown"});
+  d.tiling_forced = r.boolean("tiling_forced", false);
+  d.tiling_default = r.boolean("tiling_default", false);
+  d.validation_frames = r.integer("validation_frames", 0, false, 0, kMaxFrames);
+  d.validation_frames_cap = r.integer("validation_frames_cap", 0, false, 0, kMaxFrames);
   return d;
 }
 
@@ -176,10 +145,10 @@ std::string to_string(Phase p) {
   return "?";
 }
 
-const PhaseResult& RunPrediction::at(Phase p) const {
+const PhaseResult& RunPhases::at(Phase p) const {
   for (const auto& r : phases)
     if (r.phase == p) return r;
-  throw std::logic_error("RunPrediction without phase " + to_string(p));
+  throw std::logic_error("RunPhases without phase " + to_string(p));
 }
 
 // Weights of a text encoder: params x its load dtype (bf16), or x the bytes per parameter of its
@@ -648,11 +617,11 @@ std::vector<PhaseFix> fix_phase(const Ctx& c, const RunSetup& run, Phase p, doub
 
 }  // namespace
 
-RunPrediction predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
+RunPhases predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
                              const Prediction& step, const RunSetup& run, double budget_bytes) {
   Ctx c{fam, setup, chain, step, phase_data(fam, run.model_flavour), 0};
   if (step.memory.activation_peak_bytes > 0) c.frag = step.memory.fragmentation_bytes / step.memory.activation_peak_bytes;
-  RunPrediction out;
+  RunPhases out;
   if (!c.data.known)
     out.warnings.push_back("no text-encoder or VAE data for model family '" + fam.trainer_family +
                            "': the phases count the transformer only");

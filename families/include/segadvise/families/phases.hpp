@@ -130,7 +130,7 @@ struct HostMemory {
   std::string set_by;
 };
 
-struct RunPrediction {
+struct RunPhases {
   std::vector<PhaseResult> phases;  // run order; every phase present (runs=false when skipped)
   Phase peak_phase = Phase::TrainingStep;
   double peak_vram_bytes = 0;       // the largest phase peak
@@ -145,7 +145,7 @@ struct RunPrediction {
 // breakdown is reused: weights, trainable, gradients, optimizer, activations); `budget_bytes` is what
 // a phase may use (usable VRAM minus headroom; <= 0: no advice; no advice either while the step itself
 // is over it: the schedule advice comes first).
-RunPrediction predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
+RunPhases predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
                              const Prediction& step, const RunSetup& run, double budget_bytes);
 
 // The pieces, exposed for tests and for the printers' notes.
