@@ -70,8 +70,10 @@ struct PeakSink {
   }
 };
 
+// The sink goes in and comes back by value: held by reference, the running peak went to memory and
+// back once per position (a store-forwarding chain that was a third of advise's scoring).
 template <class Sink>
-void walk_timeline(const PreparedChain& pc, const Plan& plan, Sink& note, ActivationTimeline& tl) {
+Sink walk_timeline(const PreparedChain& pc, const Plan& plan, Sink note, ActivationTimeline& tl) {
   const auto& blocks = pc.chain->blocks;
   const ScaledBlock* sb = pc.scaled.data();
   // With checkpointing on, attention offload frees only part of a kept block's attention side
@@ -154,6 +156,99 @@ void walk_timeline(const PreparedChain& pc, const Plan& plan, Sink& note, Activa
       }
     }
   }
+  return note;
+}
+
+// The first position holding the largest value, as PeakSink finds it walking `live` in order
+// (0 and position 0 when none is positive). Four running maxima instead of one: a single maximum
+// carried from position to position was the whole cost of scoring a schedule.
+// (kept out of line: inlined into the walk, GCC kept one running maximum in memory)
+struct FirstPeak {
+  int at;
+  double peak;
+};
+[[gnu::noinline]] FirstPeak first_peak(const double* live, int count) {
+  double m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+  int k = 0;
+  for (; k + 4 <= count; k += 4) {
+    m0 = live[k] > m0 ? live[k] : m0;
+    m1 = live[k + 1] > m1 ? live[k + 1] : m1;
+    m2 = live[k + 2] > m2 ? live[k + 2] : m2;
+    m3 = live[k + 3] > m3 ? live[k + 3] : m3;
+  }
+  for (; k < count; ++k) m0 = live[k] > m0 ? live[k] : m0;
+  m0 = m1 > m0 ? m1 : m0;
+  m2 = m3 > m2 ? m3 : m2;
+  const double peak = m2 > m0 ? m2 : m0;
+  int at = 0;
+  if (peak > 0)
+    while (live[at] != peak) ++at;
+  return {at, peak};
+}
+
+// walk_timeline for a plan of one-block segments without attention offload (every per-block and
+// micro-block schedule): the segment bookkeeping folds away, every sum is formed as above (adding
+// the empty segment's 0.0 changes no bits), so the peak and its position are bit-identical.
+// live[] holds the positions in walk order: forward 0..n-1, then backward n-1..0.
+PeakSink single_block_peak(const PreparedChain& pc, const Plan& plan, ActivationTimeline& tl) {
+  const ScaledBlock* sb = pc.scaled.data();
+  const Segment* seg = plan.segments.data();
+  const int n = static_cast<int>(plan.segments.size());
+  const double base = pc.chain->outside_activation_bytes;
+  thread_local std::vector<double> buffer;
+  buffer.resize(3 * static_cast<std::size_t>(n));
+  double* live = buffer.data();
+  double* r = live + 2 * n;
+  double retained_sum = 0, host = 0;
+  for (int i = 0; i < n; ++i) {
+    const ScaledBlock& b = sb[i];
+    const double saved = b.saved();
+    live[i] = base + retained_sum + saved + b.transient_bytes + b.boundary_bytes;
+    double kept = 0;
+    if (seg[i].mode == BlockMode::Keep) {
+      kept = saved;  // attention + ffn + rest, all on the GPU
+    } else if (seg[i].mode == BlockMode::CheckpointFfn) {
+      if (seg[i].offload_to_host) {
+        kept = b.attention_bytes + b.rest_bytes;
+        host += b.ffn_input_bytes;
+      } else {
+        kept = b.attention_bytes + b.rest_bytes + b.ffn_input_bytes;
+      }
+    } else if (seg[i].offload_to_host) {
+      host += b.boundary_bytes;
+    } else {
+      kept = b.boundary_bytes;
+    }
+    r[i] = kept;
+    retained_sum += kept;
+  }
+  tl.retained_after_forward_bytes = retained_sum;
+  tl.host_bytes = host;
+  double before = retained_sum;
+  for (int i = n - 1; i >= 0; --i) {
+    const ScaledBlock& b = sb[i];
+    before -= r[i];
+    const double grads = 2 * b.boundary_bytes;
+    double v;
+    if (seg[i].mode == BlockMode::Checkpoint) {
+      v = base + before + b.boundary_bytes + b.saved() + grads + b.transient_bytes;
+    } else {
+      const double live_block = seg[i].mode == BlockMode::CheckpointFfn ? b.saved() + b.ffn_input_bytes : b.saved();
+      v = base + before + live_block + grads + b.transient_bytes;
+    }
+    live[2 * n - 1 - i] = v;
+  }
+  PeakSink peak;
+  const auto [at, value] = first_peak(live, 2 * n);
+  peak.peak = value;
+  if (at >= n) {
+    const int i = 2 * n - 1 - at;
+    peak.what = seg[i].mode == BlockMode::Checkpoint ? 1 : 2;
+    peak.block = i;
+  } else {
+    peak.block = at;
+  }
+  return peak;
 }
 
 }  // namespace
@@ -173,8 +268,10 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
       tl.points.push_back({phase_name(what, i), live});
     };
     walk_timeline(pc, plan, note, tl);
+  } else if (!plan.offload_attention && plan.segments.size() == blocks.size()) {
+    peak = single_block_peak(pc, plan, tl);
   } else {
-    walk_timeline(pc, plan, peak, tl);
+    peak = walk_timeline(pc, plan, peak, tl);
   }
   tl.peak_bytes = peak.peak;
   if (!blocks.empty()) tl.peak_phase = phase_name(peak.what, peak.block);
@@ -367,17 +464,18 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
   t.backward_s = pc.backward_sum_s;
   t.backward_s += (full ? coef.backward_factor + 1.0 : coef.backward_factor) * pc.outside_s;
 
-  double offload_bytes = 0, recomputed_blocks = 0;
+  // recompute_s sums in a local (through t it went to memory and back once per block)
+  double offload_bytes = 0, recomputed_blocks = 0, recompute_s = t.recompute_s;
   const double share = plan.offload_attention ? offload_share(plan, coef) : 0.0;
   for (const auto& s : plan.segments) {
     for (int i = s.begin; i < s.end; ++i) {
       if (s.mode == BlockMode::Checkpoint) {
-        t.recompute_s += pc.forward_s[i];
+        recompute_s += pc.forward_s[i];
         continue;
       }
       const BlockCost& b = chain.blocks[i];
       if (s.mode == BlockMode::CheckpointFfn) {
-        t.recompute_s += pc.ffn_forward_s[i];
+        recompute_s += pc.ffn_forward_s[i];
         if (s.offload_to_host) offload_bytes += b.ffn_input_bytes;
       }
       if (plan.offload_attention && b.attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes * share;
@@ -385,6 +483,7 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
     if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += pc.scaled[s.begin].boundary_bytes;
     if (s.mode != BlockMode::Keep) recomputed_blocks += s.end - s.begin;
   }
+  t.recompute_s = recompute_s;
   // out in forward, back in backward
   t.transfer_s = 2 * offload_bytes / pcie * (1 - coef.offload_overlap);
   if (sm.streamed_weights_bytes > 0) {

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "segadvise/costmodel/costmodel.hpp"
 
@@ -259,6 +261,20 @@ double PlanOptimizer::lower_bound_s(int flag, int position, double retained_byte
   return b.base_seconds + t0 + (need - f0) * b.rate[j];
 }
 
+// The all-keep path of run() without attention offload, position by position with run()'s own
+// limit and sums: it reaches the end with 0 s added exactly when this holds.
+bool PlanOptimizer::keeping_everything_fits(double budget_bytes) const {
+  const double limit = budget_bytes - base_bytes_ + std::abs(budget_bytes) * 1e-12;
+  if (!(limit >= 0)) return false;
+  double retained = 0;
+  for (const auto& ds : decisions_[0]) {
+    const Decision& keep = ds.front();
+    if (keep.seconds != 0.0 || retained + keep.local_bytes > limit) return false;
+    retained += keep.retained_bytes;
+  }
+  return true;
+}
+
 PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Objective objective, double upper_bound_s,
                                            std::size_t max_labels) const {
   const int n = static_cast<int>(chain_.blocks.size());
@@ -268,17 +284,20 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
   // own sums (another order of additions): a plan exactly at the budget stays in
   const double limit = budget_bytes - base_bytes_ + std::abs(budget_bytes) * 1e-12;
   if (limit < 0) return sol;
+  // labels hold positions and decision indices in 16 bits (at most 3 + 2 n decisions per position)
+  if (n > 32000) throw std::length_error("the optimal planner handles chains of up to 32000 blocks");
 
+  // 24 bytes (sorting moves labels: 32 with three ints); positions and decisions fit 16 bits
   struct Label {
     double retained, objective;
-    int prev;      // label index, -1 for the root
-    int decision;  // index into decisions[begin]
-    int begin;
+    int prev;                // label index, -1 for the root
+    std::uint16_t decision;  // index into decisions[begin]
+    std::uint16_t begin;
   };
   std::vector<Label> arena;
   std::vector<std::vector<Label>> pending(n + 1);
   std::vector<std::size_t> prune_at(n + 1, 4096);
-  pending[0].push_back({0.0, 0.0, -1, -1, -1});
+  pending[0].push_back({0.0, 0.0, -1, 0, 0});
   const double cell = options_.memory_grid_cells > 0 ? limit / options_.memory_grid_cells : 0.0;
 
   // Pareto set of (retained, objective): ascending bytes, strictly descending objective
@@ -338,17 +357,19 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
           continue;
         }
         const double next = objective == Objective::Time ? obj + d.seconds : std::max(obj, P + d.local_bytes);
-        if (bound && next + lower_bound_s(flag, d.end, P + d.retained_bytes, limit) > cutoff) continue;
         const double next_retained = P + d.retained_bytes;
         // a label with fewer bytes (a lower grid bucket) and no more time already waits there
+        // (checked before the bound: both only read, and this one is cheaper)
         const int bucket = std::min(kBuckets - 1, static_cast<int>(next_retained / bucket_bytes));
         double* tree = &fenwick[static_cast<std::size_t>(d.end) * (kBuckets + 1)];
         double below = kInf;
         for (int x = bucket; x > 0; x -= x & -x) below = std::min(below, tree[x]);
         if (below <= next) continue;
+        if (bound && next + lower_bound_s(flag, d.end, next_retained, limit) > cutoff) continue;
         for (int x = bucket + 1; x <= kBuckets; x += x & -x) tree[x] = std::min(tree[x], next);
         auto& dest = pending[d.end];
-        dest.push_back({next_retained, next, static_cast<int>(id), static_cast<int>(k), i});
+        dest.push_back({next_retained, next, static_cast<int>(id), static_cast<std::uint16_t>(k),
+                        static_cast<std::uint16_t>(i)});
         if (dest.size() >= prune_at[d.end]) {
           pareto(dest);
           prune_at[d.end] = std::max<std::size_t>(4096, 2 * dest.size());
@@ -403,11 +424,17 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   out.activation_budget_bytes = budget_bytes;
   int best_flag = -1;
   Solution best;
-  // a quick pass with a handful of labels per position: a feasible plan, its time an upper bound
+  // a quick pass with a handful of labels per position: a feasible plan, its time an upper bound.
+  // When keeping every block fits, that pass would find the all-keep plan's 0 s (no decision adds
+  // negative time): take the bound without the pass (for Stable Cascade the pass was most of advise).
   double upper = kInf;
-  for (int f : flags_) {
-    const Solution quick = run(f, budget_bytes, Objective::Time, kInf, 48);
-    if (quick.found) upper = std::min(upper, quick.objective);
+  if (keeping_everything_fits(budget_bytes)) {
+    upper = 0.0;
+  } else {
+    for (int f : flags_) {
+      const Solution quick = run(f, budget_bytes, Objective::Time, kInf, 48);
+      if (quick.found) upper = std::min(upper, quick.objective);
+    }
   }
   for (int f : flags_) {
     Solution s = run(f, budget_bytes, Objective::Time, upper, options_.max_labels);

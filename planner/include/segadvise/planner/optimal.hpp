@@ -132,6 +132,7 @@ class PlanOptimizer {
                std::size_t max_labels) const;
   Plan to_plan(int flag, const std::vector<int>& decisions) const;
   OptimalPlan solve_activation(double budget_bytes) const;
+  bool keeping_everything_fits(double budget_bytes) const;
 
   const BlockChain& chain_;
   const TrainingSetup& setup_;
