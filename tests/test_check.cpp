@@ -313,3 +313,39 @@ TEST_CASE("a failed write leaves no partial output file") {
   CHECK(fs::is_directory(dir / "out.json"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("read_run_setup reads every key that moves a phase, with the trainer's defaults") {
+  using nlohmann::ordered_json;
+  const RunSetup d = read_run_setup(ordered_json::object(), "cfg.json");
+  CHECK(d.quantize_via == "accelerator");  // registry/model.py:578
+  CHECK(d.validation_width == 256);        // validation_resolution "256"
+  CHECK(d.validation_step_interval == 100);
+  CHECK(d.validation_guidance == doctest::Approx(7.5));
+  CHECK_FALSE(d.set_grads_to_none);
+  CHECK(d.ema_device == "cpu");
+  const RunSetup r = read_run_setup(ordered_json::parse(R"({
+    "--offload_during_startup": true, "validation_resolution": "512x512, 1280x720", "validation_steps": 0,
+    "quantize_via": "cpu", "text_encoder_2_precision": "int8-quanto", "vae_batch_size": 2,
+    "validation_num_video_frames": 49, "set_grads_to_none": "true", "ema_device": "accelerator",
+    "ramtorch": true, "ramtorch_text_encoder": true, "max_train_steps": 1000})"), "cfg.json");
+  CHECK(r.offload_during_startup);
+  CHECK(r.validation_width == 1280);  // the largest by area: 1280 x 720 = 921,600 > 512 x 512 = 262,144
+  CHECK(r.validation_height == 720);
+  CHECK(r.validation_step_interval == 0);  // validation_steps: the older spelling
+  CHECK(r.quantize_via == "cpu");
+  REQUIRE(r.text_encoder_precision.size() == 4);
+  CHECK(r.text_encoder_precision[0] == "no_change");
+  CHECK(r.text_encoder_precision[1] == "int8-quanto");
+  CHECK(r.vae_batch_size == 2);
+  CHECK(r.validation_num_video_frames == 49);
+  CHECK(r.set_grads_to_none);
+  CHECK(r.ema_device == "accelerator");
+  CHECK(r.ramtorch_text_encoder);
+  CHECK(r.max_train_steps == 1000);
+  // values under 128 are megapixels: 1.0 -> sqrt(1e6) = 1000 px a side
+  CHECK(read_run_setup(ordered_json::parse(R"({"validation_resolution": "1.0"})"), "c").validation_width == 1000);
+  CHECK_THROWS_WITH_AS(read_run_setup(ordered_json::parse(R"({"quantize_via": "gpu"})"), "cfg.json"),
+                       doctest::Contains("quantize_via: 'gpu'"), InputError);
+  CHECK_THROWS_AS(read_run_setup(ordered_json::parse(R"({"validation_resolution": "big"})"), "cfg.json"), InputError);
+  CHECK_THROWS_AS(read_run_setup(ordered_json::parse(R"({"text_encoder_1_precision": "int9"})"), "cfg.json"), InputError);
+}
