@@ -1,7 +1,9 @@
 // segadvise check CONFIG.json --gpu G: reads a SimpleTuner config and its data backends as the
 // trainer does, predicts the run's peak VRAM and sec/step for the config's own checkpointing keys,
 // and warns where the trainer ignores or rejects a key. --advise recommends from the config's setup;
-// --emit simpletuner --output NEW.json writes the config back with only the checkpointing keys changed.
+// --emit simpletuner --output NEW.json writes the config back with only the checkpointing keys (and the
+// phase advice's keys) changed. The verdict is the whole run's (families/phases.hpp: startup caching,
+// model load, step, validation, save) unless --step-only.
 // Flags and config -> request -> advisor (check_report, which advises once when asked) -> printer.
 // Exit codes: 0 fits, 1 does not fit or the trainer would not run it, 2 bad input.
 #include <iostream>
@@ -9,6 +11,8 @@
 #include "commands.hpp"
 #include "config_reader.hpp"
 #include "emitters.hpp"
+#include "gpu_detect.hpp"
+#include "phases_output.hpp"
 #include "printer.hpp"
 #include "trainer_check.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
@@ -31,7 +35,14 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   req.warnings = cr.warnings;
   req.advise = o.advise || !o.emit.empty();
   req.advice_options.keep_all = o.show_all;
-  const CheckReport r = check_report(req);
+  req.run_setup = cr.run;
+  req.step_only = o.step_only;
+  CheckReport r = check_report(req);
+  // --gpu auto: this machine runs it, so its memory is known
+  const double host_bytes = o.flags.gpu == "auto" && r.phases ? detect_host_memory_bytes() : 0.0;
+  if (host_bytes > 0 && r.phases->host.peak_bytes > host_bytes)
+    r.warnings.push_back("host memory: the run needs about " + gib_str(r.phases->host.peak_bytes) + " (" +
+                         r.phases->host.set_by + "), this machine has " + gib_str(host_bytes));
 
   CheckView v;
   v.config = o.config;
@@ -45,7 +56,10 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   v.emit_simpletuner = o.emit == "simpletuner";
   v.indent = cr.indent;
   if (v.emit_simpletuner && r.advice->recommended()) {
-    v.updated = with_schedule(cr.raw, r.advice->recommended()->schedule);
+    // the recommended schedule, and the keys that bring the run's other phases under the card
+    const RunPhases* run = r.advice->phases ? &*r.advice->phases : nullptr;
+    v.updated = with_phase_fixes(with_schedule(cr.raw, r.advice->recommended()->schedule),
+                                 run && !o.step_only ? run->fixes : std::vector<PhaseFix>{});
     v.output = o.output;
     if (!o.output.empty()) write_file_atomically(o.output, v.updated->dump(v.indent) + "\n");
   }
@@ -69,6 +83,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--aspect", *aspect, "aspect W:H of the source images/videos (default 1:1 for images, 16:9 for video)");
   add_output_flags(cmd, o->flags);
   cmd->add_flag("--advise", o->advise, "also recommend a schedule for this config's setup");
+  cmd->add_flag("--step-only", o->step_only, "judge the training step alone (not startup caching, loading, validation, saving)");
   cmd->add_flag("--all", o->show_all, "with --advise: list every supported schedule");
   cmd->add_option("--emit", o->emit, "with --advise: config for simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
   cmd->add_option("--output,-o", o->output, "with --emit of the config's own trainer: write the updated config here (atomically)");

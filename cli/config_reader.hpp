@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "segadvise/families/phases.hpp"
 
 namespace segadvise::cli {
 
@@ -55,7 +56,12 @@ struct ConfigRead {
   // realize() judges): the prediction is `supported: false` with these reasons.
   std::vector<std::string> rejections;
   std::vector<std::string> warnings;  // keys the trainer ignores or changes, and assumptions
+  RunSetup run;  // the keys that move the run's other phases (startup, load, validation, save)
 };
+
+// The keys of a SimpleTuner config that move a phase other than the step, with the trainer's defaults.
+// Throws InputError (file, key, value) for bad values.
+RunSetup read_run_setup(const nlohmann::ordered_json& raw, const std::string& origin);
 
 // Reads the config and its data backend(s). Throws InputError (file, key, value) for bad input.
 ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt);
@@ -75,6 +81,7 @@ struct CheckOptions {
   ReadOptions read;
   bool advise = false;
   bool show_all = false;
+  bool step_only = false;  // --step-only: the verdict and exit code use the training step alone
   std::string emit;    // trainer for --emit
   std::string output;  // --output for --emit simpletuner (or the config's own trainer)
   std::string trainer;  // --trainer: simpletuner, musubi, ai-toolkit, onetrainer, diffusers ("" : detected)

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "segadvise/families/family.hpp"
@@ -151,6 +153,18 @@ GpuSpec auto_gpu() {
   g.source = "detected through " + d.via + (d.free_bytes > 0 ? ", " + std::to_string(static_cast<long long>(d.free_bytes / kMiB)) + " MiB free now" : "") +
              (link > 0 ? ", PCIe gen " + std::to_string(d.pcie_generation) + " x" + std::to_string(d.pcie_width) : "");
   return g;
+}
+
+double detect_host_memory_bytes(const std::string& meminfo_path) {
+  std::ifstream in(meminfo_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key, unit;
+    double value = 0;
+    if (fields >> key >> value >> unit && key == "MemTotal:" && unit == "kB") return value * 1024;
+  }
+  return 0;
 }
 
 }  // namespace segadvise::cli

@@ -30,4 +30,7 @@ double pcie_link_bytes_per_s(int generation, int width);
 // --gpu auto as a GpuSpec: the catalog entry with the detected memory, or a custom card.
 GpuSpec auto_gpu();
 
+// The machine's memory (MemTotal of /proc/meminfo), bytes; 0 when unknown.
+double detect_host_memory_bytes(const std::string& meminfo_path = "/proc/meminfo");
+
 }  // namespace segadvise::cli

@@ -4,6 +4,7 @@
 
 #include "advise_optimal.hpp"
 #include "output.hpp"
+#include "phases_output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise::cli {
@@ -36,6 +37,14 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
     j["recommendation"] = {{"schedule", to_json(c->schedule)},
                            {"prediction", to_json(c->prediction)},
                            {"config", simpletuner_keys(c->schedule)}};
+    if (r.phases) {  // the recommended schedule's whole run (the recommendation itself is the step's)
+      j["recommendation"]["phases"] = nlohmann::json::parse(phases_json(*r.phases).dump());
+      j["recommendation"]["run_peak_vram_gib"] = r.phases->peak_vram_bytes / kGiB;
+      j["recommendation"]["run_peak_phase"] = to_string(r.phases->peak_phase);
+      j["recommendation"]["run_fits"] =
+          r.phases->peak_vram_bytes + ctx.headroom_bytes <= usable_vram_bytes(ctx.gpu, ctx.coef);
+      j["recommendation"]["phase_advice"] = phase_advice_json(*r.phases);
+    }
   } else {
     j["recommendation"] = nullptr;
     j["shortfall_gib"] = a.shortfall_bytes / kGiB;
@@ -141,6 +150,7 @@ void TablePrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
   print_optimal(out_, r.optimal, a, md_);
   out_ << "\n";
   print_recommendation(out_, r, md_);
+  if (r.phases) print_phases(out_, *r.phases, usable_vram_bytes(ctx.gpu, ctx.coef), ctx.headroom_bytes, md_);
   if (trainer) print_trainer_advice(out_, *trainer, md_);
 }
 
@@ -163,6 +173,11 @@ void TablePrinter::check(const CheckView& v) {
        << to_string(c.schedule.backend) << ")" << (c.plan.supported ? " — " + c.plan.plan.description : std::string())
        << "\n\n";
   print_prediction(out_, c.prediction, md_);
+  if (r.phases) {
+    print_phases(out_, *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, md_);
+    out_ << (md_ ? "\n**" : "\n") << "Verdict" << (r.step_only ? " (training step only)" : " (whole run)") << ": "
+         << (r.fits() ? "fits" : "does NOT fit") << (md_ ? "**\n" : "\n");
+  }
   if (!r.warnings.empty()) out_ << (md_ ? "\n### Warnings\n\n" : "\n");
   for (const auto& w : r.warnings) out_ << (md_ ? "- " : "warning: ") << w << "\n";
   if (!r.advice) return;
@@ -180,7 +195,7 @@ void TablePrinter::check(const CheckView& v) {
   }
   const std::string best = r.advice->recommended()->schedule.name();
   if (!v.output.empty())
-    out_ << "\nWrote " << v.output << " (" << best << "; only the checkpointing keys changed)\n";
+    out_ << "\nWrote " << v.output << " (" << best << "; only the checkpointing and phase-advice keys changed)\n";
   else
     out_ << "\nThe config with the recommended schedule (" << best << "):\n" << v.updated->dump(v.indent) << "\n";
 }
@@ -221,6 +236,11 @@ void JsonPrinter::check(const CheckView& v) {
   j["schedule"] = to_json(c.schedule);
   j["plan"] = c.plan.supported ? nlohmann::json(c.plan.plan.description) : nlohmann::json(nullptr);
   j["prediction"] = to_json(c.prediction);
+  if (r.phases) {
+    add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only);
+    j["phase_advice"] = phase_advice_json(*r.phases);
+    j["host_memory"] = host_memory_json(r.phases->host);
+  }
   j["warnings"] = r.warnings;
   if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer);
   if (v.nothing_to_write) j["emitted"] = nullptr;

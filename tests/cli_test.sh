@@ -69,5 +69,12 @@ if [[ -n $torch_bin ]]; then
   expect 2 "^segadvise: error: .*'garbage'" -- validate --model "$tiny" --schedule garbage
   expect 2 "--format" -- validate --model "$tiny" --schedule layer --format yaml
 fi
+# the whole run: int8 Flux quantized on the accelerator (the default) puts its 22.2 GiB bf16 base on a
+# 20 GiB card; the step alone fits (--step-only), and the phase advice names quantize_via cpu
+fixture="$(cd "$(dirname "$0")" && pwd)/fixtures/check/flux-480-square.json"
+expect 1 'model_load .*peak, over' -- check "$fixture" --vram-gib 20
+expect 1 'quantize_via: "cpu"' -- check "$fixture" --vram-gib 20
+expect 0 'Verdict \(training step only\): fits' -- check "$fixture" --vram-gib 20 --step-only
+expect 1 '"peak_phase": "model_load"' -- check "$fixture" --vram-gib 20 --format json
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

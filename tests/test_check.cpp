@@ -239,7 +239,7 @@ TEST_CASE("check exits 0 when the config fits, 1 when it does not, 2 for bad inp
   CHECK(err.find("--emit: 'kohya'") != std::string::npos);
 }
 
-TEST_CASE("the emitted SimpleTuner config differs only in checkpointing keys, in the same order") {
+TEST_CASE("the emitted SimpleTuner config differs only in checkpointing keys and the phase advice's, in the same order") {
   const std::string dest = (fs::temp_directory_path() / "segadvise-test-emitted.json").string();
   fs::remove(dest);
   CheckOptions o = check_opts("flux-480-square.json");
@@ -254,16 +254,20 @@ TEST_CASE("the emitted SimpleTuner config differs only in checkpointing keys, in
   REQUIRE(fs::exists(dest));
   const auto before = read_json_file(kDir + "flux-480-square.json", "test");
   const auto after = read_json_file(dest, "test");
+  // int8-quanto Flux quantized on the accelerator (the default) puts its 23.8 GB bf16 base on the
+  // 20 GiB card: the model-load phase's advice, quantize_via cpu, is written too
+  CHECK(after.value("quantize_via", "") == "cpu");
+  std::vector<std::string> changed = checkpointing_keys();
+  changed.push_back("quantize_via");
   std::vector<std::string> kb, ka;
   for (auto it = before.begin(); it != before.end(); ++it)
-    if (std::find(checkpointing_keys().begin(), checkpointing_keys().end(), it.key()) == checkpointing_keys().end()) {
+    if (std::find(changed.begin(), changed.end(), it.key()) == changed.end()) {
       kb.push_back(it.key());
       CHECK(after.contains(it.key()));
       if (after.contains(it.key())) CHECK(after[it.key()] == it.value());
     }
   for (auto it = after.begin(); it != after.end(); ++it)
-    if (std::find(checkpointing_keys().begin(), checkpointing_keys().end(), it.key()) == checkpointing_keys().end())
-      ka.push_back(it.key());
+    if (std::find(changed.begin(), changed.end(), it.key()) == changed.end()) ka.push_back(it.key());
   CHECK(ka == kb);
   fs::remove(dest);
 }
@@ -308,4 +312,40 @@ TEST_CASE("a failed write leaves no partial output file") {
   CHECK(left == std::vector<std::string>{"out.json"});
   CHECK(fs::is_directory(dir / "out.json"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("read_run_setup reads every key that moves a phase, with the trainer's defaults") {
+  using nlohmann::ordered_json;
+  const RunSetup d = read_run_setup(ordered_json::object(), "cfg.json");
+  CHECK(d.quantize_via == "accelerator");  // registry/model.py:578
+  CHECK(d.validation_width == 256);        // validation_resolution "256"
+  CHECK(d.validation_step_interval == 100);
+  CHECK(d.validation_guidance == doctest::Approx(7.5));
+  CHECK_FALSE(d.set_grads_to_none);
+  CHECK(d.ema_device == "cpu");
+  const RunSetup r = read_run_setup(ordered_json::parse(R"({
+    "--offload_during_startup": true, "validation_resolution": "512x512, 1280x720", "validation_steps": 0,
+    "quantize_via": "cpu", "text_encoder_2_precision": "int8-quanto", "vae_batch_size": 2,
+    "validation_num_video_frames": 49, "set_grads_to_none": "true", "ema_device": "accelerator",
+    "ramtorch": true, "ramtorch_text_encoder": true, "max_train_steps": 1000})"), "cfg.json");
+  CHECK(r.offload_during_startup);
+  CHECK(r.validation_width == 1280);  // the largest by area: 1280 x 720 = 921,600 > 512 x 512 = 262,144
+  CHECK(r.validation_height == 720);
+  CHECK(r.validation_step_interval == 0);  // validation_steps: the older spelling
+  CHECK(r.quantize_via == "cpu");
+  REQUIRE(r.text_encoder_precision.size() == 4);
+  CHECK(r.text_encoder_precision[0] == "no_change");
+  CHECK(r.text_encoder_precision[1] == "int8-quanto");
+  CHECK(r.vae_batch_size == 2);
+  CHECK(r.validation_num_video_frames == 49);
+  CHECK(r.set_grads_to_none);
+  CHECK(r.ema_device == "accelerator");
+  CHECK(r.ramtorch_text_encoder);
+  CHECK(r.max_train_steps == 1000);
+  // values under 128 are megapixels: 1.0 -> sqrt(1e6) = 1000 px a side
+  CHECK(read_run_setup(ordered_json::parse(R"({"validation_resolution": "1.0"})"), "c").validation_width == 1000);
+  CHECK_THROWS_WITH_AS(read_run_setup(ordered_json::parse(R"({"quantize_via": "gpu"})"), "cfg.json"),
+                       doctest::Contains("quantize_via: 'gpu'"), InputError);
+  CHECK_THROWS_AS(read_run_setup(ordered_json::parse(R"({"validation_resolution": "big"})"), "cfg.json"), InputError);
+  CHECK_THROWS_AS(read_run_setup(ordered_json::parse(R"({"text_encoder_1_precision": "int9"})"), "cfg.json"), InputError);
 }

@@ -1,6 +1,11 @@
 // Flag parsing: one strict --aspect, and the validators that reject meaningless numbers.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "gpu_detect.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -101,4 +106,10 @@ TEST_CASE("calibrate, accuracy and list check their flags with validators, not b
   CHECK(parse_command({"accuracy", "--format", "yaml"}).find("--format") != std::string::npos);
   CHECK(parse_command({"list", "modles"}).find("modles") != std::string::npos);
   CHECK(parse_command({"list", "models", "--format", "xml"}).find("--format") != std::string::npos);
+TEST_CASE("the machine's memory is MemTotal of /proc/meminfo") {
+  const std::string path = (std::filesystem::temp_directory_path() / "segadvise-test-meminfo").string();
+  std::ofstream(path) << "MemFree:         1000 kB\nMemTotal:       131072 kB\n";
+  CHECK(segadvise::cli::detect_host_memory_bytes(path) == doctest::Approx(131072.0 * 1024));  // 128 MiB
+  CHECK(segadvise::cli::detect_host_memory_bytes(path + ".missing") == 0);
+  std::filesystem::remove(path);
 }

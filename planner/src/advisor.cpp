@@ -171,10 +171,16 @@ PredictionReport predict_report(const AdvisorRequest& request, const Schedule& s
   return {std::move(ctx), std::move(c)};
 }
 
+RunPhases predict_run(const Context& ctx, const Prediction& step, const RunSetup& run) {
+  return predict_phases(*ctx.family, ctx.setup, ctx.chain, step, run,
+                        usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes);
+}
+
 AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
-  AdviceReport r{ctx, advise_schedules(ctx, options.keep_all), {}, {}, options.keep_all};
+  AdviceReport r{ctx, advise_schedules(ctx, options.keep_all), {}, {}, options.keep_all, std::nullopt};
   r.optimal = compute_optimal(ctx, r.advice, options.with_front);
   if (r.advice.recommended < 0) r.alternatives = what_would_fit(ctx);
+  if (const Candidate* c = r.recommended()) r.phases = predict_run(ctx, c->prediction, options.run_setup);
   return r;
 }
 
@@ -205,7 +211,7 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 }  // namespace
 
 CheckReport check_report(const CheckRequest& request) {
-  CheckReport r{Context(request.run), {}, request.warnings, std::nullopt};
+  CheckReport r{Context(request.run), {}, request.warnings, std::nullopt, std::nullopt, false};
   const Context& ctx = r.context;
   for (const auto& w : ctx.warnings) r.warnings.push_back(w);
   Candidate& c = r.candidate;
@@ -228,7 +234,16 @@ CheckReport check_report(const CheckRequest& request) {
     }
   }
   for (const auto& w : c.plan.warnings) r.warnings.push_back(w);
-  if (request.advise) r.advice.emplace(advise_report(ctx, request.advice_options));
+  r.step_only = request.step_only;
+  if (c.prediction.supported) {
+    r.phases = predict_run(ctx, c.prediction, request.run_setup);
+    for (const auto& w : r.phases->warnings) r.warnings.push_back(w);
+  }
+  if (request.advise) {
+    AdviceOptions options = request.advice_options;
+    options.run_setup = request.run_setup;
+    r.advice.emplace(advise_report(ctx, options));
+  }
   return r;
 }
 

@@ -18,5 +18,7 @@ extern const EmbeddedFile kTrainerData[];  // families/data/trainer
 extern const std::size_t kTrainerDataCount;
 extern const EmbeddedFile kCalibrationData[];  // calibration/data
 extern const std::size_t kCalibrationDataCount;
+extern const EmbeddedFile kRunPhaseData[];  // families/data/phases (text encoders, VAEs, validation rules)
+extern const std::size_t kRunPhaseDataCount;
 
 }  // namespace segadvise

@@ -16,6 +16,7 @@
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
+#include "segadvise/families/phases.hpp"
 #include "segadvise/families/profile.hpp"
 #include "segadvise/planner/optimal.hpp"
 #include "segadvise/planner/planner.hpp"
@@ -105,6 +106,7 @@ struct PredictionReport {
 struct AdviceOptions {
   bool keep_all = false;    // every supported schedule, not only the Pareto front
   bool with_front = false;  // the Pareto front of optimal plans (~100 ms; seconds on long chains)
+  RunSetup run_setup;       // the keys that move the run's other phases (the trainer's defaults)
 };
 
 struct AdviceReport {
@@ -113,6 +115,7 @@ struct AdviceReport {
   OptimalView optimal;
   std::vector<Alternative> alternatives;  // only when nothing fits
   bool keep_all = false;
+  std::optional<RunPhases> phases;    // the recommendation's whole run (startup … save)
   const Candidate* recommended() const {
     return advice.recommended >= 0 ? &advice.candidates[advice.recommended] : nullptr;
   }
@@ -126,6 +129,8 @@ struct CheckRequest {
   std::vector<std::string> warnings;    // keys ignored or changed, assumptions
   bool advise = false;                  // also advise over the run's setup
   AdviceOptions advice_options;
+  RunSetup run_setup;                   // the keys that move the run's other phases
+  bool step_only = false;               // judge the training step alone, not the whole run
 };
 
 struct CheckReport {
@@ -133,8 +138,20 @@ struct CheckReport {
   Candidate candidate;                // the config's own schedule
   std::vector<std::string> warnings;  // the reader's, the context's, "runs as …", the plan's
   std::optional<AdviceReport> advice;
-  bool fits() const { return candidate.prediction.supported && candidate.prediction.fits; }
+  std::optional<RunPhases> phases;  // the whole run (none when the trainer would not run it)
+  bool step_only = false;
+  bool step_fits() const { return candidate.prediction.supported && candidate.prediction.fits; }
+  // the whole run's peak against the card (the step's alone with step_only)
+  bool run_fits() const {
+    return step_fits() && phases &&
+           phases->peak_vram_bytes + context.headroom_bytes <= candidate.prediction.usable_vram_bytes;
+  }
+  bool fits() const { return step_only ? step_fits() : run_fits(); }
 };
+
+// The whole run around a predicted step (families/phases.hpp): phase advice against the card's
+// usable memory minus the headroom.
+RunPhases predict_run(const Context& ctx, const Prediction& step, const RunSetup& run);
 
 PredictionReport predict_report(const AdvisorRequest& request, const Schedule& schedule);
 AdviceReport advise_report(const AdvisorRequest& request, const AdviceOptions& options);

@@ -1,0 +1,649 @@
+// The phases of a SimpleTuner run (shared/reference/simpletuner-run-phases.md, cited as §A1 … §E).
+// Every phase's peak is a sum of what is resident plus the largest working set while it runs; the
+// arithmetic of each is in the comment above its function.
+#include "segadvise/families/phases.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "segadvise/costmodel/constants.hpp"
+#include "segadvise/costmodel/embedded.hpp"
+#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
+
+namespace segadvise {
+
+using nlohmann::json;
+
+namespace {
+
+const char* const kOrigin = "families/data/phases/run-phases.json";
+
+double dtype_bytes(const FieldReader& r) {
+  const std::string d = r.str("dtype", "bf16");
+  r.one_of("dtype", d, {"bf16", "fp32"});
+  return d == "fp32" ? 4 : 2;
+}
+
+TextEncoderSpec parse_te(const std::string& id, const FieldReader& r) {
+  TextEncoderSpec t;
+  t.id = id;
+  t.name = r.str("name", id);
+  t.params = r.num("params", 0, true, 1, kMaxParams);
+  t.hidden = r.integer("hidden", 0, true, 1, kMaxModelDim);
+  t.layers = r.integer("layers", 0, true, 1, 4096);
+  t.dtype_bytes = dtype_bytes(r);
+  t.tag = r.str("tag", "", true);
+  t.source = r.str("source", "", true);
+  return t;
+}
+
+VaeSpec parse_vae(const std::string& id, const FieldReader& r) {
+  const double kMaxBytesPerPixel = 1 << 20;
+  VaeSpec v;
+  v.id = id;
+  v.name = r.str("name", id);
+  v.params = r.num("params", 0, true, 1, kMaxParams);
+  v.dtype_bytes = dtype_bytes(r);
+  v.decode_fixed_bytes = r.num("decode_fixed_bytes", 0, false, 0, 1e12);
+  v.decode_bytes_per_pixel = r.num("decode_bytes_per_pixel", 0, true, 0, kMaxBytesPerPixel);
+  v.encode_bytes_per_pixel = r.num("encode_bytes_per_pixel", 0, true, 0, kMaxBytesPerPixel);
+  v.tile_side_px = r.integer("tile_side_px", 0, false, 0, kMaxEdgePixels);
+  v.tiled_pixels = r.num("tiled_pixels", 0, false, 0, double(kMaxEdgePixels) * kMaxEdgePixels);
+  v.tiled_decode_bytes = r.num("tiled_decode_bytes", 0, false, 0, 1e12);
+  v.tiled_encode_bytes = r.num("tiled_encode_bytes", 0, false, 0, 1e12);
+  v.frames_per_chunk = r.integer("frames_per_chunk", 0, false, 0, kMaxFrames);
+  v.tile_frames = r.integer("tile_frames", 0, false, 0, kMaxFrames);
+  v.tiling_ignored = r.boolean("tiling_ignored", false);
+  v.tag = r.str("tag", "", true);
+  v.source = r.str("source", "", true);
+  return v;
+}
+
+struct PhaseCatalog {
+  std::map<std::string, TextEncoderSpec> tes;
+  std::map<std::string, VaeSpec> vaes;
+  json families;
+};
+
+const PhaseCatalog& catalog() {
+  static const PhaseCatalog c = [] {
+    PhaseCatalog cat;
+    for (std::size_t i = 0; i < kRunPhaseDataCount; ++i) {
+      const std::string origin = std::string("families/data/phases/") + kRunPhaseData[i].name;
+      const json j = parse_json_text(kRunPhaseData[i].text, origin);
+      const FieldReader top{j, origin, ""};
+      for (const char* section : {"text_encoders", "vaes", "families"}) top.sub(section, true);
+      for (auto it = j["text_encoders"].begin(); it != j["text_encoders"].end(); ++it)
+        cat.tes[it.key()] = parse_te(it.key(), top.sub("text_encoders", true).sub(it.key(), true));
+      for (auto it = j["vaes"].begin(); it != j["vaes"].end(); ++it)
+        cat.vaes[it.key()] = parse_vae(it.key(), top.sub("vaes", true).sub(it.key(), true));
+      for (auto it = j["families"].begin(); it != j["families"].end(); ++it) cat.families[it.key()] = it.value();
+    }
+    return cat;
+  }();
+  return c;
+}
+
+std::vector<TextEncoderSpec> te_list(const FieldReader& r) {
+  std::vector<TextEncoderSpec> out;
+  for (const auto& id : r.strings("text_encoders")) {
+    const auto it = catalog().tes.find(id);
+    if (it == catalog().tes.end()) r.fail("text_encoders", "names an unknown text encoder '" + brief_text(id) + "'");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace
+
+FamilyPhaseData phase_data(const Family& fam, const std::string& model_flavour) {
+  FamilyPhaseData d;
+  d.trainer_family = fam.trainer_family;
+  const json& fams = catalog().families;
+  if (!fams.contains(fam.trainer_family)) {
+    d.known = false;
+    return d;
+  }
+  const FieldReader r = FieldReader{fams, kOrigin, "families."}.sub(fam.trainer_family, true);
+  d.text_encoders = te_list(r);
+  const FieldReader flavours = r.sub("flavours", false);
+  if (!model_flavour.empty() && flavours.get(model_flavour, false)) {
+    const FieldReader f = flavours.sub(model_flavour, true);
+    if (f.get("text_encoders", false)) d.text_encoders = te_list(f);
+  }
+  d.max_tokens = r.integer("max_tokens", 0, false, 0, kMaxTextTokens);
+  const std::string vae = r.str("vae", "");
+  if (!vae.empty()) {
+    const auto it = catalog().vaes.find(vae);
+    if (it == catalog().vaes.end()) r.fail("vae", "names an unknown VAE '" + brief_text(vae) + "'");
+    d.vae = it->second;
+    d.has_vae = true;
+  }
+  d.latent_channels = r.integer("latent_channels", 0, false, 0, 4096);
+  d.cfg = r.str("cfg", "unknown");
+  r.one_of("cfg", d.cfg, {"batched", "sequential", "distilled", "unknown"});
+  d.tiling_forced = r.boolean("tiling_forced", false);
+  d.tiling_default = r.boolean("tiling_default", false);
+  d.validation_frames = r.integer("validation_frames", 0, false, 0, kMaxFrames);
+  d.validation_frames_cap = r.integer("validation_frames_cap", 0, false, 0, kMaxFrames);
+  return d;
+}
+
+std::string to_string(Phase p) {
+  switch (p) {
+    case Phase::StartupCaching: return "startup_caching";
+    case Phase::ModelLoad: return "model_load";
+    case Phase::TrainingStep: return "training_step";
+    case Phase::Validation: return "validation";
+    case Phase::Save: return "save";
+  }
+  return "?";
+}
+
+const PhaseResult& RunPhases::at(Phase p) const {
+  for (const auto& r : phases)
+    if (r.phase == p) return r;
+  throw std::logic_error("RunPhases without phase " + to_string(p));
+}
+
+// Weights of a text encoder: params x its load dtype (bf16), or x the bytes per parameter of its
+// text_encoder_N_precision when quantized (run-phases §A1 steps 1-3: quantized on the CPU, then moved
+// to the GPU at that size for the text-embed cache).
+double text_encoder_bytes(const TextEncoderSpec& te, const std::string& precision) {
+  if (precision.empty() || precision == "no_change") return te.params * te.dtype_bytes;
+  const PrecisionInfo p = precision_info(precision);
+  return te.params * (p.quantized ? p.bytes_per_param : te.dtype_bytes);
+}
+
+// run-phases §D "Text encoders": all hidden states at text_encoder_batch_size captions; a 28-layer,
+// 3584-wide model at 1024 tokens: 1024 x 3584 x 29 x 2 B = 0.21 GB ("about 0.2 GB").
+double text_encoder_activation_bytes(const TextEncoderSpec& te, int batch, int tokens) {
+  return static_cast<double>(std::max(1, batch)) * std::max(0, tokens) * te.hidden * (te.layers + 1) * 2.0;
+}
+
+// A VAE pass (run-phases §D): per output pixel x pixels x the frames decoded at once, per clip.
+//   untiled: fixed + bytes_per_pixel x W x H x frames_at_once
+//   tiled (only when the larger side exceeds tile_side_px and the family honours the flag): the
+//     measured tiled working set x frames_at_once, or bytes_per_pixel x min(W x H, one tile)
+//   frames_at_once: min(frames, frames_per_chunk) for streaming decoders (Wan), all frames for LTX
+//     (min(frames, tile_frames) when tiled), 1 for images
+//   clips: all at once, or one at a time with vae_enable_slicing
+double vae_activation_bytes(const VaeSpec& vae, bool decode, int width, int height, int frames, int images,
+                            bool tiling, bool slicing) {
+  const double per_px = decode ? vae.decode_bytes_per_pixel : vae.encode_bytes_per_pixel;
+  const double fixed = decode ? vae.decode_fixed_bytes : 0.0;
+  const int f = std::max(1, frames);
+  const bool tiled = tiling && !vae.tiling_ignored && vae.tile_side_px > 0 && std::max(width, height) > vae.tile_side_px;
+  double at_once = f;
+  if (vae.frames_per_chunk > 0) at_once = std::min(f, vae.frames_per_chunk);
+  if (tiled && vae.tile_frames > 0) at_once = std::min(f, vae.tile_frames);
+  const double pixels = static_cast<double>(width) * height;
+  double one = fixed + per_px * pixels * at_once;
+  if (tiled) {
+    const double measured = decode ? vae.tiled_decode_bytes : vae.tiled_encode_bytes;
+    if (measured > 0) one = fixed + measured * at_once;
+    else if (vae.tiled_pixels > 0) one = fixed + per_px * std::min(pixels, vae.tiled_pixels) * at_once;
+    else one = fixed + per_px * std::min(pixels, double(vae.tile_side_px) * vae.tile_side_px) * at_once;
+  }
+  return one * (slicing ? 1 : std::max(1, images));
+}
+
+// run-phases §B "Frames": Wan min(81, v or 81), LTX min(125, v or 125), fixed defaults elsewhere;
+// images render one frame; a video family without a rule renders what it was asked (or its training
+// frames). The family's frame rule (8k+1, …) is applied to the count.
+int validation_frames(const FamilyPhaseData& d, const Family& fam, const RunSetup& run, int training_frames) {
+  if (fam.modality != "video") return 1;
+  int v = run.validation_num_video_frames > 0 ? run.validation_num_video_frames
+                                              : (d.validation_frames > 0 ? d.validation_frames : training_frames);
+  if (d.validation_frames_cap > 0) v = std::min(v, d.validation_frames_cap);
+  return apply_frame_rule(fam, std::max(1, v));
+}
+
+namespace {
+
+double sum(const std::vector<Resident>& r) {
+  double s = 0;
+  for (const auto& x : r) s += x.bytes;
+  return s;
+}
+
+void add(std::vector<Resident>& r, const std::string& what, double bytes) {
+  if (bytes > 0) r.push_back({what, bytes});
+}
+
+std::string dims(int w, int h, int frames) {
+  return std::to_string(w) + "x" + std::to_string(h) + (frames > 1 ? "x" + std::to_string(frames) + "f" : "");
+}
+
+// Everything a phase needs, worked out once.
+struct Ctx {
+  const Family& fam;
+  const TrainingSetup& setup;
+  const BlockChain& chain;
+  const Prediction& step;
+  FamilyPhaseData data;
+  double frag = 0;  // allocator slack per activation byte, as the step's prediction has it
+};
+
+std::string te_precision(const RunSetup& run, std::size_t i) {
+  return i < run.text_encoder_precision.size() ? run.text_encoder_precision[i] : "no_change";
+}
+
+double te_total_bytes(const Ctx& c, const RunSetup& run) {
+  if (run.ramtorch_text_encoder) return 0;  // Linear weights stream from the host [I]
+  double s = 0;
+  for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i) s += text_encoder_bytes(c.data.text_encoders[i], te_precision(run, i));
+  return s;
+}
+
+double vae_weight_bytes(const Ctx& c) { return c.data.has_vae ? c.data.vae.params * c.data.vae.dtype_bytes : 0; }
+
+bool vae_resident(const RunSetup& run) { return run.keep_vae_loaded || run.vae_cache_ondemand || run.vae_cache_disable; }
+bool text_resident(const RunSetup& run) { return run.text_cache_ondemand || run.text_cache_disable; }
+bool tiling_on(const Ctx& c, const RunSetup& run) { return run.vae_enable_tiling || c.data.tiling_forced || c.data.tiling_default; }
+bool slicing_on(const Ctx& c, const RunSetup& run) { return run.vae_enable_slicing || c.data.tiling_forced; }
+
+// What the run keeps on the GPU besides the model: the VAE (keep_vae_loaded, on-demand or disabled
+// latent cache, §A2) and the text encoders (on-demand or disabled text cache).
+void add_kept(const Ctx& c, const RunSetup& run, std::vector<Resident>& r) {
+  if (vae_resident(run)) add(r, "VAE (kept loaded)", vae_weight_bytes(c));
+  if (text_resident(run)) add(r, "text encoders (text cache on demand/disabled)", te_total_bytes(c, run));
+}
+
+int largest_te_activation_tokens(const Ctx& c) { return c.data.max_tokens > 0 ? c.data.max_tokens : 512; }
+
+double te_activation_peak(const Ctx& c, const RunSetup& run) {
+  double a = 0;
+  for (const auto& te : c.data.text_encoders)
+    a = std::max(a, text_encoder_activation_bytes(te, run.text_encoder_batch_size, largest_te_activation_tokens(c)));
+  return a;
+}
+
+int vae_batch(const Ctx& c, const RunSetup& run) {
+  if (run.vae_batch_size > 0) return run.vae_batch_size;
+  return c.fam.modality == "video" ? 1 : 4;  // registry default 4; video datasets force 1 (factory.py:4192-4199)
+}
+
+// Startup caching (§A1 steps 1-4, §A2 offload_during_startup, §D "Startup VAE-cache peak"):
+//   text-embed cache = VAE weights + every text encoder + the largest encoder's hidden states
+//   VAE latent cache = VAE weights + text encoders (none with offload_during_startup)
+//                      + encode of vae_batch_size samples at the training shape (skipped when the
+//                      latent cache is on demand or disabled: encoding moves into the step)
+// The transformer is not loaded yet. The VAE figures are reserved memory as measured: no extra slack.
+PhaseResult startup_caching(const Ctx& c, const RunSetup& run) {
+  PhaseResult text{Phase::StartupCaching, true, 0, {}, ""};
+  add(text.resident, "VAE", vae_weight_bytes(c));
+  add(text.resident, "text encoders", te_total_bytes(c, run));
+  add(text.resident, "text-encoder activations", te_activation_peak(c, run));
+  text.peak_vram_bytes = sum(text.resident);
+  text.set_by = "text-embed cache: " + std::to_string(c.data.text_encoders.size()) + " text encoder(s) and the VAE on the GPU";
+  if (run.vae_cache_ondemand || run.vae_cache_disable || !c.data.has_vae) return text;
+
+  PhaseResult vae{Phase::StartupCaching, true, 0, {}, ""};
+  add(vae.resident, "VAE", vae_weight_bytes(c));
+  if (!run.offload_during_startup) add(vae.resident, "text encoders (offload_during_startup off)", te_total_bytes(c, run));
+  const int b = vae_batch(c, run);
+  const double enc = vae_activation_bytes(c.data.vae, false, c.setup.width, c.setup.height, c.setup.frames, b,
+                                          tiling_on(c, run), slicing_on(c, run));
+  add(vae.resident, "VAE encode activations", enc);
+  vae.peak_vram_bytes = sum(vae.resident);
+  vae.set_by = "VAE latent cache: encode of " + std::to_string(b) + " x " + dims(c.setup.width, c.setup.height, c.setup.frames) +
+               (tiling_on(c, run) && !c.data.vae.tiling_ignored ? " (tiled)" : "");
+  return vae.peak_vram_bytes > text.peak_vram_bytes ? vae : text;
+}
+
+double base_bf16_bytes(const Ctx& c) {
+  double params = c.chain.outside_params;
+  for (const auto& b : c.chain.blocks) params += b.params;
+  return params * 2;
+}
+
+// The part of the bf16 base that reaches the GPU when it is quantized there: RamTorch keeps its
+// share of the block weights on the host (its modules are never converted, simpletuner-semantics §2.2) [I].
+double base_bf16_on_gpu_bytes(const Ctx& c) {
+  double blocks = 0;
+  for (const auto& b : c.chain.blocks) blocks += b.params;
+  const double streamed = c.setup.ramtorch ? std::clamp(c.setup.ramtorch_percent / 100.0, 0.0, 1.0) : 0.0;
+  return (c.chain.outside_params + blocks * (1 - streamed)) * 2;
+}
+
+bool quantized_lora(const TrainingSetup& setup) {
+  return precision_info(setup.base_precision).quantized && setup.model_type != "full";
+}
+
+// Loading the base model (§A1 steps 7-10, §A2 quantize_via):
+//   a quantized LoRA run with quantize_via accelerator (the registry default) puts the whole bf16
+//   base on the GPU before quantizing: (block + outside params) x 2 B; bnb and `pipeline` quantize
+//   inside from_pretrained, `cpu` on the host
+//   otherwise the peak is move_models: the trained model at its precision (the step's resident
+//   weights and adapters)
+//   plus whatever the run keeps loaded (VAE, text encoders)
+PhaseResult model_load(const Ctx& c, const RunSetup& run) {
+  PhaseResult r{Phase::ModelLoad, true, 0, {}, ""};
+  const bool on_gpu = quantized_lora(c.setup) && run.quantize_via == "accelerator" &&
+                      precision_info(c.setup.base_precision).backend != "bnb";
+  if (on_gpu) {
+    add(r.resident, c.setup.ramtorch ? "bf16 base model outside RamTorch (quantized on the GPU)" : "bf16 base model (quantized on the GPU)",
+        base_bf16_on_gpu_bytes(c));
+    r.set_by = "quantize_via accelerator: the whole bf16 base model on the GPU before quantizing";
+  } else {
+    add(r.resident, "base weights", c.step.memory.weights_bytes);
+    add(r.resident, "trainable parameters", c.step.memory.trainable_bytes);
+    r.set_by = "move_models: the trained model on the GPU at its precision";
+  }
+  add_kept(c, run, r.resident);
+  r.peak_vram_bytes = sum(r.resident);
+  return r;
+}
+
+double static_step_bytes(const Prediction& p) {
+  return p.memory.weights_bytes + p.memory.trainable_bytes + p.memory.gradient_bytes + p.memory.optimizer_bytes;
+}
+
+// The training step (the cost model's step peak, §A2, §A4):
+//   step peak (weights + trainable + gradients + optimizer + activations + slack)
+//   + the VAE / text encoders the run keeps loaded
+//   + an encode at the training shape where latents are encoded during training (on-demand or
+//     disabled latent cache): before the forward, so it competes with the step's activations (max)
+//   EMA with ema_device cpu (not ema_cpu_only): the whole shadow is moved to the GPU and updated
+//   with a shadow-sized temporary (2 x shadow) after the optimizer step, activations freed.
+PhaseResult training_step(const Ctx& c, const RunSetup& run) {
+  PhaseResult r{Phase::TrainingStep, true, 0, {}, ""};
+  const MemoryBreakdown& m = c.step.memory;
+  add(r.resident, "base weights", m.weights_bytes);
+  add(r.resident, "trainable parameters", m.trainable_bytes);
+  add(r.resident, "gradients", m.gradient_bytes);
+  add(r.resident, "optimizer state", m.optimizer_bytes);
+  add_kept(c, run, r.resident);
+  const double step_act = m.activation_peak_bytes + m.fragmentation_bytes;
+  double enc = 0;
+  if ((run.vae_cache_ondemand || run.vae_cache_disable) && c.data.has_vae)
+    enc = vae_activation_bytes(c.data.vae, false, c.setup.width, c.setup.height, c.setup.frames, c.setup.batch,
+                               tiling_on(c, run), slicing_on(c, run));
+  const double shadow = m.gradient_bytes;  // trainable params x weight dtype, as the gradients
+  const double ema = run.use_ema && run.ema_device == "cpu" && !run.ema_cpu_only ? 2 * shadow : 0;
+  const double work = std::max({step_act, enc, ema});
+  if (work == step_act) {
+    add(r.resident, "activations", step_act);
+    r.set_by = "training step" + (m.peak_phase.empty() ? std::string() : ": " + m.peak_phase);
+  } else if (work == enc) {
+    add(r.resident, "VAE encode activations (latents encoded during training)", enc);
+    r.set_by = "latent encode inside the step (VAE cache on demand/disabled)";
+  } else {
+    add(r.resident, "EMA shadow moved to the GPU and its update temporary", ema);
+    r.set_by = "EMA update: the CPU shadow moved to the GPU (ema_device cpu)";
+  }
+  r.peak_vram_bytes = sum(r.resident);
+  return r;
+}
+
+// Inference working set of the transformer at the validation shape: no saved tensors under no_grad;
+// the largest block's input and output hidden state plus its transient (2 x boundary + transient).
+double denoise_bytes(const Ctx& c, int width, int height, int frames, int batch) {
+  TrainingSetup v = c.setup;
+  v.width = width;
+  v.height = height;
+  v.frames = frames;
+  v.batch = batch;
+  const BlockChain chain = analyze(c.fam, v);
+  double most = 0;
+  for (const auto& b : chain.blocks) most = std::max(most, 2 * b.boundary_bytes + b.transient_bytes);
+  return most;
+}
+
+int cfg_batch(const Ctx& c, const RunSetup& run) {
+  if (c.data.cfg == "sequential") return 1;
+  if (c.data.cfg == "distilled") return 1;  // CFG only with validation_guidance_real > 1: sequential
+  return run.validation_guidance > 1 ? 2 : 1;
+}
+
+// Validation (§B): resident = base weights + trainable + optimizer state + gradients (kept unless
+// set_grads_to_none; RamTorch forces it) + the VAE reloaded for the decode + kept text encoders;
+// working set = the larger of the denoising forward (num_validation_images x 2 with batched CFG)
+// and the VAE decode of num_validation_images clips (the denoising activations are freed first).
+// EMA comparison passes copy the EMA weights in: + one shadow. The step-0 benchmark runs the same
+// with no optimizer state and no gradients, so it only sets the phase when no validation runs later
+// (validation_step_interval beyond max_train_steps, or 0).
+PhaseResult validation(const Ctx& c, const RunSetup& run) {
+  PhaseResult r{Phase::Validation, false, 0, {}, "off (validation_disable)"};
+  if (run.validation_disable) return r;
+  const bool intermediary = run.validation_step_interval > 0 &&
+                            (run.max_train_steps <= 0 || run.validation_step_interval <= run.max_train_steps);
+  if (!intermediary && run.disable_benchmark) {
+    r.set_by = "off (no validation within max_train_steps, benchmark disabled)";
+    return r;
+  }
+  r.runs = true;
+  const MemoryBreakdown& m = c.step.memory;
+  add(r.resident, "base weights", m.weights_bytes);
+  add(r.resident, "trainable parameters", m.trainable_bytes);
+  const bool grads_freed = run.set_grads_to_none || c.setup.ramtorch;
+  if (intermediary) {
+    add(r.resident, "optimizer state", m.optimizer_bytes);
+    if (!grads_freed) add(r.resident, "gradients (set_grads_to_none off)", m.gradient_bytes);
+  }
+  add(r.resident, vae_resident(run) ? "VAE (kept loaded)" : "VAE (reloaded for the decode)", vae_weight_bytes(c));
+  if (text_resident(run)) add(r.resident, "text encoders (text cache on demand/disabled)", te_total_bytes(c, run));
+  if (intermediary && run.use_ema && run.ema_validation != "none")
+    add(r.resident, "EMA weights copied in (ema_validation)", m.gradient_bytes);
+
+  const int w = std::max(16, run.validation_width / 16 * 16), h = std::max(16, run.validation_height / 16 * 16);
+  const int frames = validation_frames(c.data, c.fam, run, c.setup.frames);
+  const int images = std::max(1, run.num_validation_images);
+  const double denoise = denoise_bytes(c, w, h, frames, images * cfg_batch(c, run)) * (1 + c.frag);
+  const double decode = c.data.has_vae ? vae_activation_bytes(c.data.vae, true, w, h, frames, images, tiling_on(c, run),
+                                                              slicing_on(c, run))
+                                       : 0.0;
+  const std::string shape = std::to_string(images) + " x " + dims(w, h, frames);
+  const std::string when = intermediary ? "validation" : "step-0 benchmark";
+  if (decode >= denoise) {
+    add(r.resident, "VAE decode activations", decode);
+    r.set_by = when + ": VAE decode of " + shape + (tiling_on(c, run) && !c.data.vae.tiling_ignored ? " (tiled)" : " (untiled)");
+  } else {
+    add(r.resident, "denoising activations", denoise);
+    r.set_by = when + ": denoising forward at " + shape + (cfg_batch(c, run) == 2 ? " with batched CFG" : "");
+  }
+  r.peak_vram_bytes = sum(r.resident);
+  return r;
+}
+
+// Saving (§A3): LoRA tensors are copied to the host, so the peak is what is resident (weights,
+// adapters, gradients, optimizer state, kept VAE/text encoders); offload_during_save moves the model
+// to the CPU around the save hook. A full fine-tune's final save loads the VAE (and the text
+// encoders with save_text_encoder) next to the model and its optimizer.
+PhaseResult save(const Ctx& c, const RunSetup& run) {
+  PhaseResult r{Phase::Save, true, 0, {}, ""};
+  const MemoryBreakdown& m = c.step.memory;
+  if (!run.offload_during_save) {
+    add(r.resident, "base weights", m.weights_bytes);
+    add(r.resident, "trainable parameters", m.trainable_bytes);
+  }
+  add(r.resident, "gradients", m.gradient_bytes);
+  add(r.resident, "optimizer state", m.optimizer_bytes);
+  add_kept(c, run, r.resident);
+  const bool full = c.setup.model_type == "full";
+  if (full && !vae_resident(run)) add(r.resident, "VAE (loaded for the final save)", vae_weight_bytes(c));
+  if (full && run.save_text_encoder && !text_resident(run))
+    add(r.resident, "text encoders (save_text_encoder)", te_total_bytes(c, run));
+  r.set_by = full ? "final save of the full fine-tune (VAE loaded next to the model)"
+                  : (run.offload_during_save ? "checkpoint save, model offloaded (offload_during_save)"
+                                             : "checkpoint save: weights, gradients and optimizer state resident");
+  r.peak_vram_bytes = sum(r.resident);
+  return r;
+}
+
+std::vector<PhaseResult> all_phases(const Ctx& c, const RunSetup& run) {
+  return {startup_caching(c, run), model_load(c, run), training_step(c, run), validation(c, run), save(c, run)};
+}
+
+// Host memory (§E FLUX.md:9 "about 50GB of system memory" to quantize Flux's 11.9B (23.8 GB bf16):
+// about 2x the bf16 model; LTXVIDEO2.md: 46 GB quantizing Gemma3-12B (24 GB bf16), also ~2x):
+//   load  = the bf16 base loaded on the CPU (always, §A1 step 7), x2 when quantized there
+//           (quantize_via cpu); text encoders quantized on the CPU: 2 x their bf16 size
+//   train = RamTorch-streamed weights + offloaded activations + an EMA shadow on the CPU
+HostMemory host_memory(const Ctx& c, const RunSetup& run) {
+  HostMemory load, train;
+  const double base = base_bf16_bytes(c);
+  const bool cpu_quant = quantized_lora(c.setup) && run.quantize_via == "cpu";
+  add(load.parts, cpu_quant ? "bf16 base model being quantized on the CPU (2x)" : "bf16 base model loaded on the CPU",
+      base * (cpu_quant ? 2 : 1));
+  double te_quant = 0;
+  for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i)
+    if (te_precision(run, i) != "no_change" && !te_precision(run, i).empty())
+      te_quant = std::max(te_quant, 2 * c.data.text_encoders[i].params * c.data.text_encoders[i].dtype_bytes);
+  if (te_quant > base * (cpu_quant ? 2 : 1)) load.parts = {{"text encoder being quantized on the CPU (2x bf16)", te_quant}};
+  load.peak_bytes = sum(load.parts);
+  load.set_by = "loading" + std::string(cpu_quant ? " and quantizing on the CPU (quantize_via cpu)" : "");
+  add(train.parts, "RamTorch/block-swap weights (pinned)", c.step.memory.streamed_weights_bytes);
+  add(train.parts, "offloaded activations (pinned)", c.step.memory.host_activation_bytes);
+  if (run.use_ema && run.ema_device == "cpu") add(train.parts, "EMA shadow", c.step.memory.gradient_bytes);
+  if (run.ramtorch_text_encoder) {
+    double te = 0;
+    for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i)
+      te += text_encoder_bytes(c.data.text_encoders[i], te_precision(run, i));
+    add(train.parts, "text encoders streamed by RamTorch (pinned)", te);
+  }
+  train.peak_bytes = sum(train.parts);
+  train.set_by = "training (streamed weights, offloaded activations, EMA on the CPU)";
+  return train.peak_bytes > load.peak_bytes ? train : load;
+}
+
+}  // namespace
+
+namespace {
+
+PhaseResult phase_of(const Ctx& c, const RunSetup& run, Phase p) {
+  switch (p) {
+    case Phase::StartupCaching: return startup_caching(c, run);
+    case Phase::ModelLoad: return model_load(c, run);
+    case Phase::TrainingStep: return training_step(c, run);
+    case Phase::Validation: return validation(c, run);
+    case Phase::Save: return save(c, run);
+  }
+  return {};
+}
+
+struct Candidate {
+  std::string key, value_json;
+  std::function<void(RunSetup&)> apply;
+};
+
+std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+// Lower validation resolutions: the larger side to 1024, 768, 512, 256 px (aspect kept, multiples of 16).
+std::vector<Candidate> resolution_candidates(const RunSetup& run) {
+  std::vector<Candidate> out;
+  const int side = std::max(run.validation_width, run.validation_height);
+  for (int target : {1024, 768, 512, 256}) {
+    if (target >= side) continue;
+    const int w = std::max(16, static_cast<int>(std::lround(run.validation_width * double(target) / side / 16)) * 16);
+    const int h = std::max(16, static_cast<int>(std::lround(run.validation_height * double(target) / side / 16)) * 16);
+    out.push_back({"validation_resolution", quote(std::to_string(w) + "x" + std::to_string(h)), [w, h](RunSetup& r) {
+                     r.validation_width = w;
+                     r.validation_height = h;
+                   }});
+  }
+  return out;
+}
+
+// The keys that bring a phase down, cheapest first (what the trainer's documentation suggests: §E).
+std::vector<Candidate> candidates(const Ctx& c, const RunSetup& run, Phase p) {
+  std::vector<Candidate> out;
+  const bool can_tile = c.data.has_vae && !c.data.vae.tiling_ignored && !tiling_on(c, run) && c.data.vae.tile_side_px > 0;
+  if (p == Phase::StartupCaching) {
+    if (!run.offload_during_startup && !c.data.text_encoders.empty())
+      out.push_back({"offload_during_startup", "true", [](RunSetup& r) { r.offload_during_startup = true; }});
+    if (can_tile) out.push_back({"vae_enable_tiling", "true", [](RunSetup& r) { r.vae_enable_tiling = true; }});
+    if (vae_batch(c, run) > 1) out.push_back({"vae_batch_size", "1", [](RunSetup& r) { r.vae_batch_size = 1; }});
+    for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i)
+      if (te_precision(run, i) == "no_change" && c.data.text_encoders[i].params > 1e9)
+        out.push_back({"text_encoder_" + std::to_string(i + 1) + "_precision", quote("int8-quanto"), [i](RunSetup& r) {
+                         if (r.text_encoder_precision.size() <= i) r.text_encoder_precision.resize(i + 1, "no_change");
+                         r.text_encoder_precision[i] = "int8-quanto";
+                       }});
+  } else if (p == Phase::ModelLoad) {
+    if (run.quantize_via == "accelerator")
+      out.push_back({"quantize_via", quote("cpu"), [](RunSetup& r) { r.quantize_via = "cpu"; }});
+  } else if (p == Phase::Validation) {
+    if (!run.set_grads_to_none && !c.setup.ramtorch)
+      out.push_back({"set_grads_to_none", "true", [](RunSetup& r) { r.set_grads_to_none = true; }});
+    if (can_tile) out.push_back({"vae_enable_tiling", "true", [](RunSetup& r) { r.vae_enable_tiling = true; }});
+    for (const auto& k : resolution_candidates(run)) out.push_back(k);
+    const int frames = validation_frames(c.data, c.fam, run, c.setup.frames);
+    for (int f : {49, 33, 17, 9})
+      if (f < frames)
+        out.push_back({"validation_num_video_frames", std::to_string(f), [f](RunSetup& r) { r.validation_num_video_frames = f; }});
+  } else if (p == Phase::Save) {
+    if (!run.offload_during_save)
+      out.push_back({"offload_during_save", "true", [](RunSetup& r) { r.offload_during_save = true; }});
+  }
+  return out;
+}
+
+// The cheapest single key that brings the phase under the budget; otherwise the keys in that order,
+// each on top of the ones before (a later value of a key replaces its earlier one), until the phase
+// fits or the list runs out (the last entry then says how far it got: fits_after false).
+std::vector<PhaseFix> fix_phase(const Ctx& c, const RunSetup& run, Phase p, double budget) {
+  const std::vector<Candidate> all = candidates(c, run, p);
+  for (const auto& k : all) {
+    RunSetup trial = run;
+    k.apply(trial);
+    const double after = phase_of(c, trial, p).peak_vram_bytes;
+    if (after <= budget) return {{p, k.key, k.value_json, after, true}};
+  }
+  std::vector<PhaseFix> out;
+  RunSetup acc = run;
+  double last = phase_of(c, run, p).peak_vram_bytes;
+  for (const auto& k : all) {
+    RunSetup trial = acc;
+    k.apply(trial);
+    const double after = phase_of(c, trial, p).peak_vram_bytes;
+    if (after >= last) continue;
+    acc = trial;
+    last = after;
+    const PhaseFix f{p, k.key, k.value_json, after, after <= budget};
+    auto same = std::find_if(out.begin(), out.end(), [&](const PhaseFix& x) { return x.key == k.key; });
+    if (same != out.end()) out.erase(same);
+    out.push_back(f);
+    if (after <= budget) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+RunPhases predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
+                             const Prediction& step, const RunSetup& run, double budget_bytes) {
+  Ctx c{fam, setup, chain, step, phase_data(fam, run.model_flavour), 0};
+  if (step.memory.activation_peak_bytes > 0) c.frag = step.memory.fragmentation_bytes / step.memory.activation_peak_bytes;
+  RunPhases out;
+  if (!c.data.known)
+    out.warnings.push_back("no text-encoder or VAE data for model family '" + fam.trainer_family +
+                           "': the phases count the transformer only");
+  out.phases = all_phases(c, run);
+  for (const auto& p : out.phases) {
+    if (p.runs && p.peak_vram_bytes > out.peak_vram_bytes) {
+      out.peak_vram_bytes = p.peak_vram_bytes;
+      out.peak_phase = p.phase;
+    }
+  }
+  out.host = host_memory(c, run);
+  // a step that does not fit is the schedule advice's to fix first: no phase advice on top of it
+  if (budget_bytes > 0 && out.at(Phase::TrainingStep).peak_vram_bytes <= budget_bytes) {
+    for (const auto& p : out.phases) {
+      if (!p.runs || p.phase == Phase::TrainingStep || p.peak_vram_bytes <= budget_bytes) continue;
+      for (const auto& f : fix_phase(c, run, p.phase, budget_bytes)) out.fixes.push_back(f);
+    }
+  }
+  if (precision_info(setup.base_precision).backend == "quanto" && precision_info(setup.base_precision).name.find("fp8") == 0)
+    out.warnings.push_back("saving fp8-quanto weights can spike VRAM during state_dict() serialization "
+                           "(OPTIONS.md --offload_during_save): not modelled");
+  return out;
+}
+
+}  // namespace segadvise

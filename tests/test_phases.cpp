@@ -1,0 +1,332 @@
+// The phases of a whole SimpleTuner run (families/phases.hpp): every number below is derived by hand
+// from families/data/phases/run-phases.json and the step breakdown the test sets up.
+#include <doctest/doctest.h>
+
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/family.hpp"
+#include "segadvise/families/phases.hpp"
+
+using namespace segadvise;
+
+namespace {
+
+// A step prediction with a chosen breakdown (GiB) and no allocator slack (fragmentation 0), so the
+// phases' sums can be checked by hand.
+Prediction step_of(double weights_gib, double trainable_gib, double grads_gib, double optimizer_gib, double act_gib) {
+  Prediction p;
+  p.memory.weights_bytes = weights_gib * kGiB;
+  p.memory.trainable_bytes = trainable_gib * kGiB;
+  p.memory.gradient_bytes = grads_gib * kGiB;
+  p.memory.optimizer_bytes = optimizer_gib * kGiB;
+  p.memory.activation_peak_bytes = act_gib * kGiB;
+  p.memory.fragmentation_bytes = 0;
+  p.peak_vram_bytes = (weights_gib + trainable_gib + grads_gib + optimizer_gib + act_gib) * kGiB;
+  return p;
+}
+
+TrainingSetup qwen_setup() {
+  TrainingSetup s = default_setup(find_family("qwen_image"));
+  s.width = s.height = 1024;
+  s.frames = 1;
+  s.batch = 1;
+  s.base_precision = "no_change";
+  s.ramtorch = false;
+  s.model_type = "lora";
+  return s;
+}
+
+// Qwen-Image figures used throughout:
+//   text encoder Qwen2.5-VL-7B 8.292e9 x 2 B = 16.584e9 B; its hidden states at 512 tokens:
+//   512 x 3584 x (28 + 1) x 2 B = 106,430,464 B
+//   VAE (Wan-style) 127e6 x 2 B = 254e6 B; encode 3201 B/px, decode 5799 B/px (InvokeAI #9427)
+constexpr double kQwenTe = 16.584e9, kQwenTeAct = 106430464, kQwenVae = 254e6;
+
+}  // namespace
+
+TEST_CASE("a text encoder weighs its parameters times its precision's bytes") {
+  const FamilyPhaseData flux = phase_data(find_family("flux"));
+  REQUIRE(flux.text_encoders.size() == 2);
+  const TextEncoderSpec& t5 = flux.text_encoders[1];
+  CHECK(t5.params == doctest::Approx(4762310656));
+  CHECK(text_encoder_bytes(t5, "no_change") == doctest::Approx(9524621312.0));  // x 2 B (bf16)
+  CHECK(text_encoder_bytes(t5, "int8-quanto") == doctest::Approx(4762310656 * 1.01));  // int8 + scales
+  // all hidden states of Qwen2.5-VL-7B at 1024 tokens: 1024 x 3584 x 29 x 2 = 212,860,928 B ("about 0.2 GB", §D)
+  const FamilyPhaseData qwen = phase_data(find_family("qwen_image"));
+  CHECK(text_encoder_activation_bytes(qwen.text_encoders[0], 1, 1024) == doctest::Approx(212860928.0));
+}
+
+TEST_CASE("FLUX.2 dev caches with Mistral 24B, klein with its own Qwen3") {
+  const Family& flux2 = find_family("flux2");
+  CHECK(phase_data(flux2, "dev").text_encoders[0].params == doctest::Approx(24e9));  // ~48 GB bf16 (FLUX2.md)
+  CHECK(phase_data(flux2, "klein-9b").text_encoders[0].id == "qwen3-8b");
+  CHECK(phase_data(flux2).vae.tiling_ignored);  // flux2/model.py:417-440 ignores the flags
+}
+
+TEST_CASE("VAE working sets follow the measured per-pixel costs, tiled and untiled") {
+  const VaeSpec wan = phase_data(find_family("qwen_image")).vae;
+  // 2560 x 1440 = 3,686,400 px x 5799 B = 21,377,433,600 B = 19.91 GiB, InvokeAI's untiled decode
+  CHECK(vae_activation_bytes(wan, true, 2560, 1440, 1, 1, false, false) == doctest::Approx(21377433600.0));
+  CHECK(vae_activation_bytes(wan, true, 2560, 1440, 1, 1, true, false) == doctest::Approx(590558003.0));  // 0.55 GiB tiled
+  CHECK(vae_activation_bytes(wan, false, 2560, 1440, 1, 1, true, false) == doctest::Approx(279172874.0));  // 0.26 GiB
+  // video: the decoder streams 4 frames at a time: 832 x 480 = 399,360 px x 5799 x 4 = 9,263,554,560 B
+  CHECK(vae_activation_bytes(wan, true, 832, 480, 81, 1, false, false) == doctest::Approx(9263554560.0));
+  // two clips: at once without slicing (x2), one at a time with it
+  CHECK(vae_activation_bytes(wan, true, 832, 480, 81, 2, false, false) == doctest::Approx(2 * 9263554560.0));
+  CHECK(vae_activation_bytes(wan, true, 832, 480, 81, 2, false, true) == doctest::Approx(9263554560.0));
+
+  const VaeSpec kl = phase_data(find_family("flux")).vae;
+  // AutoencoderKL tiles only above 1024 px: at 1024² tiling changes nothing, 1536 x 1,048,576 B
+  CHECK(vae_activation_bytes(kl, true, 1024, 1024, 1, 1, true, false) == doctest::Approx(1610612736.0));
+  // at 2048² one 1024² tile plus 25% overlap: 1536 x 1,310,720 = 2,013,265,920 B (untiled: 4x 1.61e9)
+  CHECK(vae_activation_bytes(kl, true, 2048, 2048, 1, 1, true, false) == doctest::Approx(2013265920.0));
+  CHECK(vae_activation_bytes(kl, true, 2048, 2048, 1, 1, false, false) == doctest::Approx(4 * 1610612736.0));
+
+  const VaeSpec ltx = phase_data(find_family("ltxvideo")).vae;
+  // LTX decode: 1 GB + 350 B per pixel-frame: 768 x 512 x 49 = 19,267,584 px-frames -> 7,743,654,400 B
+  CHECK(vae_activation_bytes(ltx, true, 768, 512, 49, 1, false, false) == doctest::Approx(7743654400.0));
+}
+
+TEST_CASE("validation renders the family's frame count, capped by its hook") {
+  const Family& wan = find_family("wan14b");
+  const FamilyPhaseData d = phase_data(wan);
+  RunSetup run;
+  CHECK(validation_frames(d, wan, run, 33) == 81);  // min(81, v or 81)
+  run.validation_num_video_frames = 49;
+  CHECK(validation_frames(d, wan, run, 33) == 49);
+  run.validation_num_video_frames = 120;
+  CHECK(validation_frames(d, wan, run, 33) == 81);  // capped at 81
+  CHECK(validation_frames(phase_data(find_family("flux")), find_family("flux"), run, 1) == 1);
+}
+
+TEST_CASE("startup caching: the VAE pass holds the text encoder unless offload_during_startup") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(20, 0.5, 0.5, 1, 1);
+  RunSetup run;
+  run.vae_batch_size = 1;
+  // VAE cache: VAE 254e6 + TE 16.584e9 + encode of one 1024² image 3201 x 1,048,576 = 3,356,491,776
+  //   = 20,194,491,776 B; the text cache: 254e6 + 16.584e9 + 106,430,464 = 16,944,430,464 B
+  const double enc = 3201.0 * 1048576;
+  RunPhases r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::StartupCaching).peak_vram_bytes == doctest::Approx(kQwenVae + kQwenTe + enc));
+  CHECK(r.at(Phase::StartupCaching).set_by.find("VAE latent cache") == 0);
+  run.offload_during_startup = true;  // the VAE pass drops to 254e6 + 3.356e9: the text cache sets it
+  r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::StartupCaching).peak_vram_bytes == doctest::Approx(kQwenVae + kQwenTe + kQwenTeAct));
+  CHECK(r.at(Phase::StartupCaching).set_by.find("text-embed cache") == 0);
+  // default vae_batch_size for images is 4: the encode is 4 x 3,356,491,776 B
+  run = RunSetup();
+  r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::StartupCaching).peak_vram_bytes == doctest::Approx(kQwenVae + kQwenTe + 4 * enc));
+}
+
+TEST_CASE("model load: quantizing on the accelerator puts the whole bf16 base on the GPU") {
+  const Family& fam = find_family("flux");
+  TrainingSetup setup = default_setup(fam);
+  setup.base_precision = "int8-quanto";
+  setup.model_type = "lora";
+  setup.ramtorch = false;
+  const BlockChain chain = analyze(fam, setup);
+  double params = chain.outside_params;
+  for (const auto& b : chain.blocks) params += b.params;
+  // Flux's transformer: ~11.9B params x 2 B = ~23.8 GB
+  CHECK(params * 2 == doctest::Approx(23.8e9).epsilon(0.03));
+  const Prediction step = step_of(11, 0.1, 0.1, 0.2, 4);
+  RunSetup run;  // quantize_via accelerator: the registry default
+  RunPhases r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::ModelLoad).peak_vram_bytes == doctest::Approx(params * 2));
+  CHECK(r.peak_phase == Phase::ModelLoad);  // 23.8e9 B = 22.2 GiB > the step's 15.4 GiB
+  // the fix on a 16 GiB budget is quantize_via cpu: then move_models, 11 + 0.1 GiB
+  r = predict_phases(fam, setup, chain, step, run, 16 * kGiB);
+  bool found = false;
+  for (const auto& f : r.fixes)
+    if (f.phase == Phase::ModelLoad) {
+      found = true;
+      CHECK(f.key == "quantize_via");
+      CHECK(f.value_json == "\"cpu\"");
+      CHECK(f.peak_after_bytes == doctest::Approx(11.1 * kGiB));
+      CHECK(f.fits_after);
+    }
+  CHECK(found);
+  // quantizing on the CPU: the host holds the bf16 base twice (FLUX.md: ~50 GB for Flux)
+  run.quantize_via = "cpu";
+  r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::ModelLoad).peak_vram_bytes == doctest::Approx(11.1 * kGiB));
+  CHECK(r.host.peak_bytes == doctest::Approx(4 * params));
+}
+
+TEST_CASE("the training step adds what the run keeps loaded and the EMA round trip") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(20, 0.5, 0.5, 1, 1);  // 23 GiB
+  RunSetup run;
+  RunPhases r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::TrainingStep).peak_vram_bytes == doctest::Approx(23 * kGiB));
+  run.keep_vae_loaded = true;  // + 254e6 B of VAE weights
+  r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::TrainingStep).peak_vram_bytes == doctest::Approx(23 * kGiB + kQwenVae));
+  // EMA on the CPU: shadow (= gradient bytes, 0.5 GiB) moved in plus its temporary: 2 x 0.5 = 1 GiB,
+  // after the optimizer step (activations freed): it ties the 1 GiB of activations, no change
+  run = RunSetup();
+  run.use_ema = true;
+  const Prediction big_lora = step_of(20, 2, 2, 4, 1);  // EMA: 2 x 2 = 4 GiB > 1 GiB of activations
+  r = predict_phases(fam, setup, chain, big_lora, run, 0);
+  CHECK(r.at(Phase::TrainingStep).peak_vram_bytes == doctest::Approx((20 + 2 + 2 + 4 + 4) * kGiB));
+  CHECK(r.at(Phase::TrainingStep).set_by.find("EMA") == 0);
+  run.ema_device = "accelerator";  // the shadow lives on the GPU (the cost model counts it): no round trip
+  r = predict_phases(fam, setup, chain, big_lora, run, 0);
+  CHECK(r.at(Phase::TrainingStep).peak_vram_bytes == doctest::Approx(29 * kGiB));
+}
+
+TEST_CASE("validation keeps the optimizer and gradients and decodes with the VAE reloaded") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(20, 0.5, 0.5, 1, 1);
+  RunSetup run;
+  run.validation_width = run.validation_height = 1024;
+  run.vae_batch_size = 1;
+  // resident 20 + 0.5 + 1 + 0.5 GiB (gradients kept: set_grads_to_none off) + VAE 254e6 B; the decode of
+  // one 1024² image, 5799 x 1,048,576 = 6,080,692,224 B, is larger than the denoising forward
+  const double decode = 5799.0 * 1048576;
+  RunPhases r = predict_phases(fam, setup, chain, step, run, 0);
+  const PhaseResult& v = r.at(Phase::Validation);
+  CHECK(v.peak_vram_bytes == doctest::Approx(22 * kGiB + kQwenVae + decode));
+  CHECK(v.set_by.find("validation: VAE decode of 1 x 1024x1024") == 0);
+  CHECK(r.peak_phase == Phase::Validation);  // 28.4 GiB against a 23 GiB step
+  run.set_grads_to_none = true;  // - 0.5 GiB of gradients
+  r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::Validation).peak_vram_bytes == doctest::Approx(21.5 * kGiB + kQwenVae + decode));
+  run.validation_disable = true;
+  r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK_FALSE(r.at(Phase::Validation).runs);
+  CHECK(r.peak_phase == Phase::TrainingStep);
+}
+
+TEST_CASE("the step-0 benchmark alone runs without optimizer state and gradients") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(20, 0.5, 0.5, 1, 1);
+  RunSetup run;
+  run.validation_width = run.validation_height = 1024;
+  run.validation_step_interval = 999999;
+  run.max_train_steps = 1000;  // no validation within the run: only the benchmark (20 + 0.5 GiB resident)
+  RunPhases r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK(r.at(Phase::Validation).peak_vram_bytes == doctest::Approx(20.5 * kGiB + kQwenVae + 5799.0 * 1048576));
+  CHECK(r.at(Phase::Validation).set_by.find("step-0 benchmark") == 0);
+  run.disable_benchmark = true;
+  r = predict_phases(fam, setup, chain, step, run, 0);
+  CHECK_FALSE(r.at(Phase::Validation).runs);
+}
+
+TEST_CASE("saving holds the training state; offload_during_save moves the model off") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(20, 0.5, 0.5, 1, 1);
+  RunSetup run;
+  CHECK(predict_phases(fam, setup, chain, step, run, 0).at(Phase::Save).peak_vram_bytes == doctest::Approx(22 * kGiB));
+  run.offload_during_save = true;  // gradients 0.5 + optimizer 1 GiB stay
+  CHECK(predict_phases(fam, setup, chain, step, run, 0).at(Phase::Save).peak_vram_bytes == doctest::Approx(1.5 * kGiB));
+}
+
+TEST_CASE("advice names the cheapest key that brings a phase under the budget") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(20, 0.5, 0.5, 1, 1);  // 23 GiB step
+  RunSetup run;
+  run.validation_width = run.validation_height = 1024;
+  run.vae_batch_size = 1;
+  // validation 22 GiB + 254e6 + 6.08e9 B = 28.4 GiB over a 24 GiB budget; set_grads_to_none alone:
+  // 27.9 GiB, still over; tiling: 22 GiB + 254e6 + 0.55 GiB = 22.79 GiB: the one key
+  RunPhases r = predict_phases(fam, setup, chain, step, run, 24 * kGiB);
+  REQUIRE(r.fixes.size() == 1);
+  CHECK(r.fixes[0].phase == Phase::Validation);
+  CHECK(r.fixes[0].key == "vae_enable_tiling");
+  CHECK(r.fixes[0].peak_after_bytes == doctest::Approx(22 * kGiB + kQwenVae + 590558003.0));
+
+  // startup on a 14 GiB budget (15.03e9 B): the VAE cache is 20.19e9 B; offload_during_startup leaves the
+  // text cache at 16.94e9; tiling leaves 17.12e9; an int8 text encoder: 8.292e9 x 1.01 = 8.375e9 ->
+  // 254e6 + 8.375e9 + 3.356e9 = 11.985e9 B: the cheapest single key that fits
+  const Prediction small = step_of(10, 0.5, 0.5, 1, 1);
+  r = predict_phases(fam, setup, chain, small, run, 14 * kGiB);
+  std::vector<PhaseFix> startup;
+  for (const auto& f : r.fixes)
+    if (f.phase == Phase::StartupCaching) startup.push_back(f);
+  REQUIRE(startup.size() == 1);
+  CHECK(startup[0].key == "text_encoder_1_precision");
+  CHECK(startup[0].value_json == "\"int8-quanto\"");
+  CHECK(startup[0].peak_after_bytes == doctest::Approx(kQwenVae + 8.292e9 * 1.01 + 3201.0 * 1048576));
+
+  // on 8 GiB (8.59e9 B) no single key fits: offload first (text cache 16.94e9), then the int8 encoder
+  // on top: 254e6 + 8.375e9 + 106e6 = 8.735e9 B, still over (fits_after false); tiling lowers nothing
+  // once the text cache sets the phase, so it is left out
+  r = predict_phases(fam, setup, chain, step_of(4, 0.1, 0.1, 0.2, 1), run, 8 * kGiB);
+  startup.clear();
+  for (const auto& f : r.fixes)
+    if (f.phase == Phase::StartupCaching) startup.push_back(f);
+  REQUIRE(startup.size() == 2);
+  CHECK(startup[0].key == "offload_during_startup");
+  CHECK(startup[0].peak_after_bytes == doctest::Approx(kQwenVae + kQwenTe + kQwenTeAct));
+  CHECK(startup[1].key == "text_encoder_1_precision");
+  CHECK(startup[1].peak_after_bytes == doctest::Approx(kQwenVae + 8.292e9 * 1.01 + kQwenTeAct));
+  CHECK_FALSE(startup[1].fits_after);
+}
+
+TEST_CASE("a family without phase data counts the transformer only, and says so") {
+  Family own = find_family("flux");
+  own.trainer_family = "my_own_model";
+  TrainingSetup setup = default_setup(own);
+  setup.base_precision = "no_change";  // a bf16 base: no quantization at load
+  const BlockChain chain = analyze(own, setup);
+  RunPhases r = predict_phases(own, setup, chain, step_of(10, 0.1, 0.1, 0.2, 2), RunSetup(), 0);
+  CHECK(r.at(Phase::StartupCaching).peak_vram_bytes == doctest::Approx(0));
+  CHECK(r.peak_phase == Phase::TrainingStep);
+  REQUIRE(!r.warnings.empty());
+  CHECK(r.warnings[0].find("my_own_model") != std::string::npos);
+}
+
+TEST_CASE("with RamTorch only the weights outside the streamed blocks reach the GPU to be quantized") {
+  const Family& fam = find_family("flux");
+  TrainingSetup setup = default_setup(fam);
+  setup.base_precision = "int8-quanto";
+  setup.model_type = "lora";
+  setup.ramtorch = true;
+  setup.ramtorch_percent = 100;
+  const BlockChain chain = analyze(fam, setup);
+  RunSetup run;  // quantize_via accelerator
+  // every block streams: only the embedders and heads outside the blocks, x 2 B
+  RunPhases r = predict_phases(fam, setup, chain, step_of(1, 0.1, 0.1, 0.2, 4), run, 0);
+  CHECK(r.at(Phase::ModelLoad).peak_vram_bytes == doctest::Approx(chain.outside_params * 2));
+  setup.ramtorch_percent = 50;  // half the block weights too
+  double blocks = 0;
+  for (const auto& b : chain.blocks) blocks += b.params;
+  r = predict_phases(fam, setup, chain, step_of(1, 0.1, 0.1, 0.2, 4), run, 0);
+  CHECK(r.at(Phase::ModelLoad).peak_vram_bytes == doctest::Approx((chain.outside_params + blocks / 2) * 2));
+  // ramtorch_text_encoder: the caching holds no encoder weights on the GPU; the host holds them next to
+  // the streamed transformer weights (30 GiB here, more than the 23.8e9 B bf16 base loaded at startup):
+  // CLIP-L 123,060,480 + T5-XXL 4,762,310,656 params x 2 B = 9,770,742,272 B
+  run.ramtorch_text_encoder = true;
+  Prediction streamed = step_of(1, 0.1, 0.1, 0.2, 4);
+  streamed.memory.streamed_weights_bytes = 30 * kGiB;
+  r = predict_phases(fam, setup, chain, streamed, run, 0);
+  for (const auto& x : r.at(Phase::StartupCaching).resident) CHECK(x.what.find("text encoders") == std::string::npos);
+  CHECK(r.host.peak_bytes == doctest::Approx(30 * kGiB + 9770742272.0));
+}
+
+TEST_CASE("no phase advice while the step itself is over the budget") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  RunSetup run;
+  run.validation_width = run.validation_height = 1024;
+  // a 30 GiB step on a 24 GiB budget: validation (29.4+ GiB) is over too, but the schedule comes first
+  const RunPhases r = predict_phases(fam, setup, chain, step_of(25, 0.5, 0.5, 1, 3), run, 24 * kGiB);
+  CHECK(r.at(Phase::Validation).peak_vram_bytes > 24 * kGiB);
+  CHECK(r.fixes.empty());
+}
