@@ -106,6 +106,8 @@ TEST_CASE("calibrate, accuracy and list check their flags with validators, not b
   CHECK(parse_command({"accuracy", "--format", "yaml"}).find("--format") != std::string::npos);
   CHECK(parse_command({"list", "modles"}).find("modles") != std::string::npos);
   CHECK(parse_command({"list", "models", "--format", "xml"}).find("--format") != std::string::npos);
+}
+
 TEST_CASE("the machine's memory is MemTotal of /proc/meminfo") {
   const std::string path = (std::filesystem::temp_directory_path() / "segadvise-test-meminfo").string();
   std::ofstream(path) << "MemFree:         1000 kB\nMemTotal:       131072 kB\n";

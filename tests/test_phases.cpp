@@ -32,7 +32,7 @@ TrainingSetup qwen_setup() {
   s.batch = 1;
   s.base_precision = "no_change";
   s.ramtorch = false;
-  s.model_type = "lora";
+  s.model_type = ModelType::Lora;
   return s;
 }
 
@@ -126,7 +126,7 @@ TEST_CASE("model load: quantizing on the accelerator puts the whole bf16 base on
   const Family& fam = find_family("flux");
   TrainingSetup setup = default_setup(fam);
   setup.base_precision = "int8-quanto";
-  setup.model_type = "lora";
+  setup.model_type = ModelType::Lora;
   setup.ramtorch = false;
   const BlockChain chain = analyze(fam, setup);
   double params = chain.outside_params;
@@ -295,7 +295,7 @@ TEST_CASE("with RamTorch only the weights outside the streamed blocks reach the 
   const Family& fam = find_family("flux");
   TrainingSetup setup = default_setup(fam);
   setup.base_precision = "int8-quanto";
-  setup.model_type = "lora";
+  setup.model_type = ModelType::Lora;
   setup.ramtorch = true;
   setup.ramtorch_percent = 100;
   const BlockChain chain = analyze(fam, setup);

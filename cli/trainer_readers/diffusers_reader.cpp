@@ -42,7 +42,7 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   const TrainerFamily* tf = facts.find(fam);
   TrainingSetup& s = r.setup;
   const bool lora = cl.script.find("lora") != std::string::npos || cl.script.empty();
-  s.model_type = lora ? "lora" : "full";
+  s.model_type = lora ? ModelType::Lora : ModelType::Full;
   if (lora) s.lora_rank = cl.values.count("rank") ? to_int(cl.values.at("rank"), where(path, cl, "rank")) : 4;
   s.batch = cl.values.count("train_batch_size") ? to_int(cl.values.at("train_batch_size"), where(path, cl, "train_batch_size")) : 4;
   if (s.batch <= 0) throw InputError(where(path, cl, "train_batch_size") + ": must be positive");

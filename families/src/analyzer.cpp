@@ -208,7 +208,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
 Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, double n_txt, double audio_tokens,
                   double packed_rows) {
   Acc a;
-  const double d = b.hidden;
+  const double d = b.hidden, f = b.ffn_hidden;
   const double hd = b.head_dim > 0 ? b.head_dim : kDefaultHeadDim;
   const double dt = b.text_hidden > 0 ? b.text_hidden : d;
   const double n_stream = n_img * b.token_scale;

@@ -313,7 +313,7 @@ double base_bf16_on_gpu_bytes(const Ctx& c) {
 }
 
 bool quantized_lora(const TrainingSetup& setup) {
-  return precision_info(setup.base_precision).quantized && setup.model_type != "full";
+  return precision_info(setup.base_precision).quantized && setup.model_type != ModelType::Full;
 }
 
 // Loading the base model (§A1 steps 7-10, §A2 quantize_via):
@@ -466,7 +466,7 @@ PhaseResult save(const Ctx& c, const RunSetup& run) {
   add(r.resident, "gradients", m.gradient_bytes);
   add(r.resident, "optimizer state", m.optimizer_bytes);
   add_kept(c, run, r.resident);
-  const bool full = c.setup.model_type == "full";
+  const bool full = c.setup.model_type == ModelType::Full;
   if (full && !vae_resident(run)) add(r.resident, "VAE (loaded for the final save)", vae_weight_bytes(c));
   if (full && run.save_text_encoder && !text_resident(run))
     add(r.resident, "text encoders (save_text_encoder)", te_total_bytes(c, run));
