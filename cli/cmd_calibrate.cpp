@@ -9,6 +9,7 @@
 #include "output.hpp"
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise::cli {
@@ -25,12 +26,20 @@ struct CalFlags {
   bool runs = false;  // print every run's prediction
   int max_iterations = 60;
   double prior_weight = FitOptions{}.prior_weight;  // pull of activation scales towards the analyzer
+  std::vector<std::string> anchors;  // accuracy --anchor SCHEDULE (repeatable)
+  std::string write_ranges;          // accuracy --write-ranges FILE
+  double coverage = 0.9;
 };
 
 std::string pct(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
   return b;
+}
+std::string join_names(const std::vector<Schedule>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : "+") + s.name();
+  return out;
 }
 std::string fixed(double x, int d = 2) {
   char b[32];
@@ -45,6 +54,15 @@ Coefficients starting_coefficients(const std::string& path) {
   Coefficients c;
   c.source = "built-in starting values";
   return c;
+}
+
+nlohmann::json ranges_json(const RangeStats& r) {
+  auto share = [](int k, int n) { return n ? double(k) / n : 0.0; };
+  return {{"peak_coverage", share(r.peak_covered, r.peak_n)}, {"peak_n", r.peak_n},
+          {"peak_width_median", r.peak_width_median},         {"time_coverage", share(r.time_covered, r.time_n)},
+          {"time_n", r.time_n},                               {"time_width_median", r.time_width_median},
+          {"verdicts", {{"fits", r.fits}, {"borderline", r.borderline}, {"does_not_fit", r.does_not_fit}}},
+          {"borderline_share", share(r.borderline, r.verdicts())}, {"fits_that_ran_out_of_memory", r.fits_oom}};
 }
 
 nlohmann::json metrics_json(const Metrics& m) {
@@ -66,7 +84,28 @@ nlohmann::json metrics_json(const Metrics& m) {
             {"both_unsupported", s.both_unsupported},
             {"measured_unsupported_predicted_supported", s.data_unsupported_model_supported},
             {"measured_supported_predicted_unsupported", s.data_supported_model_unsupported}}},
-          {"decision", {{"groups", m.decision_groups}, {"good", m.decision_good}, {"share", m.decision()}}}};
+          {"decision", {{"groups", m.decision_groups}, {"good", m.decision_good}, {"share", m.decision()}}},
+          {"ranges", m.has_ranges ? ranges_json(m.ranges) : nlohmann::json(nullptr)}};
+}
+
+void print_ranges(std::ostream& out, const AccuracyReport& rep, bool md) {
+  out << "\n" << (md ? "#### " : "") << "90% ranges (bands from the other families' residuals) and verdicts\n\n";
+  Table t({"family", "peak covered", "peak width", "s/step covered", "s/step width", "fits", "borderline",
+           "does-not-fit", "unsafe fits"});
+  auto row = [&](const std::string& name, const Metrics& m) {
+    const RangeStats& r = m.ranges;
+    auto share = [](int k, int n) { return n ? pct(double(k) / n) + " (" + std::to_string(k) + "/" + std::to_string(n) + ")" : "-"; };
+    t.add({name, share(r.peak_covered, r.peak_n), r.peak_n ? pct(r.peak_width_median) : "-",
+           share(r.time_covered, r.time_n), r.time_n ? pct(r.time_width_median) : "-", std::to_string(r.fits),
+           share(r.borderline, r.verdicts()), std::to_string(r.does_not_fit), std::to_string(r.fits_oom)});
+  };
+  for (const auto& [k, m] : rep.per_family)
+    if (m.has_ranges) row(k, m);
+  row(md ? "**overall**" : "OVERALL", rep.overall);
+  t.print(out, md);
+  out << "Width: median (hi - lo) / prediction. Verdicts on runs that completed or ran out of memory; an unsafe "
+         "fit is a \"fits\" verdict on a run that ran out of memory. Decision above picks the fastest \"fits\" "
+         "(the fastest \"borderline\" where none fits), as advise does.\n";
 }
 
 void print_accuracy(std::ostream& out, const AccuracyReport& rep, const PreparedSet& set, const CalFlags& f) {
@@ -88,6 +127,11 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
                           {"fits", p.fits},         {"peak_gib", p.peak_gib},   {"usable_gib", p.usable_gib},
                           {"sec_per_step", p.step_s}, {"static_gib", p.static_gib},
                           {"activation_gib", p.activation_gib}};
+        if (p.has_range)
+          r["predicted"].update({{"peak_gib_range", {p.peak_lo_gib, p.peak_hi_gib}},
+                                 {"sec_per_step_range", {p.step_lo_s, p.step_hi_s}},
+                                 {"fit", to_string(p.verdict)}, {"anchored", p.anchored},
+                                 {"anchor_cell", p.measured_anchor}});
         runs.push_back(r);
       }
       j["runs"] = runs;
@@ -125,6 +169,7 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
       << " ran but modelled as unsupported.\n";
   out << "Errors are absolute relative errors on runs that completed; decision: share of family x precision x GPU "
          "groups whose fastest schedule predicted to fit is within 5% of the measured fastest.\n";
+  if (rep.overall.has_ranges) print_ranges(out, rep, md);
   if (f.runs) {
     out << "\n";
     Table rt({"run", "status", "measured", "predicted", "fits", "note"});
@@ -136,6 +181,48 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
     }
     rt.print(out, md);
   }
+}
+
+// Ranges and verdicts on top of plain predictions: point predictions (anchored on `anchors` when
+// given), residuals by family, then each family's runs banded by the other families' residuals.
+// Writes the bands from every family (--write-ranges).
+AccuracyReport with_ranges(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
+                           const CalFlags& f) {
+  const double headroom = f.headroom_gib * kGiB;
+  const RangeModel none;
+  const auto no_bands = [&](const std::string&) -> const RangeModel& { return none; };
+  const std::vector<Schedule> file_anchors = anchors.empty() ? std::vector<Schedule>{Schedule::parse("layer")} : anchors;
+  const Residuals plain_res = residuals(set, ranged_runs(set, plain.predictions, {}, no_bands, headroom));
+  const Residuals anch_res = residuals(set, ranged_runs(set, plain.predictions, file_anchors, no_bands, headroom));
+  std::map<std::string, RangeModel> by_family;
+  for (const auto& r : set.runs) {
+    if (by_family.count(r.group)) continue;
+    RangeModel m;
+    m.coverage = f.coverage;
+    m.peak = band_without(plain_res.peak, r.group, f.coverage);
+    m.time = band_without(plain_res.time, r.group, f.coverage);
+    m.peak_anchored = band_without(anch_res.peak, r.group, f.coverage);
+    m.time_anchored = band_without(anch_res.time, r.group, f.coverage);
+    by_family[r.group] = m;
+  }
+  const auto lofo = [&](const std::string& g) -> const RangeModel& { return by_family.at(g); };
+  AccuracyReport rep = score(set, ranged_runs(set, plain.predictions, anchors, lofo, headroom), headroom,
+                             plain.method + (anchors.empty() ? "" : ", anchored on " + join_names(anchors)));
+  if (!f.write_ranges.empty()) {
+    RangeModel m;
+    m.coverage = f.coverage;
+    m.peak = band_without(plain_res.peak, "", f.coverage);
+    m.time = band_without(plain_res.time, "", f.coverage);
+    m.peak_anchored = band_without(anch_res.peak, "", f.coverage);
+    m.time_anchored = band_without(anch_res.time, "", f.coverage);
+    m.source = "written by `segadvise accuracy --leave-family-out --anchor " + join_names(file_anchors) +
+               " --write-ranges` from " + std::to_string(set.data.runs.size()) + " runs of " +
+               (set.data.source.empty() ? set.data.origin : set.data.source) +
+               ": split-conformal quantiles of log(measured / predicted), leave-one-family-out";
+    write_file_atomically(f.write_ranges, to_json(m).dump(2) + "\n");
+    std::cerr << "wrote " << f.write_ranges << "\n";
+  }
+  return rep;
 }
 
 }  // namespace
@@ -209,10 +296,28 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
   cmd->add_option("--prior-weight", f->prior_weight,
                   "with --leave-family-out: pull of activation scales towards 1.0 (default 3)");
   cmd->add_flag("--runs", f->runs, "also print every run's measured and predicted figures");
+  cmd->add_option("--anchor", f->anchors,
+                  "predict every cell of each family x precision x GPU group from its measured cell of this schedule "
+                  "(repeatable: layer and none), as --measured would");
+  cmd->add_option("--write-ranges", f->write_ranges,
+                  "with --leave-family-out: write the 90% range bands (unanchored, and anchored on --anchor or "
+                  "layer) to this file (calibration/data/ranges.json ships them)");
+  cmd->add_option("--coverage", f->coverage, "coverage of the ranges (default 0.9)");
   cmd->add_option("--format", f->format, "table | json | markdown");
   cmd->callback([f, &exit_code] {
     check_format(f->format);
     if (f->headroom_gib < 0) throw InputError("--headroom-gib: must be >= 0");
+    if (!(f->coverage > 0 && f->coverage < 1)) throw InputError("--coverage: must be in (0, 1)");
+    if (!f->write_ranges.empty() && !f->leave_family_out)
+      throw InputError("--write-ranges: needs --leave-family-out (ranges come from residuals on unseen families)");
+    std::vector<Schedule> anchors;
+    for (const auto& a : f->anchors) {
+      try {
+        anchors.push_back(Schedule::parse(a));
+      } catch (const InputError& e) {
+        throw InputError("--anchor '" + a + "': " + e.what());
+      }
+    }
     const PreparedSet set = prepare(dataset_for(f->cases));
     AccuracyReport rep;
     if (f->leave_family_out) {
@@ -225,6 +330,7 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
     } else {
       rep = accuracy_in_sample(set, coefficients_for(f->start), f->headroom_gib * kGiB);
     }
+    rep = with_ranges(set, rep, anchors, *f);
     print_accuracy(std::cout, rep, set, *f);
     exit_code = kOk;
   });
