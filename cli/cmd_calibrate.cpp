@@ -29,6 +29,7 @@ struct CalFlags {
   std::vector<std::string> anchors;  // accuracy --anchor SCHEDULE (repeatable)
   std::string write_ranges;          // accuracy --write-ranges FILE
   double coverage = 0.9;
+  std::vector<double> anchor_sigmas;  // fixed, activation, compute, host, transfer (AnchorOptions)
 };
 
 std::string pct(double x) {
@@ -127,6 +128,13 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
                           {"fits", p.fits},         {"peak_gib", p.peak_gib},   {"usable_gib", p.usable_gib},
                           {"sec_per_step", p.step_s}, {"static_gib", p.static_gib},
                           {"activation_gib", p.activation_gib}};
+        if (p.supported && p.modelled) {
+          const PeakParts pp = peak_parts(p.full);
+          const TimeParts tp = time_parts(p.full);
+          r["predicted"]["model_parts"] = {{"fixed_gib", pp.fixed_bytes / kGiB}, {"activation_gib", pp.activation_bytes / kGiB},
+                                           {"compute_s", tp.compute_s}, {"host_s", tp.host_s}, {"transfer_s", tp.transfer_s},
+                                           {"usable_gib", p.full.usable_vram_bytes / kGiB}};
+        }
         if (p.has_range)
           r["predicted"].update({{"peak_gib_range", {p.peak_lo_gib, p.peak_hi_gib}},
                                  {"sec_per_step_range", {p.step_lo_s, p.step_hi_s}},
@@ -189,11 +197,21 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
 AccuracyReport with_ranges(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
                            const CalFlags& f) {
   const double headroom = f.headroom_gib * kGiB;
+  AnchorOptions ao;
+  if (!f.anchor_sigmas.empty()) {
+    for (double x : f.anchor_sigmas)
+      if (!(x > 0)) throw InputError("--anchor-sigmas: every value must be > 0");
+    ao.fixed_sigma = f.anchor_sigmas[0];
+    ao.activation_sigma = f.anchor_sigmas[1];
+    ao.compute_sigma = f.anchor_sigmas[2];
+    ao.host_sigma = f.anchor_sigmas[3];
+    ao.transfer_sigma = f.anchor_sigmas[4];
+  }
   const RangeModel none;
   const auto no_bands = [&](const std::string&) -> const RangeModel& { return none; };
   const std::vector<Schedule> file_anchors = anchors.empty() ? std::vector<Schedule>{Schedule::parse("layer")} : anchors;
-  const Residuals plain_res = residuals(set, ranged_runs(set, plain.predictions, {}, no_bands, headroom));
-  const Residuals anch_res = residuals(set, ranged_runs(set, plain.predictions, file_anchors, no_bands, headroom));
+  const Residuals plain_res = residuals(set, ranged_runs(set, plain.predictions, {}, no_bands, headroom, ao));
+  const Residuals anch_res = residuals(set, ranged_runs(set, plain.predictions, file_anchors, no_bands, headroom, ao));
   std::map<std::string, RangeModel> by_family;
   for (const auto& r : set.runs) {
     if (by_family.count(r.group)) continue;
@@ -206,7 +224,7 @@ AccuracyReport with_ranges(const PreparedSet& set, const AccuracyReport& plain, 
     by_family[r.group] = m;
   }
   const auto lofo = [&](const std::string& g) -> const RangeModel& { return by_family.at(g); };
-  AccuracyReport rep = score(set, ranged_runs(set, plain.predictions, anchors, lofo, headroom), headroom,
+  AccuracyReport rep = score(set, ranged_runs(set, plain.predictions, anchors, lofo, headroom, ao), headroom,
                              plain.method + (anchors.empty() ? "" : ", anchored on " + join_names(anchors)));
   if (!f.write_ranges.empty()) {
     RangeModel m;
@@ -303,6 +321,11 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
                   "with --leave-family-out: write the 90% range bands (unanchored, and anchored on --anchor or "
                   "layer) to this file (calibration/data/ranges.json ships them)");
   cmd->add_option("--coverage", f->coverage, "coverage of the ranges (default 0.9)");
+  cmd->add_option("--anchor-sigmas", f->anchor_sigmas,
+                  "relative uncertainty of the fixed, activation, compute, host and transfer parts that shares one "
+                  "measurement's surprise (5 numbers; default: AnchorOptions)")
+      ->expected(5)
+      ->delimiter(',');
   cmd->add_option("--format", f->format, "table | json | markdown");
   cmd->callback([f, &exit_code] {
     check_format(f->format);

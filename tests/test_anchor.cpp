@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "segadvise/costmodel/anchor.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/planner/planner.hpp"
 
 using namespace segadvise;
 
@@ -245,4 +247,85 @@ TEST_CASE("a ranges file round-trips and a broken one is bad input naming the fi
   j = to_json(m);
   j["coverage"] = 1.5;
   CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("'coverage'"), InputError);
+}
+
+// ---- planner: advise goes by the verdict ----------------------------------------------------
+
+namespace {
+
+// a candidate with a hand-set peak, time and verdict (as put_ranges would leave it)
+Candidate verdict_candidate(const std::string& name, double peak_gib, double time_s, FitVerdict v) {
+  Candidate c;
+  c.schedule = Schedule::parse(name);
+  c.prediction.supported = true;
+  c.prediction.peak_vram_bytes = peak_gib * kGiB;
+  c.prediction.usable_vram_bytes = 40 * kGiB;
+  c.prediction.step_time_s = time_s;
+  c.prediction.fits = peak_gib + 1 <= 40;
+  c.ranged = true;
+  c.fit = v;
+  return c;
+}
+
+Advice advise_over(const std::vector<Candidate>& cs) {
+  std::vector<Schedule> schedules;
+  for (const auto& c : cs) schedules.push_back(c.schedule);
+  return advise(schedules, [&](const Schedule& s) {
+    for (const auto& c : cs)
+      if (c.schedule.name() == s.name()) return c;
+    return Candidate{};
+  }, kGiB);
+}
+
+}  // namespace
+
+TEST_CASE("advise recommends the fastest schedule that fits with confidence, not a faster borderline one") {
+  // none is fastest and fits by its point (38 + 1 <= 40) but its range says borderline: interval2 wins
+  const Advice a = advise_over({verdict_candidate("none", 38, 1.0, FitVerdict::Borderline),
+                                verdict_candidate("interval2", 30, 1.2, FitVerdict::Fits),
+                                verdict_candidate("layer", 20, 1.4, FitVerdict::Fits)});
+  REQUIRE(a.recommended >= 0);
+  CHECK(a.candidates[a.recommended].schedule.name() == "interval2");
+  CHECK(a.borderline == -1);
+}
+
+TEST_CASE("when only borderline schedules remain advise names the one to measure") {
+  const Advice a = advise_over({verdict_candidate("none", 45, 1.0, FitVerdict::DoesNotFit),
+                                verdict_candidate("interval2", 39, 1.2, FitVerdict::Borderline),
+                                verdict_candidate("layer", 38.5, 1.4, FitVerdict::Borderline)});
+  CHECK(a.recommended == -1);
+  REQUIRE(a.borderline >= 0);
+  CHECK(a.candidates[a.borderline].schedule.name() == "interval2");  // the fastest borderline
+  // shortfall: the smallest peak + headroom over usable: 38.5 + 1 - 40 < 0 -> 0
+  CHECK(a.shortfall_bytes == 0);
+}
+
+TEST_CASE("measurements anchor every schedule a planner evaluates") {
+  // the model: layer fixed 10 + activations 4, none 10 + 20 (GiB); layer measured at 15.2 GiB:
+  // with the shipped (equal) sigmas sigma^2 v^2 = 100 s^2 and 16 s^2, W = 116 s^2, surprise 1.2:
+  // k_fixed = 1 + 1.2 * 10 / 116, k_act = 1 + 1.2 * 4 / 116; none = 10 k_fixed + 20 k_act
+  //   = 10 + 20 + 1.2 * (100 + 80) / 116 = 31.862 GiB
+  const auto eval = [](const Schedule& s) {
+    Candidate c;
+    c.schedule = s;
+    c.prediction = made(9, 1, s.checkpointing ? 4 : 20, 0, 1.0, 0.5, 0, 44);
+    return c;
+  };
+  const Anchor a = anchor_measurements({parse_measurement("layer:1.6:15.2")}, eval);
+  Candidate none = eval(Schedule::parse("none"));
+  put_ranges(none, RangeModel{}, a, kGiB);
+  CHECK(gib(none.prediction.peak_vram_bytes) == doctest::Approx(30 + 1.2 * 180 / 116));
+  CHECK(none.ranged);
+  CHECK(none.fit == FitVerdict::Fits);  // 31.86 + 1 <= 44, empty bands: the range is the point
+  Candidate layer = eval(Schedule::parse("layer"));
+  put_ranges(layer, RangeModel{}, a, kGiB);
+  CHECK(layer.measured);
+  CHECK(gib(layer.prediction.peak_vram_bytes) == doctest::Approx(15.2));
+  // a measurement of a schedule the family does not run is bad input
+  const auto refuses = [&](const Schedule& s) {
+    Candidate c = eval(s);
+    if (s.interval > 1) c.prediction = unsupported_prediction("ignores interval");
+    return c;
+  };
+  CHECK_THROWS_AS(anchor_measurements({parse_measurement("interval2:1:20")}, refuses), InputError);
 }

@@ -55,8 +55,8 @@ TimeParts time_parts(const Prediction& p);
 // estimated (leave-one-family-out peak errors of 20-45% live there); compute and the host part
 // (overhead, optimizer) are both fitted and both off by tens of % on unseen families.
 struct AnchorOptions {
-  double fixed_sigma = 0.05;
-  double activation_sigma = 0.5;
+  double fixed_sigma = 0.3;
+  double activation_sigma = 0.3;
   double compute_sigma = 0.4;
   double host_sigma = 0.4;
   double transfer_sigma = 0.6;
