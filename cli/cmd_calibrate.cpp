@@ -109,7 +109,10 @@ void print_ranges(std::ostream& out, const AccuracyReport& rep, bool md) {
          "(the fastest \"borderline\" where none fits), as advise does.\n";
 }
 
-void print_accuracy(std::ostream& out, const AccuracyReport& rep, const PreparedSet& set, const CalFlags& f) {
+void print_summary(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& summary, bool md);
+
+void print_accuracy(std::ostream& out, const AccuracyReport& rep, const PreparedSet& set, const CalFlags& f,
+                    const std::vector<std::pair<std::string, Metrics>>& summary) {
   if (f.format == "json") {
     nlohmann::json j = {{"method", rep.method}, {"headroom_gib", rep.headroom_gib}, {"cases", set.data.origin},
                         {"overall", metrics_json(rep.overall)}};
@@ -120,6 +123,9 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
     for (const auto& d : rep.decisions)
       dec.push_back({{"group", d.key}, {"chosen", d.chosen}, {"measured_fastest", d.measured_best}, {"good", d.good}, {"why", d.why}});
     j["decisions"] = dec;
+    nlohmann::json sum = nlohmann::json::array();
+    for (const auto& [name, m] : summary) sum.push_back({{"measured", name}, {"overall", metrics_json(m)}});
+    j["anchoring_summary"] = sum;
     if (f.runs) {
       nlohmann::json runs = nlohmann::json::array();
       for (const auto& p : rep.predictions) {
@@ -178,6 +184,7 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
   out << "Errors are absolute relative errors on runs that completed; decision: share of family x precision x GPU "
          "groups whose fastest schedule predicted to fit is within 5% of the measured fastest.\n";
   if (rep.overall.has_ranges) print_ranges(out, rep, md);
+  print_summary(out, summary, md);
   if (f.runs) {
     out << "\n";
     Table rt({"run", "status", "measured", "predicted", "fits", "note"});
@@ -191,48 +198,71 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
   }
 }
 
-// Ranges and verdicts on top of plain predictions: point predictions (anchored on `anchors` when
-// given), residuals by family, then each family's runs banded by the other families' residuals.
-// Writes the bands from every family (--write-ranges).
-AccuracyReport with_ranges(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
-                           const CalFlags& f) {
-  const double headroom = f.headroom_gib * kGiB;
+AnchorOptions anchor_options(const CalFlags& f) {
   AnchorOptions ao;
-  if (!f.anchor_sigmas.empty()) {
-    for (double x : f.anchor_sigmas)
-      if (!(x > 0)) throw InputError("--anchor-sigmas: every value must be > 0");
-    ao.fixed_sigma = f.anchor_sigmas[0];
-    ao.activation_sigma = f.anchor_sigmas[1];
-    ao.compute_sigma = f.anchor_sigmas[2];
-    ao.host_sigma = f.anchor_sigmas[3];
-    ao.transfer_sigma = f.anchor_sigmas[4];
-  }
+  if (f.anchor_sigmas.empty()) return ao;
+  for (double x : f.anchor_sigmas)
+    if (!(x > 0)) throw InputError("--anchor-sigmas: every value must be > 0");
+  ao.fixed_sigma = f.anchor_sigmas[0];
+  ao.activation_sigma = f.anchor_sigmas[1];
+  ao.compute_sigma = f.anchor_sigmas[2];
+  ao.host_sigma = f.anchor_sigmas[3];
+  ao.transfer_sigma = f.anchor_sigmas[4];
+  return ao;
+}
+
+RangeModel bands_without(const Residuals& plain, const Residuals& anchored, const std::string& left_out, double coverage) {
+  RangeModel m;
+  m.coverage = coverage;
+  m.peak = band_without(plain.peak, left_out, coverage);
+  m.time = band_without(plain.time, left_out, coverage);
+  m.peak_anchored = band_without(anchored.peak, left_out, coverage);
+  m.time_anchored = band_without(anchored.time, left_out, coverage);
+  return m;
+}
+
+// Ranges and verdicts on top of plain predictions, anchored on `anchors` (none: as they are): point
+// predictions, residuals by family, then each family's runs banded by the other families' residuals
+// (anchored bands from the residuals of this same anchoring).
+AccuracyReport ranged_report(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
+                             const Residuals& plain_res, const CalFlags& f, const AnchorOptions& ao) {
+  const double headroom = f.headroom_gib * kGiB;
   const RangeModel none;
   const auto no_bands = [&](const std::string&) -> const RangeModel& { return none; };
-  const std::vector<Schedule> file_anchors = anchors.empty() ? std::vector<Schedule>{Schedule::parse("layer")} : anchors;
-  const Residuals plain_res = residuals(set, ranged_runs(set, plain.predictions, {}, no_bands, headroom, ao));
-  const Residuals anch_res = residuals(set, ranged_runs(set, plain.predictions, file_anchors, no_bands, headroom, ao));
+  const Residuals anch_res =
+      anchors.empty() ? Residuals{} : residuals(set, ranged_runs(set, plain.predictions, anchors, no_bands, headroom, ao));
   std::map<std::string, RangeModel> by_family;
-  for (const auto& r : set.runs) {
-    if (by_family.count(r.group)) continue;
-    RangeModel m;
-    m.coverage = f.coverage;
-    m.peak = band_without(plain_res.peak, r.group, f.coverage);
-    m.time = band_without(plain_res.time, r.group, f.coverage);
-    m.peak_anchored = band_without(anch_res.peak, r.group, f.coverage);
-    m.time_anchored = band_without(anch_res.time, r.group, f.coverage);
-    by_family[r.group] = m;
-  }
+  for (const auto& r : set.runs)
+    if (!by_family.count(r.group)) by_family[r.group] = bands_without(plain_res, anch_res, r.group, f.coverage);
   const auto lofo = [&](const std::string& g) -> const RangeModel& { return by_family.at(g); };
-  AccuracyReport rep = score(set, ranged_runs(set, plain.predictions, anchors, lofo, headroom, ao), headroom,
-                             plain.method + (anchors.empty() ? "" : ", anchored on " + join_names(anchors)));
+  return score(set, ranged_runs(set, plain.predictions, anchors, lofo, headroom, ao), headroom,
+               plain.method + (anchors.empty() ? "" : ", anchored on " + join_names(anchors)));
+}
+
+// The report for --anchor (or none), plus the summary rows: no measurement, anchored on layer, on
+// layer and none (and on --anchor); writes the bands from every family (--write-ranges, anchored
+// bands from --anchor or layer).
+AccuracyReport with_ranges(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
+                           const CalFlags& f, std::vector<std::pair<std::string, Metrics>>& summary) {
+  const double headroom = f.headroom_gib * kGiB;
+  const AnchorOptions ao = anchor_options(f);
+  const RangeModel none;
+  const auto no_bands = [&](const std::string&) -> const RangeModel& { return none; };
+  const Residuals plain_res = residuals(set, ranged_runs(set, plain.predictions, {}, no_bands, headroom, ao));
+  const std::vector<Schedule> layer = {Schedule::parse("layer")};
+  const std::vector<Schedule> layer_none = {Schedule::parse("layer"), Schedule::parse("none")};
+  AccuracyReport rep = ranged_report(set, plain, anchors, plain_res, f, ao);
+  for (const auto& sc : {std::vector<Schedule>{}, layer, layer_none}) {
+    const bool same = join_names(sc) == join_names(anchors);
+    summary.emplace_back(sc.empty() ? "none" : join_names(sc),
+                         same ? rep.overall : ranged_report(set, plain, sc, plain_res, f, ao).overall);
+  }
+  if (!anchors.empty() && join_names(anchors) != "layer" && join_names(anchors) != "layer+none")
+    summary.emplace_back(join_names(anchors), rep.overall);
   if (!f.write_ranges.empty()) {
-    RangeModel m;
-    m.coverage = f.coverage;
-    m.peak = band_without(plain_res.peak, "", f.coverage);
-    m.time = band_without(plain_res.time, "", f.coverage);
-    m.peak_anchored = band_without(anch_res.peak, "", f.coverage);
-    m.time_anchored = band_without(anch_res.time, "", f.coverage);
+    const std::vector<Schedule>& file_anchors = anchors.empty() ? layer : anchors;
+    const Residuals anch_res = residuals(set, ranged_runs(set, plain.predictions, file_anchors, no_bands, headroom, ao));
+    RangeModel m = bands_without(plain_res, anch_res, "", f.coverage);
     m.source = "written by `segadvise accuracy --leave-family-out --anchor " + join_names(file_anchors) +
                " --write-ranges` from " + std::to_string(set.data.runs.size()) + " runs of " +
                (set.data.source.empty() ? set.data.origin : set.data.source) +
@@ -241,6 +271,20 @@ AccuracyReport with_ranges(const PreparedSet& set, const AccuracyReport& plain, 
     std::cerr << "wrote " << f.write_ranges << "\n";
   }
   return rep;
+}
+
+void print_summary(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& summary, bool md) {
+  out << "\n" << (md ? "#### " : "") << "With and without a measured run of each setup (anchor cells not scored)\n\n";
+  Table t({"measured", "peak med", "peak p90", "s/step med", "s/step p90", "decision", "unsafe (point)",
+           "unsafe (fits)", "peak covered", "s/step covered", "peak width", "borderline"});
+  for (const auto& [name, m] : summary) {
+    const RangeStats& r = m.ranges;
+    auto share = [](int k, int n) { return n ? pct(double(k) / n) : std::string("-"); };
+    t.add({name, pct(m.peak_median), pct(m.peak_p90), pct(m.time_median), pct(m.time_p90), pct(m.decision()),
+           std::to_string(m.confusion.fit_oom), std::to_string(r.fits_oom), share(r.peak_covered, r.peak_n),
+           share(r.time_covered, r.time_n), pct(r.peak_width_median), share(r.borderline, r.verdicts())});
+  }
+  t.print(out, md);
 }
 
 }  // namespace
@@ -353,8 +397,9 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
     } else {
       rep = accuracy_in_sample(set, coefficients_for(f->start), f->headroom_gib * kGiB);
     }
-    rep = with_ranges(set, rep, anchors, *f);
-    print_accuracy(std::cout, rep, set, *f);
+    std::vector<std::pair<std::string, Metrics>> summary;
+    rep = with_ranges(set, rep, anchors, *f, summary);
+    print_accuracy(std::cout, rep, set, *f, summary);
     exit_code = kOk;
   });
 }
