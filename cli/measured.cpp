@@ -17,13 +17,6 @@ int time_decimals(double s) { return s < 10 ? 2 : 1; }
 
 }  // namespace
 
-void add_measured_flags(CLI::App* app, MeasuredFlags& f) {
-  app->add_option("--measured", f.measured,
-                  "a measured run of this same setup: SCHEDULE:SEC:GIB (sec/step and peak allocated GiB, e.g. "
-                  "layer:1.85:16.2) or SCHEDULE:oom; repeatable. Anchors every prediction on it");
-  app->add_option("--ranges", f.ranges, "range bands file (default: the shipped calibration/data/ranges.json)");
-}
-
 std::vector<Measurement> parse_measurements(const std::vector<std::string>& texts) {
   std::vector<Measurement> out;
   for (const auto& t : texts) out.push_back(parse_measurement(t));
@@ -38,10 +31,10 @@ std::string peak_with_range(const Candidate& c) {
   return s + " (90%: " + num(c.peak_range_bytes.lo / kGiB, 1) + "–" + num(c.peak_range_bytes.hi / kGiB, 1) + ")";
 }
 
-std::string time_with_range(const Candidate& c) {
+std::string time_with_range(const Candidate& c, const std::string& suffix) {
   const double t = c.prediction.step_time_s;
   const int d = time_decimals(t);
-  std::string s = num(t, d) + " s";
+  std::string s = num(t, d) + " s" + suffix;
   if (!c.ranged) return s;
   if (c.measured) return s + " (measured)";
   return s + " (90%: " + num(c.step_range_s.lo, d) + "–" + num(c.step_range_s.hi, d) + ")";
@@ -114,6 +107,17 @@ void print_measurements(std::ostream& out, const Anchor& a, bool md) {
   if (a.time_anchored)
     out << "; compute x" << num(a.compute_scale, 2) << ", host overhead x" << num(a.host_scale, 2);
   out << "\n\n";
+}
+
+void print_verdict(std::ostream& out, const Candidate& c, bool md) {
+  if (!c.prediction.supported || !c.ranged) return;
+  out << (md ? "**" : "") << "verdict: " << verdict_text(c) << (md ? "**" : "") << " — peak " << peak_with_range(c)
+      << " against " << num(c.prediction.usable_vram_bytes / kGiB, 1) << " GiB usable; " << time_with_range(c, "/step")
+      << "\n";
+  if (c.fit == FitVerdict::Borderline)
+    out << "(the 90% range straddles the usable memory minus headroom: pass --measured " << c.schedule.name()
+        << ":SEC:GIB from a few real steps to settle it)\n";
+  out << "\n";
 }
 
 std::string settle_hint(const Candidate& c) {

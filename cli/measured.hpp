@@ -1,9 +1,8 @@
-// `--measured SCHEDULE:SEC:GIB` / `SCHEDULE:oom` and `--ranges FILE` on advise, predict and check,
-// and how the answers show them: ranges after every figure ("16.4 GiB (90%: 14.8–18.9)"), the
+// `--measured SCHEDULE:SEC:GIB` / `SCHEDULE:oom` and `--ranges FILE` (flags: common.hpp) on advise,
+// predict and check, and how the answers show them: ranges after every figure ("16.4 GiB (90%: 14.8–18.9)"), the
 // three-valued verdict, and which measurements moved the prediction and how.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -14,17 +13,12 @@
 
 namespace segadvise::cli {
 
-struct MeasuredFlags {
-  std::vector<std::string> measured;  // --measured, repeatable
-  std::string ranges;                 // --ranges FILE ("" : the shipped bands)
-};
-void add_measured_flags(CLI::App* app, MeasuredFlags& f);
 // Parses every --measured (InputError naming the one that is malformed).
 std::vector<Measurement> parse_measurements(const std::vector<std::string>& texts);
 
 // "16.4 GiB (90%: 14.8–18.9)" / "1.85 s (90%: 1.62–2.20)"; the bare figure when not ranged.
 std::string peak_with_range(const Candidate& c);
-std::string time_with_range(const Candidate& c);
+std::string time_with_range(const Candidate& c, const std::string& unit_suffix = "");  // "/step"
 std::string verdict_text(const Candidate& c);  // "fits", "borderline", "does not fit", "unsupported"
 
 // Adds peak_vram_gib_range, step_time_s_range, fit (and measured) to a prediction's JSON.
@@ -33,6 +27,9 @@ void add_range_json(nlohmann::json& prediction, const Candidate& c);
 // scales they set.
 nlohmann::json measurements_json(const Anchor& a);
 void print_measurements(std::ostream& out, const Anchor& a, bool markdown);
+// "verdict: borderline — peak 16.4 GiB (90%: 14.8–18.9) against 43.2 GiB usable with 1.0 GiB
+// headroom; 1.85 s/step (90%: …)" before the breakdown
+void print_verdict(std::ostream& out, const Candidate& c, bool markdown);
 // When nothing fits with confidence but some schedules are borderline: what to measure.
 std::string settle_hint(const Candidate& borderline);
 

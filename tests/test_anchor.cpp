@@ -222,6 +222,11 @@ TEST_CASE("ranges are the anchored bands when a measurement set the level, the p
   CHECK(gib(ra.peak_vram_bytes.lo) == doctest::Approx(32.3));
   CHECK(gib(ra.peak_vram_bytes.hi) == doctest::Approx(37.4));
   CHECK(ra.fit == FitVerdict::Fits);
+  // the lower end never goes under the resident weights: weights 30 GiB of a 34 GiB peak, band 0.8
+  // would say 27.2; the range starts at 30
+  const Prediction heavy = made(30, 2, 2, 0, 1.5, 0.5, 0);
+  CHECK(gib(ranged_prediction(m, Anchor{}, Schedule::parse("none"), heavy, kGiB).peak_vram_bytes.lo) ==
+        doctest::Approx(30));
   // the measured schedule's range is its measurement
   const RangedPrediction self = ranged_prediction(m, a, Schedule::parse("layer"), p, kGiB);
   CHECK(self.measured);
@@ -302,9 +307,9 @@ TEST_CASE("when only borderline schedules remain advise names the one to measure
 
 TEST_CASE("measurements anchor every schedule a planner evaluates") {
   // the model: layer fixed 10 + activations 4, none 10 + 20 (GiB); layer measured at 15.2 GiB:
-  // with the shipped (equal) sigmas sigma^2 v^2 = 100 s^2 and 16 s^2, W = 116 s^2, surprise 1.2:
-  // k_fixed = 1 + 1.2 * 10 / 116, k_act = 1 + 1.2 * 4 / 116; none = 10 k_fixed + 20 k_act
-  //   = 10 + 20 + 1.2 * (100 + 80) / 116 = 31.862 GiB
+  // with the shipped sigmas (fixed 1.0, activations 0.3) sigma^2 v^2 = 100 and 0.09 * 16 = 1.44,
+  // W = 101.44, surprise 1.2: k_fixed = 1 + 1.2 * 10 / 101.44, k_act = 1 + 1.2 * 0.09 * 4 / 101.44;
+  // none = 10 k_fixed + 20 k_act = 30 + 1.2 * (100 + 0.09 * 80) / 101.44 = 31.268 GiB
   const auto eval = [](const Schedule& s) {
     Candidate c;
     c.schedule = s;
@@ -314,9 +319,9 @@ TEST_CASE("measurements anchor every schedule a planner evaluates") {
   const Anchor a = anchor_measurements({parse_measurement("layer:1.6:15.2")}, eval);
   Candidate none = eval(Schedule::parse("none"));
   put_ranges(none, RangeModel{}, a, kGiB);
-  CHECK(gib(none.prediction.peak_vram_bytes) == doctest::Approx(30 + 1.2 * 180 / 116));
+  CHECK(gib(none.prediction.peak_vram_bytes) == doctest::Approx(30 + 1.2 * 107.2 / 101.44));
   CHECK(none.ranged);
-  CHECK(none.fit == FitVerdict::Fits);  // 31.86 + 1 <= 44, empty bands: the range is the point
+  CHECK(none.fit == FitVerdict::Fits);  // 31.27 + 1 <= 44, empty bands: the range is the point
   Candidate layer = eval(Schedule::parse("layer"));
   put_ranges(layer, RangeModel{}, a, kGiB);
   CHECK(layer.measured);

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
+#include <vector>
 
 #include "commands.hpp"
 #include "config_reader.hpp"
@@ -243,6 +245,9 @@ TEST_CASE("the emitted SimpleTuner config differs only in checkpointing keys, in
   CheckOptions o = check_opts("flux-480-square.json");
   o.flags.gpu.clear();
   o.flags.vram_gib = 20;  // tight enough that the schedule matters, roomy enough that something fits
+  // this test is about the keys written back: ranges pinned to the point prediction (the shipped
+  // 90% bands leave Flux only borderline on 20 GiB without a measurement)
+  o.flags.ranges = kDir + "point-ranges.json";
   o.advise = true;
   o.emit = "simpletuner";
   o.output = dest;
@@ -287,12 +292,23 @@ TEST_CASE("with_schedule keeps key order and spelling and only touches checkpoin
 }
 
 TEST_CASE("a failed write leaves no partial output file") {
+  // the output path is a non-empty directory: the temporary file is written beside it, the rename
+  // over it fails, and the temporary file must be gone again (the folder holds only what it held)
+  const fs::path dir = fs::temp_directory_path() / ("segadvise-test-write-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "out.json");
+  std::ofstream(dir / "out.json" / "keep.txt") << "x";
   CheckOptions o = check_opts("flux-480-square.json");
   o.advise = true;
   o.emit = "simpletuner";
-  o.output = "/nonexistent-dir-for-segadvise/out.json";
+  o.output = (dir / "out.json").string();
   std::string out, err;
   const int rc = run_like_main(o, out, err);
   CHECK(rc == 2);
-  CHECK(!fs::exists(o.output));
+  CHECK(err.find("cannot write") != std::string::npos);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  CHECK(left == std::vector<std::string>{"out.json"});
+  CHECK(fs::is_directory(dir / "out.json"));
+  fs::remove_all(dir);
 }

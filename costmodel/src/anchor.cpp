@@ -348,6 +348,9 @@ RangedPrediction ranged_prediction(const RangeModel& ranges, const Anchor& a, co
   const Band& tb = a.time_anchored ? ranges.time_anchored : ranges.time;
   r.peak_vram_bytes = {q.peak_vram_bytes * std::exp(pb.log_lo), q.peak_vram_bytes * std::exp(pb.log_hi)};
   r.step_time_s = {q.step_time_s * std::exp(tb.log_lo), q.step_time_s * std::exp(tb.log_hi)};
+  // no run holds less than its resident weights (counted from parameters and dtypes; a measurement
+  // below them is refused as bad input): the lower end never goes under them
+  r.peak_vram_bytes.lo = std::min(q.peak_vram_bytes, std::max(r.peak_vram_bytes.lo, q.memory.weights_bytes));
   if (measured_ok(a, schedule)) {
     r.measured = true;
     r.peak_vram_bytes = {q.peak_vram_bytes, q.peak_vram_bytes};

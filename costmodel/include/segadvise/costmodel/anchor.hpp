@@ -133,7 +133,8 @@ struct RangedPrediction {
 };
 // Anchors (when `a` holds points), then puts the bands around the result: the anchored bands where
 // an ok measurement set the level, the unanchored ones otherwise; a measured schedule's range is its
-// measurement. An OOM-measured schedule's lower end is at least the usable memory.
+// measurement. The lower end of a peak is never under the resident weights; an OOM-measured
+// schedule's lower end is at least the usable memory.
 RangedPrediction ranged_prediction(const RangeModel& ranges, const Anchor& a, const Schedule& schedule,
                                    const Prediction& p, double headroom_bytes);
 

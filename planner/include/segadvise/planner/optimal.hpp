@@ -147,10 +147,8 @@ class PlanOptimizer {
   double static_bytes_ = 0, usable_bytes_ = 0, base_bytes_ = 0;
 };
 
-// The plan as JSON with explicit block ranges:
-// {"segments":[{"begin":0,"end":2,"mode":"checkpoint","offload_to_host":false}],"offload_attention":false}
-nlohmann::json plan_to_json(const Plan& plan);
-std::string block_mode_name(BlockMode mode);  // keep | checkpoint | checkpoint_ffn
+// The plan as JSON, and a block mode's name: plan_to_json and to_string(BlockMode) in
+// segadvise/costmodel/plan_json.hpp (the one plan-JSON writer).
 
 // "12 of 40 blocks checkpointed in 3 calls, 4 FFN-only, 24 kept"
 std::string describe_plan(const Plan& plan, int block_count);
