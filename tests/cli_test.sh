@@ -19,6 +19,9 @@ expect 0 '"gradient_checkpointing_segment_stride"' -- --model wan14b --gpu l40s
 # unmeasured, Flux on a 24 GB card is only borderline (90% ranges); a measured layer run settles it
 expect 3 '"borderline"' -- advise --model flux --gpu 4090 --format json
 expect 0 '"recommendation"' -- advise --model flux --gpu 4090 --format json --measured layer:3.1:17.5
+expect 0 '"peak_vram_gib_range"' -- predict --model flux1 --gpu h100 --schedule layer --format json
+expect 0 '"fit": "fits"' -- predict --model flux1 --gpu h100 --schedule layer --format json
+expect 0 'layer: 1.18 s/step, 16.9 GiB measured' -- predict --model flux1 --gpu l40s --schedule none --measured layer:1.18:16.9
 expect 2 "--measured 'layer:1:0.5'" -- advise --model flux --gpu 4090 --measured layer:1:0.5
 expect 2 "--measured 'layr:1:20'" -- advise --model flux --gpu 4090 --measured layr:1:20
 expect 2 "--measured 'layer:nan:20'" -- advise --model flux --gpu 4090 --measured layer:nan:20
