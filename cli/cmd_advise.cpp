@@ -35,7 +35,7 @@ void setup_advise(CLI::App& app, int& exit_code) {
     const bool other_trainer = !emit->empty() && *emit != "simpletuner";
     const TrainerAdvice trainer = other_trainer ? advise_for_trainer(r.context, *emit, r.recommended()) : TrainerAdvice{};
     printer->advice(r, other_trainer ? &trainer : nullptr);
-    exit_code = r.recommended() ? kOk : kDoesNotFit;
+    exit_code = r.recommended() ? kOk : r.advice.borderline >= 0 ? kBorderline : kDoesNotFit;
   });
 }
 

@@ -9,6 +9,7 @@
 #include "output.hpp"
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise::cli {
@@ -25,12 +26,21 @@ struct CalFlags {
   bool runs = false;  // print every run's prediction
   int max_iterations = 60;
   double prior_weight = FitOptions{}.prior_weight;  // pull of activation scales towards the analyzer
+  std::vector<std::string> anchors;  // accuracy --anchor SCHEDULE (repeatable)
+  std::string write_ranges;          // accuracy --write-ranges FILE
+  double coverage = 0.9;
+  std::vector<double> anchor_sigmas;  // fixed, activation, compute, host, transfer (AnchorOptions)
 };
 
 std::string pct(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
   return b;
+}
+std::string join_names(const std::vector<Schedule>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : "+") + s.name();
+  return out;
 }
 std::string fixed(double x, int d = 2) {
   char b[32];
@@ -45,6 +55,15 @@ Coefficients starting_coefficients(const std::string& path) {
   Coefficients c;
   c.source = "built-in starting values";
   return c;
+}
+
+nlohmann::json ranges_json(const RangeStats& r) {
+  auto share = [](int k, int n) { return n ? double(k) / n : 0.0; };
+  return {{"peak_coverage", share(r.peak_covered, r.peak_n)}, {"peak_n", r.peak_n},
+          {"peak_width_median", r.peak_width_median},         {"time_coverage", share(r.time_covered, r.time_n)},
+          {"time_n", r.time_n},                               {"time_width_median", r.time_width_median},
+          {"verdicts", {{"fits", r.fits}, {"borderline", r.borderline}, {"does_not_fit", r.does_not_fit}}},
+          {"borderline_share", share(r.borderline, r.verdicts())}, {"fits_that_ran_out_of_memory", r.fits_oom}};
 }
 
 nlohmann::json metrics_json(const Metrics& m) {
@@ -66,10 +85,34 @@ nlohmann::json metrics_json(const Metrics& m) {
             {"both_unsupported", s.both_unsupported},
             {"measured_unsupported_predicted_supported", s.data_unsupported_model_supported},
             {"measured_supported_predicted_unsupported", s.data_supported_model_unsupported}}},
-          {"decision", {{"groups", m.decision_groups}, {"good", m.decision_good}, {"share", m.decision()}}}};
+          {"decision", {{"groups", m.decision_groups}, {"good", m.decision_good}, {"share", m.decision()}}},
+          {"ranges", m.has_ranges ? ranges_json(m.ranges) : nlohmann::json(nullptr)}};
 }
 
-void print_accuracy(std::ostream& out, const AccuracyReport& rep, const PreparedSet& set, const CalFlags& f) {
+void print_ranges(std::ostream& out, const AccuracyReport& rep, bool md) {
+  out << "\n" << (md ? "#### " : "") << "90% ranges (bands from the other families' residuals) and verdicts\n\n";
+  Table t({"family", "peak covered", "peak width", "s/step covered", "s/step width", "fits", "borderline",
+           "does-not-fit", "unsafe fits"});
+  auto row = [&](const std::string& name, const Metrics& m) {
+    const RangeStats& r = m.ranges;
+    auto share = [](int k, int n) { return n ? pct(double(k) / n) + " (" + std::to_string(k) + "/" + std::to_string(n) + ")" : "-"; };
+    t.add({name, share(r.peak_covered, r.peak_n), r.peak_n ? pct(r.peak_width_median) : "-",
+           share(r.time_covered, r.time_n), r.time_n ? pct(r.time_width_median) : "-", std::to_string(r.fits),
+           share(r.borderline, r.verdicts()), std::to_string(r.does_not_fit), std::to_string(r.fits_oom)});
+  };
+  for (const auto& [k, m] : rep.per_family)
+    if (m.has_ranges) row(k, m);
+  row(md ? "**overall**" : "OVERALL", rep.overall);
+  t.print(out, md);
+  out << "Width: median (hi - lo) / prediction. Verdicts on runs that completed or ran out of memory; an unsafe "
+         "fit is a \"fits\" verdict on a run that ran out of memory. Decision above picks the fastest \"fits\" "
+         "(the fastest \"borderline\" where none fits), as advise does.\n";
+}
+
+void print_summary(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& summary, bool md);
+
+void print_accuracy(std::ostream& out, const AccuracyReport& rep, const PreparedSet& set, const CalFlags& f,
+                    const std::vector<std::pair<std::string, Metrics>>& summary) {
   if (f.format == "json") {
     nlohmann::json j = {{"method", rep.method}, {"headroom_gib", rep.headroom_gib}, {"cases", set.data.origin},
                         {"overall", metrics_json(rep.overall)}};
@@ -80,6 +123,9 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
     for (const auto& d : rep.decisions)
       dec.push_back({{"group", d.key}, {"chosen", d.chosen}, {"measured_fastest", d.measured_best}, {"good", d.good}, {"why", d.why}});
     j["decisions"] = dec;
+    nlohmann::json sum = nlohmann::json::array();
+    for (const auto& [name, m] : summary) sum.push_back({{"measured", name}, {"overall", metrics_json(m)}});
+    j["anchoring_summary"] = sum;
     if (f.runs) {
       nlohmann::json runs = nlohmann::json::array();
       for (const auto& p : rep.predictions) {
@@ -88,6 +134,18 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
                           {"fits", p.fits},         {"peak_gib", p.peak_gib},   {"usable_gib", p.usable_gib},
                           {"sec_per_step", p.step_s}, {"static_gib", p.static_gib},
                           {"activation_gib", p.activation_gib}};
+        if (p.supported && p.modelled) {
+          const PeakParts pp = peak_parts(p.full);
+          const TimeParts tp = time_parts(p.full);
+          r["predicted"]["model_parts"] = {{"fixed_gib", pp.fixed_bytes / kGiB}, {"activation_gib", pp.activation_bytes / kGiB},
+                                           {"compute_s", tp.compute_s}, {"host_s", tp.host_s}, {"transfer_s", tp.transfer_s},
+                                           {"usable_gib", p.full.usable_vram_bytes / kGiB}};
+        }
+        if (p.has_range)
+          r["predicted"].update({{"peak_gib_range", {p.peak_lo_gib, p.peak_hi_gib}},
+                                 {"sec_per_step_range", {p.step_lo_s, p.step_hi_s}},
+                                 {"fit", to_string(p.verdict)}, {"anchored", p.anchored},
+                                 {"anchor_cell", p.measured_anchor}});
         runs.push_back(r);
       }
       j["runs"] = runs;
@@ -125,6 +183,8 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
       << " ran but modelled as unsupported.\n";
   out << "Errors are absolute relative errors on runs that completed; decision: share of family x precision x GPU "
          "groups whose fastest schedule predicted to fit is within 5% of the measured fastest.\n";
+  if (rep.overall.has_ranges) print_ranges(out, rep, md);
+  print_summary(out, summary, md);
   if (f.runs) {
     out << "\n";
     Table rt({"run", "status", "measured", "predicted", "fits", "note"});
@@ -136,6 +196,95 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
     }
     rt.print(out, md);
   }
+}
+
+AnchorOptions anchor_options(const CalFlags& f) {
+  AnchorOptions ao;
+  if (f.anchor_sigmas.empty()) return ao;
+  for (double x : f.anchor_sigmas)
+    if (!(x > 0)) throw InputError("--anchor-sigmas: every value must be > 0");
+  ao.fixed_sigma = f.anchor_sigmas[0];
+  ao.activation_sigma = f.anchor_sigmas[1];
+  ao.compute_sigma = f.anchor_sigmas[2];
+  ao.host_sigma = f.anchor_sigmas[3];
+  ao.transfer_sigma = f.anchor_sigmas[4];
+  return ao;
+}
+
+RangeModel bands_without(const Residuals& plain, const Residuals& anchored, const std::string& left_out, double coverage) {
+  RangeModel m;
+  m.coverage = coverage;
+  m.peak = band_without(plain.peak, left_out, coverage);
+  m.time = band_without(plain.time, left_out, coverage);
+  m.peak_anchored = band_without(anchored.peak, left_out, coverage);
+  m.time_anchored = band_without(anchored.time, left_out, coverage);
+  return m;
+}
+
+// Ranges and verdicts on top of plain predictions, anchored on `anchors` (none: as they are): point
+// predictions, residuals by family, then each family's runs banded by the other families' residuals
+// (anchored bands from the residuals of this same anchoring).
+AccuracyReport ranged_report(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
+                             const Residuals& plain_res, const CalFlags& f, const AnchorOptions& ao) {
+  const double headroom = f.headroom_gib * kGiB;
+  const RangeModel none;
+  const auto no_bands = [&](const std::string&) -> const RangeModel& { return none; };
+  const Residuals anch_res =
+      anchors.empty() ? Residuals{} : residuals(set, ranged_runs(set, plain.predictions, anchors, no_bands, headroom, ao));
+  std::map<std::string, RangeModel> by_family;
+  for (const auto& r : set.runs)
+    if (!by_family.count(r.group)) by_family[r.group] = bands_without(plain_res, anch_res, r.group, f.coverage);
+  const auto lofo = [&](const std::string& g) -> const RangeModel& { return by_family.at(g); };
+  return score(set, ranged_runs(set, plain.predictions, anchors, lofo, headroom, ao), headroom,
+               plain.method + (anchors.empty() ? "" : ", anchored on " + join_names(anchors)));
+}
+
+// The report for --anchor (or none), plus the summary rows: no measurement, anchored on layer, on
+// layer and none (and on --anchor); writes the bands from every family (--write-ranges, anchored
+// bands from --anchor or layer).
+AccuracyReport with_ranges(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
+                           const CalFlags& f, std::vector<std::pair<std::string, Metrics>>& summary) {
+  const double headroom = f.headroom_gib * kGiB;
+  const AnchorOptions ao = anchor_options(f);
+  const RangeModel none;
+  const auto no_bands = [&](const std::string&) -> const RangeModel& { return none; };
+  const Residuals plain_res = residuals(set, ranged_runs(set, plain.predictions, {}, no_bands, headroom, ao));
+  const std::vector<Schedule> layer = {Schedule::parse("layer")};
+  const std::vector<Schedule> layer_none = {Schedule::parse("layer"), Schedule::parse("none")};
+  AccuracyReport rep = ranged_report(set, plain, anchors, plain_res, f, ao);
+  for (const auto& sc : {std::vector<Schedule>{}, layer, layer_none}) {
+    const bool same = join_names(sc) == join_names(anchors);
+    summary.emplace_back(sc.empty() ? "none" : join_names(sc),
+                         same ? rep.overall : ranged_report(set, plain, sc, plain_res, f, ao).overall);
+  }
+  if (!anchors.empty() && join_names(anchors) != "layer" && join_names(anchors) != "layer+none")
+    summary.emplace_back(join_names(anchors), rep.overall);
+  if (!f.write_ranges.empty()) {
+    const std::vector<Schedule>& file_anchors = anchors.empty() ? layer : anchors;
+    const Residuals anch_res = residuals(set, ranged_runs(set, plain.predictions, file_anchors, no_bands, headroom, ao));
+    RangeModel m = bands_without(plain_res, anch_res, "", f.coverage);
+    m.source = "written by `segadvise accuracy --leave-family-out --anchor " + join_names(file_anchors) +
+               " --write-ranges` from " + std::to_string(set.data.runs.size()) + " runs of " +
+               (set.data.source.empty() ? set.data.origin : set.data.source) +
+               ": split-conformal quantiles of log(measured / predicted), leave-one-family-out";
+    write_file_atomically(f.write_ranges, to_json(m).dump(2) + "\n");
+    std::cerr << "wrote " << f.write_ranges << "\n";
+  }
+  return rep;
+}
+
+void print_summary(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& summary, bool md) {
+  out << "\n" << (md ? "#### " : "") << "With and without a measured run of each setup (anchor cells not scored)\n\n";
+  Table t({"measured", "peak med", "peak p90", "s/step med", "s/step p90", "decision", "unsafe (point)",
+           "unsafe (fits)", "peak covered", "s/step covered", "peak width", "borderline"});
+  for (const auto& [name, m] : summary) {
+    const RangeStats& r = m.ranges;
+    auto share = [](int k, int n) { return n ? pct(double(k) / n) : std::string("-"); };
+    t.add({name, pct(m.peak_median), pct(m.peak_p90), pct(m.time_median), pct(m.time_p90), pct(m.decision()),
+           std::to_string(m.confusion.fit_oom), std::to_string(r.fits_oom), share(r.peak_covered, r.peak_n),
+           share(r.time_covered, r.time_n), pct(r.peak_width_median), share(r.borderline, r.verdicts())});
+  }
+  t.print(out, md);
 }
 
 }  // namespace
@@ -220,8 +369,32 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
                   "with --leave-family-out: pull of activation scales towards 1.0 (default 3)")
       ->check(kNonNegative);
   cmd->add_flag("--runs", f->runs, "also print every run's measured and predicted figures");
+  cmd->add_option("--anchor", f->anchors,
+                  "predict every cell of each family x precision x GPU group from its measured cell of this schedule "
+                  "(repeatable: layer and none), as --measured would");
+  cmd->add_option("--write-ranges", f->write_ranges,
+                  "with --leave-family-out: write the 90% range bands (unanchored, and anchored on --anchor or "
+                  "layer) to this file (calibration/data/ranges.json ships them)");
+  cmd->add_option("--coverage", f->coverage, "coverage of the ranges (default 0.9)")
+      ->check(number_in(0, 1, true, "must be in (0, 1)"));
+  cmd->add_option("--anchor-sigmas", f->anchor_sigmas,
+                  "relative uncertainty of the fixed, activation, compute, host and transfer parts that shares one "
+                  "measurement's surprise (5 numbers; default: AnchorOptions)")
+      ->expected(5)
+      ->delimiter(',');
   cmd->add_option("--format", f->format, "table | json | markdown")->check(kFormat);
   cmd->callback([f, &exit_code] {
+    if (!(f->coverage > 0 && f->coverage < 1)) throw InputError("--coverage: must be in (0, 1)");
+    if (!f->write_ranges.empty() && !f->leave_family_out)
+      throw InputError("--write-ranges: needs --leave-family-out (ranges come from residuals on unseen families)");
+    std::vector<Schedule> anchors;
+    for (const auto& a : f->anchors) {
+      try {
+        anchors.push_back(Schedule::parse(a));
+      } catch (const InputError& e) {
+        throw InputError("--anchor '" + a + "': " + e.what());
+      }
+    }
     const PreparedSet set = prepare(dataset_for(f->cases));
     AccuracyReport rep;
     if (f->leave_family_out) {
@@ -233,7 +406,9 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
     } else {
       rep = accuracy_in_sample(set, coefficients_for(f->start), f->headroom_gib * kGiB);
     }
-    print_accuracy(std::cout, rep, set, *f);
+    std::vector<std::pair<std::string, Metrics>> summary;
+    rep = with_ranges(set, rep, anchors, *f, summary);
+    print_accuracy(std::cout, rep, set, *f, summary);
     exit_code = kOk;
   });
 }

@@ -5,10 +5,14 @@
 // phase advice's keys) changed. The verdict is the whole run's (families/phases.hpp: startup caching,
 // model load, step, validation, save) unless --step-only.
 // Flags and config -> request -> advisor (check_report, which advises once when asked) -> printer.
-// Exit codes: 0 fits, 1 does not fit or the trainer would not run it, 2 bad input.
+// Exit codes: 0 fits (the 90% range's upper end plus headroom fits, and every other phase of the run),
+// 1 does not fit (even the lower end does not) or the trainer would not run it, 3 borderline, 2 bad
+// input. With --advise: 0 when a schedule fits with confidence, 3 when only borderline ones remain,
+// 1 when nothing fits.
 #include <iostream>
 
 #include "commands.hpp"
+#include "measured.hpp"
 #include "config_reader.hpp"
 #include "emitters.hpp"
 #include "gpu_detect.hpp"
@@ -64,8 +68,8 @@ int run_check(const CheckOptions& o, std::ostream& out) {
     if (!o.output.empty()) write_file_atomically(o.output, v.updated->dump(v.indent) + "\n");
   }
   printer->check(v);
-  if (r.advice) return r.advice->recommended() ? kOk : kDoesNotFit;
-  return r.fits() ? kOk : kDoesNotFit;
+  if (r.advice) return r.advice->recommended() ? kOk : r.advice->advice.borderline >= 0 ? kBorderline : kDoesNotFit;
+  return verdict_exit_code(r);
 }
 
 void setup_check(CLI::App& app, int& exit_code) {
@@ -82,6 +86,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--data-backend", o->read.data_backend_override, "data-backend JSON to use instead of the config's data_backend_config");
   cmd->add_option("--aspect", *aspect, "aspect W:H of the source images/videos (default 1:1 for images, 16:9 for video)");
   add_output_flags(cmd, o->flags);
+  add_measured_flags(cmd, o->flags);
   cmd->add_flag("--advise", o->advise, "also recommend a schedule for this config's setup");
   cmd->add_flag("--step-only", o->step_only, "judge the training step alone (not startup caching, loading, validation, saving)");
   cmd->add_flag("--all", o->show_all, "with --advise: list every supported schedule");

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <regex>
 
+#include "measured.hpp"
 #include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/calibration/ranges.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
@@ -61,6 +63,7 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional) {
   app->add_option("--blocks-to-swap", f.blocks_to_swap, "musubi_blocks_to_swap")->check(kNonNegative);
   app->add_option("--text-tokens", f.text_tokens, "text sequence length (default: the family's)")->check(kNonNegative);
   add_output_flags(app, f);
+  add_measured_flags(app, f);
 }
 
 void add_vram_flag(CLI::App* app, SetupFlags& f) {
@@ -75,6 +78,14 @@ void add_output_flags(CLI::App* app, SetupFlags& f) {
   app->add_option("--calibration", f.calibration, "coefficients file (default: the shipped calibration)")
       ->check(CLI::ExistingFile);
   app->add_option("--profile", f.profile, "profile.json from `segadvise profile`: measured block costs")
+      ->check(CLI::ExistingFile);
+}
+
+void add_measured_flags(CLI::App* app, SetupFlags& f) {
+  app->add_option("--measured", f.measured,
+                  "a measured run of this same setup: SCHEDULE:SEC:GIB (sec/step and peak allocated GiB, e.g. "
+                  "layer:1.85:16.2) or SCHEDULE:oom; repeatable. Every prediction is anchored on it");
+  app->add_option("--ranges", f.ranges, "90% range bands file (default: the shipped calibration/data/ranges.json)")
       ->check(CLI::ExistingFile);
 }
 
@@ -166,6 +177,8 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
   r.coef = coefficients_for(f.calibration);
   r.headroom_bytes = f.headroom_gib * kGiB;
   if (!f.profile.empty()) r.profile = load_profile(f.profile);
+  r.measured = parse_measurements(f.measured);
+  r.ranges = ranges_for(f.ranges);
   return r;
 }
 

@@ -15,8 +15,9 @@
 
 namespace segadvise::cli {
 
-// Exit codes: 0 answered (fits), 1 nothing fits / does not fit, 2 bad input.
-enum ExitCode { kOk = 0, kDoesNotFit = 1, kBadInput = 2 };
+// Exit codes: 0 answered (fits), 1 nothing fits / does not fit, 2 bad input, 3 borderline (check:
+// the 90% range straddles the usable memory; advise: only borderline schedules remain).
+enum ExitCode { kOk = 0, kDoesNotFit = 1, kBadInput = 2, kBorderline = 3 };
 
 struct SetupFlags {
   std::string model;
@@ -40,6 +41,8 @@ struct SetupFlags {
   std::string format = "table";
   std::string calibration;
   std::string profile;
+  std::vector<std::string> measured;  // --measured SCHEDULE:SEC:GIB | SCHEDULE:oom (repeatable)
+  std::string ranges;                 // --ranges FILE ("" : the shipped bands)
 };
 
 // Validators of numeric and text flags, naming the value: "--batch: must be positive, got 0" (NaN,
@@ -55,6 +58,7 @@ extern const CLI::Validator kNonEmpty;
 void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional = false);
 void add_output_flags(CLI::App* app, SetupFlags& f);
 void add_vram_flag(CLI::App* app, SetupFlags& f);  // --vram-gib
+void add_measured_flags(CLI::App* app, SetupFlags& f);  // --measured, --ranges
 
 // Applies the flags on top of `base` (the family's example setup, or a config's setup).
 TrainingSetup apply_flags(const Family& fam, TrainingSetup base, const SetupFlags& f);

@@ -7,19 +7,30 @@
 
 namespace segadvise::cli {
 
+namespace {
+
+// printed width of a UTF-8 cell ("14.8–18.9": the dash is 3 bytes, one column)
+std::size_t columns(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
 void Table::print(std::ostream& out, bool markdown) const {
   std::vector<std::size_t> w(header_.size(), 0);
-  for (std::size_t i = 0; i < header_.size(); ++i) w[i] = header_[i].size();
+  for (std::size_t i = 0; i < header_.size(); ++i) w[i] = columns(header_[i]);
   for (const auto& r : rows_)
-    for (std::size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    for (std::size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], columns(r[i]));
   auto line = [&](const std::vector<std::string>& r) {
     if (markdown) out << "|";
     for (std::size_t i = 0; i < w.size(); ++i) {
       const std::string cell = i < r.size() ? r[i] : "";
       if (markdown)
-        out << " " << cell << std::string(w[i] - cell.size(), ' ') << " |";
+        out << " " << cell << std::string(w[i] - columns(cell), ' ') << " |";
       else
-        out << (i ? "  " : "") << cell << std::string(i + 1 < w.size() ? w[i] - cell.size() : 0, ' ');
+        out << (i ? "  " : "") << cell << std::string(i + 1 < w.size() ? w[i] - columns(cell) : 0, ' ');
     }
     out << "\n";
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "advise_optimal.hpp"
+#include "measured.hpp"
 #include "output.hpp"
 #include "phases_output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
@@ -11,7 +12,12 @@ namespace segadvise::cli {
 
 namespace {
 
-std::string yesno(bool b) { return b ? "yes" : "no"; }
+// a prediction's JSON with its 90% ranges and three-valued verdict
+nlohmann::json prediction_json(const Candidate& c) {
+  nlohmann::json j = to_json(c.prediction);
+  add_range_json(j, c);
+  return j;
+}
 
 nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) {
   const Context& ctx = r.context;
@@ -28,14 +34,15 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
   nlohmann::json cands = nlohmann::json::array();
   for (const auto& c : a.candidates) {
     if (!r.keep_all && !c.pareto && &c - &a.candidates[0] != a.recommended) continue;
-    nlohmann::json pj = to_json(c.prediction);
+    nlohmann::json pj = prediction_json(c);
     pj["pareto"] = c.pareto;
     cands.push_back({{"schedule", to_json(c.schedule)}, {"plan", describe(c.plan.plan, ctx.chain)}, {"prediction", pj}});
   }
   j["candidates"] = cands;
+  j["measurements"] = measurements_json(ctx.anchor);
   if (const Candidate* c = r.recommended()) {
     j["recommendation"] = {{"schedule", to_json(c->schedule)},
-                           {"prediction", to_json(c->prediction)},
+                           {"prediction", prediction_json(*c)},
                            {"config", simpletuner_keys(c->schedule)}};
     if (r.phases) {  // the recommended schedule's whole run (the recommendation itself is the step's)
       j["recommendation"]["phases"] = nlohmann::json::parse(phases_json(*r.phases).dump());
@@ -47,6 +54,11 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
     }
   } else {
     j["recommendation"] = nullptr;
+    if (a.borderline >= 0) {
+      const Candidate& b = a.candidates[a.borderline];
+      j["borderline"] = {{"schedule", to_json(b.schedule)}, {"prediction", prediction_json(b)},
+                         {"config", simpletuner_keys(b.schedule)}, {"settle", settle_hint(b)}};
+    }
     j["shortfall_gib"] = a.shortfall_bytes / kGiB;
     nlohmann::json alts = nlohmann::json::array();
     for (const auto& alt : r.alternatives)
@@ -65,7 +77,7 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
 // (fastest, smallest and the recommendation always shown); --all prints every supported schedule.
 void print_schedules(std::ostream& out, const AdviceReport& r, bool md) {
   const Advice& a = r.advice;
-  Table t({"schedule", "peak", "s/step", "fits", "what runs"});
+  Table t({"schedule", "peak", "s/step", "fit", "what runs"});
   const std::size_t kRows = 14;
   std::vector<bool> shown(a.candidates.size(), true);
   std::size_t hidden = 0;
@@ -78,6 +90,7 @@ void print_schedules(std::ostream& out, const AdviceReport& r, bool md) {
     std::fill(shown.begin(), shown.end(), false);
     for (std::size_t k = 0; k < kRows; ++k) shown[by_peak[k * (by_peak.size() - 1) / (kRows - 1)]] = true;
     if (a.recommended >= 0) shown[a.recommended] = true;
+    if (a.borderline >= 0) shown[a.borderline] = true;
     for (bool s : shown) hidden += !s;
   }
   for (std::size_t i = 0; i < a.candidates.size(); ++i) {
@@ -85,8 +98,8 @@ void print_schedules(std::ostream& out, const AdviceReport& r, bool md) {
     if (!shown[i]) continue;
     std::string name = c.schedule.name();
     if (static_cast<int>(i) == a.recommended) name = "* " + name;
-    t.add({name, gib_str(c.prediction.peak_vram_bytes), secs_str(c.prediction.step_time_s), yesno(c.prediction.fits),
-           describe(c.plan.plan, r.context.chain)});
+    if (static_cast<int>(i) == a.borderline) name = "? " + name;
+    t.add({name, peak_with_range(c), time_with_range(c), verdict_text(c), describe(c.plan.plan, r.context.chain)});
   }
   t.print(out, md);
   if (hidden) out << "(" << hidden << " more points on the front; --all lists every supported schedule)\n";
@@ -95,12 +108,17 @@ void print_schedules(std::ostream& out, const AdviceReport& r, bool md) {
 void print_recommendation(std::ostream& out, const AdviceReport& r, bool md) {
   if (const Candidate* c = r.recommended()) {
     out << (md ? "### Recommendation\n\n" : "Recommendation: ") << c->schedule.name() << " — "
-        << secs_str(c->prediction.step_time_s) << "/step, peak " << gib_str(c->prediction.peak_vram_bytes) << " of "
+        << time_with_range(*c, "/step") << ", peak " << peak_with_range(*c) << " of "
         << gib_str(c->prediction.usable_vram_bytes) << " usable\n";
     if (md) out << "\n```json\n"; else out << "SimpleTuner config keys:\n";
     out << simpletuner_keys(c->schedule).dump(2) << "\n";
     if (md) out << "```\n";
     for (const auto& w : c->prediction.warnings) out << "warning: " << w << "\n";
+    return;
+  }
+  if (r.advice.borderline >= 0) {
+    out << (md ? "### No confident recommendation\n\n" : "No confident recommendation: ")
+        << settle_hint(r.advice.candidates[r.advice.borderline]) << ".\n";
     return;
   }
   out << "Nothing fits: the smallest schedule needs " << gib_str(r.advice.shortfall_bytes)
@@ -132,6 +150,8 @@ void TablePrinter::prediction(const PredictionReport& r) {
   print_setup(out_, r.context, md_);
   out_ << (md_ ? "### " : "") << "Schedule " << c.schedule.name() << (md_ ? "\n\n" : ": ")
        << (c.plan.supported ? describe(c.plan.plan, r.context.chain) : std::string("—")) << "\n\n";
+  print_measurements(out_, r.context.anchor, md_);
+  print_verdict(out_, c, md_);
   print_prediction(out_, c.prediction, md_);
 }
 
@@ -140,6 +160,7 @@ void TablePrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
   const Advice& a = r.advice;
   if (md_) out_ << "## segadvise: " << ctx.family->name << " on " << ctx.gpu.name << "\n\n";
   print_setup(out_, ctx, md_);
+  print_measurements(out_, ctx.anchor, md_);
   out_ << (md_ ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.supported_count
        << " supported by the trainer for this family" << (r.keep_all ? "" : "; Pareto front (time vs memory):")
        << "\n\n";
@@ -172,6 +193,8 @@ void TablePrinter::check(const CheckView& v) {
   out_ << (md_ ? "### Schedule in the config\n\n" : "Schedule in the config: ") << c.schedule.name() << " ("
        << to_string(c.schedule.backend) << ")" << (c.plan.supported ? " — " + c.plan.plan.description : std::string())
        << "\n\n";
+  print_measurements(out_, r.context.anchor, md_);
+  print_verdict(out_, c, md_);
   print_prediction(out_, c.prediction, md_);
   if (r.phases) {
     print_phases(out_, *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, md_);
@@ -209,7 +232,8 @@ void JsonPrinter::prediction(const PredictionReport& r) {
                       {"gpu", ctx.gpu.id},
                       {"schedule", to_json(c.schedule)},
                       {"plan", c.plan.supported ? nlohmann::json(describe(c.plan.plan, ctx.chain)) : nlohmann::json(nullptr)},
-                      {"prediction", to_json(c.prediction)}};
+                      {"prediction", prediction_json(c)},
+                      {"measurements", measurements_json(ctx.anchor)}};
   if (c.prediction.supported) j["config"] = simpletuner_keys(c.schedule);
   out_ << j.dump(2) << "\n";
 }
@@ -235,7 +259,8 @@ void JsonPrinter::check(const CheckView& v) {
   j["setup"] = setup_json(r.context);
   j["schedule"] = to_json(c.schedule);
   j["plan"] = c.plan.supported ? nlohmann::json(c.plan.plan.description) : nlohmann::json(nullptr);
-  j["prediction"] = to_json(c.prediction);
+  j["prediction"] = prediction_json(c);
+  j["measurements"] = measurements_json(r.context.anchor);
   if (r.phases) {
     add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only);
     j["phase_advice"] = phase_advice_json(*r.phases);

@@ -2,6 +2,7 @@
 // trainer's semantics (trainer_readers/), predicted, and with --advise --emit SAME_TRAINER --output NEW
 // written back with only the memory knobs changed (trainer_writer).
 #include "trainer_check.hpp"
+#include "measured.hpp"
 
 #include <sstream>
 
@@ -74,7 +75,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::os
   v.config = o.config;
   v.other = &tr;
   v.report = &r;
-  int rc = r.fits() ? kOk : kDoesNotFit;
+  int rc = verdict_exit_code(r);
   // --advise alone also shows the plan within the config's own trainer
   const std::string emit = o.emit.empty() ? tr.trainer : o.emit;
   TrainerAdvice ta;
@@ -83,7 +84,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::os
     v.trainer = &ta;
     rc = ta.best >= 0 ? kOk : kDoesNotFit;
   } else if (r.advice) {
-    rc = r.advice->recommended() ? kOk : kDoesNotFit;
+    rc = r.advice->recommended() ? kOk : r.advice->advice.borderline >= 0 ? kBorderline : kDoesNotFit;
   }
   if (r.advice && o.emit == tr.trainer && !o.output.empty()) {
     if (ta.best < 0) {

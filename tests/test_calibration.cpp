@@ -275,3 +275,48 @@ TEST_CASE("the shipped dataset holds every sweep case and resolves every model")
     CHECK(r.family != nullptr);
   }
 }
+
+TEST_CASE("accuracy --anchor predicts each setup group from its measured anchor cell") {
+  Dataset d;
+  d.origin = "anchor-test";
+  MeasuredRun layer = run("sd3", "h100", "layer", 1024, 1024, 1);
+  layer.id = "layer";
+  layer.peak_gib = 10;
+  layer.sec_per_step = 1;
+  MeasuredRun none = run("sd3", "h100", "none", 1024, 1024, 1);
+  none.id = "none";
+  none.peak_gib = 30;
+  none.sec_per_step = 0.8;
+  MeasuredRun lonely = run("sd3", "l40s", "none", 1024, 1024, 1);  // its group has no layer run
+  lonely.id = "lonely";
+  lonely.peak_gib = 30;
+  lonely.sec_per_step = 2;
+  d.runs = {layer, none, lonely};
+  const PreparedSet set = prepare(d);
+  std::vector<RunPrediction> base;
+  for (const auto& r : set.runs) base.push_back(predict_run(set, r, Coefficients{}, kGiB));
+  const RangeModel no_bands;
+  const auto bands = [&](const std::string&) -> const RangeModel& { return no_bands; };
+  const std::vector<RunPrediction> a = ranged_runs(set, base, {Schedule::parse("layer")}, bands, kGiB);
+  // the anchor cell is its own measurement; the other cell is what fit_anchor makes of it
+  CHECK(a[0].measured_anchor);
+  CHECK(a[0].peak_gib == doctest::Approx(10));
+  CHECK(a[0].step_s == doctest::Approx(1));
+  const Anchor expected = fit_anchor({{parse_measurement("layer:1:10"), base[0].full}});
+  const Prediction none_anchored = apply_anchor(expected, Schedule::parse("none"), base[1].full, kGiB);
+  CHECK(a[1].anchored);
+  CHECK_FALSE(a[1].measured_anchor);
+  CHECK(a[1].peak_gib == doctest::Approx(none_anchored.peak_vram_bytes / kGiB));
+  CHECK(a[1].step_s == doctest::Approx(none_anchored.step_time_s));
+  CHECK_FALSE(a[2].modelled);  // no anchor in its group: left out
+  // anchored on both: none is measured too
+  const std::vector<RunPrediction> b =
+      ranged_runs(set, base, {Schedule::parse("layer"), Schedule::parse("none")}, bands, kGiB);
+  CHECK(b[1].measured_anchor);
+  CHECK(b[1].peak_gib == doctest::Approx(30));
+  // residuals leave the anchor cells out: only `none` of the first group (and `lonely` unanchored)
+  const Residuals res = residuals(set, a);
+  REQUIRE(res.peak.size() == 1);
+  CHECK(res.peak.begin()->second.size() == 1);
+  CHECK(res.peak.begin()->second[0] == doctest::Approx(std::log(30 / a[1].peak_gib)));
+}

@@ -578,6 +578,8 @@ int check_json(const std::string& rel, nlohmann::json& j, const std::string& emi
   o.config = kDir + rel;
   o.flags.gpu = gpu;
   o.flags.format = "json";
+  // zero-width bands: these cases judge the readers, not the ranges (the point verdict decides)
+  o.flags.ranges = std::string(SEGADVISE_FIXTURES_DIR) + "/check/point-ranges.json";
   o.read.cwd = "/nonexistent-working-directory";
   o.emit = emit;
   o.output = output;

@@ -122,6 +122,7 @@ RunPrediction predict_run(const PreparedSet& set, const PreparedRun& r, const Co
   out.peak_gib = p.peak_vram_bytes / kGiB;
   out.usable_gib = p.usable_vram_bytes / kGiB;
   out.step_s = p.step_time_s;
+  out.full = p;
   return out;
 }
 
@@ -327,6 +328,48 @@ std::string variant_class(const MeasuredRun& r) {
   return (r.variant == "main" || r.variant == "backend") ? "" : r.variant;
 }
 
+// what advise would pick: a "fits" verdict (or, in a group with none, a "borderline" one); the
+// point verdict for predictions without ranges
+bool recommendable(const RunPrediction& p, bool borderline_too) {
+  if (!p.supported) return false;
+  if (!p.has_range) return p.fits;
+  return p.verdict == FitVerdict::Fits || (borderline_too && p.verdict == FitVerdict::Borderline);
+}
+
+void add_range_stats(const RunPrediction& p, const MeasuredRun& run, std::initializer_list<Metrics*> ms) {
+  for (Metrics* m : ms) {
+    m->has_ranges = true;
+    RangeStats& s = m->ranges;
+    if (fit_status(run.status)) {
+      (p.verdict == FitVerdict::Fits ? s.fits : p.verdict == FitVerdict::Borderline ? s.borderline : s.does_not_fit)++;
+      if (p.verdict == FitVerdict::Fits && run.status == "oom") ++s.fits_oom;
+    }
+    if (run.status != "ok" || p.measured_anchor) continue;
+    ++s.peak_n;
+    ++s.time_n;
+    if (run.peak_gib >= p.peak_lo_gib && run.peak_gib <= p.peak_hi_gib) ++s.peak_covered;
+    if (run.sec_per_step >= p.step_lo_s && run.sec_per_step <= p.step_hi_s) ++s.time_covered;
+  }
+}
+
+void fill_widths(AccuracyReport& rep, const PreparedSet& set) {
+  std::map<std::string, std::vector<double>> pw, tw;
+  for (std::size_t i = 0; i < set.runs.size(); ++i) {
+    const RunPrediction& p = rep.predictions[i];
+    if (!p.modelled || !p.supported || !p.has_range || p.measured_anchor || set.runs[i].run->status != "ok") continue;
+    for (const std::string& k : {std::string("*"), set.runs[i].group}) {
+      pw[k].push_back((p.peak_hi_gib - p.peak_lo_gib) / p.peak_gib);
+      tw[k].push_back((p.step_hi_s - p.step_lo_s) / p.step_s);
+    }
+  }
+  rep.overall.ranges.peak_width_median = quantile(pw["*"], 0.5);
+  rep.overall.ranges.time_width_median = quantile(tw["*"], 0.5);
+  for (auto& [fam, m] : rep.per_family) {
+    m.ranges.peak_width_median = quantile(pw[fam], 0.5);
+    m.ranges.time_width_median = quantile(tw[fam], 0.5);
+  }
+}
+
 }  // namespace
 
 AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> preds, double headroom_bytes,
@@ -357,17 +400,15 @@ AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> preds, d
         else (st == "ok" ? c.nofit_ok : c.nofit_oom)++;
       }
     }
-    if (p.modelled && p.supported && st == "ok") {
+    if (p.modelled && p.supported && p.has_range) add_range_stats(p, *r.run, {&rep.overall, &rep.per_family[r.group]});
+    if (p.modelled && p.supported && st == "ok" && !p.measured_anchor) {
       const double pe = std::fabs(p.peak_gib / r.run->peak_gib - 1), te = std::fabs(p.step_s / r.run->sec_per_step - 1);
       for (const std::string& k : {std::string("*"), r.group}) {
         peak_err[k].push_back(pe);
         time_err[k].push_back(te);
       }
     }
-    if (p.modelled && fit_status(st))
-      groups[r.group + " | " + r.run->precision + " | " + r.gpu.id +
-             (variant_class(*r.run).empty() ? "" : " | " + variant_class(*r.run))]
-          .push_back(i);
+    if (p.modelled && fit_status(st)) groups[setup_group(r)].push_back(i);
   }
   auto fill = [&](Metrics& m, const std::string& k) {
     m.peak_n = static_cast<int>(peak_err[k].size());
@@ -379,10 +420,23 @@ AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> preds, d
   };
   fill(rep.overall, "*");
   for (auto& [fam, m] : rep.per_family) fill(m, fam);
+  fill_widths(rep, set);
 
   // decision quality: among a group's measured schedules, the fastest predicted to fit (supported)
   // against the fastest that ran; good when it ran and is within 5% of it. A group where nothing
-  // ran is good when nothing is predicted to fit.
+  // ran is good when nothing is predicted to fit. With ranges, "predicted to fit" is what advise
+  // recommends: the fastest "fits" verdict, or when there is none the fastest "borderline" one.
+  std::map<std::string, bool> choose_borderline;
+  for (const auto& [key, idx] : groups) {
+    bool any_fits = false, any_borderline = false;
+    for (std::size_t i : idx) {
+      const RunPrediction& p = rep.predictions[i];
+      if (!p.supported || !p.has_range) continue;
+      any_fits = any_fits || p.verdict == FitVerdict::Fits;
+      any_borderline = any_borderline || p.verdict == FitVerdict::Borderline;
+    }
+    choose_borderline[key] = !any_fits && any_borderline;
+  }
   for (const auto& [key, idx] : groups) {
     DecisionGroup d;
     d.key = key;
@@ -392,7 +446,7 @@ AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> preds, d
     for (std::size_t i : idx) {
       const RunPrediction& p = rep.predictions[i];
       const PreparedRun& r = set.runs[i];
-      if (p.supported && p.fits && (!chosen || p.step_s < chosen->step_s)) {
+      if (recommendable(p, choose_borderline[key]) && (!chosen || p.step_s < chosen->step_s)) {
         chosen = &p;
         chosen_run = &r;
       }
@@ -442,6 +496,113 @@ AccuracyReport accuracy_leave_family_out(const PreparedSet& set, const Coefficie
       if (set.runs[i].group == g) preds[i] = predict_run(set, set.runs[i], fr.coef, opt.headroom_bytes);
   }
   return score(set, std::move(preds), opt.headroom_bytes, "leave-one-family-out");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anchoring and ranges
+
+std::string setup_group(const PreparedRun& r) {
+  return r.group + " | " + r.run->precision + " | " + r.gpu.id +
+         (variant_class(*r.run).empty() ? "" : " | " + variant_class(*r.run));
+}
+
+namespace {
+
+// a run as `--measured` would give it: SCHEDULE:SEC:GIB, or SCHEDULE:oom
+Measurement measurement_of(const PreparedRun& r) {
+  Measurement m;
+  m.text = r.run->id;
+  m.schedule = r.schedule;
+  m.oom = r.run->status == "oom";
+  m.step_time_s = r.run->sec_per_step;
+  m.peak_vram_bytes = r.run->peak_gib * kGiB;
+  return m;
+}
+
+bool is_anchor(const PreparedRun& r, const RunPrediction& p, const std::vector<Schedule>& anchors) {
+  if (!p.modelled || !p.supported || !fit_status(r.run->status)) return false;
+  for (const Schedule& s : anchors)
+    if (s.name() == r.schedule.name()) return true;
+  return false;
+}
+
+void set_ranged(RunPrediction& out, const RangedPrediction& rp) {
+  const Prediction& q = rp.prediction;
+  out.fits = q.fits;
+  out.peak_gib = q.peak_vram_bytes / kGiB;
+  out.step_s = q.step_time_s;
+  out.static_gib = (q.peak_vram_bytes - q.memory.activation_peak_bytes - q.memory.fragmentation_bytes) / kGiB;
+  out.activation_gib = q.memory.activation_peak_bytes / kGiB;
+  out.has_range = true;
+  out.peak_lo_gib = rp.peak_vram_bytes.lo / kGiB;
+  out.peak_hi_gib = rp.peak_vram_bytes.hi / kGiB;
+  out.step_lo_s = rp.step_time_s.lo;
+  out.step_hi_s = rp.step_time_s.hi;
+  out.verdict = rp.fit;
+  out.anchored = rp.peak_anchored;
+}
+
+}  // namespace
+
+std::vector<RunPrediction> ranged_runs(const PreparedSet& set, const std::vector<RunPrediction>& base,
+                                       const std::vector<Schedule>& anchors, const RangesFor& ranges,
+                                       double headroom_bytes, const AnchorOptions& opt) {
+  std::vector<RunPrediction> out = base;
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < set.runs.size(); ++i)
+    if (base[i].modelled) groups[setup_group(set.runs[i]) + "#" + std::to_string(set.runs[i].chain)].push_back(i);
+  for (const auto& [key, idx] : groups) {
+    Anchor a;
+    if (!anchors.empty()) {
+      std::vector<AnchorPoint> points;
+      for (std::size_t i : idx)
+        if (is_anchor(set.runs[i], base[i], anchors)) points.push_back({measurement_of(set.runs[i]), base[i].full});
+      std::string why = points.empty() ? "no anchor cell in its setup group" : "";
+      if (!points.empty()) {
+        try {
+          a = fit_anchor(points, opt);
+        } catch (const InputError& e) {
+          why = std::string("anchor rejected: ") + e.what();
+        }
+      }
+      if (!why.empty()) {
+        for (std::size_t i : idx) {
+          out[i].modelled = false;
+          out[i].reason = why;
+        }
+        continue;
+      }
+    }
+    for (std::size_t i : idx) {
+      RunPrediction& p = out[i];
+      if (!p.supported) continue;
+      const PreparedRun& r = set.runs[i];
+      set_ranged(p, ranged_prediction(ranges(r.group), a, r.schedule, p.full, headroom_bytes));
+      p.measured_anchor = !anchors.empty() && is_anchor(r, base[i], anchors);
+    }
+  }
+  return out;
+}
+
+Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& preds) {
+  Residuals res;
+  for (std::size_t i = 0; i < set.runs.size(); ++i) {
+    const RunPrediction& p = preds[i];
+    const MeasuredRun& r = *set.runs[i].run;
+    if (!p.modelled || !p.supported || p.measured_anchor || r.status != "ok") continue;
+    if (p.peak_gib <= 0 || p.step_s <= 0 || r.peak_gib <= 0 || r.sec_per_step <= 0) continue;
+    res.peak[set.runs[i].group].push_back(std::log(r.peak_gib / p.peak_gib));
+    res.time[set.runs[i].group].push_back(std::log(r.sec_per_step / p.step_s));
+  }
+  return res;
+}
+
+Band band_without(const std::map<std::string, std::vector<double>>& by_family, const std::string& left_out,
+                  double coverage) {
+  std::vector<double> all;
+  for (const auto& [fam, v] : by_family)
+    if (fam != left_out) all.insert(all.end(), v.begin(), v.end());
+  return conformal_band(std::move(all), coverage);
 }
 
 }  // namespace segadvise

@@ -10,6 +10,25 @@
 
 namespace segadvise {
 
+namespace {
+
+// The cost model's own prediction of a schedule on a context's state, before any anchoring.
+template <class S>
+Candidate model_candidate(const S& st, const Schedule& s) {
+  Candidate c;
+  c.schedule = s;
+  c.plan = realize(*st.family, st.chain, s, st.setup);
+  if (!c.plan.supported) {
+    c.prediction = unsupported_prediction(c.plan.reason);
+    return c;
+  }
+  c.prediction = predict(st.prepared, c.plan.plan, st.headroom_bytes);
+  c.prediction.warnings = c.plan.warnings;
+  return c;
+}
+
+}  // namespace
+
 // Built in place and never moved: `prepared` points at the chain, setup, GPU and coefficients
 // beside it.
 struct Context::State {
@@ -21,10 +40,17 @@ struct Context::State {
   double headroom_bytes;
   std::vector<std::string> warnings;
   PreparedChain prepared;
+  RangeModel ranges;
+  Anchor anchor;
 
   State(const Family* fam, TrainingSetup s, GpuSpec g, Coefficients c, double headroom, const Profile* profile,
-        const BlockChain* given_chain)
-      : family(fam), setup(std::move(s)), gpu(std::move(g)), coef(std::move(c)), headroom_bytes(headroom) {
+        const BlockChain* given_chain, RangeModel bands, const std::vector<Measurement>& measured)
+      : family(fam),
+        setup(std::move(s)),
+        gpu(std::move(g)),
+        coef(std::move(c)),
+        headroom_bytes(headroom),
+        ranges(std::move(bands)) {
     if (!family) throw InputError("advisor: the request names no model family");
     chain = given_chain ? *given_chain : analyze(*family, setup);
     if (profile) {
@@ -33,6 +59,8 @@ struct Context::State {
       warnings.push_back("block costs measured by " + profile->path + " (" + profile->device + ")");
     }
     prepared = prepare(chain, setup, gpu, coef);
+    if (!measured.empty())
+      anchor = anchor_measurements(measured, [&](const Schedule& sc) { return model_candidate(*this, sc); });
   }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
@@ -47,27 +75,23 @@ Context::Context(std::shared_ptr<const State> state)
       chain(state_->chain),
       headroom_bytes(state_->headroom_bytes),
       warnings(state_->warnings),
-      prepared(state_->prepared) {}
+      prepared(state_->prepared),
+      ranges(state_->ranges),
+      anchor(state_->anchor) {}
 
 Context::Context(const AdvisorRequest& r)
     : Context(std::make_shared<const State>(r.family, r.setup, r.gpu, r.coef, r.headroom_bytes,
                                             r.profile ? &*r.profile : nullptr,
-                                            r.chain ? &*r.chain : nullptr)) {}
+                                            r.chain ? &*r.chain : nullptr, r.ranges, r.measured)) {}
 
 Context Context::with_setup(const TrainingSetup& s) const {
-  return Context(std::make_shared<const State>(family, s, gpu, coef, headroom_bytes, nullptr, nullptr));
+  return Context(std::make_shared<const State>(family, s, gpu, coef, headroom_bytes, nullptr, nullptr, ranges,
+                                               std::vector<Measurement>{}));
 }
 
 Candidate evaluate(const Context& ctx, const Schedule& s) {
-  Candidate c;
-  c.schedule = s;
-  c.plan = realize(*ctx.family, ctx.chain, s, ctx.setup);
-  if (!c.plan.supported) {
-    c.prediction = unsupported_prediction(c.plan.reason);
-    return c;
-  }
-  c.prediction = predict(ctx.prepared, c.plan.plan, ctx.headroom_bytes);
-  c.prediction.warnings = c.plan.warnings;
+  Candidate c = model_candidate(ctx, s);
+  put_ranges(c, ctx.ranges, ctx.anchor, ctx.headroom_bytes);
   return c;
 }
 

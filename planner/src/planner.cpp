@@ -76,7 +76,7 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
   struct Scored {
     std::size_t index;
     double peak_bytes, time_s, usable_bytes;
-    bool fits;
+    FitVerdict verdict;
   };
   Advice a;
   // Score in parallel: `evaluate` only reads shared state. Large spaces (Stable Cascade's 192
@@ -91,7 +91,7 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
       const Candidate c = evaluate(schedules[i]);
       slots[i].supported = c.prediction.supported;
       slots[i].s = {i, c.prediction.peak_vram_bytes, c.prediction.step_time_s, c.prediction.usable_vram_bytes,
-                    c.prediction.fits};
+                    c.verdict()};
     }
   };
   const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
@@ -128,21 +128,43 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
     time[i] = scored[i].time_s;
   }
   const std::vector<bool> pareto = pareto_flags(peak, time);
-  int recommended = -1;
+  int recommended = -1, borderline = -1;
   double smallest_over = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < scored.size(); ++i) {
-    if (scored[i].fits && recommended < 0) recommended = static_cast<int>(i);
+    if (scored[i].verdict == FitVerdict::Fits && recommended < 0) recommended = static_cast<int>(i);
+    if (scored[i].verdict == FitVerdict::Borderline && borderline < 0) borderline = static_cast<int>(i);
     smallest_over = std::min(smallest_over, scored[i].peak_bytes + headroom_bytes - scored[i].usable_bytes);
   }
+  if (recommended >= 0) borderline = -1;
   if (recommended < 0 && !scored.empty()) a.shortfall_bytes = std::max(0.0, smallest_over);
   for (std::size_t i = 0; i < scored.size(); ++i) {
-    if (!keep_all && !pareto[i] && static_cast<int>(i) != recommended) continue;
+    const int k = static_cast<int>(i);
+    if (!keep_all && !pareto[i] && k != recommended && k != borderline) continue;
     Candidate c = evaluate(schedules[scored[i].index]);
     c.pareto = pareto[i];
-    if (static_cast<int>(i) == recommended) a.recommended = static_cast<int>(a.candidates.size());
+    if (k == borderline) a.borderline = static_cast<int>(a.candidates.size());
+    if (k == recommended) a.recommended = static_cast<int>(a.candidates.size());
     a.candidates.push_back(std::move(c));
   }
   return a;
+}
+
+void put_ranges(Candidate& c, const RangeModel& ranges, const Anchor& anchor, double headroom_bytes) {
+  const RangedPrediction r = ranged_prediction(ranges, anchor, c.schedule, c.prediction, headroom_bytes);
+  c.prediction = r.prediction;
+  if (!c.prediction.supported) return;
+  c.ranged = true;
+  c.peak_range_bytes = r.peak_vram_bytes;
+  c.step_range_s = r.step_time_s;
+  c.fit = r.fit;
+  c.measured = r.measured;
+}
+
+Anchor anchor_measurements(const std::vector<Measurement>& measured,
+                           const std::function<Candidate(const Schedule&)>& evaluate, const AnchorOptions& opt) {
+  std::vector<AnchorPoint> points;
+  for (const Measurement& m : measured) points.push_back({m, evaluate(m.schedule).prediction});
+  return fit_anchor(points, opt);
 }
 
 }  // namespace segadvise

@@ -6,12 +6,14 @@
 //                        leave-one-family-out refits without each family in turn
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "segadvise/calibration/dataset.hpp"
+#include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
 
@@ -83,6 +85,13 @@ struct RunPrediction {
   bool fits = false;       // peak + headroom <= usable
   double peak_gib = 0, usable_gib = 0, step_s = 0;
   double static_gib = 0, activation_gib = 0;  // parts of peak_gib (the rest is fragmentation)
+  Prediction full;  // the cost model's prediction (unanchored), parts included
+  // ranges (ranged_runs): 90% bands around peak_gib / step_s and the three-valued verdict
+  bool has_range = false;
+  double peak_lo_gib = 0, peak_hi_gib = 0, step_lo_s = 0, step_hi_s = 0;
+  FitVerdict verdict = FitVerdict::DoesNotFit;
+  bool anchored = false;         // predicted from its group's measured anchor cell(s)
+  bool measured_anchor = false;  // this run is an anchor: its figures are its own measurement
 };
 
 RunPrediction predict_run(const PreparedSet& set, const PreparedRun& r, const Coefficients& coef, double headroom_bytes);
@@ -106,8 +115,19 @@ struct SupportAgreement {
   double agreement() const { return total() ? double(both_supported + both_unsupported) / total() : 0; }
 };
 
+// How the 90% ranges did on runs that completed, and the three-valued verdicts on ok/OOM runs.
+struct RangeStats {
+  int peak_n = 0, peak_covered = 0, time_n = 0, time_covered = 0;
+  double peak_width_median = 0, time_width_median = 0;  // (hi - lo) / prediction
+  int fits = 0, borderline = 0, does_not_fit = 0;
+  int fits_oom = 0;  // "fits" verdicts on runs that ran out of memory: unsafe
+  int verdicts() const { return fits + borderline + does_not_fit; }
+};
+
 struct Metrics {
   int runs = 0;
+  bool has_ranges = false;
+  RangeStats ranges;
   Confusion confusion;
   int peak_n = 0, time_n = 0;
   double peak_median = 0, peak_p90 = 0;  // absolute relative error, ok runs predicted supported
@@ -140,5 +160,33 @@ AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> predicti
 AccuracyReport accuracy_in_sample(const PreparedSet& set, const Coefficients& coef, double headroom_bytes);
 // Fits once per family without it (starting from `start`) and predicts that family's runs.
 AccuracyReport accuracy_leave_family_out(const PreparedSet& set, const Coefficients& start, const FitOptions& opt);
+
+// ---------------------------------------------------------------------------------------------
+// Anchoring and ranges (issue [2/7])
+
+// The setup a run belongs to: family | precision | GPU (| variant that changes the setup); the
+// same key groups the decision metric.
+std::string setup_group(const PreparedRun& r);
+
+// Band of each family's runs: derived without that family (leave-one-family-out conformal).
+using RangesFor = std::function<const RangeModel&(const std::string& group)>;
+
+// `base` (one prediction per run, holding `full`) re-predicted with ranges. `anchors` empty: every
+// run as it is. Otherwise every cell of each setup group is predicted from the group's anchor
+// cells (runs of those schedules, torch backend, that completed -> SCHEDULE:SEC:GIB, or ran out of
+// memory -> SCHEDULE:oom), exactly as `--measured` would; groups without such a cell, or whose anchor
+// the model rejects (a measured peak below the modelled weights), drop out (modelled = false).
+std::vector<RunPrediction> ranged_runs(const PreparedSet& set, const std::vector<RunPrediction>& base,
+                                       const std::vector<Schedule>& anchors, const RangesFor& ranges,
+                                       double headroom_bytes, const AnchorOptions& opt = {});
+
+// log(measured / predicted) of completed, supported, predicted (not anchor) runs, by family
+struct Residuals {
+  std::map<std::string, std::vector<double>> peak, time;
+};
+Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& preds);
+// Conformal band from every family's residuals but `left_out` ("" : all of them)
+Band band_without(const std::map<std::string, std::vector<double>>& by_family, const std::string& left_out,
+                  double coverage);
 
 }  // namespace segadvise

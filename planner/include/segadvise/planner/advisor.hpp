@@ -33,6 +33,12 @@ struct AdvisorRequest {
   // The chain to plan when it is not the family's whole chain for the setup (validate runs its first
   // N blocks, a profile already applied); none: analyze(family, setup), then the profile.
   std::optional<BlockChain> chain;
+  // Measured runs of this very setup (--measured): every prediction is anchored on them
+  // (costmodel/anchor.hpp); a measurement that contradicts the setup is an InputError naming it.
+  std::vector<Measurement> measured;
+  // The 90% bands put around every prediction (calibration's ranges file); empty bands: every
+  // range is the point and the verdict is the point verdict.
+  RangeModel ranges;
 };
 
 // The evaluation context of a request: family, setup, GPU (with a profile's bandwidth), coefficients,
@@ -46,7 +52,8 @@ class Context {
  public:
   explicit Context(const AdvisorRequest& request);
   // The same family, GPU and coefficients for another setup; the chain is re-analyzed (a profile
-  // given to the request is not re-applied: its costs were measured for the original shape).
+  // given to the request is not re-applied: its costs were measured for the original shape, nor are
+  // the measurements: they measured the original setup; the range bands stay).
   Context with_setup(const TrainingSetup& setup) const;
 
   const Family* const family;
@@ -57,12 +64,15 @@ class Context {
   const double headroom_bytes;
   const std::vector<std::string>& warnings;  // "block costs measured by …"
   const PreparedChain& prepared;
+  const RangeModel& ranges;
+  const Anchor& anchor;  // from the request's measurements (no points: nothing measured)
 
  private:
   explicit Context(std::shared_ptr<const State> state);
 };
 
-// Realizes `s` the way the trainer runs it on this family and predicts it.
+// Realizes `s` the way the trainer runs it on this family and predicts it: anchored on the
+// context's measurements, with its 90% ranges and three-valued verdict (put_ranges).
 Candidate evaluate(const Context& ctx, const Schedule& s);
 // Every schedule the family's trainer supports: intervals up to the longest checkpointed list (the
 // whole chain where the trainer indexes blocks globally), strides, backends, attention offload.
@@ -147,6 +157,19 @@ struct CheckReport {
            phases->peak_vram_bytes + context.headroom_bytes <= candidate.prediction.usable_vram_bytes;
   }
   bool fits() const { return step_only ? step_fits() : run_fits(); }
+  // The three-valued verdict check exits with: the step's (its 90% range against the card), made
+  // does-not-fit when another phase of the run is over the card (those phases carry no range yet:
+  // their point prediction decides).
+  FitVerdict verdict() const {
+    if (!candidate.prediction.supported) return FitVerdict::DoesNotFit;
+    const FitVerdict step = candidate.verdict();
+    if (step_only || !phases) return step;
+    for (const auto& p : phases->phases)
+      if (p.runs && p.phase != Phase::TrainingStep &&
+          p.peak_vram_bytes + context.headroom_bytes > candidate.prediction.usable_vram_bytes)
+        return FitVerdict::DoesNotFit;
+    return step;
+  }
 };
 
 // The whole run around a predicted step (families/phases.hpp): phase advice against the card's

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/costmodel/types.hpp"
 
 namespace segadvise {
@@ -26,9 +27,23 @@ std::vector<Schedule> enumerate_schedules(const ScheduleSpace& space);
 struct Candidate {
   Schedule schedule;
   PlanResult plan;
-  Prediction prediction;
+  Prediction prediction;  // anchored on the measurements when there are any
   bool pareto = false;
+  // 90% ranges and the three-valued verdict (costmodel/anchor.hpp), when put_ranges() ran
+  bool ranged = false;
+  Range peak_range_bytes, step_range_s;
+  FitVerdict fit = FitVerdict::DoesNotFit;
+  bool measured = false;  // the figures are a measurement of this very schedule
+  // the verdict advise goes by: the ranged one, else the point verdict as fits / does-not-fit
+  FitVerdict verdict() const {
+    if (ranged) return fit;
+    return prediction.supported && prediction.fits ? FitVerdict::Fits : FitVerdict::DoesNotFit;
+  }
 };
+
+// Anchors the candidate's prediction on `anchor` (when it holds measurements) and puts the bands
+// of `ranges` around it with the verdict (ranged_prediction).
+void put_ranges(Candidate& c, const RangeModel& ranges, const Anchor& anchor, double headroom_bytes);
 
 struct Advice {
   // supported schedules sorted by step time: the Pareto front and the recommendation (every
@@ -37,12 +52,20 @@ struct Advice {
   int unsupported_count = 0;
   int evaluated_count = 0;
   int supported_count = 0;
-  int recommended = -1;  // index into candidates, -1 when nothing fits
+  int recommended = -1;  // index into candidates: the fastest "fits" verdict, -1 when none
+  // when nothing fits with confidence: the fastest "borderline" schedule (index into candidates),
+  // the one whose measurement would settle it; -1 otherwise
+  int borderline = -1;
   double shortfall_bytes = 0;  // when nothing fits: the smallest peak minus what is available
 };
 
 // `evaluate` realizes and predicts one schedule (the caller owns families and the cost model).
 using Evaluate = std::function<Candidate(const Schedule&)>;
+// The measurements of the user's setup as an anchor: each measured schedule predicted by
+// `evaluate` (unanchored), then fit_anchor (InputError naming a measurement that contradicts it).
+Anchor anchor_measurements(const std::vector<Measurement>& measured, const std::function<Candidate(const Schedule&)>& evaluate,
+                           const AnchorOptions& opt = {});
+
 // Scores every schedule keeping only its figures (thousands of full candidates would cost more in
 // allocation than in prediction), then re-evaluates the ones it returns.
 Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, double headroom_bytes,

@@ -1,0 +1,44 @@
+// `--measured SCHEDULE:SEC:GIB` / `SCHEDULE:oom` and `--ranges FILE` (flags: common.hpp) on advise,
+// predict and check, and how the answers show them: ranges after every figure ("16.4 GiB (90%: 14.8–18.9)"), the
+// three-valued verdict, and which measurements moved the prediction and how.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "segadvise/costmodel/anchor.hpp"
+#include "segadvise/planner/advisor.hpp"
+#include "segadvise/planner/planner.hpp"
+
+namespace segadvise::cli {
+
+// Parses every --measured (InputError naming the one that is malformed).
+std::vector<Measurement> parse_measurements(const std::vector<std::string>& texts);
+
+// "16.4 GiB (90%: 14.8–18.9)" / "1.85 s (90%: 1.62–2.20)"; the bare figure when not ranged.
+std::string peak_with_range(const Candidate& c);
+std::string time_with_range(const Candidate& c, const std::string& unit_suffix = "");  // "/step"
+std::string verdict_text(const Candidate& c);  // "fits", "borderline", "does not fit", "unsupported"
+
+// Adds peak_vram_gib_range, step_time_s_range, fit (and measured) to a prediction's JSON.
+void add_range_json(nlohmann::json& prediction, const Candidate& c);
+// The measurements used: each one's schedule, what was measured, what the model said, and the
+// scales they set.
+nlohmann::json measurements_json(const Anchor& a);
+void print_measurements(std::ostream& out, const Anchor& a, bool markdown);
+// "verdict: borderline — peak 16.4 GiB (90%: 14.8–18.9) against 43.2 GiB usable with 1.0 GiB
+// headroom; 1.85 s/step (90%: …)" before the breakdown
+void print_verdict(std::ostream& out, const Candidate& c, bool markdown);
+// When nothing fits with confidence but some schedules are borderline: what to measure.
+std::string settle_hint(const Candidate& borderline);
+
+// check's exit code by the verdict: 0 fits, 1 does not fit (or the trainer would not run it),
+// 3 borderline (2 is bad input, raised as InputError)
+int verdict_exit_code(const Candidate& c);
+// check's: the whole run's verdict (CheckReport::verdict)
+int verdict_exit_code(const CheckReport& r);
+int exit_code_of(bool supported, FitVerdict v);
+
+}  // namespace segadvise::cli

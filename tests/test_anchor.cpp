@@ -1,0 +1,336 @@
+// Anchoring on measured runs, 90% ranges and the three-valued verdict (costmodel/anchor.hpp).
+// Predictions are built by hand so every figure below can be checked with a pencil.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "segadvise/costmodel/anchor.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/planner/planner.hpp"
+
+using namespace segadvise;
+
+namespace {
+
+// fixed part: weights + 1 GiB adapters/gradients/optimizer each split as given; activations as
+// activation peak + fragmentation
+Prediction made(double weights_gib, double other_fixed_gib, double act_gib, double frag_gib, double compute_s,
+                double host_s, double transfer_s, double usable_gib = 40) {
+  Prediction p;
+  p.supported = true;
+  p.memory.weights_bytes = weights_gib * kGiB;
+  p.memory.trainable_bytes = other_fixed_gib * kGiB;
+  p.memory.activation_peak_bytes = act_gib * kGiB;
+  p.memory.fragmentation_bytes = frag_gib * kGiB;
+  p.peak_vram_bytes = (weights_gib + other_fixed_gib + act_gib + frag_gib) * kGiB;
+  p.usable_vram_bytes = usable_gib * kGiB;
+  p.time.forward_s = compute_s * 0.3;
+  p.time.backward_s = compute_s * 0.5;
+  p.time.recompute_s = compute_s * 0.2;
+  p.time.overhead_s = host_s;
+  p.time.transfer_s = transfer_s;
+  p.step_time_s = compute_s + host_s + transfer_s;
+  return p;
+}
+
+AnchorOptions clean_options() {
+  AnchorOptions o;
+  o.fixed_sigma = 0.1;
+  o.activation_sigma = 0.5;
+  o.compute_sigma = 0.4;
+  o.host_sigma = 0.4;
+  o.transfer_sigma = 0.6;
+  return o;
+}
+
+double gib(double bytes) { return bytes / kGiB; }
+
+}  // namespace
+
+TEST_CASE("a measurement is parsed from SCHEDULE:SEC:GIB and SCHEDULE:oom") {
+  const Measurement m = parse_measurement("layer:1.85:16.2");
+  CHECK(m.schedule.name() == "layer");
+  CHECK_FALSE(m.oom);
+  CHECK(m.step_time_s == doctest::Approx(1.85));
+  CHECK(gib(m.peak_vram_bytes) == doctest::Approx(16.2));
+  CHECK(parse_measurement("interval2+unsloth:2:20").schedule.name() == "interval2+unsloth");
+  const Measurement o = parse_measurement("none:oom");
+  CHECK(o.oom);
+  CHECK(o.schedule.name() == "none");
+}
+
+TEST_CASE("every malformed --measured form is bad input naming it") {
+  for (const char* text : {"layer", "layer:1.85", "layer:1.85:16.2:3", ":1:2", "layr:1:2", "layer:0:16",
+                           "layer:-1:16", "layer:nan:16", "layer:1:inf", "layer:abc:16", "layer:1.5x:16", "layer:1:0",
+                           "layer:1:-3", "layer::16", "layer:oops", "interval0:1:2"}) {
+    CAPTURE(text);
+    try {
+      parse_measurement(text);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find(std::string("--measured '") + text + "'") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a measurement that contradicts the setup is bad input") {
+  // resident weights 10 GiB: a 9 GiB peak cannot be this setup
+  AnchorPoint low{parse_measurement("layer:1:9"), made(10, 2, 4, 0, 1, 0.5, 0)};
+  CHECK_THROWS_WITH_AS(fit_anchor({low}), doctest::Contains("below this setup's resident weights"), InputError);
+  AnchorPoint unsupported{parse_measurement("interval2:1:20"), Prediction{}};
+  unsupported.predicted.supported = false;
+  unsupported.predicted.reason = "this family ignores interval";
+  CHECK_THROWS_WITH_AS(fit_anchor({unsupported}), doctest::Contains("does not run schedule 'interval2'"), InputError);
+}
+
+TEST_CASE("one measured schedule shares its surprise by the model's uncertainty of each part") {
+  // measured: fixed 10 GiB (8 weights + 2 other), activations 10 GiB (9 + 1 fragmentation), model 20 GiB,
+  // measured 22.6 GiB: surprise 2.6. Weights sigma^2 v^2: fixed 0.01 * 100 = 1, activations
+  // 0.25 * 100 = 25, W = 26. k_fixed = 1 + 2.6 * 0.01 * 10 / 26 = 1.01, k_act = 1 + 2.6 * 0.25 * 10 / 26
+  // = 1.25 (10.1 + 12.5 = 22.6).
+  // time: compute 1.0 s, host 0.5 s, measured 2.0 s: surprise 0.5; sigma^2 v^2 = 0.16 and 0.04, W = 0.2;
+  // k_compute = 1 + 0.5 * 0.16 * 1 / 0.2 = 1.4, k_host = 1 + 0.5 * 0.16 * 0.5 / 0.2 = 1.2 (1.4 + 0.6 = 2.0)
+  const AnchorPoint pt{parse_measurement("layer:2.0:22.6"), made(8, 2, 9, 1, 1.0, 0.5, 0)};
+  const Anchor a = fit_anchor({pt}, clean_options());
+  CHECK(a.peak_anchored);
+  CHECK(a.time_anchored);
+  CHECK(a.fixed_scale == doctest::Approx(1.01));
+  CHECK(a.activation_scale == doctest::Approx(1.25));
+  CHECK(a.compute_scale == doctest::Approx(1.4));
+  CHECK(a.host_scale == doctest::Approx(1.2));
+  CHECK(a.transfer_scale == doctest::Approx(1.0));  // nothing transferred in the measured schedule
+  // another schedule of the setup: fixed 10, activations 4 -> 10.1 + 5 = 15.1 GiB; compute 0.8 s,
+  // host 0.5 s, transfer 0.3 s -> 1.12 + 0.6 + 0.3 = 2.02 s
+  const Prediction other = made(8, 2, 4, 0, 0.8, 0.5, 0.3);
+  const Prediction q = apply_anchor(a, Schedule::parse("seg2-stride4"), other, kGiB);
+  CHECK(gib(q.peak_vram_bytes) == doctest::Approx(15.1));
+  CHECK(q.step_time_s == doctest::Approx(2.02));
+  CHECK(q.fits);  // 15.1 + 1 <= 40
+  // the measured schedule itself is the measurement
+  const Prediction self = apply_anchor(a, Schedule::parse("layer"), pt.predicted, kGiB);
+  CHECK(gib(self.peak_vram_bytes) == doctest::Approx(22.6));
+  CHECK(self.step_time_s == doctest::Approx(2.0));
+}
+
+TEST_CASE("a surprise that would push a part below the floor is carried by the other parts") {
+  // fixed 10, activations 10, measured 12: the split would give k_act = 1 - 8 * 0.25 * 10 / 26 = 0.23;
+  // with a floor of 0.5 the activations keep 5 GiB and the fixed part takes the rest: 12 - 5 = 7 -> 0.7
+  AnchorOptions o = clean_options();
+  o.min_scale = 0.5;
+  const Anchor a = fit_anchor({{parse_measurement("layer:1.5:12"), made(8, 2, 10, 0, 1.0, 0.5, 0)}}, o);
+  CHECK(a.activation_scale == doctest::Approx(0.5));
+  CHECK(a.fixed_scale == doctest::Approx(0.7));
+}
+
+TEST_CASE("two measured schedules separate the fixed part from the activations exactly") {
+  // layer: fixed 10, activations 4, measured 17; none: fixed 10, activations 20, measured 41:
+  // 16 k_act = 41 - 17 -> k_act = 1.5; 10 k_fixed = 17 - 6 -> k_fixed = 1.1.
+  // time: layer compute 1.2 s + host 0.5 s measured 2.0 s; none compute 1.0 s + host 0.5 s measured
+  // 1.75 s: 0.2 k_c = 0.25 -> k_c = 1.25; 0.5 k_h = 1.75 - 1.25 -> k_h = 1.0
+  const AnchorPoint layer{parse_measurement("layer:2.0:17"), made(9, 1, 4, 0, 1.2, 0.5, 0)};
+  const AnchorPoint none{parse_measurement("none:1.75:41"), made(9, 1, 20, 0, 1.0, 0.5, 0)};
+  AnchorOptions exact;
+  exact.ridge = 1e-12;
+  const Anchor a = fit_anchor({layer, none}, exact);
+  CHECK(a.activation_scale == doctest::Approx(1.5).epsilon(1e-4));
+  CHECK(a.fixed_scale == doctest::Approx(1.1).epsilon(1e-4));
+  CHECK(a.compute_scale == doctest::Approx(1.25).epsilon(1e-4));
+  CHECK(a.host_scale == doctest::Approx(1.0).epsilon(1e-4));
+  // interval2: activations 10 -> 11 + 15 = 26 GiB; compute 1.1 s -> 1.375 + 0.5 = 1.875 s
+  const Prediction q = apply_anchor(a, Schedule::parse("interval2"), made(9, 1, 10, 0, 1.1, 0.5, 0), kGiB);
+  CHECK(gib(q.peak_vram_bytes) == doctest::Approx(26).epsilon(1e-4));
+  CHECK(q.step_time_s == doctest::Approx(1.875).epsilon(1e-4));
+}
+
+TEST_CASE("an out-of-memory measurement is a lower bound on that schedule's peak") {
+  // layer: fixed 10, activations 4, measured 15.2: surprise 1.2, sigma^2 v^2 = 1 and 0.25 * 16 = 4,
+  // W = 5: k_fixed = 1 + 1.2 * 0.01 * 10 / 5 = 1.024, k_act = 1 + 1.2 * 0.25 * 4 / 5 = 1.24.
+  // none (activations 20) would then be 10.24 + 24.8 = 35.04 GiB, under the 44 GiB it ran out of:
+  // k_act rises to (44 - 10.24) / 20 = 1.688; interval2 (activations 12): 10.24 + 20.256 = 30.496
+  const AnchorPoint layer{parse_measurement("layer:1:15.2"), made(9, 1, 4, 0, 1, 0.5, 0, 44)};
+  const AnchorPoint none{parse_measurement("none:oom"), made(9, 1, 20, 0, 0.8, 0.5, 0, 44)};
+  const Anchor a = fit_anchor({layer, none}, clean_options());
+  CHECK(a.raised_by_oom);
+  CHECK(a.fixed_scale == doctest::Approx(1.024));
+  CHECK(a.activation_scale == doctest::Approx(1.688));
+  const Prediction i2 = apply_anchor(a, Schedule::parse("interval2"), made(9, 1, 12, 0, 0.9, 0.5, 0, 44), 0);
+  CHECK(gib(i2.peak_vram_bytes) == doctest::Approx(30.496));
+  CHECK(gib(apply_anchor(a, Schedule::parse("layer"), layer.predicted, 0).peak_vram_bytes) == doctest::Approx(15.2));
+  // the OOM schedule itself never fits, even with no headroom
+  const RangedPrediction r = ranged_prediction(RangeModel{}, a, Schedule::parse("none"), none.predicted, 0);
+  CHECK(r.fit == FitVerdict::DoesNotFit);
+  CHECK(gib(r.peak_vram_bytes.lo) >= 44);
+  // an OOM already above the usable memory changes nothing: none at 60 activations -> 10.24 + 74.4
+  const AnchorPoint big{parse_measurement("none:oom"), made(9, 1, 60, 0, 0.8, 0.5, 0, 44)};
+  const Anchor b = fit_anchor({layer, big}, clean_options());
+  CHECK_FALSE(b.raised_by_oom);
+  CHECK(b.activation_scale == doctest::Approx(1.24));
+}
+
+TEST_CASE("the verdict is fits, borderline or does-not-fit by the range against usable memory and headroom") {
+  const double u = 40 * kGiB, h = kGiB;
+  CHECK(fit_verdict({30 * kGiB, 38 * kGiB}, u, h) == FitVerdict::Fits);        // 38 + 1 <= 40
+  CHECK(fit_verdict({30 * kGiB, 39 * kGiB}, u, h) == FitVerdict::Fits);        // 39 + 1 == 40
+  CHECK(fit_verdict({35 * kGiB, 41 * kGiB}, u, h) == FitVerdict::Borderline);  // 41 + 1 > 40, 35 + 1 <= 40
+  CHECK(fit_verdict({39 * kGiB, 45 * kGiB}, u, h) == FitVerdict::Borderline);  // 39 + 1 == 40
+  CHECK(fit_verdict({39.5 * kGiB, 45 * kGiB}, u, h) == FitVerdict::DoesNotFit);  // 39.5 + 1 > 40
+  CHECK(to_string(FitVerdict::DoesNotFit) == "does-not-fit");
+}
+
+TEST_CASE("split-conformal bands take the (n+1)-corrected order statistics and hold the prediction") {
+  // 19 residuals -0.09 .. 0.09: n + 1 = 20, lower rank floor(20 * 0.05) = 1, upper ceil(20 * 0.95) = 19
+  std::vector<double> r;
+  for (int i = 1; i <= 19; ++i) r.push_back((i - 10) / 100.0);
+  const Band b = conformal_band(r, 0.9);
+  CHECK(b.n == 19);
+  CHECK(b.log_lo == doctest::Approx(-0.09));
+  CHECK(b.log_hi == doctest::Approx(0.09));
+  // 39 residuals: lower rank floor(40 * 0.05) = 2, upper ceil(40 * 0.95) = 38
+  std::vector<double> s;
+  for (int i = 1; i <= 39; ++i) s.push_back((i - 20) / 100.0);
+  const Band c = conformal_band(s, 0.9);
+  CHECK(c.log_lo == doctest::Approx(-0.18));
+  CHECK(c.log_hi == doctest::Approx(0.18));
+  // all predictions too low (residuals 0.1 .. 0.3): the band still starts at the prediction
+  const Band d = conformal_band({0.1, 0.2, 0.3}, 0.9);
+  CHECK(d.log_lo == 0);
+  CHECK(d.log_hi == doctest::Approx(0.3));
+}
+
+TEST_CASE("ranges are the anchored bands when a measurement set the level, the plain ones otherwise") {
+  RangeModel m;
+  m.peak = {std::log(0.8), std::log(1.3), 100};
+  m.time = {std::log(0.7), std::log(1.5), 100};
+  m.peak_anchored = {std::log(0.95), std::log(1.1), 100};
+  m.time_anchored = {std::log(0.9), std::log(1.2), 100};
+  // unanchored 20 GiB, 2 s on 40 usable: peak 16 .. 26, time 1.4 .. 3.0; 26 + 1 <= 40 fits
+  const Prediction p = made(8, 2, 10, 0, 1.5, 0.5, 0);
+  const RangedPrediction r = ranged_prediction(m, Anchor{}, Schedule::parse("interval2"), p, kGiB);
+  CHECK(gib(r.peak_vram_bytes.lo) == doctest::Approx(16));
+  CHECK(gib(r.peak_vram_bytes.hi) == doctest::Approx(26));
+  CHECK(r.step_time_s.lo == doctest::Approx(1.4));
+  CHECK(r.step_time_s.hi == doctest::Approx(3.0));
+  CHECK(r.fit == FitVerdict::Fits);
+  // 34 GiB unanchored: 27.2 .. 44.2 -> borderline; the same point anchored: 32.3 .. 37.4 -> fits
+  const Prediction big = made(8, 2, 24, 0, 1.5, 0.5, 0);
+  CHECK(ranged_prediction(m, Anchor{}, Schedule::parse("none"), big, kGiB).fit == FitVerdict::Borderline);
+  Anchor a;  // an anchor that changes no scale, measured on layer
+  a.peak_anchored = a.time_anchored = true;
+  a.points.push_back({parse_measurement("layer:2:20"), p});
+  const RangedPrediction ra = ranged_prediction(m, a, Schedule::parse("none"), big, kGiB);
+  CHECK(gib(ra.peak_vram_bytes.lo) == doctest::Approx(32.3));
+  CHECK(gib(ra.peak_vram_bytes.hi) == doctest::Approx(37.4));
+  CHECK(ra.fit == FitVerdict::Fits);
+  // the lower end never goes under the resident weights: weights 30 GiB of a 34 GiB peak, band 0.8
+  // would say 27.2; the range starts at 30
+  const Prediction heavy = made(30, 2, 2, 0, 1.5, 0.5, 0);
+  CHECK(gib(ranged_prediction(m, Anchor{}, Schedule::parse("none"), heavy, kGiB).peak_vram_bytes.lo) ==
+        doctest::Approx(30));
+  // the measured schedule's range is its measurement
+  const RangedPrediction self = ranged_prediction(m, a, Schedule::parse("layer"), p, kGiB);
+  CHECK(self.measured);
+  CHECK(gib(self.peak_vram_bytes.lo) == doctest::Approx(20));
+  CHECK(gib(self.peak_vram_bytes.hi) == doctest::Approx(20));
+}
+
+TEST_CASE("a ranges file round-trips and a broken one is bad input naming the field") {
+  RangeModel m;
+  m.peak = {-0.2, 0.3, 10};
+  m.time_anchored = {-0.1, 0.05, 7};
+  m.source = "test";
+  const RangeModel back = range_model_from_json(to_json(m), "ranges.json");
+  CHECK(back.peak.log_lo == doctest::Approx(-0.2));
+  CHECK(back.time_anchored.log_hi == doctest::Approx(0.05));
+  CHECK(back.time_anchored.n == 7);
+  nlohmann::json j = to_json(m);
+  j.erase("time");
+  CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("'time'"), InputError);
+  j = to_json(m);
+  j["peak"]["log_lo"] = 0.5;
+  CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("log_lo must be <= 0"), InputError);
+  j = to_json(m);
+  j["coverage"] = 1.5;
+  CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("'coverage'"), InputError);
+}
+
+// ---- planner: advise goes by the verdict ----------------------------------------------------
+
+namespace {
+
+// a candidate with a hand-set peak, time and verdict (as put_ranges would leave it)
+Candidate verdict_candidate(const std::string& name, double peak_gib, double time_s, FitVerdict v) {
+  Candidate c;
+  c.schedule = Schedule::parse(name);
+  c.prediction.supported = true;
+  c.prediction.peak_vram_bytes = peak_gib * kGiB;
+  c.prediction.usable_vram_bytes = 40 * kGiB;
+  c.prediction.step_time_s = time_s;
+  c.prediction.fits = peak_gib + 1 <= 40;
+  c.ranged = true;
+  c.fit = v;
+  return c;
+}
+
+Advice advise_over(const std::vector<Candidate>& cs) {
+  std::vector<Schedule> schedules;
+  for (const auto& c : cs) schedules.push_back(c.schedule);
+  return advise(schedules, [&](const Schedule& s) {
+    for (const auto& c : cs)
+      if (c.schedule.name() == s.name()) return c;
+    return Candidate{};
+  }, kGiB);
+}
+
+}  // namespace
+
+TEST_CASE("advise recommends the fastest schedule that fits with confidence, not a faster borderline one") {
+  // none is fastest and fits by its point (38 + 1 <= 40) but its range says borderline: interval2 wins
+  const Advice a = advise_over({verdict_candidate("none", 38, 1.0, FitVerdict::Borderline),
+                                verdict_candidate("interval2", 30, 1.2, FitVerdict::Fits),
+                                verdict_candidate("layer", 20, 1.4, FitVerdict::Fits)});
+  REQUIRE(a.recommended >= 0);
+  CHECK(a.candidates[a.recommended].schedule.name() == "interval2");
+  CHECK(a.borderline == -1);
+}
+
+TEST_CASE("when only borderline schedules remain advise names the one to measure") {
+  const Advice a = advise_over({verdict_candidate("none", 45, 1.0, FitVerdict::DoesNotFit),
+                                verdict_candidate("interval2", 39, 1.2, FitVerdict::Borderline),
+                                verdict_candidate("layer", 38.5, 1.4, FitVerdict::Borderline)});
+  CHECK(a.recommended == -1);
+  REQUIRE(a.borderline >= 0);
+  CHECK(a.candidates[a.borderline].schedule.name() == "interval2");  // the fastest borderline
+  // shortfall: the smallest peak + headroom over usable: 38.5 + 1 - 40 < 0 -> 0
+  CHECK(a.shortfall_bytes == 0);
+}
+
+TEST_CASE("measurements anchor every schedule a planner evaluates") {
+  // the model: layer fixed 10 + activations 4, none 10 + 20 (GiB); layer measured at 15.2 GiB:
+  // with the shipped sigmas (fixed 1.0, activations 0.3) sigma^2 v^2 = 100 and 0.09 * 16 = 1.44,
+  // W = 101.44, surprise 1.2: k_fixed = 1 + 1.2 * 10 / 101.44, k_act = 1 + 1.2 * 0.09 * 4 / 101.44;
+  // none = 10 k_fixed + 20 k_act = 30 + 1.2 * (100 + 0.09 * 80) / 101.44 = 31.268 GiB
+  const auto eval = [](const Schedule& s) {
+    Candidate c;
+    c.schedule = s;
+    c.prediction = made(9, 1, s.checkpointing ? 4 : 20, 0, 1.0, 0.5, 0, 44);
+    return c;
+  };
+  const Anchor a = anchor_measurements({parse_measurement("layer:1.6:15.2")}, eval);
+  Candidate none = eval(Schedule::parse("none"));
+  put_ranges(none, RangeModel{}, a, kGiB);
+  CHECK(gib(none.prediction.peak_vram_bytes) == doctest::Approx(30 + 1.2 * 107.2 / 101.44));
+  CHECK(none.ranged);
+  CHECK(none.fit == FitVerdict::Fits);  // 31.27 + 1 <= 44, empty bands: the range is the point
+  Candidate layer = eval(Schedule::parse("layer"));
+  put_ranges(layer, RangeModel{}, a, kGiB);
+  CHECK(layer.measured);
+  CHECK(gib(layer.prediction.peak_vram_bytes) == doctest::Approx(15.2));
+  // a measurement of a schedule the family does not run is bad input
+  const auto refuses = [&](const Schedule& s) {
+    Candidate c = eval(s);
+    if (s.interval > 1) c.prediction = unsupported_prediction("ignores interval");
+    return c;
+  };
+  CHECK_THROWS_AS(anchor_measurements({parse_measurement("interval2:1:20")}, refuses), InputError);
+}
