@@ -128,13 +128,14 @@ void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice
 
 void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice& advice, const std::string& plot_file,
                          const std::string& plan_file) {
+  OutputTransaction files;  // both files or neither
   if (!plan_file.empty()) {
     if (v.optimal.found)
-      write_file_atomically(plan_file, plan_to_json(v.optimal.plan).dump(2) + "\n");
+      files.stage(plan_file, plan_to_json(v.optimal.plan).dump(2) + "\n");
     else  // nothing to write; the advice itself (and its exit code) still says why
       std::cerr << "segadvise: warning: --plan-out " << plan_file << " not written: " << v.optimal.reason << "\n";
   }
-  if (plot_file.empty()) return;
+  if (plot_file.empty()) return files.commit();
   FrontPlot plot;
   plot.title = ctx.family->name + " on " + ctx.gpu.name + ": step time vs peak VRAM";
   plot.front = v.front;
@@ -146,7 +147,8 @@ void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice&
   if (v.optimal.found)
     plot.marked.push_back({v.optimal.prediction.peak_vram_bytes, v.optimal.prediction.step_time_s, "optimal per-block plan"});
   plot.limit_bytes = std::max(0.0, ctx.gpu.total_bytes - ctx.coef.for_gpu(ctx.gpu.id).reserve_bytes) - ctx.headroom_bytes;
-  write_file_atomically(plot_file, front_svg(plot));
+  files.stage(plot_file, front_svg(plot));
+  files.commit();
 }
 
 }  // namespace segadvise::cli

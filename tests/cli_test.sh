@@ -32,5 +32,44 @@ expect 0 'fits' -- predict --model qwen-image --gpu h100 --schedule layer --back
 expect 0 'wan2.1-14b' -- list models
 expect 0 'l40s' -- list gpus
 expect 0 'custom card' -- --model sdxl --vram-gib 12
+
+# ---- outputs (issue 14): only regular files or new paths, modes kept, all files or none ----------
+fixtures=$(cd "$(dirname "$0")/fixtures" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check_that() {  # check_that DESCRIPTION COMMAND...: passes when COMMAND succeeds
+  local what=$1; shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
+}
+# a failed write to stdout is an error, not exit 0
+"$bin" --model wan14b --gpu l40s >/dev/full 2>"$tmp/err"; rc=$?
+check_that "stdout to /dev/full exits 2 with a message (rc $rc)" \
+  eval '[[ $rc -eq 2 ]] && grep -q "cannot write to standard output" "$tmp/err"'
+# device-like targets are refused and left as they are: a FIFO, a directory, a symlink
+mkfifo "$tmp/fifo"
+expect 2 "refusing to write '$tmp/fifo': it is a FIFO" -- --model flux --gpu l40s --plot "$tmp/fifo"
+check_that "the FIFO is still a FIFO" test -p "$tmp/fifo"
+expect 2 "it is a directory" -- --model flux --gpu l40s --plan-out "$tmp"
+echo keep >"$tmp/real.svg"
+ln -s "$tmp/real.svg" "$tmp/link.svg"
+expect 2 "'$tmp/link.svg': it is a symbolic link" -- --model flux --gpu l40s --plot "$tmp/link.svg"
+check_that "the symlink and its file are untouched" \
+  eval '[[ -L $tmp/link.svg && $(cat "$tmp/real.svg") == keep ]]'
+# mode 600 stays 600 (advise --plan-out and check --output)
+: >"$tmp/plan.json"; chmod 600 "$tmp/plan.json"
+expect 0 'Recommendation: ' -- --model flux --gpu l40s --plan-out "$tmp/plan.json"
+check_that "plan file mode kept 600" eval '[[ $(stat -c %a "$tmp/plan.json") == 600 && -s $tmp/plan.json ]]'
+: >"$tmp/config.json"; chmod 600 "$tmp/config.json"
+expect 0 'Wrote ' -- check "$fixtures/check/flux-pixel-area-1024.json" --gpu h100 --emit simpletuner --output "$tmp/config.json"
+check_that "config mode kept 600" eval '[[ $(stat -c %a "$tmp/config.json") == 600 && -s $tmp/config.json ]]'
+# a valid 250-character file name works (the temporary name must fit NAME_MAX too)
+long=$(printf 'p%.0s' {1..245}).json
+expect 0 'Recommendation: ' -- --model flux --gpu l40s --plan-out "$tmp/$long"
+check_that "250-character name written" test -s "$tmp/$long"
+# all outputs of one command or none
+expect 2 "cannot write '/nodir-segadvise/x.svg'" -- --model flux --gpu l40s --plan-out "$tmp/ok.json" --plot /nodir-segadvise/x.svg
+check_that "no ok.json when --plot fails" test ! -e "$tmp/ok.json"
+check_that "no temporary file left behind" eval '[[ -z $(find "$tmp" -name ".segadvise-*") ]]'
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -234,7 +234,8 @@ TEST_CASE("two blocks: the optimizer checkpoints the first and keeps the second 
   CHECK(tight.prediction.peak_vram_bytes == doctest::Approx(13));
   CHECK_FALSE(opt.solve_for_peak(12.9).found);
   CHECK(plan_to_json(tight.plan).dump() ==
-        R"({"offload_attention":false,"segments":[{"begin":0,"end":1,"mode":"checkpoint","offload_to_host":false},)"
+        R"({"description":"optimal per-block plan: 1 of 2 blocks checkpointed in 1 calls, 1 kept",)"
+        R"("offload_attention":false,"segments":[{"begin":0,"end":1,"mode":"checkpoint","offload_to_host":false},)"
         R"({"begin":1,"end":2,"mode":"keep","offload_to_host":false}]})");
 }
 

@@ -31,14 +31,6 @@ std::string block_mode_name(BlockMode mode) {
   return "keep";
 }
 
-nlohmann::json plan_to_json(const Plan& plan) {
-  nlohmann::json segs = nlohmann::json::array();
-  for (const Segment& s : plan.segments)
-    segs.push_back({{"begin", s.begin}, {"end", s.end}, {"mode", block_mode_name(s.mode)},
-                    {"offload_to_host", s.offload_to_host}});
-  return {{"segments", segs}, {"offload_attention", plan.offload_attention}};
-}
-
 std::string describe_plan(const Plan& plan, int block_count) {
   int ck = 0, calls = 0, ffn = 0, keep = 0, host = 0;
   for (const Segment& s : plan.segments) {

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "segadvise/costmodel/plan_json.hpp"  // plan_to_json (one writer for plan files)
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/planner/block_graph.hpp"
 
@@ -147,9 +148,6 @@ class PlanOptimizer {
   double static_bytes_ = 0, usable_bytes_ = 0, base_bytes_ = 0;
 };
 
-// The plan as JSON with explicit block ranges:
-// {"segments":[{"begin":0,"end":2,"mode":"checkpoint","offload_to_host":false}],"offload_attention":false}
-nlohmann::json plan_to_json(const Plan& plan);
 std::string block_mode_name(BlockMode mode);  // keep | checkpoint | checkpoint_ffn
 
 // "12 of 40 blocks checkpointed in 3 calls, 4 FFN-only, 24 kept"
