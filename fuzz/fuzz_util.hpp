@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -25,18 +26,23 @@ inline void require(bool ok, const char* what) {
 
 inline bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 
-// /tmp/segadvise-fuzz-PID, removed at exit.
-inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
+// /tmp/segadvise-fuzz-PID, removed at exit (by the destructor of the static that holds its name).
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
     const auto p = std::filesystem::temp_directory_path() / ("segadvise-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(p);
-    std::atexit([] {
-      std::error_code ec;
-      std::filesystem::remove_all(scratch_dir(), ec);
-    });
-    return p.string();
-  }();
-  return dir;
+    path = p.string();
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+inline const std::string& scratch_dir() {
+  static const ScratchDir dir;
+  return dir.path;
 }
 
 // Writes bytes to scratch_dir()/name and returns the path.
