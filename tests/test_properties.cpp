@@ -9,8 +9,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <cstdio>
 #include <sstream>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
@@ -102,7 +106,7 @@ bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 }  // namespace
 
 TEST_CASE("property: predictions are finite and non-negative for any valid setup") {
-  property("finite predictions", 150, [] {
+  property("finite predictions", 500, [] {
     const Case c = *valid_case();
     const Schedule s = *any_schedule();
     const Outcome o = predict_case(c, s);
@@ -123,7 +127,7 @@ TEST_CASE("property: predictions are finite and non-negative for any valid setup
 }
 
 TEST_CASE("property: the peak never falls as batch, resolution or frames grow (fixed schedule)") {
-  property("monotone peak", 120, [] {
+  property("monotone peak", 400, [] {
     const Case small = *valid_case();
     const Schedule s = *any_schedule();
     Case big = small;
@@ -232,5 +236,66 @@ TEST_CASE("property: a malformed --resolution is an InputError naming the flag a
       RC_ASSERT(msg.find("--resolution") != std::string::npos);
       RC_ASSERT(msg.find(text.substr(0, 16)) != std::string::npos);
     }
+  });
+}
+
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// The segadvise executable as a user runs it (arguments single-quoted for the shell).
+Run run_segadvise(const std::vector<std::string>& args) {
+  std::string cmd = SEGADVISE_BIN;
+  for (const auto& a : args) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += " " + q + "'";
+  }
+  cmd += " 2>&1";
+  Run r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("property: a bad flag value exits 2 with a message naming the flag" * doctest::may_fail()) {  // PENDING-MERGE
+  // (flag, values no reading of the flag accepts): negatives, zero where a count must be positive,
+  // non-numbers, NaN and infinities, values past int, empty strings
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> kBad = {
+      {"--batch", {"-1", "0", "nan", "1e99", "99999999999999999999", "two", ""}},
+      {"--frames", {"-1", "0", "inf", "4294967297", "x"}},
+      {"--lora-rank", {"-1", "nan", "1099511627776", ""}},
+      {"--blocks-to-swap", {"-1", "nan", "99999999999"}},
+      {"--text-tokens", {"-1", "nan", "1e300"}},
+      {"--ramtorch-percent", {"-1", "nan", "101", "inf"}},
+      {"--vram-gib", {"0", "-1", "nan", "-inf", "inf"}},
+      {"--headroom-gib", {"nan", "-1", "inf"}},
+      {"--resolution", {"", "0x0", "2147483648x2147483648", "-512x512", "big", "1e308"}},
+      {"--schedule", {"", "seg2-stride0", "interval99999999999999999999", "seg2-stride99999999999", "interval0"}},
+      {"--precision", {"", "int9"}},
+      {"--optimizer", {"", "sgd9"}},
+      {"--aspect", {"1:0", "0:1", "-1:1", "x"}},
+  };
+  property("bad flags exit 2", 40, [] {
+    const auto& [flag, values] = *rc::gen::elementOf(kBad);
+    const std::string value = *rc::gen::elementOf(values);
+    const std::string command = flag == "--schedule" ? "predict" : "advise";
+    const Run r = run_segadvise({command, "--model", "flux", "--gpu", "l40s", flag, value});
+    RC_LOG() << command << " " << flag << " '" << value << "' -> exit " << r.exit_code << ": " << r.output.substr(0, 300);
+    RC_ASSERT(r.exit_code == 2);
+    // the flag, or the value as typed (an empty value only through the flag's name)
+    const bool names_flag = r.output.find(flag) != std::string::npos;
+    const bool names_value = !value.empty() && r.output.find("'" + value.substr(0, 16)) != std::string::npos;
+    RC_ASSERT(names_flag || names_value);
   });
 }
