@@ -5,34 +5,10 @@
 
 #include "output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/costmodel/plan_json.hpp"
 #include "segadvise/planner/front_svg.hpp"
 
 namespace segadvise::cli {
-
-OptimalOptions optimal_options(const Context& ctx) {
-  OptimalOptions o;
-  o.segments_cross_lists = ctx.family->checkpointing.index == "global";
-  // Long chains (Stable Cascade's 192 micro-blocks) cap a checkpoint call at 32 blocks so advise
-  // stays interactive (0.26 s -> a few ms there); no trainer schedule of such a family uses longer
-  // segments, so the optimum is still never worse than the trainer's best.
-  if (ctx.chain.blocks.size() > 64) o.max_segment_blocks = 32;
-  return o;
-}
-
-OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_front) {
-  OptimalView v;
-  const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
-  v.optimal = opt.solve();
-  if (v.optimal.found) v.insight = opt.insight(v.optimal.plan);
-  if (with_front) v.front = opt.pareto_front(16);
-  v.uniform = advice.recommended;
-  if (v.uniform >= 0 && v.optimal.found) {
-    const double t = advice.candidates[v.uniform].prediction.step_time_s;
-    v.gain_s = t - v.optimal.prediction.step_time_s;
-    v.gain_fraction = t > 0 ? v.gain_s / t : 0;
-  }
-  return v;
-}
 
 namespace {
 
@@ -40,6 +16,12 @@ std::string ms_str(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%+.0f ms", s * 1000);
   return buf;
+}
+
+// plan_to_json without the description (advise's JSON gives it beside the plan, as "description")
+nlohmann::json plan_segments_json(Plan plan) {
+  plan.description.clear();
+  return plan_to_json(plan);
 }
 
 std::string gain_str(const OptimalView& v) {
@@ -57,7 +39,7 @@ nlohmann::json optimal_json(const OptimalView& v) {
     j["reason"] = v.optimal.reason;
     return j;
   }
-  j["plan"] = plan_to_json(v.optimal.plan);
+  j["plan"] = plan_segments_json(v.optimal.plan);
   j["description"] = v.optimal.plan.description;
   j["prediction"] = to_json(v.optimal.prediction);
   j["exact"] = v.optimal.exact;
@@ -131,7 +113,7 @@ void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice&
   OutputTransaction files;  // both files or neither
   if (!plan_file.empty()) {
     if (v.optimal.found)
-      files.stage(plan_file, plan_to_json(v.optimal.plan).dump(2) + "\n");
+      files.stage(plan_file, plan_segments_json(v.optimal.plan).dump(2) + "\n");
     else  // nothing to write; the advice itself (and its exit code) still says why
       std::cerr << "segadvise: warning: --plan-out " << plan_file << " not written: " << v.optimal.reason << "\n";
   }
@@ -146,7 +128,7 @@ void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice&
   }
   if (v.optimal.found)
     plot.marked.push_back({v.optimal.prediction.peak_vram_bytes, v.optimal.prediction.step_time_s, "optimal per-block plan"});
-  plot.limit_bytes = std::max(0.0, ctx.gpu.total_bytes - ctx.coef.for_gpu(ctx.gpu.id).reserve_bytes) - ctx.headroom_bytes;
+  plot.limit_bytes = usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes;
   files.stage(plot_file, front_svg(plot));
   files.commit();
 }

@@ -31,9 +31,9 @@ void setup_list(CLI::App& app, int& exit_code) {
       Table t({"id", "model", "trainer family:flavours", "aliases", "interval", "conf."});
       for (const auto& f : builtin_families()) {
         std::string fl = f.trainer_family + (f.flavours.empty() ? "" : ":" + join(f.flavours, "|"));
-        t.add({f.id, f.name, fl, join(f.aliases), f.checkpointing.interval, f.confidence});
+        t.add({f.id, f.name, fl, join(f.aliases), to_string(f.checkpointing.interval), f.confidence});
         j.push_back({{"id", f.id}, {"name", f.name}, {"trainer_family", f.trainer_family}, {"flavours", f.flavours},
-                     {"aliases", f.aliases}, {"interval", f.checkpointing.interval}, {"confidence", f.confidence}});
+                     {"aliases", f.aliases}, {"interval", to_string(f.checkpointing.interval)}, {"confidence", f.confidence}});
       }
       if (!json) t.print(std::cout, md);
     } else if (*what == "gpus") {

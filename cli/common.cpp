@@ -13,34 +13,70 @@
 
 namespace segadvise::cli {
 
+namespace {
+
+// Numeric flags: CLI11 converts (an overflow or a non-number is its conversion error); these check
+// the value, NaN and infinities included, and name it: "--batch: must be positive, got 0".
+CLI::Validator number_in(double lo, double hi, bool lo_open, const std::string& rule) {
+  return CLI::Validator(
+      [=](std::string& in) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(in, v) || !std::isfinite(v) || v < lo || (lo_open && v == lo) || v > hi)
+          return rule + ", got " + in;
+        return "";
+      },
+      rule);
+}
+
+}  // namespace
+
+const CLI::Validator kPositive = number_in(0, 1e9, true, "must be positive");
+const CLI::Validator kNonNegative = number_in(0, 1e9, false, "must be >= 0");
+const CLI::Validator kNonEmpty([](std::string& in) -> std::string { return in.empty() ? "must not be empty" : ""; },
+                               "TEXT");
+
 void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional) {
   auto* m = app->add_option("--model,-m", f.model,
-                            "model: alias (wan14b, flux, sd3, …), model_family[:model_flavour], or a model .json file");
+                            "model: alias (wan14b, flux, sd3, …), model_family[:model_flavour], or a model .json file")
+                ->check(kNonEmpty);
   if (!model_optional) m->required();
-  app->add_option("--gpu,-g", f.gpu, "GPU: l40s, h100, h100-pcie, h200, a100, a100-40g, 3090, 4090, 5090, a6000, b200 (segadvise list gpus)");
-  app->add_option("--vram-gib", f.vram_gib, "memory of any other card, GiB (with --gpu: that card with this memory)");
-  app->add_option("--resolution,-r", f.resolution, "WxH (e.g. 832x480), or N with --resolution-type");
-  app->add_option("--resolution-type", f.resolution_type, "pixel | pixel_area | area (the trainer's meanings)");
+  app->add_option("--gpu,-g", f.gpu, "GPU: l40s, h100, h100-pcie, h200, a100, a100-40g, 3090, 4090, 5090, a6000, b200 (segadvise list gpus)")
+      ->check(kNonEmpty);
+  add_vram_flag(app, f);
+  app->add_option("--resolution,-r", f.resolution, "WxH (e.g. 832x480), or N with --resolution-type")->check(kNonEmpty);
+  app->add_option("--resolution-type", f.resolution_type, "pixel | pixel_area | area (the trainer's meanings)")
+      ->check(CLI::IsMember({"pixel", "pixel_area", "area"}));
   app->add_option("--aspect", f.aspect, "source aspect W:H for a numeric --resolution (default 1:1, video 16:9)");
-  app->add_option("--frames", f.frames, "video frames (the family's frame rule applies)");
-  app->add_option("--batch", f.batch, "train_batch_size");
-  app->add_option("--precision", f.precision, "base_model_precision: no_change/bf16, int8-quanto, fp8-torchao, int8-sdnq, int8-sdnq-hadamard, nf4-bnb, …");
-  app->add_option("--model-type", f.model_type, "lora | full");
-  app->add_option("--lora-type", f.lora_type, "standard | lycoris");
-  app->add_option("--lora-rank", f.lora_rank, "lora_rank");
-  app->add_option("--optimizer", f.optimizer, "optimizer: adamw_bf16, optimi-lion, adamw8bit, prodigy, …");
-  app->add_option("--ramtorch", f.ramtorch, "on | off: stream block weights from host memory (RamTorch)");
-  app->add_option("--ramtorch-percent", f.ramtorch_percent, "ramtorch_transformer_percent");
-  app->add_option("--blocks-to-swap", f.blocks_to_swap, "musubi_blocks_to_swap");
-  app->add_option("--text-tokens", f.text_tokens, "text sequence length (default: the family's)");
+  app->add_option("--frames", f.frames, "video frames (the family's frame rule applies)")->check(kPositive);
+  app->add_option("--batch", f.batch, "train_batch_size")->check(kPositive);
+  app->add_option("--precision", f.precision, "base_model_precision: no_change/bf16, int8-quanto, fp8-torchao, int8-sdnq, int8-sdnq-hadamard, nf4-bnb, …")
+      ->check(kNonEmpty);
+  app->add_option("--model-type", f.model_type, "lora | full")->check(CLI::IsMember({"lora", "full"}));
+  app->add_option("--lora-type", f.lora_type, "standard | lycoris")->check(CLI::IsMember({"standard", "lycoris"}));
+  app->add_option("--lora-rank", f.lora_rank, "lora_rank")->check(kPositive);
+  app->add_option("--optimizer", f.optimizer, "optimizer: adamw_bf16, optimi-lion, adamw8bit, prodigy, …")->check(kNonEmpty);
+  app->add_option("--ramtorch", f.ramtorch, "on | off: stream block weights from host memory (RamTorch)")
+      ->check(CLI::IsMember({"on", "off", "true", "false"}));
+  app->add_option("--ramtorch-percent", f.ramtorch_percent, "ramtorch_transformer_percent (0..100)")
+      ->check(number_in(0, 100, false, "must be 0..100"));
+  app->add_option("--blocks-to-swap", f.blocks_to_swap, "musubi_blocks_to_swap")->check(kNonNegative);
+  app->add_option("--text-tokens", f.text_tokens, "text sequence length (default: the family's)")->check(kNonNegative);
   add_output_flags(app, f);
 }
 
+void add_vram_flag(CLI::App* app, SetupFlags& f) {
+  app->add_option("--vram-gib", f.vram_gib, "memory of any other card, GiB, up to 4096 (with --gpu: that card with this memory)")
+      ->check(number_in(0, 4096, true, "must be a memory size in GiB above 0 and up to 4096"));
+}
+
 void add_output_flags(CLI::App* app, SetupFlags& f) {
-  app->add_option("--headroom-gib", f.headroom_gib, "memory to keep free on the card, GiB (default 1)");
-  app->add_option("--format", f.format, "table | json | markdown");
-  app->add_option("--calibration", f.calibration, "coefficients file (default: the shipped calibration)");
-  app->add_option("--profile", f.profile, "profile.json from `segadvise profile`: measured block costs");
+  app->add_option("--headroom-gib", f.headroom_gib, "memory to keep free on the card, GiB (default 1)")
+      ->check(number_in(0, 4096, false, "must be 0..4096 GiB"));
+  app->add_option("--format", f.format, "table | json | markdown")->check(CLI::IsMember({"table", "json", "markdown"}));
+  app->add_option("--calibration", f.calibration, "coefficients file (default: the shipped calibration)")
+      ->check(CLI::ExistingFile);
+  app->add_option("--profile", f.profile, "profile.json from `segadvise profile`: measured block costs")
+      ->check(CLI::ExistingFile);
 }
 
 void check_format(const std::string& format) {
@@ -48,21 +84,22 @@ void check_format(const std::string& format) {
     throw InputError("--format: '" + format + "' is not one of table, json, markdown");
 }
 
-namespace {
-
-double parse_aspect(const std::string& s) {
-  static const std::regex ratio("\\s*([0-9.]+)\\s*[:/]\\s*([0-9.]+)\\s*");
-  static const std::regex number("\\s*([0-9.]+)\\s*");
+double parse_aspect(const std::string& s, const std::string& flag) {
+  static const std::regex ratio("\\s*([0-9]*\\.?[0-9]+)\\s*[:/]\\s*([0-9]*\\.?[0-9]+)\\s*");
+  static const std::regex number("\\s*([0-9]*\\.?[0-9]+)\\s*");
   std::smatch m;
   try {
-    if (std::regex_match(s, m, ratio)) return std::stod(m[1]) / std::stod(m[2]);
-    if (std::regex_match(s, m, number)) return std::stod(m[1]);
-  } catch (const std::exception&) {
+    if (std::regex_match(s, m, ratio)) {
+      const double w = std::stod(m[1]), h = std::stod(m[2]);
+      if (w > 0 && h > 0 && std::isfinite(w / h)) return w / h;
+    } else if (std::regex_match(s, m, number)) {
+      const double a = std::stod(m[1]);
+      if (a > 0 && std::isfinite(a)) return a;
+    }
+  } catch (const std::exception&) {  // out of range
   }
-  throw InputError("--aspect: '" + s + "' is neither W:H (16:9) nor a number (1.78)");
+  throw InputError(flag + ": '" + s + "' is neither W:H (16:9) nor a positive number (1.78), both parts above 0");
 }
-
-}  // namespace
 
 TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& f) {
   if (!f.resolution.empty()) {
@@ -74,8 +111,8 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
   } else if (!f.aspect.empty()) {
     throw InputError("--aspect needs --resolution");
   }
+  // the flags' validators (add_setup_flags) checked ranges and members; -1 and "" are "not given"
   if (f.frames != -1) {
-    if (f.frames <= 0) throw InputError("--frames: must be positive, got " + std::to_string(f.frames));
     if (fam.modality != "video" && f.frames > 1)
       throw InputError("--frames: " + fam.name + " trains on images, got " + std::to_string(f.frames) + " frames");
     s.frames = apply_frame_rule(fam, f.frames);
@@ -83,10 +120,7 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
       s.notes.push_back("frames " + std::to_string(f.frames) + " -> " + std::to_string(s.frames) + " (" +
                         fam.geometry.frame_rule + " rule)");
   }
-  if (f.batch != -1) {
-    if (f.batch <= 0) throw InputError("--batch: must be positive, got " + std::to_string(f.batch));
-    s.batch = f.batch;
-  }
+  if (f.batch != -1) s.batch = f.batch;
   if (!f.precision.empty()) {
     if (f.precision == "int8-sdnq-hadamard") {
       s.base_precision = "int8-sdnq";
@@ -97,41 +131,17 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
       s.sdnq_hadamard = false;
     }
   }
-  if (!f.model_type.empty()) {
-    if (f.model_type != "lora" && f.model_type != "full")
-      throw InputError("--model-type: '" + f.model_type + "' is not lora or full");
-    s.model_type = f.model_type;
-  }
-  if (!f.lora_type.empty()) {
-    if (f.lora_type != "standard" && f.lora_type != "lycoris")
-      throw InputError("--lora-type: '" + f.lora_type + "' is not standard or lycoris");
-    s.lora_type = f.lora_type;
-  }
-  if (f.lora_rank != -1) {
-    if (f.lora_rank <= 0) throw InputError("--lora-rank: must be positive, got " + std::to_string(f.lora_rank));
-    s.lora_rank = f.lora_rank;
-  }
+  if (!f.model_type.empty()) s.model_type = f.model_type;
+  if (!f.lora_type.empty()) s.lora_type = f.lora_type;
+  if (f.lora_rank != -1) s.lora_rank = f.lora_rank;
   if (!f.optimizer.empty()) {
     optimizer_info(f.optimizer);
     s.optimizer = f.optimizer;
   }
-  if (!f.ramtorch.empty()) {
-    if (f.ramtorch != "on" && f.ramtorch != "off" && f.ramtorch != "true" && f.ramtorch != "false")
-      throw InputError("--ramtorch: '" + f.ramtorch + "' is not on or off");
-    s.ramtorch = f.ramtorch == "on" || f.ramtorch == "true";
-  }
-  if (f.ramtorch_percent >= 0) {
-    if (f.ramtorch_percent > 100) throw InputError("--ramtorch-percent: must be 0..100");
-    s.ramtorch_percent = f.ramtorch_percent;
-  }
-  if (f.blocks_to_swap != -1) {
-    if (f.blocks_to_swap < 0) throw InputError("--blocks-to-swap: must be >= 0");
-    s.blocks_to_swap = f.blocks_to_swap;
-  }
-  if (f.text_tokens != -1) {
-    if (f.text_tokens < 0) throw InputError("--text-tokens: must be >= 0");
-    s.text_tokens = f.text_tokens;
-  }
+  if (!f.ramtorch.empty()) s.ramtorch = f.ramtorch == "on" || f.ramtorch == "true";
+  if (f.ramtorch_percent >= 0) s.ramtorch_percent = f.ramtorch_percent;
+  if (f.blocks_to_swap != -1) s.blocks_to_swap = f.blocks_to_swap;
+  if (f.text_tokens != -1) s.text_tokens = f.text_tokens;
   if (s.model_type == "full" && precision_info(s.base_precision).quantized)
     throw InputError("--precision " + s.base_precision +
                      " with --model-type full: the trainer stops (quantized bases train only LoRA/LyCORIS)");
@@ -149,81 +159,20 @@ GpuSpec resolve_gpu(const SetupFlags& f) {
   return f.vram_gib > 0 ? custom_gpu(f.vram_gib, &g) : g;
 }
 
-Context build_context(const Family& fam, const TrainingSetup& setup, const SetupFlags& f) {
-  Context ctx;
-  ctx.family = &fam;
-  ctx.setup = setup;
-  ctx.gpu = resolve_gpu(f);
-  ctx.coef = coefficients_for(f.calibration);
-  if (f.headroom_gib < 0) throw InputError("--headroom-gib: must be >= 0");
-  ctx.headroom_bytes = f.headroom_gib * kGiB;
-  check_format(f.format);
-  reanalyze(ctx);
-  if (!f.profile.empty()) {
-    const Profile prof = load_profile(f.profile);
-    apply_profile(prof, fam, ctx.setup, ctx.chain, ctx.gpu.id);
-    apply_profile_bandwidth(prof, ctx.coef.for_gpu(ctx.gpu.id).pcie_efficiency, ctx.gpu);
-    ctx.prepared_valid = false;
-    ctx.warnings.push_back("block costs measured by " + f.profile + " (" + prof.device + ")");
-  }
-  return ctx;
+AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const SetupFlags& f) {
+  AdvisorRequest r;
+  r.family = &fam;
+  r.setup = setup;
+  r.gpu = resolve_gpu(f);
+  r.coef = coefficients_for(f.calibration);
+  r.headroom_bytes = f.headroom_gib * kGiB;
+  if (!f.profile.empty()) r.profile = load_profile(f.profile);
+  return r;
 }
 
-Context build_context(const SetupFlags& f) {
+AdvisorRequest make_request(const SetupFlags& f) {
   const Family& fam = find_family(f.model);
-  return build_context(fam, apply_flags(fam, default_setup(fam), f), f);
-}
-
-void reanalyze(Context& ctx) {
-  ctx.chain = analyze(*ctx.family, ctx.setup);
-  ctx.prepared_valid = false;
-}
-
-const PreparedChain& prepared(const Context& ctx) {
-  const PreparedChain& pc = ctx.prepared_cache;
-  if (!ctx.prepared_valid || pc.chain != &ctx.chain || pc.setup != &ctx.setup || pc.gpu != &ctx.gpu ||
-      pc.coef != &ctx.coef) {
-    ctx.prepared_cache = prepare(ctx.chain, ctx.setup, ctx.gpu, ctx.coef);
-    ctx.prepared_valid = true;
-  }
-  return ctx.prepared_cache;
-}
-
-Candidate evaluate(const Context& ctx, const Schedule& s) {
-  Candidate c;
-  c.schedule = s;
-  c.plan = realize(*ctx.family, ctx.chain, s, ctx.setup);
-  if (!c.plan.supported) {
-    c.prediction = unsupported_prediction(c.plan.reason);
-    return c;
-  }
-  c.prediction = predict(prepared(ctx), c.plan.plan, ctx.headroom_bytes);
-  c.prediction.warnings = c.plan.warnings;
-  return c;
-}
-
-ScheduleSpace schedule_space(const Context& ctx) {
-  ScheduleSpace sp;
-  const CheckpointSemantics& cs = ctx.family->checkpointing;
-  std::map<std::string, int> per_list;
-  int longest = 0, total = 0;
-  for (const auto& b : ctx.chain.blocks) {
-    if (!b.checkpointable) continue;
-    longest = std::max(longest, ++per_list[b.list]);
-    ++total;
-  }
-  const bool global = cs.index == "global" || cs.interval == "micro_blocks";
-  sp.max_interval = global ? total : longest;
-  sp.interval = cs.interval != "ignored";
-  sp.stride = cs.stride;
-  sp.backends = {Backend::Torch};
-  if (cs.backend_setter) sp.backends.push_back(Backend::Unsloth);
-  if (cs.ffn_backend) {
-    sp.backends.push_back(Backend::TorchFfn);
-    if (cs.backend_setter) sp.backends.push_back(Backend::UnslothFfn);
-  }
-  sp.attention_offload = cs.attention_offload;
-  return sp;
+  return make_request(fam, apply_flags(fam, default_setup(fam), f), f);
 }
 
 nlohmann::json simpletuner_keys(const Schedule& s) {

@@ -1,5 +1,5 @@
-// Shared by the subcommands: the setup flags, building the evaluation context (family, setup,
-// GPU, coefficients, block chain), evaluating one schedule, and the schedule space of a family.
+// Shared by the subcommands: the setup flags, and turning them into the advisor's request (family,
+// setup, GPU, coefficients, headroom, profile). The advisor (segadvise/planner/advisor.hpp) does the rest.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,7 +11,7 @@
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
-#include "segadvise/planner/planner.hpp"
+#include "segadvise/planner/advisor.hpp"
 
 namespace segadvise::cli {
 
@@ -42,37 +42,28 @@ struct SetupFlags {
   std::string profile;
 };
 
+// Validators of numeric and text flags, naming the value: "--batch: must be positive, got 0" (NaN,
+// infinities and overflow rejected; up to 1e9).
+extern const CLI::Validator kPositive;
+extern const CLI::Validator kNonNegative;
+extern const CLI::Validator kNonEmpty;
+
 // --model is required unless `model_optional` (check reads it from the config).
 void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional = false);
 void add_output_flags(CLI::App* app, SetupFlags& f);
-
-struct Context {
-  const Family* family = nullptr;
-  TrainingSetup setup;
-  GpuSpec gpu;
-  Coefficients coef;
-  BlockChain chain;
-  double headroom_bytes = 0;
-  std::vector<std::string> warnings;
-  // schedule-independent costs, computed once per context (see prepared()); rebuilt when the
-  // context was copied or reanalyzed
-  mutable PreparedChain prepared_cache;
-  mutable bool prepared_valid = false;
-};
-
-const PreparedChain& prepared(const Context& ctx);
+void add_vram_flag(CLI::App* app, SetupFlags& f);  // --vram-gib
 
 // Applies the flags on top of `base` (the family's example setup, or a config's setup).
 TrainingSetup apply_flags(const Family& fam, TrainingSetup base, const SetupFlags& f);
+// --gpu (a catalog id, or auto: the card in this machine) and --vram-gib.
 GpuSpec resolve_gpu(const SetupFlags& f);
-// Family, setup, GPU, coefficients, chain (with a profile applied when given).
-Context build_context(const Family& fam, const TrainingSetup& setup, const SetupFlags& f);
-Context build_context(const SetupFlags& f);
-// Rebuilds the chain after the setup changed (advise's "what would fit" search).
-void reanalyze(Context& ctx);
+// The advisor's request for `setup` on the flags' GPU, with their coefficients, headroom and profile.
+AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const SetupFlags& f);
+// The family of --model, its example setup with the flags applied.
+AdvisorRequest make_request(const SetupFlags& f);
 
-Candidate evaluate(const Context& ctx, const Schedule& s);
-ScheduleSpace schedule_space(const Context& ctx);
+// W:H (16:9) or a number (1.78), both parts positive; InputError naming `flag` otherwise.
+double parse_aspect(const std::string& s, const std::string& flag = "--aspect");
 
 // The trainer's config keys for a schedule.
 nlohmann::json simpletuner_keys(const Schedule& s);

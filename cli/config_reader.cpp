@@ -9,7 +9,10 @@
 #include <map>
 #include <sstream>
 
+#include "segadvise/costmodel/constants.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/trainer_facts.hpp"
 
 namespace segadvise::cli {
 
@@ -20,11 +23,9 @@ namespace {
 
 std::string type_name(const ordered_json& v) { return v.type_name(); }
 
-std::string value_str(const ordered_json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
+std::string value_str(const ordered_json& v) { return brief(v); }
+
+bool digit_string(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); }
 
 // Keys with or without a leading `--` (§0). The last spelling in the file wins, as argparse keeps
 // the last occurrence of an option.
@@ -51,7 +52,7 @@ class Fields {
   }
   std::string where(const std::string& k) const {
     auto it = map_.find(k);
-    return origin_ + ": " + (it == map_.end() ? k : it->second.first);
+    return origin_ + ": " + brief_text(it == map_.end() ? k : it->second.first);
   }
   [[noreturn]] void bad(const std::string& k, const std::string& expected) const {
     throw InputError(where(k) + ": expected " + expected + ", got " + type_name(*get(k)) + " " + value_str(*get(k)));
@@ -76,31 +77,21 @@ class Fields {
     if (v->is_number_integer()) return v->get<long long>() != 0;
     bad(k, "true or false");
   }
-  double number(const std::string& k, double def) const {
+  // finite numbers in [lo, hi]: JSON numbers and numeric strings ("NaN", "inf" are errors)
+  double number(const std::string& k, double def, double lo = -std::numeric_limits<double>::max(),
+                double hi = std::numeric_limits<double>::max()) const {
     const ordered_json* v = get(k);
     if (!v) return def;
-    if (v->is_number()) return v->get<double>();
-    if (v->is_string()) {
-      try {
-        std::size_t used = 0;
-        const double d = std::stod(v->get<std::string>(), &used);
-        if (used == v->get<std::string>().size()) return d;
-      } catch (const std::exception&) {
-      }
-    }
-    bad(k, "a number");
+    if (!v->is_number() && !v->is_string()) bad(k, "a number");
+    return checked_number(*v, where(k), lo, hi, NumericText::Accept);
   }
-  // integers: JSON ints, floats with an integral value, digit strings (argparse's int())
-  long long integer(const std::string& k, long long def) const {
+  // integers in [lo, hi]: JSON ints, floats with an integral value, digit strings (argparse's int());
+  // a value past the range is an error, never wrapped
+  long long integer(const std::string& k, long long def, long long lo, long long hi) const {
     const ordered_json* v = get(k);
     if (!v) return def;
-    if (v->is_number_integer()) return v->get<long long>();
-    if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()) return static_cast<long long>(v->get<double>());
-    if (v->is_string()) {
-      const std::string s = v->get<std::string>();
-      if (!s.empty() && std::all_of(s.begin(), s.end(), ::isdigit)) return std::stoll(s);
-    }
-    bad(k, "an integer");
+    if (!v->is_number() && !(v->is_string() && digit_string(v->get<std::string>()))) bad(k, "an integer");
+    return checked_integer(*v, where(k), lo, hi, NumericText::Accept);
   }
 
  private:
@@ -108,30 +99,13 @@ class Fields {
   std::map<std::string, std::pair<std::string, const ordered_json*>> map_;
 };
 
-// DEFAULT_MODEL_FLAVOUR per family (§3.1), used when a config leaves model_flavour unset.
-const std::map<std::string, std::string>& default_flavours() {
-  static const std::map<std::string, std::string> m = {
-      {"ace_step", "base"}, {"anima", "preview-3"}, {"auraflow", "v0.3"}, {"boogu_image", "v0.1-turbo"},
-      {"chroma", "base"}, {"cosmos", "2b"}, {"cosmos2image", "2b"}, {"cosmos3", "nano"}, {"ernie", "base"},
-      {"flux", "krea"}, {"flux2", "klein-9b"}, {"heartmula", "3b"}, {"hidream", "full"},
-      {"hunyuanvideo", "t2v-480p"}, {"ideogram", "fp8"}, {"infinitetalk", "single-14b-480p"},
-      {"kandinsky5_image", "t2i-lite-sft"}, {"kandinsky5-image", "t2i-lite-sft"},
-      {"kandinsky5_video", "t2v-lite-sft-5s"}, {"kandinsky5-video", "t2v-lite-sft-5s"}, {"kolors", "1.0"},
-      {"krea2", "raw"}, {"longcat_image", "final"}, {"longcat_video", "final"}, {"ltxvideo", "0.9.5"},
-      {"ltxvideo2", "dev"}, {"lumina2", "2.0"}, {"mageflow", "base"}, {"minimaxh3", "fl2va"},
-      {"minimaxmusic", "music3"}, {"omnigen", "v1"}, {"pixart", "900M-1024-v0.6"},
-      {"pixart_sigma", "900M-1024-v0.6"}, {"qwen_image", "v2.0"}, {"sana", "sana1.5-4.8b-1024"},
-      {"sanavideo", "2b-480p"}, {"sd1x", "dreamshaper"}, {"sd2x", "pseudoflex-v2"}, {"sd3", "medium"},
-      {"sdxl", "base-1.0"}, {"stable_cascade", "stage-c"}, {"wan", "t2v-480p-1.3b-2.1"},
-      {"wan_s2v", "s2v-14b-2.2"}, {"z_image", "turbo-ostris-v2"}, {"z_image_omni", "base"}, {"zlab_i1", "3b"}};
-  return m;
-}
+// DEFAULT_MODEL_FLAVOUR per family (§3.1), used when a config leaves model_flavour unset
+// (families/data/trainer/simpletuner.json).
+const std::map<std::string, std::string>& default_flavours() { return simpletuner_facts().default_flavours; }
 
 // Frame rate a family sets when the config has none (§1.5): num_frames defaults to framerate x 5.
 int default_framerate(const std::string& trainer_family) {
-  static const std::map<std::string, int> m = {{"wan", 15},       {"wan_s2v", 15},          {"sanavideo", 16},
-                                               {"ltxvideo", 25},  {"ltxvideo2", 25},        {"kandinsky5_video", 24},
-                                               {"minimaxh3", 24}, {"infinitetalk", 25}};
+  const auto& m = simpletuner_facts().default_framerates;
   auto it = m.find(trainer_family);
   return it == m.end() ? 0 : it->second;
 }
@@ -153,34 +127,7 @@ std::string fill_placeholders(std::string v, const std::string& model_family, co
 }  // namespace
 
 ordered_json read_json_file(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(what + " '" + path + "': no such file");
-  if (fs::is_directory(path, ec)) throw InputError(what + " '" + path + "': is a directory, not a JSON file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(what + " '" + path + "': cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  try {
-    return ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // line and column of the byte where parsing stopped (1-based)
-    const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    int line = 1, col = 1;
-    for (std::size_t i = 0; i < at; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string detail = e.what();
-    const auto colon = detail.find(": ", detail.find("parse error"));
-    if (colon != std::string::npos) detail = detail.substr(colon + 2);
-    throw InputError(what + " '" + path + "': malformed JSON at line " + std::to_string(line) + ", column " +
-                     std::to_string(col) + ": " + detail);
-  }
+  return load_ordered_json_file(path, what);
 }
 
 std::vector<std::string> candidate_paths(const std::string& value, const std::string& config_path,
@@ -218,7 +165,7 @@ std::string resolve_config_path(const std::string& value, const std::string& key
     if (file_exists(c)) return c;
   std::string tried;
   for (const auto& c : cands) tried += "\n  " + c;
-  throw InputError(config_path + ": " + key + " '" + value + "' not found; tried:" + tried);
+  throw InputError(config_path + ": " + key + " '" + brief_text(value) + "' not found; tried:" + tried);
 }
 
 const std::vector<std::string>& checkpointing_keys() {
@@ -288,7 +235,7 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
   out = BackendShape{};
   out.id = id;
   out.dataset_type = type;
-  out.batch = static_cast<int>(b.integer("train_batch_size", global_batch));
+  out.batch = static_cast<int>(b.integer("train_batch_size", global_batch, -kMaxBatch, kMaxBatch));
   if (out.batch <= 0) throw InputError(b.where("train_batch_size") + ": must be positive, got " + std::to_string(out.batch));
   if (type == "audio" || type == "caption" || fam.modality == "audio") {
     out.note = "backend '" + id + "' (" + type + "), batch " + std::to_string(out.batch);
@@ -301,21 +248,19 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
   std::string rtype = b.has("resolution_type") ? b.str("resolution_type", "pixel_area") : cfg.str("resolution_type", "pixel_area");
   if (rtype != "pixel" && rtype != "pixel_area" && rtype != "area")
     throw InputError((b.has("resolution_type") ? b.where("resolution_type") : cfg.where("resolution_type")) + ": '" +
-                     rtype + "' is not one of pixel, pixel_area, area");
+                     brief_text(rtype) + "' is not one of pixel, pixel_area, area");
   double res = 1024;
   if (rsrc.has("resolution")) {
     const ordered_json& rv = *rsrc.get("resolution");
     if (rtype == "pixel_area") {
       // the edge must be an int or a digit string: 1024.0 raises a ValueError in the trainer (§1.2)
-      if (rv.is_number_integer()) res = rv.get<double>();
-      else if (rv.is_string() && !rv.get<std::string>().empty() &&
-               std::all_of(rv.get<std::string>().begin(), rv.get<std::string>().end(), ::isdigit))
-        res = std::stod(rv.get<std::string>());
+      if (rv.is_number_integer() || (rv.is_string() && digit_string(rv.get<std::string>())))
+        res = static_cast<double>(rsrc.integer("resolution", 1024, -kMaxEdgePixels, kMaxEdgePixels));
       else
         throw InputError(rsrc.where("resolution") + ": pixel_area needs an integer edge in pixels, got " +
                          value_str(rv) + " (the trainer raises a ValueError)");
     } else {
-      res = rsrc.number("resolution", 1024);
+      res = rsrc.number("resolution", 1024, -kMaxEdgePixels, kMaxEdgePixels);
     }
   }
   if (res <= 0) throw InputError(rsrc.where("resolution") + ": must be positive, got " + value_str(*rsrc.get("resolution")));
@@ -326,7 +271,7 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
   const bool crop = b.boolean("crop", false);
   const std::string crop_aspect = b.str("crop_aspect", "square");
   if (crop_aspect != "square" && crop_aspect != "preserve" && crop_aspect != "random" && crop_aspect != "closest")
-    throw InputError(b.where("crop_aspect") + ": '" + crop_aspect + "' is not one of square, preserve, random, closest");
+    throw InputError(b.where("crop_aspect") + ": '" + brief_text(crop_aspect) + "' is not one of square, preserve, random, closest");
   const bool video = type == "video";
   double aspect = opt.source_aspect > 0 ? opt.source_aspect : (video ? 16.0 / 9.0 : 1.0);
   bool square = crop && crop_aspect == "square";
@@ -340,8 +285,10 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
     double best_area = 0;
     for (const auto& bk : *buckets) {
       double a = 0;
-      if (bk.is_number()) a = bk.get<double>();
-      else if (bk.is_object() && bk.contains("aspect") && bk["aspect"].is_number()) a = bk["aspect"].get<double>();
+      constexpr double kMaxAspect = 1000;
+      if (bk.is_number()) a = checked_number(bk, b.where("crop_aspect_buckets"), -kMaxAspect, kMaxAspect);
+      else if (bk.is_object() && bk.contains("aspect") && bk["aspect"].is_number())
+        a = checked_number(bk["aspect"], b.where("crop_aspect_buckets"), -kMaxAspect, kMaxAspect);
       else throw InputError(b.where("crop_aspect_buckets") + ": " + value_str(bk) + " is neither a number nor {aspect, weight}");
       if (a <= 0) throw InputError(b.where("crop_aspect_buckets") + ": aspect must be positive, got " + value_str(bk));
       const ResolvedSize r = bucket_size(res, rtype, fam.geometry.alignment, a, false);
@@ -369,10 +316,11 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
       const ordered_json& nf = (*v)["num_frames"];
       if (!nf.is_number_integer() || nf.get<long long>() <= 0)
         throw InputError(b.where("video") + ".num_frames: expected a positive integer, got " + value_str(nf));
-      frames = static_cast<int>(nf.get<long long>());
+      frames = static_cast<int>(checked_integer(nf, b.where("video") + ".num_frames", 1, kMaxFrames));
     } else {
       // §1.5: num_frames defaults to framerate x 5
-      const int fr = static_cast<int>(cfg.integer("framerate", default_framerate(fam.trainer_family)));
+      const int fr = static_cast<int>(
+          cfg.integer("framerate", default_framerate(fam.trainer_family), -kMaxFramerate, kMaxFramerate));
       if (fr <= 0)
         throw InputError(b.where("video") + ".num_frames: unset and no framerate for " + fam.name +
                          " (set video.num_frames)");
@@ -443,30 +391,21 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   s.model_type = cfg.str("model_type", "full");
   if (!cfg.has("model_type")) r.warnings.push_back(path + ": model_type unset: the trainer's default is a full fine-tune");
   if (s.model_type != "lora" && s.model_type != "full")
-    throw InputError(cfg.where("model_type") + ": '" + s.model_type + "' is not lora or full");
+    throw InputError(cfg.where("model_type") + ": '" + brief_text(s.model_type) + "' is not lora or full");
   s.lora_type = cfg.str("lora_type", "standard");
   if (s.lora_type != "standard" && s.lora_type != "lycoris")
-    throw InputError(cfg.where("lora_type") + ": '" + s.lora_type + "' is not standard or lycoris");
-  const long long rank = cfg.integer("lora_rank", 16);
+    throw InputError(cfg.where("lora_type") + ": '" + brief_text(s.lora_type) + "' is not standard or lycoris");
+  const long long rank = cfg.integer("lora_rank", 16, -kMaxLoraRank, kMaxLoraRank);
   if (rank <= 0) throw InputError(cfg.where("lora_rank") + ": must be positive, got " + std::to_string(rank));
   s.lora_rank = static_cast<int>(rank);
   s.mixed_precision = cfg.str("mixed_precision", "bf16");
   if (s.mixed_precision != "bf16" && s.mixed_precision != "fp16" && s.mixed_precision != "no" && s.mixed_precision != "fp8")
-    throw InputError(cfg.where("mixed_precision") + ": '" + s.mixed_precision + "' is not one of no, fp16, bf16, fp8");
+    throw InputError(cfg.where("mixed_precision") + ": '" + brief_text(s.mixed_precision) + "' is not one of no, fp16, bf16, fp8");
   s.optimizer = cfg.str("optimizer", "adamw_bf16");
   {
-    // SimpleTuner optimizer names the cost model's table lacks, sized like one it has (§2.5)
-    static const std::map<std::string, std::pair<std::string, std::string>> kAlias = {
-        {"torch-adamw", {"adamw_bf16", "2 moments in the parameters' bf16 dtype"}},
-        {"torch-adam", {"adamw_bf16", "2 moments in the parameters' bf16 dtype"}},
-        {"optimi-adam", {"optimi-adamw", "same state as optimi-adamw"}},
-        {"optimi-radam", {"optimi-adamw", "same state as optimi-adamw"}},
-        {"bnb-adamw", {"adamw", "fp32 moments"}},
-        {"bnb-adam", {"adamw", "fp32 moments"}},
-        {"bnb-adam8bit", {"bnb-adamw8bit", "8-bit moments"}},
-        {"bnb-adamw8bit-paged", {"bnb-adamw8bit", "8-bit moments"}},
-        {"ao-adamfp8", {"ao-adamwfp8", "fp8 moments"}},
-        {"bnb-lion8bit-paged", {"bnb-lion8bit", "8-bit momentum"}}};
+    // SimpleTuner optimizer names the cost model's table lacks, sized like one it has (§2.5;
+    // families/data/trainer/simpletuner.json)
+    const auto& kAlias = simpletuner_facts().optimizer_aliases;
     bool known = true;
     try {
       optimizer_info(s.optimizer);
@@ -477,8 +416,8 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
     if (known) {
       // the cost model sizes it itself
     } else if (it != kAlias.end()) {
-      s.notes.push_back("optimizer " + s.optimizer + " sized as " + it->second.first + " (" + it->second.second + ")");
-      s.optimizer = it->second.first;
+      s.notes.push_back("optimizer " + s.optimizer + " sized as " + it->second.as + " (" + it->second.why + ")");
+      s.optimizer = it->second.as;
     } else if (s.optimizer.rfind("adamw_schedulefree", 0) == 0) {
       s.notes.push_back("optimizer " + s.optimizer + " sized as adamw_schedulefree");
       s.optimizer = "adamw_schedulefree";
@@ -526,7 +465,7 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
     const Fields lf(lj, ly);
     if (!lf.has("algo")) throw InputError(ly + ": algo: missing (the trainer requires it)");
     const std::string algo = lf.str("algo", "");
-    const long long factor = lf.integer("factor", -1);
+    const long long factor = lf.integer("factor", -1, -kMaxLoraRank, kMaxLoraRank);
     s.notes.push_back("LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") + " (" + ly + ")");
     if (algo != "lokr" || (factor > 0 && factor != 16))
       r.warnings.push_back(ly + ": LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") +
@@ -535,10 +474,10 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
 
   // weight streaming (§2.6)
   s.ramtorch = cfg.boolean("ramtorch", false);
-  s.ramtorch_percent = cfg.number("ramtorch_transformer_percent", 100);
+  s.ramtorch_percent = cfg.number("ramtorch_transformer_percent", 100, -1e6, 1e6);
   if (s.ramtorch_percent < 0 || s.ramtorch_percent > 100)
     throw InputError(cfg.where("ramtorch_transformer_percent") + ": must be 0..100, got " + std::to_string(s.ramtorch_percent));
-  const long long swap = cfg.integer("musubi_blocks_to_swap", 0);
+  const long long swap = cfg.integer("musubi_blocks_to_swap", 0, -kMaxBlocksToSwap, kMaxBlocksToSwap);
   if (swap < 0)
     r.rejections.push_back("musubi_blocks_to_swap " + std::to_string(swap) + ": negative, the trainer stops");
   s.blocks_to_swap = static_cast<int>(std::max(0LL, swap));
@@ -569,8 +508,8 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   // schedule (§2.7, §4)
   Schedule& sc = r.schedule;
   sc.checkpointing = cfg.boolean("gradient_checkpointing", true);
-  const long long interval = cfg.integer("gradient_checkpointing_interval", 0);
-  const long long stride = cfg.integer("gradient_checkpointing_segment_stride", 0);
+  const long long interval = cfg.integer("gradient_checkpointing_interval", 0, -kMaxScheduleStep, kMaxScheduleStep);
+  const long long stride = cfg.integer("gradient_checkpointing_segment_stride", 0, -kMaxScheduleStep, kMaxScheduleStep);
   if (cfg.has("gradient_checkpointing_interval") && interval <= 0)
     r.rejections.push_back("gradient_checkpointing_interval " + std::to_string(interval) + ": the trainer raises an error (must be >= 1)");
   if (cfg.has("gradient_checkpointing_segment_stride") && stride <= 0)
@@ -611,8 +550,10 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   // data backends (§1)
   std::string db_value;
   if (!opt.data_backend_override.empty()) {
-    if (!file_exists(opt.data_backend_override))
+    if (!file_exists(opt.data_backend_override)) {
+      read_input_file(opt.data_backend_override, "--data-backend");  // throws the reason: missing, a directory, a FIFO
       throw InputError("--data-backend '" + opt.data_backend_override + "': no such file");
+    }
     r.data_backend_path = opt.data_backend_override;
   } else {
     // unset: <config dir>/multidatabackend.json (§1.6)
@@ -625,7 +566,7 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   const ordered_json db = read_json_file(r.data_backend_path, "data_backend_config");
   if (!db.is_array())
     throw InputError("data_backend_config '" + r.data_backend_path + "': expected a JSON list of backends, got " + type_name(db));
-  const long long global_batch = cfg.integer("train_batch_size", 4);
+  const long long global_batch = cfg.integer("train_batch_size", 4, -kMaxBatch, kMaxBatch);
   if (global_batch <= 0) throw InputError(cfg.where("train_batch_size") + ": must be positive, got " + std::to_string(global_batch));
   for (std::size_t i = 0; i < db.size(); ++i) {
     BackendShape shape;

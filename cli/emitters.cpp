@@ -38,6 +38,7 @@
 #include "output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/trainer_facts.hpp"
 
 namespace segadvise::cli {
 
@@ -45,31 +46,10 @@ using nlohmann::ordered_json;
 
 namespace {
 
-struct TrainerInfo {
-  std::string id, name;
-  std::set<std::string> families;  // trainer_family values it trains (as far as known)
-  std::string format;
-};
+using TrainerInfo = EmitterTrainer;
 
-const std::vector<TrainerInfo>& trainers() {
-  static const std::vector<TrainerInfo> t = {
-      {"musubi", "musubi-tuner", {"hunyuanvideo", "wan", "flux", "qwen_image", "z_image"}, "flags"},
-      {"ai-toolkit",
-       "ai-toolkit",
-       {"flux", "flux2", "chroma", "sdxl", "sd1x", "hidream", "lumina2", "wan", "qwen_image", "z_image"},
-       "yaml"},
-      {"onetrainer",
-       "OneTrainer",
-       {"sd1x", "sdxl", "sd3", "flux", "chroma", "hidream", "pixart", "sana", "stable_cascade", "qwen_image",
-        "hunyuanvideo"},
-       "json"},
-      {"diffusers",
-       "diffusers example scripts",
-       {"sd1x", "sdxl", "sd3", "flux", "flux2", "sana", "hidream", "lumina2", "qwen_image"},
-       "flags"},
-  };
-  return t;
-}
+// the trainers, their families and config formats: families/data/trainer/emitters.json
+const std::vector<TrainerInfo>& trainers() { return emitter_facts().trainers; }
 
 std::string fmt(const char* f, double x) {
   char buf[48];
@@ -93,9 +73,7 @@ Schedule sched(bool ck, Backend b = Backend::Torch) {
 // evaluates one knob combination with its own setup (the chain is rebuilt for it)
 TrainerPlan evaluate_plan(const Context& base, const std::string& label, ordered_json knobs, const Schedule& s,
                           const TrainingSetup& setup) {
-  Context ctx = base;
-  ctx.setup = setup;
-  reanalyze(ctx);
+  const Context ctx = base.with_setup(setup);
   TrainerPlan p;
   p.label = label;
   p.knobs = std::move(knobs);
@@ -124,9 +102,9 @@ std::string precision_for(const std::string& trainer, const TrainingSetup& s, st
 }
 
 std::string unet_part(const Family& f) {
-  if (f.trainer_family == "sd1x" || f.trainer_family == "sdxl" || f.trainer_family == "kolors") return "unet";
-  if (f.trainer_family == "stable_cascade") return "prior";
-  return "transformer";
+  const auto& parts = emitter_facts().denoiser_part;  // families/data/trainer/emitters.json
+  const auto it = parts.find(f.trainer_family);
+  return it == parts.end() ? emitter_facts().denoiser_part_default : it->second;
 }
 
 std::string config_text(const TrainerAdvice& a, const TrainerPlan& p, const Context& ctx) {

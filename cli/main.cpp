@@ -1,8 +1,9 @@
 // segadvise: memory planning and checkpointing advice for fine-tuning diffusion transformers.
-// Bad input is an InputError caught here once: `segadvise: error: …`, exit code 2.
+// Bad input is an InputError (or any other exception) caught here once: `segadvise: error: …`, exit code 2.
 #include <CLI/CLI.hpp>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -28,6 +29,15 @@ int main(int argc, char** argv) {
   cli::setup_calibrate(app, exit_code);
   cli::setup_accuracy(app, exit_code);
   cli::setup_torch_passthrough(app, exit_code, argv[0]);
+  // `segadvise frobnicate`: name the word instead of CLI11's "A subcommand is required"
+  bool known = args.size() < 2 || args[1][0] == '-';
+  if (!known)
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) known |= sub->check_name(args[1]);
+  if (!known) {
+    std::cerr << "segadvise: error: unknown command '" << args[1]
+              << "' (advise, predict, check, list, calibrate, accuracy, profile, validate; --help)\n";
+    return cli::kBadInput;
+  }
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
@@ -37,6 +47,12 @@ int main(int argc, char** argv) {
     std::cerr << "segadvise: error: " << e.what() << "\n";
     return cli::kBadInput;
   } catch (const nlohmann::json::exception& e) {
+    std::cerr << "segadvise: error: " << e.what() << "\n";
+    return cli::kBadInput;
+  } catch (const std::out_of_range& e) {  // std::stoi on "99999999999x480", "interval99999999999"
+    std::cerr << "segadvise: error: a number in the arguments is too large (" << e.what() << ")\n";
+    return cli::kBadInput;
+  } catch (const std::exception& e) {
     std::cerr << "segadvise: error: " << e.what() << "\n";
     return cli::kBadInput;
   }

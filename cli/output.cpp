@@ -67,7 +67,7 @@ void print_setup(std::ostream& out, const Context& ctx, bool markdown) {
   if (s.blocks_to_swap > 0) out << ", block swap " << s.blocks_to_swap;
   out << "\n";
   out << b << "gpu        " << ctx.gpu.name << ": " << gib_str(ctx.gpu.total_bytes) << " total, "
-      << gib_str(std::max(0.0, ctx.gpu.total_bytes - ctx.coef.for_gpu(ctx.gpu.id).reserve_bytes)) << " usable, headroom "
+      << gib_str(usable_vram_bytes(ctx.gpu, ctx.coef)) << " usable, headroom "
       << gib_str(ctx.headroom_bytes) << "\n";
   for (const auto& n : s.notes) out << b << "note       " << n << "\n";
   for (const auto& w : ctx.warnings) out << b << "note       " << w << "\n";

@@ -1,23 +1,42 @@
 #!/usr/bin/env bash
-# Prints advise's whole-process latency for every shipped family (median of N runs, ms) and the
-# number of schedules it evaluated. Usage: scripts/bench-advise.sh [build/segadvise] [runs] [gpu]
+# Prints advise's whole-process latency for every shipped family (median of N runs: wall ms, and
+# CPU ms = user + system of the process, which another load on the machine does not inflate) and
+# the number of schedules it evaluated. Usage: scripts/bench-advise.sh [build/segadvise] [runs] [gpu]
 set -euo pipefail
 bin=${1:-build/segadvise}
 runs=${2:-7}
 gpu=${3:-l40s}
-printf '%-24s %9s %9s %9s %10s\n' model median_ms min_ms max_ms schedules
-all=()
-for m in $("$bin" list models --format json | python3 -c 'import json,sys; print(" ".join(x["id"] for x in json.load(sys.stdin)))'); do
-  times=()
-  for ((i = 0; i < runs; i++)); do
-    s=$(date +%s%N)
-    "$bin" --model "$m" --gpu "$gpu" --format json > /tmp/bench-advise.json 2>/dev/null || true
-    e=$(date +%s%N)
-    times+=($(( (e - s) / 1000 )))
-  done
-  n=$(python3 -c 'import json; print(json.load(open("/tmp/bench-advise.json")).get("schedules_evaluated", "?"))' 2>/dev/null || echo "?")
-  read -r med mn mx < <(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f %.1f %.1f\n", a[int((NR+1)/2)]/1000, a[1]/1000, a[NR]/1000}')
-  all+=("$med")
-  printf '%-24s %9s %9s %9s %10s\n' "$m" "$med" "$mn" "$mx" "$n"
-done
-printf '%s\n' "${all[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median over families: %.1f ms, worst family median: %.1f ms\n", a[int((NR+1)/2)], a[NR]}'
+python3 - "$bin" "$runs" "$gpu" <<'PY'
+import json, os, resource, statistics, subprocess, sys, time
+
+binary, runs, gpu = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+models = [m["id"] for m in json.loads(subprocess.run([binary, "list", "models", "--format", "json"],
+                                                     capture_output=True, check=True).stdout)]
+
+
+def one(model):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    out = subprocess.run([binary, "--model", model, "--gpu", gpu, "--format", "json"], capture_output=True).stdout
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall * 1e3, cpu * 1e3, out
+
+
+print("%-24s %9s %9s %9s %10s" % ("model", "wall_ms", "cpu_ms", "max_wall", "schedules"))
+walls, cpus = [], []
+for m in models:
+    rows = [one(m) for _ in range(runs)]
+    wall = statistics.median(r[0] for r in rows)
+    cpu = statistics.median(r[1] for r in rows)
+    try:
+        n = json.loads(rows[-1][2]).get("schedules_evaluated", "?")
+    except ValueError:
+        n = "?"
+    walls.append(wall)
+    cpus.append(cpu)
+    print("%-24s %9.1f %9.1f %9.1f %10s" % (m, wall, cpu, max(r[0] for r in rows), n))
+print("median over families: %.1f ms wall, %.1f ms CPU; worst family: %.1f ms wall, %.1f ms CPU" %
+      (statistics.median(walls), statistics.median(cpus), max(walls), max(cpus)))
+PY

@@ -32,6 +32,13 @@ expect 0 'fits' -- predict --model qwen-image --gpu h100 --schedule layer --back
 expect 0 'wan2.1-14b' -- list models
 expect 0 'l40s' -- list gpus
 expect 0 'custom card' -- --model sdxl --vram-gib 12
+# no input aborts: numbers too large for their type, a zero aspect, an unknown command
+expect 2 "segadvise: error: --resolution '99999999999x480': width: .* not an integer in \[1, 65536\]" -- --model flux --gpu h100 --resolution 99999999999x480
+expect 2 "segadvise: error: schedule 'interval99999999999': interval: .* is not an integer" -- predict --model flux --gpu h100 --schedule interval99999999999
+expect 2 "--aspect: '1:0'" -- advise --model sd3 --aspect 1:0 --resolution 480 --gpu h100
+expect 2 "--batch: must be positive, got -1" -- --model flux --gpu h100 --batch -1
+expect 2 "--vram-gib" -- --model flux --vram-gib nan
+expect 2 "unknown command 'frobnicate'" -- frobnicate --model flux
 
 # ---- outputs (issue 14): only regular files or new paths, modes kept, all files or none ----------
 fixtures=$(cd "$(dirname "$0")/fixtures" && pwd)
@@ -47,12 +54,12 @@ check_that "stdout to /dev/full exits 2 with a message (rc $rc)" \
   eval '[[ $rc -eq 2 ]] && grep -q "cannot write to standard output" "$tmp/err"'
 # device-like targets are refused and left as they are: a FIFO, a directory, a symlink
 mkfifo "$tmp/fifo"
-expect 2 "refusing to write '$tmp/fifo': it is a FIFO" -- --model flux --gpu l40s --plot "$tmp/fifo"
+expect 2 "cannot write '$tmp/fifo': it is a FIFO" -- --model flux --gpu l40s --plot "$tmp/fifo"
 check_that "the FIFO is still a FIFO" test -p "$tmp/fifo"
 expect 2 "it is a directory" -- --model flux --gpu l40s --plan-out "$tmp"
 echo keep >"$tmp/real.svg"
 ln -s "$tmp/real.svg" "$tmp/link.svg"
-expect 2 "'$tmp/link.svg': it is a symbolic link" -- --model flux --gpu l40s --plot "$tmp/link.svg"
+expect 2 "cannot write '$tmp/link.svg': it is a symbolic link" -- --model flux --gpu l40s --plot "$tmp/link.svg"
 check_that "the symlink and its file are untouched" \
   eval '[[ -L $tmp/link.svg && $(cat "$tmp/real.svg") == keep ]]'
 # mode 600 stays 600 (advise --plan-out and check --output)

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
+#include <vector>
 
 #include "commands.hpp"
 #include "config_reader.hpp"
@@ -287,12 +289,23 @@ TEST_CASE("with_schedule keeps key order and spelling and only touches checkpoin
 }
 
 TEST_CASE("a failed write leaves no partial output file") {
+  // the output path is a non-empty directory: the temporary file is written beside it, the rename
+  // over it fails, and the temporary file must be gone again (the folder holds only what it held)
+  const fs::path dir = fs::temp_directory_path() / ("segadvise-test-write-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "out.json");
+  std::ofstream(dir / "out.json" / "keep.txt") << "x";
   CheckOptions o = check_opts("flux-480-square.json");
   o.advise = true;
   o.emit = "simpletuner";
-  o.output = "/nonexistent-dir-for-segadvise/out.json";
+  o.output = (dir / "out.json").string();
   std::string out, err;
   const int rc = run_like_main(o, out, err);
   CHECK(rc == 2);
-  CHECK(!fs::exists(o.output));
+  CHECK(err.find("cannot write") != std::string::npos);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  CHECK(left == std::vector<std::string>{"out.json"});
+  CHECK(fs::is_directory(dir / "out.json"));
+  fs::remove_all(dir);
 }

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "emitters.hpp"
+#include "printer.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -14,7 +15,7 @@ Context context_for(const std::string& model, double vram_gib) {
   SetupFlags f;
   f.model = model;
   f.vram_gib = vram_gib;
-  return build_context(f);
+  return Context(make_request(f));
 }
 
 bool has_knob(const TrainerPlan& p, const std::string& key) { return p.knobs.contains(key); }
@@ -107,17 +108,16 @@ TEST_CASE("a family the trainer does not train is said so") {
 }
 
 TEST_CASE("advise --emit prints the trainer's section, and JSON carries it") {
-  Context ctx = context_for("flux", 48);
-  SetupFlags f;
-  f.format = "json";
+  const AdviceReport r = advise_report(context_for("flux", 48), AdviceOptions{});
+  REQUIRE(r.recommended() != nullptr);
   std::ostringstream out;
-  const int rc = run_advise(ctx, f, out, false, "musubi");
-  CHECK(rc == 0);
+  const TrainerAdvice musubi = advise_for_trainer(r.context, "musubi", r.recommended());
+  JsonPrinter(out).advice(r, &musubi);
   const auto j = nlohmann::json::parse(out.str());
   REQUIRE(j.contains("emit"));
   CHECK(j["emit"]["trainer"] == "musubi");
-  f.format = "table";
   std::ostringstream table;
-  run_advise(ctx, f, table, false, "diffusers");
+  const TrainerAdvice diffusers = advise_for_trainer(r.context, "diffusers", r.recommended());
+  TablePrinter(table).advice(r, &diffusers);
   CHECK(table.str().find("diffusers example scripts") != std::string::npos);
 }

@@ -105,7 +105,7 @@ TEST_CASE("interval and stride are refused on families that ignore them") {
 
 TEST_CASE("per-block families checkpoint every n-th block, each on its own") {
   const Family& qwen = find_family("qwen-image");
-  REQUIRE(qwen.checkpointing.interval == "per_block");
+  REQUIRE(qwen.checkpointing.interval == IntervalRule::PerBlock);
   const TrainingSetup s = default_setup(qwen);
   const BlockChain chain = analyze(qwen, s);
   const PlanResult r = realize(qwen, chain, Schedule::parse("interval3"), s);

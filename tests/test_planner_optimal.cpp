@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
-#include "advise_optimal.hpp"
-#include "common.hpp"
+#include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/planner/advisor.hpp"
 #include "segadvise/planner/block_graph.hpp"
 #include "segadvise/planner/front_svg.hpp"
 #include "segadvise/planner/optimal.hpp"
@@ -16,6 +18,17 @@
 using namespace segadvise;
 
 namespace {
+
+// A family's example setup on a catalog GPU with the shipped coefficients and 1 GiB headroom (what
+// `segadvise advise --model M --gpu G` plans).
+Context example_context(const std::string& model, const std::string& gpu) {
+  AdvisorRequest r;
+  r.family = &find_family(model);
+  r.setup = default_setup(*r.family);
+  r.gpu = find_gpu(gpu);
+  r.coef = coefficients_for("");
+  return Context(r);
+}
 
 // A GPU and setup with nothing static: weights, adapters and optimizer state are 0 bytes, so the
 // predicted peak VRAM is the activation peak x (1 + fragmentation).
@@ -181,10 +194,7 @@ TEST_CASE("the block graph carries skip tensors from the block that pushes them 
 
 TEST_CASE("the bytes crossing every cut of a U-Net chain are its boundary bytes, skip tensors included") {
   for (const char* model : {"kolors", "zlab-i1", "flux1"}) {
-    cli::SetupFlags f;
-    f.model = model;
-    f.gpu = "h100";
-    const cli::Context ctx = cli::build_context(f);
+    const Context ctx = example_context(model, "h100");
     const BlockGraph g(ctx.chain);
     bool any_skip = false;
     for (int p = 0; p < g.block_count(); ++p) {
@@ -233,6 +243,7 @@ TEST_CASE("two blocks: the optimizer checkpoints the first and keeps the second 
   CHECK(tight.plan.segments[1].mode == BlockMode::Keep);
   CHECK(tight.prediction.peak_vram_bytes == doctest::Approx(13));
   CHECK_FALSE(opt.solve_for_peak(12.9).found);
+  // the one plan-JSON writer (costmodel/plan_json.hpp) keeps the plan's description
   CHECK(plan_to_json(tight.plan).dump() ==
         R"({"description":"optimal per-block plan: 1 of 2 blocks checkpointed in 1 calls, 1 kept",)"
         R"("offload_attention":false,"segments":[{"begin":0,"end":1,"mode":"checkpoint","offload_to_host":false},)"
@@ -256,22 +267,12 @@ TEST_CASE("with skip tensors crossing checkpoint boundaries the optimizer still 
 TEST_CASE("the optimal plan is never slower than a trainer schedule of no larger peak, on every family") {
   for (const char* gpu : {"h100", "l40s"}) {
     for (const auto& fam : builtin_families()) {
-      cli::SetupFlags f;
-      f.model = fam.id;
-      f.gpu = gpu;
-      cli::Context ctx;
-      Advice a;
-      try {
-        ctx = cli::build_context(f);
-        a = advise(enumerate_schedules(cli::schedule_space(ctx)),
-                   [&](const Schedule& s) { return cli::evaluate(ctx, s); }, ctx.headroom_bytes);
-      } catch (const InputError& e) {  // a family whose example setup does not load is not ours to judge
-        MESSAGE(fam.id << " skipped: " << std::string(e.what()));
-        continue;
-      }
-      const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, cli::optimal_options(ctx));
-      const OptimalPlan best = opt.solve();
       CAPTURE(fam.id);
+      // every shipped family's example setup must load: an InputError here fails the test
+      const Context ctx = example_context(fam.id, gpu);
+      const Advice a = advise_schedules(ctx);
+      const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
+      const OptimalPlan best = opt.solve();
       CAPTURE(gpu);
       if (a.recommended >= 0) {
         REQUIRE(best.found);
@@ -297,11 +298,8 @@ TEST_CASE("the optimal plan is never slower than a trainer schedule of no larger
 }
 
 TEST_CASE("the Pareto front of optimal plans falls in time as memory grows and its knee lies inside") {
-  cli::SetupFlags f;
-  f.model = "wan2.1-14b";
-  f.gpu = "l40s";
-  const cli::Context ctx = cli::build_context(f);
-  const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, cli::optimal_options(ctx));
+  const Context ctx = example_context("wan2.1-14b", "l40s");
+  const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
   const ParetoFront front = opt.pareto_front(12);
   REQUIRE(front.points.size() >= 3);
   for (std::size_t i = 1; i < front.points.size(); ++i) {
@@ -325,11 +323,8 @@ TEST_CASE("the Pareto front of optimal plans falls in time as memory grows and i
 }
 
 TEST_CASE("the memory insight rows add up to the bytes the plan frees and the time it adds") {
-  cli::SetupFlags f;
-  f.model = "wan2.1-14b";
-  f.gpu = "l40s";
-  const cli::Context ctx = cli::build_context(f);
-  const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, cli::optimal_options(ctx));
+  const Context ctx = example_context("wan2.1-14b", "l40s");
+  const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
   const OptimalPlan best = opt.solve();
   REQUIRE(best.found);
   Plan keep;

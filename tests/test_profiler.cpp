@@ -72,11 +72,11 @@ TEST_CASE("every block kind saves what the static analyzer says, within 2%, with
     std::printf(
         "%-14s %-16s measured %9.0f (attn %9.0f ffn %9.0f rest %7.0f) static %9.0f (attn %9.0f ffn %9.0f rest %7.0f) "
         "%+5.2f%%  boundary %9.0f / %9.0f  allocator %9.0f hooks %9.0f\n",
-        spec.kind.c_str(), c.model, m.saved_bytes(), m.saved_attention_bytes, m.saved_ffn_bytes, m.saved_rest_bytes,
+        to_string(spec.kind).c_str(), c.model, m.saved_bytes(), m.saved_attention_bytes, m.saved_ffn_bytes, m.saved_rest_bytes,
         b->saved_bytes(), b->saved_attention_bytes, b->saved_ffn_bytes, b->saved_rest_bytes,
         pct(b->saved_bytes(), m.saved_bytes()), m.boundary_bytes, b->boundary_bytes, m.allocator_retained_bytes,
         m.hooks_retained_bytes);
-    CAPTURE(spec.kind);
+    CAPTURE(to_string(spec.kind));
     CHECK(std::fabs(pct(b->saved_bytes(), m.saved_bytes())) < 2.0);
     CHECK(m.boundary_bytes == doctest::Approx(b->boundary_bytes).epsilon(1e-12));
     // the allocator hook sees exactly the new tensors the saved-tensor hooks counted

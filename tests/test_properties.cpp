@@ -203,7 +203,9 @@ rc::Gen<std::string> malformed_schedule() {
 
 }  // namespace
 
-TEST_CASE("property: a malformed schedule name is an InputError naming it" * doctest::may_fail()) {  // PENDING-MERGE
+// may_fail until Schedule::parse names the whole input when a "+backend" suffix is empty
+// ("layer+" -> "unknown gradient_checkpointing_backend ''"); costmodel/src/types.cpp, issue 14 item 1
+TEST_CASE("property: a malformed schedule name is an InputError naming it" * doctest::may_fail()) {
   property("schedule errors", 300, [] {
     const std::string text = *malformed_schedule();
     try {
@@ -219,7 +221,7 @@ TEST_CASE("property: a malformed schedule name is an InputError naming it" * doc
   });
 }
 
-TEST_CASE("property: a malformed --resolution is an InputError naming the flag and the value" * doctest::may_fail()) {  // PENDING-MERGE
+TEST_CASE("property: a malformed --resolution is an InputError naming the flag and the value") {
   const Family& fam = find_family("flux");
   property("resolution errors", 300, [&] {
     // digits, 'x', signs, dots and letters: most are not WxH or N
@@ -268,7 +270,7 @@ Run run_segadvise(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TEST_CASE("property: a bad flag value exits 2 with a message naming the flag" * doctest::may_fail()) {  // PENDING-MERGE
+TEST_CASE("property: a bad flag value exits 2 with a message naming the flag") {
   // (flag, values no reading of the flag accepts): negatives, zero where a count must be positive,
   // non-numbers, NaN and infinities, values past int, empty strings
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kBad = {
@@ -293,9 +295,10 @@ TEST_CASE("property: a bad flag value exits 2 with a message naming the flag" * 
     const Run r = run_segadvise({command, "--model", "flux", "--gpu", "l40s", flag, value});
     RC_LOG() << command << " " << flag << " '" << value << "' -> exit " << r.exit_code << ": " << r.output.substr(0, 300);
     RC_ASSERT(r.exit_code == 2);
-    // the flag, or the value as typed (an empty value only through the flag's name)
+    // the flag, or the value as typed
     const bool names_flag = r.output.find(flag) != std::string::npos;
-    const bool names_value = !value.empty() && r.output.find("'" + value.substr(0, 16)) != std::string::npos;
+    // (an empty value named as '')
+    const bool names_value = r.output.find(value.empty() ? "''" : "'" + value.substr(0, 16)) != std::string::npos;
     RC_ASSERT(names_flag || names_value);
   });
 }

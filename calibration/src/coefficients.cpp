@@ -4,6 +4,7 @@
 
 #include "segadvise/costmodel/embedded.hpp"
 
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise {
@@ -13,8 +14,9 @@ const Coefficients& default_coefficients() {
   static const Coefficients c = [] {
     for (std::size_t i = 0; i < kCalibrationDataCount; ++i)
       if (std::string(kCalibrationData[i].name) == "coefficients.json")
-        return coefficients_from_json(nlohmann::json::parse(kCalibrationData[i].text),
-                                      "calibration/data/coefficients.json");
+        return coefficients_from_json(
+            parse_json_text(kCalibrationData[i].text, "calibration/data/coefficients.json"),
+            "calibration/data/coefficients.json");
     return Coefficients{};
   }();
   return c;

@@ -1,11 +1,11 @@
 #include "segadvise/calibration/dataset.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "segadvise/costmodel/embedded.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 #include <set>
 #include <sstream>
 
@@ -49,26 +49,16 @@ struct Row {
     const json& v = cells.at(f);
     if (v.is_string()) return v.get<std::string>();
     if (v.is_number_integer()) return std::to_string(v.get<long long>());
-    fail(f, "must be a string, got " + v.dump());
+    fail(f, "must be a string, got " + brief(v));
   }
+  // times and sizes: finite and >= 0 ("inf", "NaN" and 1e400 are errors)
   double num(const std::string& f, double def = 0) const {
     if (!has(f)) return def;
-    const json& v = cells.at(f);
-    if (v.is_number()) return v.get<double>();
-    if (v.is_string()) {
-      try {
-        std::size_t used = 0;
-        const double d = std::stod(v.get<std::string>(), &used);
-        if (used == v.get<std::string>().size()) return d;
-      } catch (const std::exception&) {
-      }
-    }
-    fail(f, "must be a number, got " + v.dump());
+    return checked_number(cells.at(f), where + ": field '" + f + "'", 0, 1e9, NumericText::Accept);
   }
-  int integer(const std::string& f, int def = 0) const {
-    const double d = num(f, def);
-    if (d != static_cast<int>(d) || d < 0) fail(f, "must be a non-negative integer, got " + cells.at(f).dump());
-    return static_cast<int>(d);
+  int integer(const std::string& f, int def = 0, int hi = std::numeric_limits<int>::max()) const {
+    if (!has(f)) return def;
+    return static_cast<int>(checked_integer(cells.at(f), where + ": field '" + f + "'", 0, hi, NumericText::Accept));
   }
   int boolean(const std::string& f) const {
     if (!has(f)) return -1;
@@ -80,42 +70,49 @@ struct Row {
       if (s == "true" || s == "1" || s == "yes" || s == "on") return 1;
       if (s == "false" || s == "0" || s == "no" || s == "off") return 0;
     }
-    if (v.is_number_integer() && (v.get<int>() == 0 || v.get<int>() == 1)) return v.get<int>();
-    fail(f, "must be true or false, got " + v.dump());
+    if (v.is_number_integer() && (v.get<long long>() == 0 || v.get<long long>() == 1)) return static_cast<int>(v.get<long long>());
+    fail(f, "must be true or false, got " + brief(v));
   }
 };
 
 MeasuredRun parse_row(const Row& r, const std::string& default_id) {
   for (const auto& [k, v] : r.cells)
     if (std::find(kFields.begin(), kFields.end(), k) == kFields.end())
-      throw InputError(r.where + ": unknown field '" + k + "' (expected some of: " + join(kFields) + ")");
+      throw InputError(r.where + ": unknown field '" + brief_text(k) + "' (expected some of: " + join(kFields) + ")");
   MeasuredRun m;
   m.id = r.str("id", default_id);
   m.model = r.str("model", "", true);
   m.family_id = r.str("family_id", "");
   m.regional_compile = r.boolean("regional_compile");
-  m.text_tokens = r.has("text_tokens") ? r.integer("text_tokens") : -1;
+  m.text_tokens = r.has("text_tokens") ? r.integer("text_tokens", 0, kMaxTextTokens) : -1;
   m.family_name = r.str("family", m.model);
   m.example = r.str("example", "");
   m.gpu = r.str("gpu", "", true);
-  m.width = r.integer("width");
-  m.height = r.integer("height");
-  m.frames = r.integer("frames");
-  m.batch = r.integer("batch");
+  m.width = r.integer("width", 0, kMaxEdgePixels);
+  m.height = r.integer("height", 0, kMaxEdgePixels);
+  m.frames = r.integer("frames", 0, kMaxFrames);
+  m.batch = r.integer("batch", 0, kMaxBatch);
   m.lora_type = r.str("lora_type", "");
   if (!m.lora_type.empty() && m.lora_type != "standard" && m.lora_type != "lycoris")
-    r.fail("lora_type", "is '" + m.lora_type + "'; expected standard or lycoris");
-  m.lora_rank = r.integer("lora_rank");
+    r.fail("lora_type", "is '" + brief_text(m.lora_type) + "'; expected standard or lycoris");
+  m.lora_rank = r.integer("lora_rank", 0, kMaxLoraRank);
   m.optimizer = r.str("optimizer", "");
   m.ramtorch = r.boolean("ramtorch");
   m.mixed_precision = r.str("mixed_precision", "bf16");
+  if (m.mixed_precision != "bf16" && m.mixed_precision != "fp16" && m.mixed_precision != "no" && m.mixed_precision != "fp8")
+    r.fail("mixed_precision", "is '" + brief_text(m.mixed_precision) + "'; expected one of no, fp16, bf16, fp8");
   m.precision = r.str("precision", "bf16");
   m.mode = r.str("mode", "", true);
+  try {
+    Schedule::parse(m.mode);  // named here with its file and field; calibrate parses it again
+  } catch (const InputError& e) {
+    r.fail("mode", std::string("is not a schedule: ") + e.what());
+  }
   m.backend = r.str("backend", "torch");
   m.variant = r.str("variant", "main");
   m.status = r.str("status", "", true);
   if (std::find(kStatuses.begin(), kStatuses.end(), m.status) == kStatuses.end())
-    r.fail("status", "is '" + m.status + "'; expected one of " + join(kStatuses));
+    r.fail("status", "is '" + brief_text(m.status) + "'; expected one of " + join(kStatuses));
   m.sec_per_step = r.num("sec_per_step");
   m.peak_gib = r.num("peak_gib");
   m.oom_at_gib = r.num("oom_at_gib");
@@ -173,7 +170,7 @@ Dataset parse_dataset_json(const json& j, const std::string& origin) {
   if (j.is_array()) {
     list = &j;
   } else if (j.is_object()) {
-    d.source = j.value("source", "");
+    d.source = FieldReader{j, origin, ""}.str("source", "");
     if (j.contains("runs")) list = &j["runs"];
     else if (j.contains("cases")) list = &j["cases"];
     else throw InputError(origin + ": field 'runs' is missing (a list of measured runs)");
@@ -190,6 +187,7 @@ Dataset parse_dataset_json(const json& j, const std::string& origin) {
     for (const auto& [k, v] : e.items()) r.cells[k] = v;
     d.runs.push_back(parse_row(r, file + "#" + std::to_string(i + 1)));
   }
+  if (d.runs.empty()) throw InputError(origin + ": field 'runs' is empty (nothing to fit or compare)");
   return d;
 }
 
@@ -224,31 +222,23 @@ Dataset parse_dataset_csv(const std::string& text, const std::string& origin) {
     d.runs.push_back(parse_row(r, file + "#" + std::to_string(++row_no)));
   }
   if (header.empty()) throw InputError(origin + ": empty CSV (expected a header row)");
+  if (d.runs.empty()) throw InputError(origin + ": no runs after the header row (nothing to fit or compare)");
   return d;
 }
 
 Dataset load_dataset(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("--cases: cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_input_file(path, "--cases");
   const bool csv = path.size() > 4 && path.substr(path.size() - 4) == ".csv";
   if (csv) return parse_dataset_csv(text, path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(path + ": invalid JSON: " + e.what());
-  }
-  return parse_dataset_json(j, path);
+  return parse_dataset_json(parse_json_text(text, path), path);
 }
 
 const Dataset& builtin_dataset() {
   static const Dataset d = [] {
     for (std::size_t i = 0; i < kCalibrationDataCount; ++i)
       if (std::string(kCalibrationData[i].name) == "measured-runs.json")
-        return parse_dataset_json(json::parse(kCalibrationData[i].text), "calibration/data/measured-runs.json");
+        return parse_dataset_json(parse_json_text(kCalibrationData[i].text, "calibration/data/measured-runs.json"),
+                                  "calibration/data/measured-runs.json");
     return Dataset{};
   }();
   return d;

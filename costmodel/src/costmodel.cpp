@@ -53,51 +53,56 @@ ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& pla
   return simulate_activations(pc, plan, keep_points);
 }
 
-ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points) {
-  ActivationTimeline tl;
-  const BlockChain& chain = *pc.chain;
-  const auto& blocks = chain.blocks;
-  const std::vector<ScaledBlock>& sb = pc.scaled;
+namespace {
 
+// The timeline's positions, in order; Sink decides what a position costs: Peak only keeps the
+// maximum (advise scores thousands of plans), Points also records every position by name.
+// Every sum below is formed in the same order for both, so both give bit-identical peaks.
+struct PeakSink {
+  double peak = 0;
+  int what = 0, block = 0;
+  void operator()(int w, int i, double live) {
+    if (live > peak) {
+      peak = live;
+      what = w;
+      block = i;
+    }
+  }
+};
+
+template <class Sink>
+void walk_timeline(const PreparedChain& pc, const Plan& plan, Sink& note, ActivationTimeline& tl) {
+  const auto& blocks = pc.chain->blocks;
+  const ScaledBlock* sb = pc.scaled.data();
   // With checkpointing on, attention offload frees only part of a kept block's attention side
   // (the sweep: Wan 1.3B and SD3 seg2-stride4 lose ~60% of it with offload, none+offload ~all of it)
-  const double share = offload_share(plan, *pc.coef);
-  auto attention_on_gpu = [&](std::size_t i) {
-    return (plan.offload_attention && blocks[i].attention_offloadable) ? sb[i].attention_bytes * (1 - share)
-                                                                       : sb[i].attention_bytes;
+  const bool offload = plan.offload_attention;
+  const double kept_share = offload ? 1 - offload_share(plan, *pc.coef) : 1.0;
+  auto attention_on_gpu = [&](int i) {
+    return (offload && blocks[i].attention_offloadable) ? sb[i].attention_bytes * kept_share : sb[i].attention_bytes;
   };
-  const double base = chain.outside_activation_bytes;
-  // phases are named lazily: building a string per position would dominate advise's run time
-  auto phase_name = [&](int what, int i) {
-    const std::string where = blocks[i].list + "." + std::to_string(blocks[i].index);
-    return (what == 0 ? "forward " : what == 1 ? "backward (recomputed segment) " : "backward ") + where;
-  };
-  int peak_what = 0, peak_block = 0;
-  auto note = [&](int what, int i, double live) {
-    if (live > tl.peak_bytes) {
-      tl.peak_bytes = live;
-      peak_what = what;
-      peak_block = i;
-    }
-    if (keep_points) tl.points.push_back({phase_name(what, i), live});
-  };
+  const double base = pc.chain->outside_activation_bytes;
+  const std::size_t segments = plan.segments.size();
+  const Segment* seg = plan.segments.data();
 
   // forward
-  std::vector<double> retained(plan.segments.size(), 0.0);
+  thread_local std::vector<double> retained;
+  retained.assign(segments, 0.0);
   double retained_sum = 0, host = 0;
-  for (std::size_t j = 0; j < plan.segments.size(); ++j) {
-    const Segment& s = plan.segments[j];
+  for (std::size_t j = 0; j < segments; ++j) {
+    const Segment& s = seg[j];
     double seg_retained = 0;
     for (int i = s.begin; i < s.end; ++i) {
       const ScaledBlock& b = sb[i];
-      const double running = base + retained_sum + seg_retained + b.saved() + b.transient_bytes + b.boundary_bytes;
-      note(0, i, running);
+      note(0, i, base + retained_sum + seg_retained + b.saved() + b.transient_bytes + b.boundary_bytes);
       if (s.mode == BlockMode::Keep) {
-        seg_retained += attention_on_gpu(i) + b.ffn_bytes + b.rest_bytes;
-        host += b.attention_bytes - attention_on_gpu(i);
+        const double on_gpu = attention_on_gpu(i);
+        seg_retained += on_gpu + b.ffn_bytes + b.rest_bytes;
+        host += b.attention_bytes - on_gpu;
       } else if (s.mode == BlockMode::CheckpointFfn) {
-        const double kept = attention_on_gpu(i) + b.rest_bytes;
-        host += b.attention_bytes - attention_on_gpu(i);
+        const double on_gpu = attention_on_gpu(i);
+        const double kept = on_gpu + b.rest_bytes;
+        host += b.attention_bytes - on_gpu;
         if (s.offload_to_host) {
           seg_retained += kept;
           host += b.ffn_input_bytes;
@@ -120,8 +125,8 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
 
   // backward
   double before = retained_sum;
-  for (std::size_t jj = plan.segments.size(); jj-- > 0;) {
-    const Segment& s = plan.segments[jj];
+  for (std::size_t jj = segments; jj-- > 0;) {
+    const Segment& s = seg[jj];
     before -= retained[jj];
     if (s.mode == BlockMode::Checkpoint) {
       // recompute the whole segment, then back-propagate from its last block
@@ -149,7 +154,30 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
       }
     }
   }
-  if (!blocks.empty()) tl.peak_phase = phase_name(peak_what, peak_block);
+}
+
+}  // namespace
+
+ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points) {
+  ActivationTimeline tl;
+  const auto& blocks = pc.chain->blocks;
+  // phases are named lazily: building a string per position would dominate advise's run time
+  auto phase_name = [&](int what, int i) {
+    const std::string where = blocks[i].list + "." + std::to_string(blocks[i].index);
+    return (what == 0 ? "forward " : what == 1 ? "backward (recomputed segment) " : "backward ") + where;
+  };
+  PeakSink peak;
+  if (keep_points) {
+    auto note = [&](int what, int i, double live) {
+      peak(what, i, live);
+      tl.points.push_back({phase_name(what, i), live});
+    };
+    walk_timeline(pc, plan, note, tl);
+  } else {
+    walk_timeline(pc, plan, peak, tl);
+  }
+  tl.peak_bytes = peak.peak;
+  if (!blocks.empty()) tl.peak_phase = phase_name(peak.what, peak.block);
   return tl;
 }
 
@@ -255,6 +283,10 @@ Prediction unsupported_prediction(const std::string& reason) {
   return p;
 }
 
+double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef) {
+  return std::max(0.0, gpu.total_bytes - coef.for_gpu(gpu.id).reserve_bytes);
+}
+
 PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
                       const Coefficients& coef) {
   PreparedChain pc;
@@ -277,9 +309,13 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
     pc.attention_s.push_back(
         b.measured_forward_s > 0 ? 0.0 : std::min(fwd, b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s)));
   }
+  for (std::size_t i = 0; i < n; ++i) {
+    pc.forward_sum_s += pc.forward_s[i];
+    pc.backward_sum_s += pc.backward_s[i];
+  }
   pc.static_memory = static_memory(chain, setup);
   pc.outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * gpu.bf16_flops_per_s);
-  pc.usable_vram_bytes = std::max(0.0, gpu.total_bytes - g.reserve_bytes);
+  pc.usable_vram_bytes = usable_vram_bytes(gpu, coef);
   return pc;
 }
 
@@ -327,24 +363,24 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
   TimeBreakdown& t = p.time;
   const double pcie = std::max(1.0, gpu.pcie_bytes_per_s * g.pcie_efficiency);
   const bool full = setup.model_type == "full";
-  for (std::size_t i = 0; i < chain.blocks.size(); ++i) {
-    t.forward_s += pc.forward_s[i];
-    t.backward_s += pc.backward_s[i];
-  }
-  t.forward_s += pc.outside_s;
+  t.forward_s = pc.forward_sum_s + pc.outside_s;
+  t.backward_s = pc.backward_sum_s;
   t.backward_s += (full ? coef.backward_factor + 1.0 : coef.backward_factor) * pc.outside_s;
 
   double offload_bytes = 0, recomputed_blocks = 0;
+  const double share = plan.offload_attention ? offload_share(plan, coef) : 0.0;
   for (const auto& s : plan.segments) {
     for (int i = s.begin; i < s.end; ++i) {
+      if (s.mode == BlockMode::Checkpoint) {
+        t.recompute_s += pc.forward_s[i];
+        continue;
+      }
       const BlockCost& b = chain.blocks[i];
-      if (s.mode == BlockMode::Checkpoint) t.recompute_s += pc.forward_s[i];
       if (s.mode == BlockMode::CheckpointFfn) {
         t.recompute_s += pc.ffn_forward_s[i];
         if (s.offload_to_host) offload_bytes += b.ffn_input_bytes;
       }
-      if (plan.offload_attention && b.attention_offloadable && s.mode != BlockMode::Checkpoint)
-        offload_bytes += pc.scaled[i].attention_bytes * offload_share(plan, coef);
+      if (plan.offload_attention && b.attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes * share;
     }
     if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += pc.scaled[s.begin].boundary_bytes;
     if (s.mode != BlockMode::Keep) recomputed_blocks += s.end - s.begin;

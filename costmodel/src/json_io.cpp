@@ -1,5 +1,7 @@
 #include "segadvise/costmodel/json_io.hpp"
 
+#include "segadvise/costmodel/json_input.hpp"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -110,8 +112,7 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
   Coefficients c;
   auto num = [&](const json& obj, const std::string& key, double def, const std::string& path) {
     if (!obj.contains(key)) return def;
-    if (!obj[key].is_number()) throw InputError(origin + ": field '" + path + key + "' must be a number, got " + obj[key].dump());
-    return obj[key].get<double>();
+    return checked_number(obj[key], origin + ": field '" + path + key + "'", -kMaxCoefficient, kMaxCoefficient);
   };
   auto gpu = [&](const json& obj, const std::string& path) {
     if (!obj.is_object()) throw InputError(origin + ": field '" + path + "' must be an object");
@@ -127,8 +128,9 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
     return x;
   };
   if (!j.is_object()) throw InputError(origin + ": a coefficients file must be a JSON object");
-  c.source = j.value("source", origin);
+  c.source = FieldReader{j, origin, ""}.str("source", origin);
   if (j.contains("default_gpu")) c.default_gpu = gpu(j["default_gpu"], "default_gpu");
+  if (j.contains("gpu") && !j["gpu"].is_object()) throw InputError(origin + ": field 'gpu' must be an object");
   if (j.contains("gpu"))
     for (const auto& [id, v] : j["gpu"].items()) c.gpu[id] = gpu(v, "gpu." + id);
   bool allow_zero = false;
@@ -136,9 +138,10 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
     if (!j.contains(key)) return;
     if (!j[key].is_object()) throw InputError(origin + ": field '" + key + "' must be an object");
     for (const auto& [k, v] : j[key].items()) {
-      if (!v.is_number() || v.get<double>() < 0 || (v.get<double>() == 0 && !allow_zero))
-        throw InputError(origin + ": field '" + key + "." + k + "' must be a " +
-                         (allow_zero ? "non-negative" : "positive") + " number, got " + v.dump());
+      if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxCoefficient) ||
+          (v.get<double>() == 0 && !allow_zero))
+        throw InputError(origin + ": field '" + key + "." + brief_text(k) + "' must be a " +
+                         (allow_zero ? "non-negative" : "positive") + " number, got " + brief(v));
       out[k] = v.get<double>();
     }
   };
@@ -156,15 +159,7 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
 }
 
 Coefficients load_coefficients(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("--calibration: cannot open '" + path + "'");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path + ": invalid JSON: " + e.what());
-  }
-  return coefficients_from_json(j, path);
+  return coefficients_from_json(load_json_file(path, "--calibration"), path);
 }
 
 }  // namespace segadvise

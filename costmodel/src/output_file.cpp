@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
 
 namespace segadvise {
@@ -85,10 +86,8 @@ void remove_temp(const std::string& path) {
 
 // ---- the target ----------------------------------------------------------------------------------
 
-// A path as echoed in a message: at most 200 characters.
-std::string shown(const std::string& path) {
-  return path.size() <= 200 ? "'" + path + "'" : "'" + path.substr(0, 200) + "…' (" + std::to_string(path.size()) + " characters)";
-}
+// A path as echoed in a message: cut to kMaxEchoChars.
+std::string shown(const std::string& path) { return "'" + brief_text(path) + "'"; }
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -125,7 +124,7 @@ Target check_target(const std::string& path, const OutputOptions& opt) {
   }
   if (S_ISLNK(st.st_mode)) {
     if (!opt.allow_symlink)
-      throw InputError("refusing to write " + shown(path) + ": it is a symbolic link (write to the file it names instead)");
+      throw InputError("cannot write " + shown(path) + ": it is a symbolic link (name the file it points to instead)");
     char* real = ::realpath(path.c_str(), nullptr);
     if (!real) throw InputError("cannot write " + shown(path) + ": the symbolic link points nowhere");
     t.path = real;
@@ -133,8 +132,8 @@ Target check_target(const std::string& path, const OutputOptions& opt) {
     if (::stat(t.path.c_str(), &st) != 0) throw InputError("cannot write " + shown(path) + ": " + errno_text(errno));
   }
   if (!S_ISREG(st.st_mode))
-    throw InputError("refusing to write " + shown(path) + ": it is " + kind_of(st.st_mode) +
-                     "; output goes only to a regular file or a new path");
+    throw InputError("cannot write " + shown(path) + ": it is " + kind_of(st.st_mode) +
+                     " (output goes only to a regular file or a new path)");
   t.exists = true;
   t.mode = st.st_mode & 07777;
   return t;

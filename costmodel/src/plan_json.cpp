@@ -1,6 +1,6 @@
 #include "segadvise/costmodel/plan_json.hpp"
 
-#include <fstream>
+#include "segadvise/costmodel/json_input.hpp"
 
 namespace segadvise {
 
@@ -46,15 +46,15 @@ Plan plan_from_json(const json& j, const std::string& origin, int n_blocks) {
     for (const char* k : {"begin", "end"})
       if (!s.contains(k) || !s[k].is_number_integer()) throw InputError(path + k + "' must be an integer");
     Segment seg;
-    seg.begin = s["begin"].get<int>();
-    seg.end = s["end"].get<int>();
+    seg.begin = static_cast<int>(checked_integer(s["begin"], path + "begin'", 0, kMaxBlocks));
+    seg.end = static_cast<int>(checked_integer(s["end"], path + "end'", 0, kMaxBlocks));
     if (seg.begin != next)
       throw InputError(path + "begin' is " + std::to_string(seg.begin) + ", expected " + std::to_string(next) +
                        " (segments cover the blocks in order, without gaps)");
     if (seg.end <= seg.begin) throw InputError(path + "end' is " + std::to_string(seg.end) + ", not after begin");
     if (n_blocks > 0 && seg.end > n_blocks)
       throw InputError(path + "end' is " + std::to_string(seg.end) + ", beyond the " + std::to_string(n_blocks) + " blocks");
-    const std::string mode = s.value("mode", std::string("keep"));
+    const std::string mode = FieldReader{s, origin, "segments[" + std::to_string(i) + "]."}.str("mode", "keep");
     seg.mode = parse_block_mode(mode, path + "mode'");
     if (s.contains("offload_to_host")) {
       if (!s["offload_to_host"].is_boolean()) throw InputError(path + "offload_to_host' must be true or false");
@@ -74,20 +74,12 @@ Plan plan_from_json(const json& j, const std::string& origin, int n_blocks) {
     if (!j["offload_attention"].is_boolean()) throw InputError(origin + ": field 'offload_attention' must be true or false");
     p.offload_attention = j["offload_attention"].get<bool>();
   }
-  p.description = j.value("description", std::string("plan from ") + origin);
+  p.description = FieldReader{j, origin, ""}.str("description", "plan from " + origin);
   return p;
 }
 
 Plan load_plan(const std::string& path, int n_blocks) {
-  std::ifstream in(path);
-  if (!in) throw InputError("--plan: cannot open '" + path + "'");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path + ": invalid JSON: " + e.what());
-  }
-  return plan_from_json(j, path, n_blocks);
+  return plan_from_json(load_json_file(path, "--plan"), path, n_blocks);
 }
 
 }  // namespace segadvise

@@ -1,5 +1,7 @@
 #include "segadvise/costmodel/precision.hpp"
 
+#include "segadvise/costmodel/json_input.hpp"
+
 #include <algorithm>
 #include <map>
 
@@ -93,8 +95,10 @@ std::string join(const std::vector<std::string>& v) {
 
 }  // namespace
 
-std::vector<std::string> nearest_names(const std::string& wanted, const std::vector<std::string>& names,
+std::vector<std::string> nearest_names(const std::string& wanted_raw, const std::vector<std::string>& names,
                                        std::size_t max_count) {
+  // edit distance is length x length: a 1 MB value is compared by its first kMaxEchoChars bytes
+  const std::string wanted = wanted_raw.substr(0, kMaxEchoChars);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& n : names) {
     std::size_t d = edit_distance(wanted, n);
@@ -114,7 +118,7 @@ std::vector<std::string> nearest_names(const std::string& wanted, const std::vec
 PrecisionInfo precision_info(const std::string& name) {
   for (const auto& p : table())
     if (p.name == name) return p;
-  throw InputError("unknown precision '" + name + "'; nearest: " +
+  throw InputError("unknown precision '" + brief_text(name) + "'; nearest: " +
                    join(nearest_names(name, precision_names())) + " (segadvise list precisions)");
 }
 
@@ -134,7 +138,7 @@ std::string precision_key(const TrainingSetup& setup) {
 OptimizerInfo optimizer_info(const std::string& name) {
   for (const auto& o : optimizers())
     if (o.name == name) return o;
-  throw InputError("unknown optimizer '" + name + "'; nearest: " + join(nearest_names(name, optimizer_names())));
+  throw InputError("unknown optimizer '" + brief_text(name) + "'; nearest: " + join(nearest_names(name, optimizer_names())));
 }
 
 std::vector<std::string> optimizer_names() {

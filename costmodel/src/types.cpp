@@ -3,6 +3,8 @@
 
 #include "segadvise/costmodel/types.hpp"
 
+#include "segadvise/costmodel/json_input.hpp"
+
 namespace segadvise {
 
 std::string to_string(Backend b) {
@@ -50,6 +52,13 @@ Schedule Schedule::parse(const std::string& raw) {
     name = name.substr(0, plus);
   }
   std::smatch m;
+  // interval 0 is reported below; a stride is at least 1 (seg2-stride0 is not interval2)
+  auto interval = [&](const std::string& digits) {
+    return static_cast<int>(parse_integer_text(digits, "schedule '" + brief_text(raw) + "': interval", 0, kMaxScheduleStep));
+  };
+  auto stride = [&](const std::string& digits) {
+    return static_cast<int>(parse_integer_text(digits, "schedule '" + brief_text(raw) + "': stride", 1, kMaxScheduleStep));
+  };
   static const std::regex interval_re("interval([0-9]+)(-offload)?");
   static const std::regex seg_re("seg([0-9]+)-stride([0-9]+)(-offload)?");
   static const std::regex seg_only_re("seg([0-9]+)(-offload)?");
@@ -61,17 +70,17 @@ Schedule Schedule::parse(const std::string& raw) {
   } else if (name == "layer" || name == "layer-offload") {
     s.offload_attention = name == "layer-offload";
   } else if (std::regex_match(name, m, interval_re)) {
-    s.interval = std::stoi(m[1]);
+    s.interval = interval(m[1]);
     s.offload_attention = m[2].matched;
   } else if (std::regex_match(name, m, seg_re)) {
-    s.interval = std::stoi(m[1]);
-    s.stride = std::stoi(m[2]);
+    s.interval = interval(m[1]);
+    s.stride = stride(m[2]);
     s.offload_attention = m[3].matched;
   } else if (std::regex_match(name, m, seg_only_re)) {
-    s.interval = std::stoi(m[1]);
+    s.interval = interval(m[1]);
     s.offload_attention = m[2].matched;
   } else {
-    throw InputError("unknown schedule '" + raw +
+    throw InputError("unknown schedule '" + brief_text(raw) +
                      "' (none, layer, intervalK, segK-strideS, activation-offload, segK-strideS-offload, "
                      "optionally +torch-ffn / +unsloth / +unsloth-ffn)");
   }

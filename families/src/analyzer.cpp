@@ -173,14 +173,16 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
   const double hd = b.head_dim > 0 ? b.head_dim : 64;
   const double dt = b.text_hidden > 0 ? b.text_hidden : d;
   const double n_stream = n_img * b.token_scale;
-  if (b.kind == "dit_cross" || b.kind == "audio_video_dit") {
+  switch (b.kind) {
+  case BlockKind::DitCross:
+  case BlockKind::AudioVideoDit: {
     const double n = list_tokens(b, n_stream, n_txt);
     self_attention(a, t, n, d, hd, true, t.attn_targeted);
     // Wan's cross-attention RMS-normalizes q and k too; the text enters projected to the block width
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, b.kind == "dit_cross" ? dt : d, hd, true);
+    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, b.kind == BlockKind::DitCross ? dt : d, hd, true);
     ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
     a.params += 0;  // modulation comes from a shared table (Wan, PixArt, LTX)
-    if (b.kind == "audio_video_dit") {
+    if (traits(b.kind).audio_stream) {
       // the audio stream: half the width, its own self/cross attention and FFN, and the
       // audio<->video cross attention (LTX-2 layout); audio_tokens from the family's geometry.
       const double da = dt, fa = f / 2;
@@ -199,13 +201,17 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
       a.lora += audio.lora;
       a.launches += audio.launches;
     }
-  } else if (b.kind == "dit_self") {
+    break;
+  }
+  case BlockKind::DitSelf: {
     const double n = list_tokens(b, n_stream, n_txt);
     self_attention(a, t, n, d, hd, true, t.attn_targeted);
     if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
     ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
     a.params += 4 * d * d;  // adaLN modulation
-  } else if (b.kind == "mmdit_double") {
+    break;
+  }
+  case BlockKind::MmditDouble: {
     // two streams with their own weights, one joint attention over n_img + n_txt
     const double n = n_stream + n_txt;
     Acc img, txt;
@@ -224,7 +230,9 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     text_training.ffn_targeted = t.ffn_targeted && t.text_targeted;
     ffn(a, text_training, n_txt, dt, f * dt / d, b.ffn_act);
     a.params += 6 * d * d + 6 * dt * dt;  // adaLN modulation per stream
-  } else if (b.kind == "single_stream") {
+    break;
+  }
+  case BlockKind::SingleStream: {
     // fused qkv + MLP-in projection, parallel attention and MLP, one output projection over the
     // concatenation (Flux single block); adapters on q, k, v (and the fused proj where targeted)
     const double n = n_stream + n_txt;
@@ -251,7 +259,9 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     a.launches += 24 + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
     if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
     a.transient = n * f_in;
-  } else if (b.kind == "linear_dit") {
+    break;
+  }
+  case BlockKind::LinearDit: {
     const double n = n_stream;
     self_attention(a, t, n, d, hd, false, t.attn_targeted, true);
     if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
@@ -269,7 +279,9 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     a.launches += 12;
     a.quantizable += 3 * d * f;
     a.transient = std::max(a.transient, n * 2 * f);
-  } else if (b.kind == "unet_res") {
+    break;
+  }
+  case BlockKind::UnetRes: {
     const double n = n_stream;
     // two GroupNorm inputs, two SiLU inputs, two 3x3 convolution inputs (kept even with frozen
     // weights); the GroupNorm statistics are per group, negligible
@@ -280,7 +292,9 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     a.launches += 12;
     a.quantizable += 1280 * d;  // convolutions are not quantized by most backends; the time projection is
     a.transient = n * d * 2;
-  } else if (b.kind == "unet_attn") {
+    break;
+  }
+  case BlockKind::UnetAttn: {
     const double n = n_stream;
     // the Transformer2DModel's GroupNorm and proj_in/proj_out run once per model, outside the
     // checkpointed transformer blocks: their weights are counted here, their activations are not
@@ -291,6 +305,8 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
     self_attention(a, t, n, d, hd, false, t.attn_targeted);
     if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
     ffn(a, t, n, d, f, b.ffn_act);
+    break;
+  }
   }
   if (b.params_per_block > 0 && a.params > 0) {
     const double k = b.params_per_block / a.params;
@@ -315,11 +331,11 @@ LoraCoverage lora_coverage(const Family& fam) {
 }
 
 bool is_joint(const BlockListSpec& spec) {
-  return spec.kind == "mmdit_double" || spec.kind == "single_stream" || spec.tokens == "joint";
+  return traits(spec.kind).joint_tokens || spec.tokens == "joint";
 }
 
 double list_tokens(const BlockListSpec& spec, double image_tokens, double text_tokens) {
-  if (spec.tokens == "text" && spec.kind != "mmdit_double" && spec.kind != "single_stream") return text_tokens;
+  if (spec.tokens == "text" && !traits(spec.kind).joint_tokens) return text_tokens;
   return is_joint(spec) ? image_tokens + text_tokens : image_tokens;
 }
 
@@ -356,22 +372,22 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
     // the state entering the block: the stream (joint lists: image and text tokens in one tensor;
     // double-stream blocks: two tensors, the text one text_hidden wide; LTX-2: the audio stream too)
     const double dt = spec.text_hidden > 0 ? spec.text_hidden : spec.hidden;
-    double hidden_state = spec.kind == "mmdit_double" ? n_stream * spec.hidden + n_txt * dt
-                                                      : list_tokens(spec, n_stream, n_txt) * spec.hidden;
-    if (spec.kind == "audio_video_dit") hidden_state += fam.geometry.audio_tokens * batch * dt;
+    double hidden_state = traits(spec.kind).text_stream ? n_stream * spec.hidden + n_txt * dt
+                                                        : list_tokens(spec, n_stream, n_txt) * spec.hidden;
+    if (traits(spec.kind).audio_stream) hidden_state += fam.geometry.audio_tokens * batch * dt;
     hidden_state *= e;
     for (int i = 0; i < spec.count; ++i, ++global) {
       BlockCost b;
       b.list = spec.name;
       b.index = i;
-      b.kind = spec.kind;
+      b.kind = to_string(spec.kind);
       b.checkpointable = spec.checkpointed;
       if (b.checkpointable) {
         b.list_position = list_counter[spec.name]++;
         b.global_position = checkpointable_count++;
       }
-      b.attention_offloadable = fam.checkpointing.attention_offload && spec.kind != "unet_res";
-      b.has_ffn_boundary = spec.kind != "unet_res";
+      b.attention_offloadable = fam.checkpointing.attention_offload && traits(spec.kind).attention;
+      b.has_ffn_boundary = traits(spec.kind).attention;
       b.saved_attention_bytes = a.attn * e;
       b.saved_ffn_bytes = a.ffn * e;
       b.saved_rest_bytes = a.rest * e;

@@ -1,14 +1,14 @@
 #include "segadvise/families/family.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/embedded.hpp"
-#include <sstream>
-
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/trainer_facts.hpp"
 
 namespace segadvise {
 
@@ -24,104 +24,53 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 // Field readers that name the file and field of anything wrong.
-struct Reader {
-  const json& j;
-  std::string origin, path;
+using Reader = FieldReader;
 
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw InputError(origin + ": field '" + path + field + "' " + what);
-  }
-  const json* get(const std::string& field, bool required) const {
-    if (!j.is_object()) throw InputError(origin + ": '" + (path.empty() ? "<top>" : path) + "' must be an object");
-    auto it = j.find(field);
-    if (it == j.end() || it->is_null()) {
-      if (required) fail(field, "is missing");
-      return nullptr;
-    }
-    return &*it;
-  }
-  std::string str(const std::string& field, const std::string& def = "", bool required = false) const {
-    const json* v = get(field, required);
-    if (!v) return def;
-    if (!v->is_string()) fail(field, "must be a string, got " + v->dump());
-    return v->get<std::string>();
-  }
-  double num(const std::string& field, double def = 0, bool required = false) const {
-    const json* v = get(field, required);
-    if (!v) return def;
-    if (!v->is_number()) fail(field, "must be a number, got " + v->dump());
-    return v->get<double>();
-  }
-  int integer(const std::string& field, int def = 0, bool required = false) const {
-    const json* v = get(field, required);
-    if (!v) return def;
-    if (!v->is_number_integer() && !(v->is_number() && v->get<double>() == static_cast<int>(v->get<double>())))
-      fail(field, "must be an integer, got " + v->dump());
-    return static_cast<int>(v->get<double>());
-  }
-  bool boolean(const std::string& field, bool def = false) const {
-    const json* v = get(field, false);
-    if (!v) return def;
-    if (!v->is_boolean()) fail(field, "must be true or false, got " + v->dump());
-    return v->get<bool>();
-  }
-  std::vector<std::string> strings(const std::string& field) const {
-    const json* v = get(field, false);
-    std::vector<std::string> out;
-    if (!v) return out;
-    if (v->is_string()) return {v->get<std::string>()};
-    if (!v->is_array()) fail(field, "must be a list of strings");
-    for (const auto& e : *v) {
-      if (!e.is_string()) fail(field, "must be a list of strings, got " + e.dump());
-      out.push_back(e.get<std::string>());
-    }
-    return out;
-  }
-  Reader sub(const std::string& field, bool required) const {
-    const json* v = get(field, required);
-    static const json empty = json::object();
-    return Reader{v ? *v : empty, origin, path + field + "."};
-  }
-  void one_of(const std::string& field, const std::string& value, const std::vector<std::string>& allowed) const {
-    if (std::find(allowed.begin(), allowed.end(), value) == allowed.end())
-      fail(field, "is '" + value + "'; expected one of " + join(allowed));
-  }
-};
+// Every size is checked against its documented meaning (families/FORMAT.md "Limits").
+// the names of each checkpointing enum, in enum order
+const std::vector<std::string> kIntervalRules = {"segmented", "per_block", "ignored", "micro_blocks"};
+const std::vector<std::string> kFallbackRules = {"every_block", "per_block"};
+const std::vector<std::string> kBlockIndexes = {"per_list", "global"};
 
-const std::vector<std::string> kKinds = {"dit_cross", "dit_self", "mmdit_double", "single_stream",
-                                         "linear_dit", "audio_video_dit", "unet_res", "unet_attn"};
+// an enum field: one of `names` (its position is the enum value); unset: `def`
+template <class E>
+E enum_field(const Reader& r, const std::string& field, E def, const std::vector<std::string>& names, bool required) {
+  const std::string v = r.str(field, names[static_cast<std::size_t>(def)], required);
+  r.one_of(field, v, names);
+  return static_cast<E>(std::find(names.begin(), names.end(), v) - names.begin());
+}
 
 BlockListSpec parse_block_list(const Reader& r) {
   BlockListSpec b;
   b.name = r.str("name", "", true);
-  b.count = r.integer("count", 0, true);
-  if (b.count <= 0) r.fail("count", "must be positive, got " + std::to_string(b.count));
-  b.kind = r.str("kind", "", true);
-  r.one_of("kind", b.kind, kKinds);
-  b.hidden = r.integer("hidden", 0, true);
-  if (b.hidden <= 0) r.fail("hidden", "must be positive");
-  const bool unet_res = b.kind == "unet_res";
-  b.heads = r.integer("heads", 0, !unet_res);
-  b.head_dim = r.integer("head_dim", 0, false);
+  b.count = r.integer("count", 0, true, 1, kMaxBlocksPerList);
+  b.kind = parse_block_kind(r.str("kind", "", true), r.where("kind"));
+  b.hidden = r.integer("hidden", 0, true, 1, kMaxModelDim);
+  const bool attention = traits(b.kind).attention;
+  b.heads = r.integer("heads", 0, attention, attention ? 1 : 0, kMaxModelDim);
+  b.head_dim = r.integer("head_dim", 0, false, 1, kMaxModelDim);
   if (b.head_dim == 0 && b.heads > 0) b.head_dim = b.hidden / b.heads;
-  b.ffn_hidden = r.integer("ffn_hidden", 0, false);  // 0 or null: no FFN (ResNet, Stable Cascade attention)
-  if (b.ffn_hidden < 0) r.fail("ffn_hidden", "must be >= 0");
+  if (b.heads > 0 && b.head_dim <= 0) r.fail("head_dim", "unset and hidden / heads is 0");
+  b.ffn_hidden = r.integer("ffn_hidden", 0, false, 0, kMaxModelDim);  // 0 or null: no FFN (ResNet, Stable Cascade attention)
   b.ffn_act = r.str("ffn_act", b.ffn_hidden > 0 ? "gelu" : "none");
   r.one_of("ffn_act", b.ffn_act, {"gelu", "swiglu", "geglu", "glumbconv", "none"});
   b.tokens = r.str("tokens", "image");
   r.one_of("tokens", b.tokens, {"image", "joint", "text"});
   b.cross_attention = r.boolean("cross_attention", false);
-  b.text_hidden = r.integer("text_hidden", 0);
-  const Reader moe = r.sub("moe", false);
-  b.moe_experts = moe.integer("experts", 0);
-  b.moe_active = moe.integer("active", 0);
-  b.moe_shared_hidden = moe.integer("shared_hidden", 0);
-  b.token_scale = r.num("token_scale", 1.0);
+  b.text_hidden = r.integer("text_hidden", 0, false, 0, kMaxModelDim);
+  if (r.get("moe", false)) {
+    const Reader moe = r.sub("moe", false);
+    b.moe_experts = moe.integer("experts", 0, true, 1, kMaxModelDim);
+    b.moe_active = moe.integer("active", 0, false, 0, b.moe_experts);
+    b.moe_shared_hidden = moe.integer("shared_hidden", 0, false, 0, kMaxModelDim);
+  }
+  // a ratio to the latent tokens: finite, positive, at most kMaxTokenScale
+  b.token_scale = r.num("token_scale", 1.0, false, 0, kMaxTokenScale);
   if (b.token_scale <= 0) r.fail("token_scale", "must be positive");
   b.skip = r.str("skip", "");
   if (!b.skip.empty()) r.one_of("skip", b.skip, {"push", "pop"});
   b.checkpointed = r.boolean("checkpointed", true);
-  b.params_per_block = r.num("params_per_block", 0);
+  b.params_per_block = r.num("params_per_block", 0, false, 0, kMaxParams);
   return b;
 }
 
@@ -158,55 +107,62 @@ Family parse_family(const json& j, const std::string& origin) {
   f.modality = r.str("modality", "image");
   r.one_of("modality", f.modality, {"image", "video", "audio"});
   const Reader g = r.sub("geometry", true);
-  f.geometry.vae_spatial = g.integer("vae_spatial", 8);
-  f.geometry.vae_temporal = g.integer("vae_temporal", 0);
+  f.geometry.vae_spatial = g.integer("vae_spatial", 8, false, 1, kMaxGeometryFactor);
+  f.geometry.vae_temporal = g.integer("vae_temporal", 0, false, 1, kMaxGeometryFactor);  // unset: no temporal VAE
   f.geometry.temporal_causal = g.boolean("temporal_causal", true);
-  f.geometry.patch_spatial = g.integer("patch_spatial", 2);
-  f.geometry.patch_temporal = g.integer("patch_temporal", 1);
-  f.geometry.alignment = g.integer("alignment", 64);
+  f.geometry.patch_spatial = g.integer("patch_spatial", 2, false, 1, kMaxGeometryFactor);
+  f.geometry.patch_temporal = g.integer("patch_temporal", 1, false, 1, kMaxGeometryFactor);
+  f.geometry.alignment = g.integer("alignment", 64, false, 1, kMaxGeometryFactor);
   f.geometry.frame_rule = g.str("frame_rule", "none");
   g.one_of("frame_rule", f.geometry.frame_rule, {"none", "8k+1", "17k+5"});
-  f.geometry.audio_tokens = g.integer("audio_tokens", 0);
+  f.geometry.audio_tokens = g.integer("audio_tokens", 0, false, 0, kMaxTextTokens);
   if (f.geometry.vae_spatial <= 0) g.fail("vae_spatial", "must be positive");
   if (f.geometry.patch_spatial <= 0) g.fail("patch_spatial", "must be positive");
   if (f.geometry.patch_temporal <= 0) g.fail("patch_temporal", "must be positive");
   if (f.modality == "audio" && f.geometry.audio_tokens <= 0) g.fail("audio_tokens", "must be positive for audio models");
-  f.text_tokens = r.integer("text_tokens", 0);
-  f.params_published = r.num("params_published", 0);
+  f.text_tokens = r.integer("text_tokens", 0, false, 0, kMaxTextTokens);
+  f.params_published = r.num("params_published", 0, false, 0, kMaxParams);
 
   const json* lists = r.get("block_lists", true);
   if (!lists->is_array() || lists->empty()) r.fail("block_lists", "must be a non-empty list");
-  for (std::size_t i = 0; i < lists->size(); ++i)
+  if (lists->size() > static_cast<std::size_t>(kMaxBlockLists))
+    r.fail("block_lists", "has " + std::to_string(lists->size()) + " lists; at most " + std::to_string(kMaxBlockLists));
+  int blocks = 0;
+  for (std::size_t i = 0; i < lists->size(); ++i) {
     f.block_lists.push_back(parse_block_list(Reader{(*lists)[i], origin, "block_lists[" + std::to_string(i) + "]."}));
+    blocks += f.block_lists.back().count;
+  }
+  if (blocks > kMaxBlocks)
+    r.fail("block_lists", "holds " + std::to_string(blocks) + " blocks; at most " + std::to_string(kMaxBlocks));
 
   const Reader c = r.sub("checkpointing", true);
   CheckpointSemantics& s = f.checkpointing;
-  s.interval = c.str("interval", "segmented", true);
-  c.one_of("interval", s.interval, {"segmented", "per_block", "ignored", "micro_blocks"});
-  s.stride = c.boolean("stride", s.interval != "ignored");
-  s.fallback = c.str("fallback", "every_block");
-  c.one_of("fallback", s.fallback, {"every_block", "per_block"});
-  s.index = c.str("index", "per_list");
-  c.one_of("index", s.index, {"per_list", "global"});
+  s.interval = enum_field(c, "interval", IntervalRule::Segmented, kIntervalRules, true);
+  s.stride = c.boolean("stride", s.interval != IntervalRule::Ignored);
+  s.fallback = enum_field(c, "fallback", FallbackRule::EveryBlock, kFallbackRules, false);
+  s.index = enum_field(c, "index", BlockIndex::PerList, kBlockIndexes, false);
   s.backend_setter = c.boolean("backend_setter", true);
   s.ffn_backend = c.boolean("ffn_backend", false);
   s.attention_offload = c.boolean("attention_offload", false);
-  s.max_swappable_blocks = c.integer("max_swappable_blocks", 0);
+  s.max_swappable_blocks = c.integer("max_swappable_blocks", 0, false, 0, kMaxBlocks);
   s.notes = c.str("notes", "");
   f.lora_targets = r.strings("lora_targets");
 
   const Reader e = r.sub("example", false);
   f.example.name = e.str("name", "");
   const json* res = e.get("resolution", false);
-  if (res && res->is_number()) f.example.resolution = static_cast<int>(res->get<double>());
+  if (res && res->is_number()) f.example.resolution = static_cast<int>(e.num("resolution", 0, false, 1, kMaxEdgePixels));
   f.example.resolution_type = e.str("resolution_type", "pixel_area");
-  f.example.width = e.integer("width", f.example.resolution);
-  f.example.height = e.integer("height", f.example.resolution);
-  f.example.frames = e.integer("frames", 1);
-  f.example.batch = e.integer("batch", 1);
+  e.one_of("resolution_type", f.example.resolution_type, {"pixel", "pixel_area", "area"});
+  f.example.width = e.integer("width", f.example.resolution, false, 1, kMaxEdgePixels);
+  f.example.height = e.integer("height", f.example.resolution, false, 1, kMaxEdgePixels);
+  f.example.frames = e.integer("frames", 1, false, 0, kMaxFrames);
+  f.example.batch = e.integer("batch", 1, false, 1, kMaxBatch);
   f.example.model_type = e.str("model_type", "lora");
+  e.one_of("model_type", f.example.model_type, {"lora", "full"});
   f.example.lora_type = e.str("lora_type", "standard");
-  f.example.lora_rank = e.integer("lora_rank", 16);
+  e.one_of("lora_type", f.example.lora_type, {"standard", "lycoris"});
+  f.example.lora_rank = e.integer("lora_rank", 16, false, 1, kMaxLoraRank);
   f.example.optimizer = e.str("optimizer", "adamw_bf16");
   f.example.base_precision = e.str("base_model_precision", "no_change");
   f.example.ramtorch = e.boolean("ramtorch", false);
@@ -216,18 +172,17 @@ Family parse_family(const json& j, const std::string& origin) {
   return f;
 }
 
+std::string to_string(IntervalRule r) { return kIntervalRules[static_cast<std::size_t>(r)]; }
+std::string to_string(FallbackRule r) { return kFallbackRules[static_cast<std::size_t>(r)]; }
+std::string to_string(BlockIndex i) { return kBlockIndexes[static_cast<std::size_t>(i)]; }
+
 const std::vector<Family>& builtin_families() {
   static const std::vector<Family> fams = [] {
     std::vector<Family> out;
     for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
       const std::string name = kEmbeddedData[i].name;
       if (name == "gpus.json") continue;
-      json j;
-      try {
-        j = json::parse(kEmbeddedData[i].text);
-      } catch (const json::parse_error& e) {
-        throw InputError("families/data/" + name + ": " + e.what());
-      }
+      const json j = parse_json_text(kEmbeddedData[i].text, "families/data/" + name);
       out.push_back(parse_family(j, "families/data/" + name));
     }
     std::sort(out.begin(), out.end(), [](const Family& a, const Family& b) { return a.id < b.id; });
@@ -242,14 +197,7 @@ const Family& find_family(const std::string& raw) {
     static std::map<std::string, Family> loaded;
     auto it = loaded.find(raw);
     if (it != loaded.end()) return it->second;
-    std::ifstream in(raw);
-    if (!in) throw InputError("--model: cannot open model file '" + raw + "'");
-    json j;
-    try {
-      j = json::parse(in);
-    } catch (const json::parse_error& e) {
-      throw InputError(raw + ": invalid JSON: " + e.what());
-    }
+    const json j = load_json_file(raw, "--model");
     return loaded.emplace(raw, parse_family(j, raw)).first->second;
   }
   const std::string name = lower(raw);
@@ -265,7 +213,7 @@ const Family& find_family(const std::string& raw) {
     if (f.trainer_family == name && f.default_for_family) return f;
   for (const auto& f : fams)
     if (f.trainer_family == name) return f;
-  throw InputError("--model: unknown model '" + raw + "'; nearest: " + join(nearest_names(name, all_names(fams))) +
+  throw InputError("--model: unknown model '" + brief_text(raw) + "'; nearest: " + join(nearest_names(name, all_names(fams))) +
                    " (segadvise list models)");
 }
 
@@ -274,9 +222,7 @@ const Family& find_family_by_trainer(const std::string& model_family_raw, const 
   const std::string model_family = lower(model_family_raw), flavour = lower(flavour_raw);
   const auto& fams = builtin_families();
   // the trainer registers a few alias names for the same class (simpletuner-semantics §3.1)
-  static const std::map<std::string, std::string> kTrainerAliases = {
-      {"pixart_sigma", "pixart"}, {"cosmos2image", "cosmos"}, {"kandinsky5-image", "kandinsky5_image"},
-      {"kandinsky5-video", "kandinsky5_video"}, {"sd2x", "sd1x"}};
+  const auto& kTrainerAliases = simpletuner_facts().family_aliases;  // families/data/trainer/simpletuner.json
   std::string fam = model_family;
   if (auto it = kTrainerAliases.find(fam); it != kTrainerAliases.end()) fam = it->second;
   std::vector<const Family*> of_family;
@@ -287,7 +233,7 @@ const Family& find_family_by_trainer(const std::string& model_family_raw, const 
     for (const auto& f : fams) names.push_back(f.trainer_family);
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
-    throw InputError(origin + ": model_family '" + model_family_raw + "' is not modelled; nearest: " +
+    throw InputError(origin + ": model_family '" + brief_text(model_family_raw) + "' is not modelled; nearest: " +
                      join(nearest_names(fam, names)));
   }
   if (flavour.empty()) {
@@ -301,7 +247,7 @@ const Family& find_family_by_trainer(const std::string& model_family_raw, const 
   std::vector<std::string> flavours;
   for (const Family* f : of_family)
     for (const auto& fl : f->flavours) flavours.push_back(fl);
-  throw InputError(origin + ": model_flavour '" + flavour_raw + "' of model_family '" + model_family_raw +
+  throw InputError(origin + ": model_flavour '" + brief_text(flavour_raw) + "' of model_family '" + brief_text(model_family_raw) +
                    "' is not modelled; nearest: " + join(nearest_names(flavour, flavours)));
 }
 
@@ -310,17 +256,17 @@ const std::vector<GpuSpec>& builtin_gpus() {
     std::vector<GpuSpec> out;
     for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
       if (std::string(kEmbeddedData[i].name) != "gpus.json") continue;
-      const json j = json::parse(kEmbeddedData[i].text);
+      const json j = parse_json_text(kEmbeddedData[i].text, "families/data/gpus.json");
       for (std::size_t k = 0; k < j.at("gpus").size(); ++k) {
         const Reader r{j["gpus"][k], "families/data/gpus.json", "gpus[" + std::to_string(k) + "]."};
         GpuSpec g;
         g.id = r.str("id", "", true);
         g.name = r.str("name", g.id);
-        g.total_bytes = r.num("total_gib", 0, true) * kGiB;
-        g.bf16_flops_per_s = r.num("bf16_tflops", 0, true) * 1e12;
-        g.fp8_flops_per_s = r.num("fp8_tflops", 0) * 1e12;
-        g.mem_bytes_per_s = r.num("mem_gbps", 0, true) * 1e9;
-        g.pcie_bytes_per_s = r.num("pcie_gbps", 32) * 1e9;
+        g.total_bytes = r.num("total_gib", 0, true, 1e-3, kMaxVramGib) * kGiB;
+        g.bf16_flops_per_s = r.num("bf16_tflops", 0, true, 1e-3, 1e6) * 1e12;
+        g.fp8_flops_per_s = r.num("fp8_tflops", 0, false, 0, 1e6) * 1e12;
+        g.mem_bytes_per_s = r.num("mem_gbps", 0, true, 1e-3, 1e6) * 1e9;
+        g.pcie_bytes_per_s = r.num("pcie_gbps", 32, false, 1e-3, 1e6) * 1e9;
         g.source = "families/data/gpus.json";
         out.push_back(g);
       }
@@ -350,12 +296,12 @@ const GpuSpec& find_gpu(const std::string& raw) {
       if (a == name) return g;
     names.push_back(g.id);
   }
-  throw InputError("--gpu: unknown GPU '" + raw + "'; nearest: " + join(nearest_names(name, names)) +
+  throw InputError("--gpu: unknown GPU '" + brief_text(raw) + "'; nearest: " + join(nearest_names(name, names)) +
                    " (segadvise list gpus, or --vram-gib N for any other card)");
 }
 
 GpuSpec custom_gpu(double vram_gib, const GpuSpec* like) {
-  if (!(vram_gib > 0) || vram_gib > 4096) throw InputError("--vram-gib: expected a positive size in GiB, got " + std::to_string(vram_gib));
+  if (!(vram_gib > 0) || vram_gib > kMaxVramGib) throw InputError("--vram-gib: expected a positive size in GiB, got " + std::to_string(vram_gib));
   // Without a named card, compute figures are an RTX A6000's (a middle-of-the-road workstation card)
   // so the step-time column stays meaningful; the memory verdict only uses vram_gib.
   GpuSpec g = like ? *like : find_gpu("a6000");

@@ -1,8 +1,9 @@
 #include "segadvise/families/profile.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "segadvise/costmodel/json_input.hpp"
 
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
@@ -11,84 +12,76 @@ namespace segadvise {
 
 using nlohmann::json;
 
+namespace {
+
+// a fitted time coefficient (seconds per token, per token^2): finite, small; the fit may dip below 0
+constexpr double kMaxFitS = 1e3;
+
+void parse_fit(const FieldReader& k, const std::string& field, double& linear_s, double& quadratic_s) {
+  if (!k.get(field, false)) return;
+  const FieldReader f = k.sub(field, false);
+  linear_s = f.num("linear_s", 0, true, -kMaxFitS, kMaxFitS);
+  quadratic_s = f.num("quadratic_s", 0, true, -kMaxFitS, kMaxFitS);
+}
+
+ProfiledKind parse_kind(const FieldReader& k) {
+  ProfiledKind pk;
+  pk.list = k.str("list", "", true);
+  pk.kind = k.str("kind", "", true);
+  pk.tokens = k.num("tokens", 0, true, 0, kMaxProfileTokens);
+  if (pk.tokens <= 0) k.fail("tokens", "must be positive");
+  // byte counts: finite and >= 0 (a negative count would lower the peak)
+  pk.saved_attention_bytes = k.num("saved_attention_bytes", 0, true, 0, kMaxProfileBytes);
+  pk.saved_ffn_bytes = k.num("saved_ffn_bytes", 0, true, 0, kMaxProfileBytes);
+  pk.saved_rest_bytes = k.num("saved_rest_bytes", 0, true, 0, kMaxProfileBytes);
+  pk.boundary_bytes = k.num("boundary_bytes", 0, true, 0, kMaxProfileBytes);
+  pk.transient_bytes = k.num("transient_bytes", 0, false, 0, kMaxProfileBytes);
+  parse_fit(k, "forward_fit", pk.forward_linear_s, pk.forward_quadratic_s);
+  parse_fit(k, "backward_fit", pk.backward_linear_s, pk.backward_quadratic_s);
+  parse_fit(k, "ffn_forward_fit", pk.ffn_forward_linear_s, pk.ffn_forward_quadratic_s);
+  pk.extrapolated = k.boolean("extrapolated", false);
+  if (const json* ts = k.get("measured_tokens", false)) {
+    if (!ts->is_array()) k.fail("measured_tokens", "must be a list of numbers");
+    for (std::size_t i = 0; i < ts->size(); ++i)
+      pk.measured_tokens.push_back(checked_number((*ts)[i], k.where("measured_tokens") + "[" + std::to_string(i) + "]",
+                                                  0, kMaxProfileTokens));
+  }
+  return pk;
+}
+
+}  // namespace
+
 Profile parse_profile(const json& j, const std::string& origin) {
-  auto need = [&](const json& o, const std::string& key, const std::string& path) -> const json& {
-    if (!o.is_object() || !o.contains(key)) throw InputError(origin + ": field '" + path + key + "' is missing");
-    return o[key];
-  };
-  auto num = [&](const json& o, const std::string& key, const std::string& path, double def, bool required) {
-    if (!o.contains(key)) {
-      if (required) throw InputError(origin + ": field '" + path + key + "' is missing");
-      return def;
-    }
-    if (!o[key].is_number()) throw InputError(origin + ": field '" + path + key + "' must be a number, got " + o[key].dump());
-    return o[key].get<double>();
-  };
-  auto str = [&](const json& o, const std::string& key, const std::string& path) {
-    const json& v = need(o, key, path);
-    if (!v.is_string()) throw InputError(origin + ": field '" + path + key + "' must be a string, got " + v.dump());
-    return v.get<std::string>();
-  };
+  const FieldReader r{j, origin, ""};
   Profile p;
   p.path = origin;
-  const std::string fmt = str(j, "format", "");
+  const std::string fmt = r.str("format", "", true);
   if (fmt != "segadvise-profile/1")
-    throw InputError(origin + ": field 'format' is '" + fmt + "', expected 'segadvise-profile/1'");
-  p.family = str(j, "family", "");
-  p.precision = str(j, "precision", "");
-  p.device = str(j, "device", "");
-  p.gpu_id = j.value("gpu_id", "");
-  p.dtype = j.value("dtype", "");
-  p.torch_version = j.value("torch_version", "");
-  p.tokens_image = num(j, "tokens_image", "", 0, true);
-  p.tokens_text = num(j, "tokens_text", "", 0, false);
-  p.batch = static_cast<int>(num(j, "batch", "", 1, false));
-  p.attention_backend = j.value("attention_backend", "");
-  p.created_by = j.value("created_by", "");
-  if (j.contains("notes") && j["notes"].is_array())
-    for (const auto& n : j["notes"])
-      if (n.is_string()) p.notes.push_back(n.get<std::string>());
-  if (j.contains("pcie")) {
-    const json& pc = j["pcie"];
-    if (!pc.is_object()) throw InputError(origin + ": field 'pcie' must be an object");
-    p.pcie.h2d_pinned_bytes_per_s = num(pc, "h2d_pinned_bytes_per_s", "pcie.", 0, true);
-    p.pcie.d2h_pinned_bytes_per_s = num(pc, "d2h_pinned_bytes_per_s", "pcie.", 0, true);
-    p.pcie.h2d_pageable_bytes_per_s = num(pc, "h2d_pageable_bytes_per_s", "pcie.", 0, false);
-    p.pcie.d2h_pageable_bytes_per_s = num(pc, "d2h_pageable_bytes_per_s", "pcie.", 0, false);
+    throw InputError(origin + ": field 'format' is '" + brief_text(fmt) + "', expected 'segadvise-profile/1'");
+  p.family = r.str("family", "", true);
+  p.precision = r.str("precision", "", true);
+  p.device = r.str("device", "", true);
+  p.gpu_id = r.str("gpu_id", "");
+  p.dtype = r.str("dtype", "");
+  p.torch_version = r.str("torch_version", "");
+  p.tokens_image = r.num("tokens_image", 0, true, 0, kMaxProfileTokens);
+  p.tokens_text = r.num("tokens_text", 0, false, 0, kMaxProfileTokens);
+  p.batch = r.integer("batch", 1, false, 1, kMaxBatch);
+  p.attention_backend = r.str("attention_backend", "");
+  p.created_by = r.str("created_by", "");
+  p.notes = r.strings("notes");
+  if (r.get("pcie", false)) {
+    const FieldReader pc = r.sub("pcie", false);
+    constexpr double kMaxBytesPerS = 1e13;  // 10 TB/s: above any host link
+    p.pcie.h2d_pinned_bytes_per_s = pc.num("h2d_pinned_bytes_per_s", 0, true, 0, kMaxBytesPerS);
+    p.pcie.d2h_pinned_bytes_per_s = pc.num("d2h_pinned_bytes_per_s", 0, true, 0, kMaxBytesPerS);
+    p.pcie.h2d_pageable_bytes_per_s = pc.num("h2d_pageable_bytes_per_s", 0, false, 0, kMaxBytesPerS);
+    p.pcie.d2h_pageable_bytes_per_s = pc.num("d2h_pageable_bytes_per_s", 0, false, 0, kMaxBytesPerS);
   }
-  const json& kinds = need(j, "block_kinds", "");
-  if (!kinds.is_array()) throw InputError(origin + ": field 'block_kinds' must be a list");
-  for (std::size_t i = 0; i < kinds.size(); ++i) {
-    const std::string path = "block_kinds[" + std::to_string(i) + "].";
-    const json& k = kinds[i];
-    ProfiledKind pk;
-    pk.list = str(k, "list", path);
-    pk.kind = str(k, "kind", path);
-    pk.tokens = num(k, "tokens", path, 0, true);
-    if (pk.tokens <= 0) throw InputError(origin + ": field '" + path + "tokens' must be positive");
-    pk.saved_attention_bytes = num(k, "saved_attention_bytes", path, 0, true);
-    pk.saved_ffn_bytes = num(k, "saved_ffn_bytes", path, 0, true);
-    pk.saved_rest_bytes = num(k, "saved_rest_bytes", path, 0, true);
-    pk.boundary_bytes = num(k, "boundary_bytes", path, 0, true);
-    pk.transient_bytes = num(k, "transient_bytes", path, 0, false);
-    if (k.contains("forward_fit")) {
-      pk.forward_linear_s = num(k["forward_fit"], "linear_s", path + "forward_fit.", 0, true);
-      pk.forward_quadratic_s = num(k["forward_fit"], "quadratic_s", path + "forward_fit.", 0, true);
-    }
-    if (k.contains("backward_fit")) {
-      pk.backward_linear_s = num(k["backward_fit"], "linear_s", path + "backward_fit.", 0, true);
-      pk.backward_quadratic_s = num(k["backward_fit"], "quadratic_s", path + "backward_fit.", 0, true);
-    }
-    if (k.contains("ffn_forward_fit")) {
-      pk.ffn_forward_linear_s = num(k["ffn_forward_fit"], "linear_s", path + "ffn_forward_fit.", 0, true);
-      pk.ffn_forward_quadratic_s = num(k["ffn_forward_fit"], "quadratic_s", path + "ffn_forward_fit.", 0, true);
-    }
-    pk.extrapolated = k.value("extrapolated", false);
-    if (k.contains("measured_tokens") && k["measured_tokens"].is_array())
-      for (const auto& t : k["measured_tokens"])
-        if (t.is_number()) pk.measured_tokens.push_back(t.get<double>());
-    p.kinds.push_back(pk);
-  }
+  const json* kinds = r.get("block_kinds", true);
+  if (!kinds->is_array()) r.fail("block_kinds", "must be a list");
+  for (std::size_t i = 0; i < kinds->size(); ++i)
+    p.kinds.push_back(parse_kind(FieldReader{(*kinds)[i], origin, "block_kinds[" + std::to_string(i) + "]."}));
   return p;
 }
 
@@ -141,15 +134,21 @@ void apply_profile_bandwidth(const Profile& p, double pcie_efficiency, GpuSpec& 
 }
 
 Profile load_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("--profile: cannot open '" + path + "'");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path + ": invalid JSON: " + e.what());
+  return parse_profile(load_json_file(path, "--profile"), path);
+}
+
+void check_profile_kinds(const Profile& p, const Family& fam) {
+  for (std::size_t i = 0; i < p.kinds.size(); ++i) {
+    const ProfiledKind& k = p.kinds[i];
+    const auto it = std::find_if(fam.block_lists.begin(), fam.block_lists.end(),
+                                 [&](const BlockListSpec& l) { return l.name == k.list; });
+    const std::string where = p.path + ": field 'block_kinds[" + std::to_string(i) + "]'";
+    if (it == fam.block_lists.end())
+      throw InputError(where + ": list '" + brief_text(k.list) + "' is no block list of " + fam.id);
+    if (to_string(it->kind) != k.kind)
+      throw InputError(where + ": kind '" + brief_text(k.kind) + "' does not match list " + it->name + " (" +
+                       to_string(it->kind) + ")");
   }
-  return parse_profile(j, path);
 }
 
 void apply_profile(const Profile& p, const Family& fam, const TrainingSetup& setup, BlockChain& chain,
@@ -159,6 +158,7 @@ void apply_profile(const Profile& p, const Family& fam, const TrainingSetup& set
   const std::string prec = precision_key(setup);
   if (p.precision != prec)
     throw InputError(p.path + ": profile measured at precision '" + p.precision + "' cannot be used for '" + prec + "'");
+  check_profile_kinds(p, fam);
   const bool same_gpu = !p.gpu_id.empty() && p.gpu_id == target_gpu_id;
   const double batch = std::max(1, setup.batch);
   for (auto& b : chain.blocks) {

@@ -2,6 +2,7 @@
 // Source: shared/reference/simpletuner-semantics.md §2.7 (backends, interval, offload), §3.2
 // (per-family capability table, fallbacks), §4 (errors and silent fixes).
 #include <map>
+#include <optional>
 #include <string>
 
 #include "segadvise/families/analyzer.hpp"
@@ -16,7 +17,15 @@ bool per_block_selected(int i, int interval, int stride) {
   return i % interval == 0;
 }
 
-Segment single(int i, BlockMode mode, bool offload) { return Segment{i, i + 1, mode, offload}; }
+// The one-block segment [i, i+1), written field by field in place: a Segment built aside and copied
+// in stalls on store forwarding once per block, which was most of advise's time on long chains.
+void push_single(std::vector<Segment>& segments, int i, BlockMode mode, bool offload) {
+  Segment& s = segments.emplace_back();
+  s.begin = i;
+  s.end = i + 1;
+  s.mode = mode;
+  s.offload_to_host = offload;
+}
 
 std::string plan_description(const Plan& plan, const BlockChain& chain) {
   int ck = 0, ffn = 0, keep = 0, segs = 0;
@@ -39,34 +48,48 @@ std::string plan_description(const Plan& plan, const BlockChain& chain) {
 
 }  // namespace
 
+std::string trainer_error(const Family& fam, const Schedule& sched) {
+  const CheckpointSemantics& cs = fam.checkpointing;
+  const std::string who = fam.name + " (" + fam.trainer_family + ")";
+  if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && sched.stride < sched.interval)
+    return "gradient_checkpointing_segment_stride " + std::to_string(sched.stride) +
+           " is smaller than gradient_checkpointing_interval " + std::to_string(sched.interval) +
+           ": the trainer rejects overlapping segments (stride must be >= interval)";
+  if (sched.offload_attention && !cs.attention_offload)
+    return "gradient_checkpointing_offload_attention is not available for " + who +
+           ": the trainer raises an error for families outside its attention-offload list";
+  if (sched.checkpointing && is_ffn(sched.backend) && !cs.ffn_backend)
+    return "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who +
+           " does not expose: the trainer raises a ValueError";
+  return "";
+}
+
+std::optional<Schedule> schedule_as_run(const Family& fam, const Schedule& s) {
+  if (!trainer_error(fam, s).empty()) return std::nullopt;
+  const CheckpointSemantics& cs = fam.checkpointing;
+  Schedule as_run = s;
+  if (cs.interval == IntervalRule::Ignored) as_run.interval = as_run.stride = 0;
+  if (!cs.stride || as_run.interval <= 1) as_run.stride = 0;
+  if (!cs.backend_setter && is_unsloth(as_run.backend))
+    as_run.backend = is_ffn(as_run.backend) ? Backend::TorchFfn : Backend::Torch;
+  if (as_run.name() == s.name() && as_run.backend == s.backend) return std::nullopt;
+  return as_run;
+}
+
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& sched, const TrainingSetup& setup) {
   PlanResult r;
   const CheckpointSemantics& cs = fam.checkpointing;
   auto who = [&fam] { return fam.name + " (" + fam.trainer_family + ")"; };  // only for messages
 
   // errors the trainer raises (§4)
-  if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && sched.stride < sched.interval) {
+  r.reason = trainer_error(fam, sched);
+  if (!r.reason.empty()) {
     r.supported = false;
-    r.reason = "gradient_checkpointing_segment_stride " + std::to_string(sched.stride) +
-               " is smaller than gradient_checkpointing_interval " + std::to_string(sched.interval) +
-               ": the trainer rejects overlapping segments (stride must be >= interval)";
-    return r;
-  }
-  if (sched.offload_attention && !cs.attention_offload) {
-    r.supported = false;
-    r.reason = "gradient_checkpointing_offload_attention is not available for " + who() +
-               ": the trainer raises an error for families outside its attention-offload list";
-    return r;
-  }
-  if (sched.checkpointing && is_ffn(sched.backend) && !cs.ffn_backend) {
-    r.supported = false;
-    r.reason = "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who() +
-               " does not expose: the trainer raises a ValueError";
     return r;
   }
   // knobs the trainer ignores: never recommended as if they did something
   const bool uses_interval = sched.checkpointing && (sched.interval > 1 || sched.stride > 0);
-  if (uses_interval && cs.interval == "ignored") {
+  if (uses_interval && cs.interval == IntervalRule::Ignored) {
     r.supported = false;
     r.reason = "gradient_checkpointing_interval/segment_stride are not wired for " + who() +
                ": the trainer resets them and checkpoints every block (use 'layer')";
@@ -101,7 +124,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   };
 
   if (!sched.checkpointing) {
-    for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
+    for (int i = 0; i < n; ++i) push_single(plan.segments, i, BlockMode::Keep, false);
     return r;
   }
   // Regional compilation: the sweep measured identical peaks and step times with and without
@@ -109,37 +132,39 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   // Cosmos 3; Krea 2's no-compile control rows show the usual shape): the compiled blocks keep
   // their activations. Attention offload still acts. Modelled as every block kept.
   if (setup.regional_compile) {
-    for (int i = 0; i < n; ++i) plan.segments.push_back(single(i, BlockMode::Keep, false));
+    for (int i = 0; i < n; ++i) push_single(plan.segments, i, BlockMode::Keep, false);
     r.warnings.push_back("dynamo_use_regional_compilation is on: measured runs show checkpointing inside compiled "
                          "blocks saves no memory and costs no time; disable regional compilation to use it");
     return r;
   }
 
   // which semantics run: segmented families fall back to their per-block path (§3.2)
-  std::string semantics = cs.interval;
-  if (semantics == "segmented") {
+  IntervalRule semantics = cs.interval;
+  bool every_block_fallback = false;
+  if (semantics == IntervalRule::Segmented) {
     std::string why;
     if (ffn_only && fam.trainer_family != "krea2" && fam.trainer_family != "flux2") why = "an -ffn backend";
     if (setup.blocks_to_swap > 0 && fam.trainer_family != "hunyuanvideo") why = "Musubi block swap";
     if (!why.empty()) {
-      semantics = cs.fallback == "every_block" ? "every_block" : "per_block";
+      semantics = IntervalRule::PerBlock;
+      every_block_fallback = cs.fallback == FallbackRule::EveryBlock;
       if (sched.interval > 1)
-        r.warnings.push_back(who() + " falls back to its " + cs.fallback + " path with " + why + " (the interval " +
-                             (semantics == "every_block" ? "is ignored" : "selects every n-th block") + ")");
+        r.warnings.push_back(who() + " falls back to its " + to_string(cs.fallback) + " path with " + why +
+                             " (the interval " + (every_block_fallback ? "is ignored" : "selects every n-th block") + ")");
     }
   }
-  const bool global_index = cs.index == "global" || cs.interval == "micro_blocks";
+  const bool global_index = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
   auto sel_at = [&](int i) { return global_index ? chain.blocks[i].global_position : chain.blocks[i].list_position; };
   const int k = sched.interval <= 1 ? 1 : sched.interval;
   const int s = sched.stride > 0 ? sched.stride : k;
 
-  const bool global_segments = cs.index == "global";
-  if (semantics == "segmented" && k > 1) {
+  const bool global_segments = cs.index == BlockIndex::Global;
+  if (semantics == IntervalRule::Segmented && k > 1) {
     // per list: [jS, jS+K) under one call each, the blocks between kept
     int i = 0;
     while (i < n) {
       if (!chain.blocks[i].checkpointable) {
-        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        push_single(plan.segments, i, BlockMode::Keep, false);
         ++i;
         continue;
       }
@@ -154,19 +179,22 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
         plan.segments.push_back(Segment{i, end, BlockMode::Checkpoint, offload});
         i = end;
       } else {
-        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        push_single(plan.segments, i, BlockMode::Keep, false);
         ++i;
       }
     }
   } else {
-    const bool every = semantics == "every_block" || semantics == "ignored" || k == 1;
+    const bool every = every_block_fallback || semantics == IntervalRule::Ignored || k == 1;
     for (int i = 0; i < n; ++i) {
       if (!chain.blocks[i].checkpointable) {
-        plan.segments.push_back(single(i, BlockMode::Keep, false));
+        push_single(plan.segments, i, BlockMode::Keep, false);
         continue;
       }
       const bool ck = every || per_block_selected(sel_at(i), k, sched.stride);
-      plan.segments.push_back(ck ? single(i, mode_for(i), offload) : single(i, BlockMode::Keep, false));
+      if (ck)
+        push_single(plan.segments, i, mode_for(i), offload);
+      else
+        push_single(plan.segments, i, BlockMode::Keep, false);
     }
   }
   return r;

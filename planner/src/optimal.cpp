@@ -22,15 +22,6 @@ Plan keep_everything(int n) {
 
 }  // namespace
 
-std::string block_mode_name(BlockMode mode) {
-  switch (mode) {
-    case BlockMode::Keep: return "keep";
-    case BlockMode::Checkpoint: return "checkpoint";
-    case BlockMode::CheckpointFfn: return "checkpoint_ffn";
-  }
-  return "keep";
-}
-
 std::string describe_plan(const Plan& plan, int block_count) {
   int ck = 0, calls = 0, ffn = 0, keep = 0, host = 0;
   for (const Segment& s : plan.segments) {

@@ -508,13 +508,13 @@ State make_input(const BlockListSpec& spec, const BlockShape& shape, const Build
   };
   State s;
   const int64_t n_stream = list_tokens(spec, shape.image_tokens, shape.text_tokens) ;
-  if (spec.kind == "mmdit_double") {
+  if (traits(spec.kind).text_stream) {
     s["img"] = fresh({b, shape.image_tokens, d});
     s["txt"] = fresh({b, shape.text_tokens, dt});
   } else {
     s["img"] = fresh({b, n_stream, d});
   }
-  if (spec.kind == "audio_video_dit") s["audio"] = fresh({b, shape.audio_tokens, dt});
+  if (traits(spec.kind).audio_stream) s["audio"] = fresh({b, shape.audio_tokens, dt});
   for (int i = 0; i < skips_in; ++i) s["skip." + std::to_string(i)] = fresh({b, shape.image_tokens, d});
   return s;
 }
@@ -523,7 +523,7 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
   torch::manual_seed(opt.seed);
   auto blk = std::make_shared<Block>();
   Block& B = *blk;
-  B.kind = spec.kind;
+  B.kind = to_string(spec.kind);
   B.list = spec.name;
   Builder bd{opt, B};
   const LoraSetup& L = opt.lora;
@@ -550,18 +550,21 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
     return out;
   };
 
-  if (spec.kind == "dit_cross" || spec.kind == "dit_self" || spec.kind == "linear_dit") {
+  switch (spec.kind) {
+  case BlockKind::DitCross:
+  case BlockKind::DitSelf:
+  case BlockKind::LinearDit: {
     // Wan / PixArt / LTX (dit_cross), Lumina2 / Z-Image (dit_self), Sana (linear_dit):
     //   x1 = x  + g1 * SelfAttn(mod(LN(x)))        [attention]
     //   x2 = x1 + CrossAttn(LN(x1), text)          [attention, when cross_attention]
     //   x3 = x2 + g2 * FFN(mod(LN(x2)))            [ffn]
-    const bool linear_kernel = spec.kind == "linear_dit";
+    const bool linear_kernel = traits(spec.kind).linear_attention;
     const bool qk_norm = !linear_kernel;
     auto sa = std::make_shared<SelfAttention>(self_attention(bd, d, heads, qk_norm, L.attn));
     sa->linear_kernel = linear_kernel;
     // dit_self (Lumina2): adaLN from weights, 4 chunks (scale, gate per sub-block), no shift;
     // dit_cross / linear_dit: a shared table plus the timestep embedding, 6 chunks
-    const bool own_mod = spec.kind == "dit_self";
+    const bool own_mod = traits(spec.kind).own_modulation;
     auto mod = std::make_shared<Modulation>(modulation(bd, batch, d, own_mod ? 4 : 6, own_mod));
     // chunk indices: shift/scale/gate for attention, shift/scale/gate for the FFN (-1: none)
     const std::array<int, 6> mi = own_mod ? std::array<int, 6>{-1, 0, 1, -1, 2, 3} : std::array<int, 6>{0, 1, 2, 3, 4, 5};
@@ -570,13 +573,13 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
     if (spec.cross_attention) {
       // the text context enters projected to the block width (Wan, PixArt, Sana); its K/V adapters
       // see that width
-      ca = std::make_shared<CrossAttention>(cross_attention(bd, d, dt, heads, spec.kind == "dit_cross", L.attn));
+      ca = std::make_shared<CrossAttention>(cross_attention(bd, d, dt, heads, traits(spec.kind).cross_qk_norm, L.attn));
       ctx = bd.constant("text." + std::to_string(dt), {batch, shape.text_tokens, dt}, 1.0);
     }
     auto mlp = std::make_shared<Ffn>();
     std::shared_ptr<Tensor> conv_w;
     Linear conv_in, conv_out;
-    if (spec.kind == "linear_dit") {
+    if (linear_kernel) {
       // GLUMBConv: 1x1 conv d -> 2f (a Linear on tokens), SiLU, depthwise 3x3 on 2f, GLU to f
       // (h * silu(gate)), 1x1 conv f -> d
       conv_in = linear(bd, d, 2 * f, false);
@@ -626,7 +629,9 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
     }));
     if (skip == "push" || skip == "pop")
       B.parts.push_back(part(Side::Rest, "skip", [=](const State& s) { return skip_out(s, State{{"img", s.at("img")}}); }));
-  } else if (spec.kind == "mmdit_double") {
+    break;
+  }
+  case BlockKind::MmditDouble: {
     // SD3 / Flux double blocks: two streams with their own weights, one joint attention.
     //   img1 = img + g * ImgOut(Attn(cat(txt q,k,v, img q,k,v)))      [attention]
     //   txt1 = txt + g * TxtOut(...)
@@ -658,7 +663,9 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
     }));
     if (skip == "push" || skip == "pop")
       B.parts.push_back(part(Side::Rest, "skip", [=](const State& s) { return skip_out(s, State{{"img", s.at("img")}}); }));
-  } else if (spec.kind == "single_stream") {
+    break;
+  }
+  case BlockKind::SingleStream: {
     // Flux single block: n = mod(LN(x)); attention (q, k, v from n) in parallel with the MLP
     // (act(proj_mlp(n))); proj_out(cat(attn, mlp)); gated residual.
     const bool gated = act == "swiglu" || act == "geglu";
@@ -699,7 +706,9 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
       Tensor y = (*proj_out)(torch::cat({s.at("_attn"), s.at("_mlp")}, -1));
       return State{{"img", s.at("img") + m[2] * y}};
     }));
-  } else if (spec.kind == "audio_video_dit") {
+    break;
+  }
+  case BlockKind::AudioVideoDit: {
     // LTX-2: a video stream (width d) and an audio stream (width d_a = text_hidden, FFN f/2), each
     // with self-attention and text cross-attention, then audio->video and video->audio
     // cross-attention, then the FFNs. The audio stream's FFN counts as attention side (only the
@@ -743,7 +752,9 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
       Tensor a = s.at("audio");
       return State{{"audio", a + ma[5] * run_ffn(*af, modulate(layer_norm(a), ma[3], ma[4]))}};
     }));
-  } else if (spec.kind == "unet_res") {
+    break;
+  }
+  case BlockKind::UnetRes: {
     // diffusers ResnetBlock2D (SDXL): h = conv1(silu(GN(x))) + proj(silu(temb));
     // h = conv2(silu(GN(h))); out = x + h. The state is kept as tokens [B, H*W, c] in
     // channels-last memory; the convolutions see it as a channels-last [B, c, H, W] view.
@@ -767,7 +778,9 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
       Tensor out = (sp + h).permute({0, 2, 3, 1}).reshape({b, gh * gw, c});
       return State{{"img", out}};
     }));
-  } else if (spec.kind == "unet_attn") {
+    break;
+  }
+  case BlockKind::UnetAttn: {
     // diffusers BasicTransformerBlock (SDXL): LN -> self-attention -> +; LN -> cross-attention
     // to the text (width text_hidden) -> +; LN -> GEGLU FFN -> +. No q/k norm, no modulation.
     auto sa = std::make_shared<SelfAttention>(self_attention(bd, d, heads, false, L.attn));
@@ -792,8 +805,8 @@ Block make_block(const BlockListSpec& spec, const BlockShape& shape, const Build
       Tensor x = s.at("img");
       return State{{"img", x + run_ffn(*mlp, layer_norm(x))}};
     }));
-  } else {
-    throw InputError("block kind '" + spec.kind + "' (list " + spec.name + ") has no LibTorch archetype");
+    break;
+  }
   }
   return B;
 }

@@ -267,7 +267,7 @@ Stack build_stack(const Family& fam, const TrainingSetup& setup, int n_blocks, c
       const BlockShape shape = block_shape(fam, spec, setup);
       bo.seed = opt.seed + made;
       st.blocks.push_back(make_block(spec, shape, bo));
-      st.attention_offloadable.push_back(fam.checkpointing.attention_offload && spec.kind != "unet_res");
+      st.attention_offloadable.push_back(fam.checkpointing.attention_offload && traits(spec.kind).attention);
       for (const auto& t : st.blocks.back().trainable) st.trainable.push_back(t);
     }
   }

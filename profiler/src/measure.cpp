@@ -319,7 +319,7 @@ bool is_oom(const std::string& what) {
 std::string shape_text(const BlockListSpec& spec, const BlockShape& sh) {
   char buf[200];
   std::snprintf(buf, sizeof buf, "%s block '%s' at %d stream tokens (grid %dx%d), %d text tokens, batch %d",
-                spec.kind.c_str(), spec.name.c_str(), sh.image_tokens, sh.grid_h, sh.grid_w, sh.text_tokens, sh.batch);
+                to_string(spec.kind).c_str(), spec.name.c_str(), sh.image_tokens, sh.grid_h, sh.grid_w, sh.text_tokens, sh.batch);
   return buf;
 }
 
@@ -378,7 +378,7 @@ ListMeasurement measure_list(const Family& fam, const BlockListSpec& spec, const
 
   ListMeasurement m;
   m.list = spec.name;
-  m.kind = spec.kind;
+  m.kind = to_string(spec.kind);
   const double unscaled_stream = spec.token_scale > 0 ? shape.image_tokens / spec.token_scale : shape.image_tokens;
   m.tokens = list_tokens(spec, std::round(unscaled_stream), shape.text_tokens) * shape.batch;
   try {
@@ -564,7 +564,7 @@ double fit_bytes_at(const std::vector<double>& n, const std::vector<double>& y, 
 
 std::string list_signature(const BlockListSpec& s) {
   char buf[300];
-  std::snprintf(buf, sizeof buf, "%s|%d|%d|%d|%d|%s|%s|%d|%d|%g|%s|%d|%d|%d", s.kind.c_str(), s.hidden, s.heads,
+  std::snprintf(buf, sizeof buf, "%s|%d|%d|%d|%d|%s|%s|%d|%d|%g|%s|%d|%d|%d", to_string(s.kind).c_str(), s.hidden, s.heads,
                 s.head_dim, s.ffn_hidden, s.ffn_act.c_str(), s.tokens.c_str(), s.cross_attention, s.text_hidden,
                 s.token_scale, s.skip.c_str(), s.moe_experts, s.moe_active, s.moe_shared_hidden);
   return buf;
@@ -638,7 +638,7 @@ Profile run_profile(const Family& fam, const TrainingSetup& setup, const Profile
     }
     ProfiledKind k;
     k.list = spec.name;
-    k.kind = spec.kind;
+    k.kind = to_string(spec.kind);
     const double target = list_tokens(spec, g.image_tokens, g.text_tokens) * p.batch;
     k.tokens = target;
     k.extrapolated = scale < 1.0;

@@ -59,6 +59,10 @@ double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const
 Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetup& setup, const GpuSpec& gpu,
                    const Coefficients& coef, double headroom_bytes);
 
+// Memory a run may use on `gpu`: its total minus the runtime's reserve (CUDA context, allocator
+// reserve, what the driver keeps; fitted per GPU), never below 0. Headroom comes off this.
+double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef);
+
 // Everything about a chain that does not depend on the schedule, computed once: advise evaluates
 // thousands of schedules over the same chain. Holds references: keep the inputs alive.
 struct PreparedChain {
@@ -71,6 +75,8 @@ struct PreparedChain {
   std::vector<double> ffn_forward_s;   // FFN part of it (recomputed by -ffn backends)
   std::vector<double> attention_s;     // attention part of it
   std::vector<double> backward_s;      // per block backward time
+  double forward_sum_s = 0;            // sum of forward_s, in block order (the same for every plan)
+  double backward_sum_s = 0;           // sum of backward_s, in block order
   StaticMemory static_memory;
   double outside_s = 0;
   double usable_vram_bytes = 0;

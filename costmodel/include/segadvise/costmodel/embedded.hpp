@@ -14,6 +14,8 @@ struct EmbeddedFile {
 // The generated tables (one per data folder).
 extern const EmbeddedFile kEmbeddedData[];  // families/data
 extern const std::size_t kEmbeddedDataCount;
+extern const EmbeddedFile kTrainerData[];  // families/data/trainer
+extern const std::size_t kTrainerDataCount;
 extern const EmbeddedFile kCalibrationData[];  // calibration/data
 extern const std::size_t kCalibrationDataCount;
 

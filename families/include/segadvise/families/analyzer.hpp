@@ -2,6 +2,7 @@
 // weights per block), and the trainer semantics that turn a Schedule into a Plan.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "segadvise/costmodel/types.hpp"
@@ -60,6 +61,13 @@ bool is_joint(const BlockListSpec& spec);
 BlockChain analyze(const Family& fam, const TrainingSetup& setup);
 
 // What the trainer does with a schedule on this family (simpletuner-semantics §2.7, §3.2, §4).
+// The trainer's errors for a schedule on this family (§4: overlapping segments, attention offload
+// or an -ffn backend where the family has none): the reason, "" when the trainer accepts it.
+std::string trainer_error(const Family& fam, const Schedule& schedule);
+// A schedule whose knobs the trainer ignores (§3.2, §4) runs as another one: that schedule (interval,
+// stride or backend reset as the trainer resets them); nullopt when every knob acts or it is an error.
+// realize() never recommends such a schedule; `check` reports what the trainer runs instead.
+std::optional<Schedule> schedule_as_run(const Family& fam, const Schedule& schedule);
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& schedule, const TrainingSetup& setup);
 // "12 of 40 blocks checkpointed in 6 calls, …" (not stored in the Plan: advise realizes thousands)
 std::string describe(const Plan& plan, const BlockChain& chain);

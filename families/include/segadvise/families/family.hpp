@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "segadvise/costmodel/types.hpp"
+#include "segadvise/families/block_kind.hpp"
 
 namespace segadvise {
 
 struct BlockListSpec {
   std::string name;
   int count = 0;
-  std::string kind;
+  BlockKind kind = BlockKind::DitSelf;
   int hidden = 0;
   int heads = 0;
   int head_dim = 0;
@@ -40,11 +41,20 @@ struct Geometry {
   int audio_tokens = 0;
 };
 
+// How a family's trainer honours gradient_checkpointing_interval (FORMAT.md "Checkpointing semantics"),
+// parsed once by the loader; to_string gives the name the files (and JSON output) use.
+enum class IntervalRule { Segmented, PerBlock, Ignored, MicroBlocks };  // segmented | per_block | ignored | micro_blocks
+enum class FallbackRule { EveryBlock, PerBlock };                      // every_block | per_block
+enum class BlockIndex { PerList, Global };                             // per_list | global
+std::string to_string(IntervalRule r);
+std::string to_string(FallbackRule r);
+std::string to_string(BlockIndex i);
+
 struct CheckpointSemantics {
-  std::string interval = "segmented";  // segmented | per_block | ignored | micro_blocks
+  IntervalRule interval = IntervalRule::Segmented;
   bool stride = true;
-  std::string fallback = "every_block";  // every_block | per_block
-  std::string index = "per_list";        // per_list | global: how per-block selection counts blocks
+  FallbackRule fallback = FallbackRule::EveryBlock;
+  BlockIndex index = BlockIndex::PerList;  // how per-block selection counts blocks
   bool backend_setter = true;
   bool ffn_backend = false;
   bool attention_offload = false;

@@ -56,6 +56,10 @@ nlohmann::json profile_to_json(const Profile& p);
 Profile load_profile(const std::string& path);  // InputError naming file and field
 Profile parse_profile(const nlohmann::json& j, const std::string& origin);
 
+// Every profiled (list, kind) must be a block list of `fam` with that kind (InputError otherwise:
+// a profile of another build of the family would silently fall back to static costs).
+void check_profile_kinds(const Profile& p, const Family& fam);
+
 // Replaces the static bytes of every block whose list the profile measured, scaled linearly to the
 // setup's token count (flash-style attention saves O(tokens)); times are used only when the profile
 // was taken on the GPU the prediction is for. Refuses another family or precision (InputError).

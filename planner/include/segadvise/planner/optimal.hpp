@@ -30,7 +30,6 @@
 #include <string>
 #include <vector>
 
-#include "segadvise/costmodel/plan_json.hpp"  // plan_to_json (one writer for plan files)
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/planner/block_graph.hpp"
 
@@ -148,7 +147,8 @@ class PlanOptimizer {
   double static_bytes_ = 0, usable_bytes_ = 0, base_bytes_ = 0;
 };
 
-std::string block_mode_name(BlockMode mode);  // keep | checkpoint | checkpoint_ffn
+// The plan as JSON, and a block mode's name: plan_to_json and to_string(BlockMode) in
+// segadvise/costmodel/plan_json.hpp (the one plan-JSON writer).
 
 // "12 of 40 blocks checkpointed in 3 calls, 4 FFN-only, 24 kept"
 std::string describe_plan(const Plan& plan, int block_count);

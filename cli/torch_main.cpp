@@ -51,16 +51,18 @@ void add_shape_flags(CLI::App* app, TorchFlags& f) {
   cli::SetupFlags& s = f.setup;
   app->add_option("--model,-m", s.model, "model: alias (wan, sd3, flux, …), model_family[:flavour], or a model .json")->required();
   app->add_option("--device", f.device, "cpu | cuda (default cpu)");
-  app->add_option("--resolution,-r", s.resolution, "WxH, or N with --resolution-type");
-  app->add_option("--resolution-type", s.resolution_type, "pixel | pixel_area | area");
+  app->add_option("--resolution,-r", s.resolution, "WxH, or N with --resolution-type")->check(cli::kNonEmpty);
+  app->add_option("--resolution-type", s.resolution_type, "pixel | pixel_area | area")
+      ->check(CLI::IsMember({"pixel", "pixel_area", "area"}));
   app->add_option("--aspect", s.aspect, "source aspect W:H for a numeric --resolution");
-  app->add_option("--frames", s.frames, "video frames (the family's frame rule applies)");
-  app->add_option("--batch", s.batch, "train_batch_size");
+  app->add_option("--frames", s.frames, "video frames (the family's frame rule applies)")->check(cli::kPositive);
+  app->add_option("--batch", s.batch, "train_batch_size")->check(cli::kPositive);
   app->add_option("--precision", s.precision, "base_model_precision (recorded; base weights run in the activation dtype)");
-  app->add_option("--model-type", s.model_type, "lora | full");
-  app->add_option("--lora-type", s.lora_type, "standard (lycoris has no archetype yet)");
-  app->add_option("--lora-rank", s.lora_rank, "lora_rank");
-  app->add_option("--text-tokens", s.text_tokens, "text sequence length (default: the family's)");
+  app->add_option("--model-type", s.model_type, "lora | full")->check(CLI::IsMember({"lora", "full"}));
+  app->add_option("--lora-type", s.lora_type, "standard (lycoris has no archetype yet)")
+      ->check(CLI::IsMember({"standard", "lycoris"}));
+  app->add_option("--lora-rank", s.lora_rank, "lora_rank")->check(cli::kPositive);
+  app->add_option("--text-tokens", s.text_tokens, "text sequence length (default: the family's)")->check(cli::kNonNegative);
   app->add_flag("--quiet,-q", f.quiet, "no progress on stderr");
 }
 
@@ -154,8 +156,45 @@ struct Row {
   profiler::ValidateRun run;
 };
 
-int run_validate_cmd(TorchFlags& f) {
+// What validate runs on: the family's first N blocks for the flags' setup, the machine, the profile
+// the prediction uses (given, or measured now), applied to the chain.
+struct ValidationInputs {
+  const Family* fam = nullptr;
+  TrainingSetup setup;
+  BlockChain chain;
+  int n = 0;
+  GpuSpec gpu;
+  Coefficients coef;
+  Profile prof;
+};
+
+// The profile validate predicts with: --profile, or the family's first lists measured now.
+Profile validation_profile(const TorchFlags& f, const Family& fam, const TrainingSetup& setup, int n) {
+  Profile prof;
+  if (!f.setup.profile.empty()) return load_profile(f.setup.profile);
+  Family only = fam;
+  std::vector<BlockListSpec> lists;
+  int left = n;
+  for (const auto& l : fam.block_lists) {
+    if (left <= 0) break;
+    lists.push_back(l);
+    left -= l.count;
+  }
+  only.block_lists = lists;
+  profiler::ProfileOptions po;
+  po.device = f.device;
+  po.quiet = true;
+  po.repeats = 5;
+  prof = profiler::run_profile(only, setup, po);
+  prof.path = "(measured now)";
+  prof.family = fam.id;
+  return prof;
+}
+
+ValidationInputs validation_inputs(TorchFlags& f) {
+  ValidationInputs in;
   const Family& fam = find_family(f.setup.model);
+  in.fam = &fam;
   TrainingSetup setup = cli::apply_flags(fam, default_setup(fam), f.setup);
   if (f.tokens != 0) {
     if (!f.setup.resolution.empty()) throw InputError("--tokens and --resolution: give one of them");
@@ -195,30 +234,23 @@ int run_validate_cmd(TorchFlags& f) {
   }
 
   // the profile the prediction uses: given, or measured now on this device for these lists
-  Profile prof;
-  if (!f.setup.profile.empty()) {
-    prof = load_profile(f.setup.profile);
-  } else {
-    Family only = fam;
-    std::vector<BlockListSpec> lists;
-    int left = n;
-    for (const auto& l : fam.block_lists) {
-      if (left <= 0) break;
-      lists.push_back(l);
-      left -= l.count;
-    }
-    only.block_lists = lists;
-    profiler::ProfileOptions po;
-    po.device = f.device;
-    po.quiet = true;
-    po.repeats = 5;
-    prof = profiler::run_profile(only, setup, po);
-    prof.path = "(measured now)";
-    prof.family = fam.id;
-  }
+  Profile prof = validation_profile(f, fam, setup, n);
   if (f.device == "cpu") prof.gpu_id = "cpu";
   apply_profile(prof, fam, setup, chain, gpu.id);
   apply_profile_bandwidth(prof, coef.for_gpu(gpu.id).pcie_efficiency, gpu);
+  in.setup = setup;
+  in.chain = std::move(chain);
+  in.n = n;
+  in.gpu = gpu;
+  in.coef = coef;
+  in.prof = prof;
+  return in;
+}
+
+// The plans named by --plan, --schedule and --all-schedules (the trainer's Pareto front), realized.
+std::vector<std::pair<std::string, PlanResult>> plans_to_validate(const TorchFlags& f, const ValidationInputs& in) {
+  const Family& fam = *in.fam;
+  const int n = in.n;
 
   // the schedules
   std::vector<std::pair<std::string, PlanResult>> plans;
@@ -235,28 +267,38 @@ int run_validate_cmd(TorchFlags& f) {
     schedules.push_back(s);
   }
   if (f.all_schedules) {
-    cli::Context ctx;
-    ctx.family = &fam;
-    ctx.setup = setup;
-    ctx.gpu = gpu;
-    ctx.coef = coef;
-    ctx.chain = chain;
+    AdvisorRequest req;  // the chain of the blocks that run, its profile applied above
+    req.family = &fam;
+    req.setup = in.setup;
+    req.gpu = in.gpu;
+    req.coef = in.coef;
+    req.chain = in.chain;
+    req.headroom_bytes = 0;  // only the Pareto front is used
+    const Context ctx(req);
     std::vector<Candidate> cands;
-    for (const auto& s : enumerate_schedules(cli::schedule_space(ctx))) {
-      Candidate c = cli::evaluate(ctx, s);
+    for (const auto& s : enumerate_schedules(schedule_space(ctx))) {
+      Candidate c = evaluate(ctx, s);
       if (c.plan.supported) cands.push_back(c);
     }
     mark_pareto(cands);
     for (const auto& c : cands)
       if (c.pareto) schedules.push_back(c.schedule);
   }
-  for (const auto& s : schedules) plans.push_back({s.name(), realize(fam, chain, s, setup)});
+  for (const auto& s : schedules) plans.push_back({s.name(), realize(fam, in.chain, s, in.setup)});
+  return plans;
+}
+
+// Predicts and runs each plan.
+std::vector<Row> run_plans(const TorchFlags& f, const ValidationInputs& in,
+                           std::vector<std::pair<std::string, PlanResult>> plans) {
+  const BlockChain& chain = in.chain;
+  const TrainingSetup& setup = in.setup;
 
   profiler::ValidateOptions vo;
   vo.device = f.device;
   vo.steps = f.steps;
   vo.warmup = f.warmup;
-  vo.blocks = n;
+  vo.blocks = in.n;
   vo.quiet = f.quiet;
   std::vector<Row> rows;
   for (auto& [name, pr] : plans) {
@@ -267,13 +309,18 @@ int run_validate_cmd(TorchFlags& f) {
     if (pr.supported) {
       if (pr.plan.description.empty() || name.rfind("plan ", 0) != 0) pr.plan.description = describe(pr.plan, chain);
       row.description = pr.plan.description;
-      row.pred = predict(chain, pr.plan, setup, gpu, coef, 0);
-      row.run = profiler::run_validation(fam, setup, pr.plan, vo);
+      row.pred = predict(chain, pr.plan, setup, in.gpu, in.coef, 0);
+      row.run = profiler::run_validation(*in.fam, setup, pr.plan, vo);
     }
     rows.push_back(row);
   }
+  return rows;
+}
 
-  // output
+json validation_json(const TorchFlags& f, const ValidationInputs& in, const std::vector<Row>& rows) {
+  const Family& fam = *in.fam;
+  const TrainingSetup& setup = in.setup;
+  const int n = in.n;
   const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
   json j;
   j["model"] = fam.id;
@@ -283,7 +330,7 @@ int run_validate_cmd(TorchFlags& f) {
   j["setup"] = to_json(setup);
   j["tokens_image"] = g.image_tokens;
   j["tokens_text"] = g.text_tokens;
-  j["profile"] = prof.path;
+  j["profile"] = in.prof.path;
   j["steps"] = f.steps;
   json arr = json::array();
   for (const auto& r : rows) {
@@ -306,16 +353,19 @@ int run_validate_cmd(TorchFlags& f) {
     arr.push_back(o);
   }
   j["runs"] = arr;
-  const std::string& fmt = f.setup.format;
-  if (fmt == "json") {
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  const bool md = fmt == "markdown";
+  return j;
+}
+
+void print_validation(const TorchFlags& f, const ValidationInputs& in, const std::vector<Row>& rows) {
+  const Family& fam = *in.fam;
+  const TrainingSetup& setup = in.setup;
+  const int n = in.n;
+  const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
+  const bool md = f.setup.format == "markdown";
   std::printf("%s%s, %d blocks, %dx%d, %d frames, batch %d (%.0f image + %.0f text tokens), on %s, torch %s\n",
               md ? "" : "validate: ", fam.name.c_str(), n, setup.width, setup.height, setup.frames, setup.batch,
               g.image_tokens, g.text_tokens, profiler::device_name(f.device).c_str(), profiler::torch_version().c_str());
-  std::printf("%sprediction from profile %s; median of %d steps after %d warm-up\n\n", md ? "" : "  ", prof.path.c_str(),
+  std::printf("%sprediction from profile %s; median of %d steps after %d warm-up\n\n", md ? "" : "  ", in.prof.path.c_str(),
               f.steps, f.warmup);
   if (md) {
     std::printf("| schedule | plan | predicted peak | measured peak | error | predicted s/step | measured s/step | error |\n");
@@ -342,6 +392,15 @@ int run_validate_cmd(TorchFlags& f) {
                   gib(r.run.peak_bytes).c_str(), pct(r.pred.peak_vram_bytes, r.run.peak_bytes).c_str(), r.pred.step_time_s,
                   r.run.step_s, pct(r.pred.step_time_s, r.run.step_s).c_str(), r.description.c_str());
   }
+}
+
+int run_validate_cmd(TorchFlags& f) {
+  const ValidationInputs in = validation_inputs(f);
+  const std::vector<Row> rows = run_plans(f, in, plans_to_validate(f, in));
+  if (f.setup.format == "json")
+    std::cout << validation_json(f, in, rows).dump(2) << "\n";
+  else
+    print_validation(f, in, rows);
   return 0;
 }
 

@@ -1,0 +1,70 @@
+// One printer per output format: each command hands its report to one of them, once.
+// TablePrinter (aligned text), MarkdownPrinter (the same layout as markdown), JsonPrinter (the keys
+// scripts read: prediction.peak_vram_gib, prediction.step_time_s, prediction.fits, …).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "config_reader.hpp"
+#include "emitters.hpp"
+#include "segadvise/planner/advisor.hpp"
+
+namespace segadvise::cli {
+
+// What `check` prints: the report and what the CLI did around it.
+struct CheckView {
+  std::string config;                   // the config's path as given
+  const ConfigRead* read = nullptr;     // data backends, the config's schedule
+  const CheckReport* report = nullptr;
+  const TrainerAdvice* trainer = nullptr;  // --emit for another trainer (nullptr: none)
+  bool emit_simpletuner = false;            // --emit simpletuner: the config written back
+  std::optional<nlohmann::ordered_json> updated;  // that config (nullopt: nothing fits, none written)
+  std::string output;                             // where it was written ("" : printed)
+  int indent = 4;                                 // the user's indentation, to print it alike
+};
+
+class Printer {
+ public:
+  virtual ~Printer() = default;
+  virtual void prediction(const PredictionReport& r) = 0;
+  // `trainer`: the recommendation within another trainer's knobs (--emit), nullptr for none
+  virtual void advice(const AdviceReport& r, const TrainerAdvice* trainer) = 0;
+  virtual void check(const CheckView& v) = 0;
+};
+
+class TablePrinter : public Printer {
+ public:
+  explicit TablePrinter(std::ostream& out, bool markdown = false) : out_(out), md_(markdown) {}
+  void prediction(const PredictionReport& r) override;
+  void advice(const AdviceReport& r, const TrainerAdvice* trainer) override;
+  void check(const CheckView& v) override;
+
+ private:
+  std::ostream& out_;
+  bool md_;
+};
+
+class MarkdownPrinter : public TablePrinter {
+ public:
+  explicit MarkdownPrinter(std::ostream& out) : TablePrinter(out, true) {}
+};
+
+class JsonPrinter : public Printer {
+ public:
+  explicit JsonPrinter(std::ostream& out) : out_(out) {}
+  void prediction(const PredictionReport& r) override;
+  void advice(const AdviceReport& r, const TrainerAdvice* trainer) override;
+  void check(const CheckView& v) override;
+
+ private:
+  std::ostream& out_;
+};
+
+// table | markdown | json; InputError naming --format otherwise.
+std::unique_ptr<Printer> make_printer(const std::string& format, std::ostream& out);
+
+}  // namespace segadvise::cli

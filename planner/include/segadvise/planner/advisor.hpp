@@ -1,0 +1,144 @@
+// The advisor: one request in (family, setup, GPU, coefficients, headroom, an optional profile),
+// one report out (a prediction, an advice, a check). Everything between parsing flags and printing
+// lives here; the CLI fills a request and prints the report it gets back.
+//
+//   AdvisorRequest --make_context--> Context --predict_report / advise_report / check_report--> *Report
+//
+// No file is read here: coefficients and profiles arrive as values (calibration and the CLI load them).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/types.hpp"
+#include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/family.hpp"
+#include "segadvise/families/profile.hpp"
+#include "segadvise/planner/optimal.hpp"
+#include "segadvise/planner/planner.hpp"
+
+namespace segadvise {
+
+struct AdvisorRequest {
+  const Family* family = nullptr;  // from the catalog (find_family); outlives the request
+  TrainingSetup setup;             // the family's defaults (or a config's setup) with the user's choices
+  GpuSpec gpu;
+  Coefficients coef;
+  double headroom_bytes = kGiB;     // memory kept free on the card
+  std::optional<Profile> profile;   // measured block costs (segadvise profile); none: analytic costs
+  // The chain to plan when it is not the family's whole chain for the setup (validate runs its first
+  // N blocks, a profile already applied); none: analyze(family, setup), then the profile.
+  std::optional<BlockChain> chain;
+};
+
+// The evaluation context of a request: family, setup, GPU (with a profile's bandwidth), coefficients,
+// the analyzed block chain and its schedule-independent costs. Immutable: its state is built once
+// and shared by every copy, so the prepared costs always match the chain and setup they came from.
+// A different setup is a new context (with_setup).
+class Context {
+  struct State;
+  std::shared_ptr<const State> state_;
+
+ public:
+  explicit Context(const AdvisorRequest& request);
+  // The same family, GPU and coefficients for another setup; the chain is re-analyzed (a profile
+  // given to the request is not re-applied: its costs were measured for the original shape).
+  Context with_setup(const TrainingSetup& setup) const;
+
+  const Family* const family;
+  const TrainingSetup& setup;
+  const GpuSpec& gpu;
+  const Coefficients& coef;
+  const BlockChain& chain;
+  const double headroom_bytes;
+  const std::vector<std::string>& warnings;  // "block costs measured by …"
+  const PreparedChain& prepared;
+
+ private:
+  explicit Context(std::shared_ptr<const State> state);
+};
+
+// Realizes `s` the way the trainer runs it on this family and predicts it.
+Candidate evaluate(const Context& ctx, const Schedule& s);
+// Every schedule the family's trainer supports: intervals up to the longest checkpointed list (the
+// whole chain where the trainer indexes blocks globally), strides, backends, attention offload.
+ScheduleSpace schedule_space(const Context& ctx);
+// The trainer's schedules, predicted, scored and recommended (advise over schedule_space).
+Advice advise_schedules(const Context& ctx, bool keep_all = false);
+
+// What the family's execution allows beyond the uniform knobs: checkpoint calls span lists only
+// where the trainer's own segments do (a global block index); long chains cap a call's length.
+OptimalOptions optimal_options(const Context& ctx);
+
+// The optimal per-block plan next to the best trainer schedule, its gain, the Pareto front of
+// optimal plans (when asked) and the memory-insight table.
+struct OptimalView {
+  OptimalPlan optimal;
+  ParetoFront front;
+  std::vector<InsightRow> insight;
+  int uniform = -1;        // index of the best trainer schedule that fits (advice.recommended)
+  double gain_s = 0;       // uniform step time minus optimal (>= 0)
+  double gain_fraction = 0;
+};
+OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_front);
+
+// One change of the setup that makes something fit, with the schedule advise would then pick.
+struct Alternative {
+  std::string change;  // "train_batch_size 2", "base_model_precision int8-quanto", …
+  Schedule schedule;
+  Prediction prediction;
+};
+// When nothing fits: a smaller batch, resolution or frames; a quantized base; weight streaming.
+std::vector<Alternative> what_would_fit(const Context& ctx);
+
+// ---- reports -------------------------------------------------------------------------------
+
+struct PredictionReport {
+  Context context;
+  Candidate candidate;  // the schedule asked for, realized and predicted
+  bool fits() const { return candidate.prediction.supported && candidate.prediction.fits; }
+};
+
+struct AdviceOptions {
+  bool keep_all = false;    // every supported schedule, not only the Pareto front
+  bool with_front = false;  // the Pareto front of optimal plans (~100 ms; seconds on long chains)
+};
+
+struct AdviceReport {
+  Context context;
+  Advice advice;
+  OptimalView optimal;
+  std::vector<Alternative> alternatives;  // only when nothing fits
+  bool keep_all = false;
+  const Candidate* recommended() const {
+    return advice.recommended >= 0 ? &advice.candidates[advice.recommended] : nullptr;
+  }
+};
+
+// A configured run: the schedule its keys ask for, and what a config reader found.
+struct CheckRequest {
+  AdvisorRequest run;
+  Schedule schedule;
+  std::vector<std::string> rejections;  // the trainer stops before training: the reasons
+  std::vector<std::string> warnings;    // keys ignored or changed, assumptions
+  bool advise = false;                  // also advise over the run's setup
+  AdviceOptions advice_options;
+};
+
+struct CheckReport {
+  Context context;
+  Candidate candidate;                // the config's own schedule
+  std::vector<std::string> warnings;  // the reader's, the context's, "runs as …", the plan's
+  std::optional<AdviceReport> advice;
+  bool fits() const { return candidate.prediction.supported && candidate.prediction.fits; }
+};
+
+PredictionReport predict_report(const AdvisorRequest& request, const Schedule& schedule);
+AdviceReport advise_report(const AdvisorRequest& request, const AdviceOptions& options);
+AdviceReport advise_report(const Context& ctx, const AdviceOptions& options);
+CheckReport check_report(const CheckRequest& request);
+
+}  // namespace segadvise

@@ -1,0 +1,236 @@
+#include "segadvise/planner/advisor.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+
+#include "segadvise/costmodel/precision.hpp"
+
+namespace segadvise {
+
+// Built in place and never moved: `prepared` points at the chain, setup, GPU and coefficients
+// beside it.
+struct Context::State {
+  const Family* family;
+  TrainingSetup setup;
+  GpuSpec gpu;
+  Coefficients coef;
+  BlockChain chain;
+  double headroom_bytes;
+  std::vector<std::string> warnings;
+  PreparedChain prepared;
+
+  State(const Family* fam, TrainingSetup s, GpuSpec g, Coefficients c, double headroom, const Profile* profile,
+        const BlockChain* given_chain)
+      : family(fam), setup(std::move(s)), gpu(std::move(g)), coef(std::move(c)), headroom_bytes(headroom) {
+    if (!family) throw InputError("advisor: the request names no model family");
+    chain = given_chain ? *given_chain : analyze(*family, setup);
+    if (profile) {
+      apply_profile(*profile, *family, setup, chain, gpu.id);
+      apply_profile_bandwidth(*profile, coef.for_gpu(gpu.id).pcie_efficiency, gpu);
+      warnings.push_back("block costs measured by " + profile->path + " (" + profile->device + ")");
+    }
+    prepared = prepare(chain, setup, gpu, coef);
+  }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+};
+
+Context::Context(std::shared_ptr<const State> state)
+    : state_(std::move(state)),
+      family(state_->family),
+      setup(state_->setup),
+      gpu(state_->gpu),
+      coef(state_->coef),
+      chain(state_->chain),
+      headroom_bytes(state_->headroom_bytes),
+      warnings(state_->warnings),
+      prepared(state_->prepared) {}
+
+Context::Context(const AdvisorRequest& r)
+    : Context(std::make_shared<const State>(r.family, r.setup, r.gpu, r.coef, r.headroom_bytes,
+                                            r.profile ? &*r.profile : nullptr,
+                                            r.chain ? &*r.chain : nullptr)) {}
+
+Context Context::with_setup(const TrainingSetup& s) const {
+  return Context(std::make_shared<const State>(family, s, gpu, coef, headroom_bytes, nullptr, nullptr));
+}
+
+Candidate evaluate(const Context& ctx, const Schedule& s) {
+  Candidate c;
+  c.schedule = s;
+  c.plan = realize(*ctx.family, ctx.chain, s, ctx.setup);
+  if (!c.plan.supported) {
+    c.prediction = unsupported_prediction(c.plan.reason);
+    return c;
+  }
+  c.prediction = predict(ctx.prepared, c.plan.plan, ctx.headroom_bytes);
+  c.prediction.warnings = c.plan.warnings;
+  return c;
+}
+
+ScheduleSpace schedule_space(const Context& ctx) {
+  ScheduleSpace sp;
+  const CheckpointSemantics& cs = ctx.family->checkpointing;
+  std::map<std::string, int> per_list;
+  int longest = 0, total = 0;
+  for (const auto& b : ctx.chain.blocks) {
+    if (!b.checkpointable) continue;
+    longest = std::max(longest, ++per_list[b.list]);
+    ++total;
+  }
+  const bool global = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
+  sp.max_interval = global ? total : longest;
+  sp.interval = cs.interval != IntervalRule::Ignored;
+  sp.stride = cs.stride;
+  sp.backends = {Backend::Torch};
+  if (cs.backend_setter) sp.backends.push_back(Backend::Unsloth);
+  if (cs.ffn_backend) {
+    sp.backends.push_back(Backend::TorchFfn);
+    if (cs.backend_setter) sp.backends.push_back(Backend::UnslothFfn);
+  }
+  sp.attention_offload = cs.attention_offload;
+  return sp;
+}
+
+Advice advise_schedules(const Context& ctx, bool keep_all) {
+  return advise(enumerate_schedules(schedule_space(ctx)), [&](const Schedule& s) { return evaluate(ctx, s); },
+                ctx.headroom_bytes, keep_all);
+}
+
+OptimalOptions optimal_options(const Context& ctx) {
+  OptimalOptions o;
+  o.segments_cross_lists = ctx.family->checkpointing.index == BlockIndex::Global;
+  // Long chains (Stable Cascade's 192 micro-blocks) cap a checkpoint call at 32 blocks so advise
+  // stays interactive (0.26 s -> a few ms there); no trainer schedule of such a family uses longer
+  // segments, so the optimum is still never worse than the trainer's best.
+  if (ctx.chain.blocks.size() > 64) o.max_segment_blocks = 32;
+  return o;
+}
+
+OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_front) {
+  OptimalView v;
+  const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
+  v.optimal = opt.solve();
+  if (v.optimal.found) v.insight = opt.insight(v.optimal.plan);
+  if (with_front) v.front = opt.pareto_front(16);
+  v.uniform = advice.recommended;
+  if (v.uniform >= 0 && v.optimal.found) {
+    const double t = advice.candidates[v.uniform].prediction.step_time_s;
+    v.gain_s = t - v.optimal.prediction.step_time_s;
+    v.gain_fraction = t > 0 ? v.gain_s / t : 0;
+  }
+  return v;
+}
+
+std::vector<Alternative> what_would_fit(const Context& base) {
+  std::vector<Alternative> out;
+  // one changed setup: advise over it, keep its recommendation when there is one; true when it fits
+  auto attempt = [&](const std::string& change, const std::function<void(TrainingSetup&)>& edit) {
+    TrainingSetup s = base.setup;
+    edit(s);
+    const Advice a = advise_schedules(base.with_setup(s));
+    if (a.recommended < 0) return false;
+    const Candidate& c = a.candidates[a.recommended];
+    out.push_back({change, c.schedule, c.prediction});
+    return true;
+  };
+  const TrainingSetup& s = base.setup;
+  for (int b = s.batch / 2; b >= 1; b /= 2)
+    if (attempt("train_batch_size " + std::to_string(b), [b](TrainingSetup& x) { x.batch = b; })) break;
+  for (double f : {0.75, 0.5}) {
+    const int w = round_to_alignment(s.width * f, base.family->geometry.alignment);
+    const int h = round_to_alignment(s.height * f, base.family->geometry.alignment);
+    if (attempt("resolution " + std::to_string(w) + "x" + std::to_string(h), [w, h](TrainingSetup& x) {
+          x.width = w;
+          x.height = h;
+        }))
+      break;
+  }
+  if (s.frames > 1) {
+    for (int fr : {s.frames * 2 / 3, s.frames / 2, s.frames / 4}) {
+      const int frames = apply_frame_rule(*base.family, std::max(1, fr));
+      if (frames >= s.frames || frames < 1) continue;
+      if (attempt("frames " + std::to_string(frames), [frames](TrainingSetup& x) { x.frames = frames; })) break;
+    }
+  }
+  if (!precision_info(s.base_precision).quantized && s.model_type == "lora") {
+    for (const char* p : {"int8-quanto", "fp8-torchao", "nf4-bnb"})
+      if (attempt(std::string("base_model_precision ") + p, [p](TrainingSetup& x) { x.base_precision = p; })) break;
+  }
+  if (!s.ramtorch) attempt("ramtorch: true (stream block weights)", [](TrainingSetup& x) {
+      x.ramtorch = true;
+      x.ramtorch_percent = 100;
+    });
+  return out;
+}
+
+PredictionReport predict_report(const AdvisorRequest& request, const Schedule& schedule) {
+  Context ctx(request);
+  Candidate c = evaluate(ctx, schedule);
+  return {std::move(ctx), std::move(c)};
+}
+
+AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
+  AdviceReport r{ctx, advise_schedules(ctx, options.keep_all), {}, {}, options.keep_all};
+  r.optimal = compute_optimal(ctx, r.advice, options.with_front);
+  if (r.advice.recommended < 0) r.alternatives = what_would_fit(ctx);
+  return r;
+}
+
+AdviceReport advise_report(const AdvisorRequest& request, const AdviceOptions& options) {
+  return advise_report(Context(request), options);
+}
+
+namespace {
+
+std::string gib_1(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / kGiB);
+  return buf;
+}
+
+std::string secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.1f s", s);
+  return buf;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+}  // namespace
+
+CheckReport check_report(const CheckRequest& request) {
+  CheckReport r{Context(request.run), {}, request.warnings, std::nullopt};
+  const Context& ctx = r.context;
+  for (const auto& w : ctx.warnings) r.warnings.push_back(w);
+  Candidate& c = r.candidate;
+  if (!request.rejections.empty()) {
+    c.schedule = request.schedule;
+    c.plan.supported = false;
+    c.plan.reason = join(request.rejections, "; ");
+    c.prediction = unsupported_prediction(c.plan.reason);
+  } else {
+    c = evaluate(ctx, request.schedule);
+    const std::optional<Schedule> as_run =
+        c.prediction.supported ? std::nullopt : schedule_as_run(*ctx.family, request.schedule);
+    if (as_run) {
+      const Candidate ran = evaluate(ctx, *as_run);
+      if (ran.prediction.supported)
+        r.warnings.push_back("the trainer runs this config as '" + as_run->name() + "' (" + to_string(as_run->backend) +
+                             "): peak " + gib_1(ran.prediction.peak_vram_bytes) + ", " +
+                             secs(ran.prediction.step_time_s) + "/step, " +
+                             (ran.prediction.fits ? "fits" : "does not fit"));
+    }
+  }
+  for (const auto& w : c.plan.warnings) r.warnings.push_back(w);
+  if (request.advise) r.advice.emplace(advise_report(ctx, request.advice_options));
+  return r;
+}
+
+}  // namespace segadvise

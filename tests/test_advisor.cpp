@@ -1,0 +1,123 @@
+// The advisor API: a request in, a report out, equal to what the cost model predicts directly.
+#include <doctest/doctest.h>
+
+#include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/planner/advisor.hpp"
+
+using namespace segadvise;
+
+namespace {
+
+AdvisorRequest request_for(const std::string& model, const std::string& gpu) {
+  AdvisorRequest r;
+  r.family = &find_family(model);
+  r.setup = default_setup(*r.family);
+  r.gpu = find_gpu(gpu);
+  r.coef = coefficients_for("");
+  r.headroom_bytes = 1 * kGiB;
+  return r;
+}
+
+Schedule parse(const std::string& name) { return Schedule::parse(name); }
+
+}  // namespace
+
+TEST_CASE("usable memory is the card's total minus its fitted reserve, never below zero") {
+  GpuSpec g;
+  g.id = "test";
+  g.total_bytes = 24 * kGiB;
+  Coefficients coef;
+  coef.default_gpu.reserve_bytes = 2 * kGiB;  // 24 - 2 = 22 GiB
+  CHECK(usable_vram_bytes(g, coef) == 22 * kGiB);
+  coef.default_gpu.reserve_bytes = 30 * kGiB;  // more reserve than memory: nothing usable
+  CHECK(usable_vram_bytes(g, coef) == 0);
+}
+
+TEST_CASE("a prediction report equals the cost model's prediction for the same chain and plan") {
+  const AdvisorRequest req = request_for("sd1x", "4090");
+  const PredictionReport r = predict_report(req, parse("layer"));
+  // the same thing by hand: analyze, realize as the trainer runs it, predict
+  const BlockChain chain = analyze(*req.family, req.setup);
+  const PlanResult plan = realize(*req.family, chain, parse("layer"), req.setup);
+  REQUIRE(plan.supported);
+  const Prediction p = predict(chain, plan.plan, req.setup, req.gpu, req.coef, req.headroom_bytes);
+  CHECK(r.candidate.prediction.supported);
+  CHECK(r.candidate.prediction.peak_vram_bytes == p.peak_vram_bytes);
+  CHECK(r.candidate.prediction.step_time_s == p.step_time_s);
+  CHECK(r.candidate.prediction.fits == p.fits);
+  CHECK(r.fits() == p.fits);
+  CHECK(r.context.chain.blocks.size() == chain.blocks.size());
+  // usable memory in the report is the one function's answer
+  CHECK(r.candidate.prediction.usable_vram_bytes == usable_vram_bytes(req.gpu, req.coef));
+}
+
+TEST_CASE("a context for another setup predicts what a fresh request for that setup does") {
+  AdvisorRequest req = request_for("flux", "h100");
+  const Context base(req);
+  TrainingSetup bigger = req.setup;
+  bigger.batch = req.setup.batch * 2;
+  const Context derived = base.with_setup(bigger);
+  req.setup = bigger;
+  const Context fresh(req);
+  const Schedule s = parse("layer");
+  CHECK(evaluate(derived, s).prediction.peak_vram_bytes == evaluate(fresh, s).prediction.peak_vram_bytes);
+  CHECK(evaluate(derived, s).prediction.step_time_s == evaluate(fresh, s).prediction.step_time_s);
+  // the base is unchanged: a larger batch holds more activations
+  CHECK(evaluate(base, s).prediction.peak_vram_bytes < evaluate(derived, s).prediction.peak_vram_bytes);
+  // copies share the prepared costs of their own chain
+  const Context copy = derived;
+  CHECK(&copy.prepared == &derived.prepared);
+  CHECK(copy.prepared.chain == &copy.chain);
+}
+
+TEST_CASE("an advice report recommends its fastest fitting candidate, and lists what would fit otherwise") {
+  const AdviceReport fits = advise_report(request_for("sd1x", "h100"), AdviceOptions{});
+  REQUIRE(fits.recommended() != nullptr);
+  for (const Candidate& c : fits.advice.candidates)
+    if (c.prediction.fits) CHECK(fits.recommended()->prediction.step_time_s <= c.prediction.step_time_s);
+  CHECK(fits.alternatives.empty());
+
+  AdvisorRequest tight = request_for("wan14b", "3090");
+  tight.setup.ramtorch = false;
+  const AdviceReport none = advise_report(tight, AdviceOptions{});
+  CHECK(none.recommended() == nullptr);
+  CHECK(none.advice.shortfall_bytes > 0);
+  for (const Alternative& alt : none.alternatives) CHECK(alt.prediction.fits);
+}
+
+TEST_CASE("the trainer's rules in one place: errors, and the schedule it runs when it ignores a knob") {
+  const Family& sdxl = find_family("sdxl");  // interval ignored, no stride, no backend setter
+  CHECK(trainer_error(sdxl, parse("interval2")).empty());
+  const auto as_run = schedule_as_run(sdxl, parse("interval2"));
+  REQUIRE(as_run.has_value());
+  CHECK(as_run->name() == "layer");
+  CHECK_FALSE(schedule_as_run(sdxl, parse("layer")).has_value());  // every knob acts
+  const Family& flux = find_family("flux");
+  // stride 2 < interval 4: an error, not an ignored knob
+  CHECK(trainer_error(flux, parse("seg4-stride2")).find("smaller than gradient_checkpointing_interval 4") !=
+        std::string::npos);
+  CHECK_FALSE(schedule_as_run(flux, parse("seg4-stride2")).has_value());
+}
+
+TEST_CASE("a check report with advice advises once, over the configured setup") {
+  CheckRequest req;
+  req.run = request_for("sdxl", "h100");
+  req.schedule = parse("interval2");  // ignored by SDXL's trainer: runs as layer
+  req.advise = true;
+  const CheckReport r = check_report(req);
+  CHECK_FALSE(r.candidate.prediction.supported);
+  bool as_run = false;
+  for (const auto& w : r.warnings) as_run |= w.find("runs this config as 'layer'") != std::string::npos;
+  CHECK(as_run);
+  REQUIRE(r.advice.has_value());
+  CHECK(r.advice->recommended() != nullptr);
+  CHECK(r.advice->context.setup.batch == req.run.setup.batch);
+
+  req.rejections = {"the trainer stops"};
+  req.advise = false;
+  const CheckReport rejected = check_report(req);
+  CHECK_FALSE(rejected.candidate.prediction.supported);
+  CHECK(rejected.candidate.prediction.reason == "the trainer stops");
+  CHECK_FALSE(rejected.advice.has_value());
+}

@@ -1,0 +1,294 @@
+// Bad input is an InputError naming the file, the field and a short prefix of the value: never a
+// crash, a hang, a wrapped-around number or a silent fallback (issue 14's reproducers, one per class).
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config_reader.hpp"
+#include "segadvise/calibration/dataset.hpp"
+#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/families/family.hpp"
+#include "segadvise/families/profile.hpp"
+#include "segadvise/families/trainer_facts.hpp"
+
+using namespace segadvise;
+using namespace segadvise::cli;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A scratch directory per process, removed at exit.
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("segadvise-input-" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  }
+};
+const Scratch& scratch() {
+  static const Scratch s;
+  return s;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A flux config with `extra` config keys and a one-entry data backend with `backend` keys.
+std::string config_error(const std::string& extra, const std::string& backend = R"("resolution": 512)") {
+  const std::string db = scratch().write("db.json", R"([{"id": "photos", "resolution_type": "pixel_area", )" + backend + "}]");
+  const std::string cfg = scratch().write(
+      "config.json", R"({"model_family": "flux", "model_type": "lora", "data_backend_config": ")" + db + "\"" +
+                         (extra.empty() ? "" : ", " + extra) + "}");
+  ReadOptions o;
+  o.cwd = scratch().dir.string();
+  return error_of([&] { read_simpletuner_config(cfg, o); });
+}
+
+// The smallest valid family file; `block` and `extra` splice fields into the block list and the top.
+std::string family_text(const std::string& block, const std::string& extra = "") {
+  return R"({"id": "tiny", "geometry": {}, "checkpointing": {"interval": "segmented"}, )" + extra +
+         R"("block_lists": [{"name": "b", "count": 2, "kind": "dit_self", "hidden": 64, "heads": 4, "ffn_hidden": 256)" +
+         (block.empty() ? "" : ", " + block) + "}]}";
+}
+std::string family_error(const std::string& block, const std::string& extra = "") {
+  return error_of([&] { parse_family(json::parse(family_text(block, extra)), "tiny.json"); });
+}
+
+}  // namespace
+
+TEST_CASE("the config reader: sanity, a valid config reads") {
+  CHECK(config_error(R"("train_batch_size": "3")") == "(no error)");
+}
+
+TEST_CASE("a digit string past 64 bits names file, field and value") {
+  for (const std::string key : {"train_batch_size", "lora_rank", "musubi_blocks_to_swap",
+                                "gradient_checkpointing_interval", "gradient_checkpointing_segment_stride"}) {
+    CAPTURE(key);
+    const std::string e = config_error("\"" + key + R"(": "99999999999999999999")");
+    CHECK(has(e, "config.json: " + key));
+    CHECK(has(e, "99999999999999999999"));
+  }
+  // in a backend
+  CHECK(has(config_error("", R"("resolution": 512, "train_batch_size": "99999999999999999999")"), "train_batch_size"));
+}
+
+TEST_CASE("values past int are rejected, never wrapped") {
+  // 2^32+1 would wrap to batch 1, 2^40 to rank 0, 2^32+2 to interval 2
+  CHECK(has(config_error(R"("train_batch_size": 4294967297)"), "4294967297 is not an integer in [-65536, 65536]"));
+  CHECK(has(config_error(R"("lora_rank": 1099511627776)"), "lora_rank"));
+  CHECK(has(config_error(R"("gradient_checkpointing_interval": 4294967298)"), "gradient_checkpointing_interval"));
+}
+
+TEST_CASE("a backend resolution of NaN, inf, 1e308 or 2^63 is an error") {
+  CHECK(has(config_error("", R"("resolution": "NaN")"), "resolution"));
+  CHECK(has(config_error("", R"("resolution": "inf", "resolution_type": "pixel")"), "expected a number, got \"inf\""));
+  CHECK(has(config_error("", R"("resolution": 1e308, "resolution_type": "pixel")"), "1e+308 is not a finite number"));
+  CHECK(has(config_error("", R"("resolution": 9223372036854775808)"), "9223372036854775808 is not an integer"));
+}
+
+TEST_CASE("video frames and framerate past the limits are errors") {
+  const std::string db = R"("resolution": 480, "dataset_type": "video", "video": {"num_frames": 2147483648})";
+  const std::string dbw = scratch().write("dbv.json", "[{\"id\": \"clips\", " + db + "}]");
+  const std::string cfg = scratch().write("wan.json", R"({"model_family": "wan", "model_flavour": "t2v-480p-1.3b-2.1",
+      "model_type": "lora", "data_backend_config": ")" + dbw + "\"}");
+  CHECK(has(error_of([&] { read_simpletuner_config(cfg, {}); }), "num_frames: 2147483648 is not an integer in [1, 65536]"));
+  // framerate 1e9 x 5 would be 705,032,704 frames after wrap-around
+  const std::string dbf = scratch().write("dbf.json", R"([{"id": "clips", "resolution": 480, "dataset_type": "video"}])");
+  const std::string cfgf = scratch().write("wanf.json", R"({"model_family": "wan", "model_flavour": "t2v-480p-1.3b-2.1",
+      "model_type": "lora", "framerate": 1000000000, "data_backend_config": ")" + dbf + "\"}");
+  CHECK(has(error_of([&] { read_simpletuner_config(cfgf, {}); }), "framerate: 1000000000 is not an integer in [-1000, 1000]"));
+}
+
+TEST_CASE("a NaN string in a config number is an error") {
+  CHECK(has(config_error(R"("ramtorch": true, "ramtorch_transformer_percent": "NaN")"), "ramtorch_transformer_percent"));
+}
+
+TEST_CASE("a 1 MB value is echoed as a short prefix") {
+  const std::string e = config_error("\"train_batch_size\": \"" + std::string(1 << 20, 'x') + "\"");
+  CHECK(has(e, "train_batch_size"));
+  CHECK(e.size() < 400);  // file path + key + 64 characters + "…"
+}
+
+TEST_CASE("JSON nested 100,000 deep is refused before parsing") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string e = error_of([&] { parse_json_text("{\"train_batch_size\": " + deep + "}", "deep.json"); });
+  // the '{' is level 1; after its 21 characters the 64th '[' (column 21 + 64 = 85) opens level 65
+  CHECK(has(e, "deep.json: nested deeper than 64 levels at line 1, column 85"));
+  // 64 levels are fine
+  CHECK_NOTHROW(parse_json_text(std::string(64, '[') + std::string(64, ']'), "ok.json"));
+}
+
+TEST_CASE("brief() of a deeply nested value does not recurse past 4 levels") {
+  json v = 1;
+  for (int i = 0; i < 10000; ++i) v = json::array({v});  // built directly, not through the loader
+  CHECK(brief(v) == "[[[[[…]]]]]");
+}
+
+TEST_CASE("key-count limits: in one object and in total") {
+  std::string many = "{";
+  for (std::size_t i = 0; i <= kMaxKeysPerObject; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
+  many += "}";
+  CHECK(has(error_of([&] { parse_ordered_json_text(many, "keys.json"); }), "keys.json: more than 10000 keys in one object"));
+  std::string total = "[";
+  for (std::size_t i = 0; i * 2 <= kMaxJsonKeys; ++i) total += (i ? ",{\"a\":0,\"b\":0}" : "{\"a\":0,\"b\":0}");
+  total += "]";
+  CHECK(has(error_of([&] { parse_json_text(total, "total.json"); }), "total.json: more than 100000 keys"));
+}
+
+TEST_CASE("1e400 names the file, line and column") {
+  const std::string e = error_of([&] { parse_json_text("{\n  \"a\": 1e400\n}", "big.json"); });
+  CHECK(e == "big.json: number 1e400 at line 2, column 8 is beyond the range of a double");
+}
+
+TEST_CASE("a parse error gives file, line and column") {
+  // line 2 is `  "a": 1,,`: 2 spaces, "a" in 3-5, ':' 6, ' ' 7, '1' 8, ',' 9: the second comma is column 10
+  CHECK(has(error_of([&] { parse_json_text("{\n  \"a\": 1,,\n}", "bad.json"); }), "bad.json: malformed JSON at line 2, column 10"));
+}
+
+TEST_CASE("only regular files are read") {
+  const std::string dir = scratch().dir.string();
+  CHECK(has(error_of([&] { load_json_file(dir, "--profile"); }), "is not a regular file (a directory)"));
+  CHECK(has(error_of([&] { load_json_file("/dev/zero", "--calibration"); }), "--calibration '/dev/zero': is not a regular file"));
+  const std::string fifo = (scratch().dir / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(has(error_of([&] { load_json_file(fifo, "config"); }), "is not a regular file"));
+  CHECK(has(error_of([&] { load_json_file(dir + "/absent.json", "--plan"); }), "no such file"));
+  CHECK(has(error_of([&] { load_profile(dir); }), "--profile"));
+  CHECK(has(error_of([&] { load_coefficients(dir); }), "--calibration"));
+}
+
+TEST_CASE("checked numbers: overflow, NaN, range") {
+  CHECK(parse_integer_text("65536", "x", 1, 65536) == 65536);
+  CHECK(has(error_of([] { parse_integer_text("99999999999999999999", "f: n", 1, 10); }), "f: n: \"99999999999999999999\" is not an integer in [1, 10]"));
+  CHECK(has(error_of([] { parse_integer_text("12a", "f: n", 1, 100); }), "expected an integer"));
+  CHECK(parse_number_text("2.5e1", "x", 0, 100) == 25);
+  for (const std::string bad : {"NaN", "nan", "inf", "-inf", "0x10", "1e400", ""})
+    CHECK_THROWS_AS(parse_number_text(bad, "x", -1e300, 1e300), InputError);
+  CHECK_THROWS_AS(checked_integer(json(2.5), "x", 0, 10), InputError);
+  CHECK(checked_integer(json(4.0), "x", 0, 10) == 4);
+  CHECK_THROWS_AS(checked_integer(json(18446744073709551615ULL), "x", 0, 10), InputError);
+  CHECK_THROWS_AS(checked_number(json(std::nan("")), "x", 0, 10), InputError);
+}
+
+TEST_CASE("schedule names: overflow and seg2-stride0 are errors") {
+  CHECK(has(error_of([] { Schedule::parse("interval99999999999999999999"); }), "interval"));
+  CHECK(has(error_of([] { Schedule::parse("seg2-stride99999999999"); }), "stride"));
+  // stride 0 used to become interval2
+  CHECK(has(error_of([] { Schedule::parse("seg2-stride0"); }), "stride: \"0\" is not an integer in [1, 65536]"));
+  CHECK(Schedule::parse("seg2-stride4").stride == 4);
+}
+
+TEST_CASE("family files are validated against FORMAT.md") {
+  CHECK(family_error("") == "(no error)");
+  CHECK(has(family_error(R"("heads": 0)"), "tiny.json: field 'block_lists[0].heads'"));
+  CHECK(has(family_error(R"("head_dim": -1)"), "block_lists[0].head_dim"));
+  CHECK(has(family_error(R"("ffn_hidden": -1)"), "block_lists[0].ffn_hidden"));
+  CHECK(has(family_error(R"("moe": {"experts": -1})"), "block_lists[0].moe.experts"));
+  CHECK(has(family_error(R"("moe": {"experts": 4, "active": 5})"), "block_lists[0].moe.active"));
+  CHECK(has(family_error(R"("token_scale": 1e308)"), "block_lists[0].token_scale"));
+  CHECK(has(family_error(R"("count": 1e9)"), "block_lists[0].count': 1000000000.0 is not an integer in [1, 1024]"));
+  CHECK(has(family_error("", R"("params_published": -5, )"), "params_published"));
+  CHECK(has(family_error("", R"("example": {"model_type": "bogus"}, )"), "example.model_type' is 'bogus'"));
+  const std::string geo = R"({"id": "tiny", "geometry": {"alignment": 0}, "checkpointing": {"interval": "segmented"},
+      "block_lists": [{"name": "b", "count": 2, "kind": "dit_self", "hidden": 64, "heads": 4}]})";
+  CHECK(has(error_of([&] { parse_family(json::parse(geo), "g.json"); }), "geometry.alignment"));
+  // 5 lists of 1000 blocks: each list is within 1024, the total of 5000 is past 4096
+  std::string lists;
+  for (int i = 0; i < 5; ++i)
+    lists += std::string(i ? "," : "") + R"({"name": "b)" + std::to_string(i) + R"(", "count": 1000, "kind": "dit_self", "hidden": 64, "heads": 4})";
+  const std::string big = R"({"id": "big", "geometry": {}, "checkpointing": {"interval": "segmented"}, "block_lists": [)" + lists + "]}";
+  CHECK(has(error_of([&] { parse_family(json::parse(big), "big.json"); }), "holds 5000 blocks; at most 4096"));
+}
+
+namespace {
+json profile_json(const std::string& list, const std::string& kind, double saved_bytes) {
+  return json{{"format", "segadvise-profile/1"}, {"family", "tiny"}, {"precision", "bf16"}, {"device", "cpu"},
+              {"tokens_image", 256},
+              {"block_kinds", json::array({json{{"list", list}, {"kind", kind}, {"tokens", 256},
+                                                 {"saved_attention_bytes", saved_bytes}, {"saved_ffn_bytes", 0},
+                                                 {"saved_rest_bytes", 0}, {"boundary_bytes", 0}}})}};
+}
+}  // namespace
+
+TEST_CASE("profiles: byte counts finite and >= 0, tokens bounded, kinds must match the family") {
+  CHECK_NOTHROW(parse_profile(profile_json("b", "dit_self", 1024), "p.json"));
+  CHECK(has(error_of([] { parse_profile(profile_json("b", "dit_self", -1), "p.json"); }),
+            "p.json: field 'block_kinds[0].saved_attention_bytes': -1"));
+  CHECK(has(error_of([] { parse_profile(profile_json("b", "dit_self", 1e308), "p.json"); }), "saved_attention_bytes"));
+  json j = profile_json("b", "dit_self", 0);
+  j["block_kinds"][0]["tokens"] = 1e308;
+  CHECK(has(error_of([&] { parse_profile(j, "p.json"); }), "block_kinds[0].tokens"));
+  const Family fam = parse_family(json::parse(family_text("")), "tiny.json");
+  CHECK_NOTHROW(check_profile_kinds(parse_profile(profile_json("b", "dit_self", 0), "p.json"), fam));
+  CHECK(has(error_of([&] { check_profile_kinds(parse_profile(profile_json("other", "dit_self", 0), "p.json"), fam); }),
+            "list 'other' is no block list of tiny"));
+  CHECK(has(error_of([&] { check_profile_kinds(parse_profile(profile_json("b", "unet_res", 0), "p.json"), fam); }),
+            "kind 'unet_res' does not match list b (dit_self)"));
+}
+
+namespace {
+std::string run_error(const std::string& fields) {
+  const std::string text = R"({"runs": [{"model": "flux", "gpu": "h100", "mode": "layer", "status": "ok", "sec_per_step": 1.5, "peak_gib": 20)" +
+                           (fields.empty() ? "" : ", " + fields) + "}]}";
+  return error_of([&] { parse_dataset_json(json::parse(text), "runs.json"); });
+}
+}  // namespace
+
+TEST_CASE("measured runs: known mixed precision, finite positive times, a non-empty list, checked modes") {
+  CHECK(run_error("") == "(no error)");
+  CHECK(has(run_error(R"("mixed_precision": "bogus")"), "runs.json: run 1: field 'mixed_precision' is 'bogus'"));
+  CHECK(has(run_error(R"("sec_per_step": "inf")"), "sec_per_step"));
+  CHECK(has(run_error(R"("mode": "interval99999999999999999999")"), "field 'mode' is not a schedule"));
+  CHECK(has(run_error(R"("batch": 4294967297)"), "field 'batch'"));
+  CHECK(has(error_of([] { parse_dataset_json(json::parse(R"({"runs": []})"), "empty.json"); }), "empty.json: field 'runs' is empty"));
+}
+
+TEST_CASE("block kinds are parsed once: an unknown kind names file, field and value") {
+  const std::string text = R"({"id": "k", "geometry": {}, "checkpointing": {"interval": "segmented"},
+      "block_lists": [{"name": "b", "count": 1, "kind": "dit_crosss", "hidden": 64, "heads": 4}]})";
+  CHECK(has(error_of([&] { parse_family(json::parse(text), "k.json"); }),
+            "k.json: field 'block_lists[0].kind' is 'dit_crosss'; expected one of dit_cross, dit_self"));
+  // to_string gives back the name files use (and JSON output prints)
+  for (const auto& t : block_kind_table()) CHECK(parse_block_kind(to_string(t.kind), "x") == t.kind);
+  CHECK(!traits(BlockKind::UnetRes).attention);
+  CHECK(traits(BlockKind::MmditDouble).joint_tokens);
+}
+
+TEST_CASE("trainer facts come from families/data/trainer") {
+  // simpletuner-semantics §1.5: Wan's framerate 15 (num_frames defaults to 15 x 5 = 75)
+  CHECK(simpletuner_facts().default_framerates.at("wan") == 15);
+  CHECK(simpletuner_facts().default_flavours.at("flux") == "krea");
+  CHECK(simpletuner_facts().optimizer_aliases.at("bnb-adam").as == "adamw");
+  CHECK(simpletuner_facts().family_aliases.at("sd2x") == "sd1x");
+  REQUIRE(emitter_facts().trainers.size() == 4);
+  CHECK(emitter_facts().trainers[0].id == "musubi");
+  CHECK(emitter_facts().denoiser_part.at("stable_cascade") == "prior");
+}
+
+TEST_CASE("a LyCORIS factor past 64 bits is an error naming the LyCORIS file") {
+  const std::string ly = scratch().write("lycoris.json", R"({"algo": "lokr", "factor": "99999999999999999999"})");
+  const std::string e = config_error(R"("lora_type": "lycoris", "lycoris_config": ")" + ly + "\"");
+  CHECK(has(e, "lycoris.json: factor"));
+  CHECK(has(e, "99999999999999999999"));
+}
