@@ -70,6 +70,19 @@ TEST_CASE("write_file_atomically: new path, replaced file, kept mode") {
   CHECK(pending_output_temps() == 0);
 }
 
+TEST_CASE("write_file_atomically keeps the owner of a file it replaces (as root)") {
+  if (::geteuid() != 0) return;  // only root can give a file to another user
+  TempDir d;
+  write_file_atomically(d / "cfg.json", "one");
+  REQUIRE(::chown((d / "cfg.json").c_str(), 4321, 4322) == 0);
+  write_file_atomically(d / "cfg.json", "two");
+  struct stat st {};
+  ::stat((d / "cfg.json").c_str(), &st);
+  CHECK(st.st_uid == 4321u);
+  CHECK(st.st_gid == 4322u);
+  CHECK(slurp(d / "cfg.json") == "two");
+}
+
 TEST_CASE("write_file_atomically: a 255-character name (NAME_MAX) works") {
   TempDir d;
   const std::string name = std::string(250, 'n') + ".json";  // 255 bytes, the longest valid name

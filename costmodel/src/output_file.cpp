@@ -104,6 +104,8 @@ struct Target {
   std::string path;  // what the rename replaces
   bool exists = false;
   mode_t mode = 0;   // permission bits to give the new file
+  uid_t uid = 0;     // owner of the file replaced (kept when the process may, e.g. as root)
+  gid_t gid = 0;
 };
 
 mode_t new_file_mode() {
@@ -136,6 +138,8 @@ Target check_target(const std::string& path, const OutputOptions& opt) {
                      " (output goes only to a regular file or a new path)");
   t.exists = true;
   t.mode = st.st_mode & 07777;
+  t.uid = st.st_uid;
+  t.gid = st.st_gid;
   return t;
 }
 
@@ -176,6 +180,8 @@ std::string write_temp(const Target& t, const std::string& user_path, const std:
     }
     register_temp(name);
   }
+  if (t.exists && (t.uid != ::geteuid() || t.gid != ::getegid()))
+    (void)!::fchown(fd, t.uid, t.gid);  // best effort: only root may give a file away
   const bool ok = write_all(fd, text) && ::fchmod(fd, t.mode) == 0 && ::fsync(fd) == 0;
   const int err = errno;
   if (::close(fd) != 0 || !ok) {

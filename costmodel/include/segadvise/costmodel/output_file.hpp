@@ -1,7 +1,8 @@
 // Writing output files safely: the target is a regular file or a new path (never a device node, FIFO,
 // socket or directory; a symlink only when asked), the text goes to a temporary file beside it
 // (`.segadvise-XXXXXX`, short enough for any valid name) that is renamed over the target, the target's
-// permission bits are kept (a new file gets 0666 minus the umask), and a temporary file is removed on
+// permission bits (and, where the process may, its owner) are kept (a new file gets 0666 minus the
+// umask), and a temporary file is removed on
 // any error and on SIGINT/SIGTERM/SIGHUP. Several files of one command go through one OutputTransaction:
 // all are written, or none.
 #pragma once
