@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan+UBSan, into build-fuzz/) and runs each for SECONDS.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 60 s each, every target (fuzz/CMakeLists.txt)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 60 s each, every target (fuzz/CMakeLists.txt);
+#                                             0: build only
 # Each target starts from its seeds (fuzz/corpus/<target>/, copied from the project's fixtures) plus
 # what earlier runs found (build-fuzz/corpus/<target>/). An input that crashes, breaks an invariant,
 # runs past 10 s or past 2 GB is copied to tests/fuzz-regressions/<target>/, where the ctest test
@@ -21,6 +22,9 @@ if [[ -z ${FUZZ_BUILD_DIR:-} ]]; then
     -DSEGADVISE_WITH_TORCH=OFF -DSEGADVISE_BUILD_TESTS=OFF -DSEGADVISE_FUZZ=ON >/dev/null
 fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]/#/fuzz_}"
+if ((secs <= 0)); then  # build only (libFuzzer's -max_total_time=0 would run without end)
+  exit 0
+fi
 found=0
 for t in "${targets[@]}"; do
   corpus=$build/corpus/$t artifacts=$build/artifacts/$t
