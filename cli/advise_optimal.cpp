@@ -110,13 +110,14 @@ void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice
 
 void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice& advice, const std::string& plot_file,
                          const std::string& plan_file) {
+  OutputTransaction files;  // both files or neither
   if (!plan_file.empty()) {
     if (v.optimal.found)
-      write_file_atomically(plan_file, plan_segments_json(v.optimal.plan).dump(2) + "\n");
+      files.stage(plan_file, plan_segments_json(v.optimal.plan).dump(2) + "\n");
     else  // nothing to write; the advice itself (and its exit code) still says why
       std::cerr << "segadvise: warning: --plan-out " << plan_file << " not written: " << v.optimal.reason << "\n";
   }
-  if (plot_file.empty()) return;
+  if (plot_file.empty()) return files.commit();
   FrontPlot plot;
   plot.title = ctx.family->name + " on " + ctx.gpu.name + ": step time vs peak VRAM";
   plot.front = v.front;
@@ -128,7 +129,8 @@ void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice&
   if (v.optimal.found)
     plot.marked.push_back({v.optimal.prediction.peak_vram_bytes, v.optimal.prediction.step_time_s, "optimal per-block plan"});
   plot.limit_bytes = usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes;
-  write_file_atomically(plot_file, front_svg(plot));
+  files.stage(plot_file, front_svg(plot));
+  files.commit();
 }
 
 }  // namespace segadvise::cli

@@ -56,5 +56,10 @@ int main(int argc, char** argv) {
     std::cerr << "segadvise: error: " << e.what() << "\n";
     return cli::kBadInput;
   }
+  // an answer that did not reach stdout (a full disk, a closed pipe) is no answer: say so, exit 2
+  if (!std::cout.flush()) {
+    std::cerr << "segadvise: error: cannot write to standard output\n";
+    return cli::kBadInput;
+  }
   return exit_code;
 }

@@ -44,7 +44,7 @@ expect 0 'l40s' -- list gpus
 expect 3 'No confident recommendation' -- --model sdxl --vram-gib 12
 expect 0 'custom card' -- --model sdxl --vram-gib 12 --measured layer:1.2:6.5
 # no input aborts: numbers too large for their type, a zero aspect, an unknown command
-expect 2 "segadvise: error: a number .* too large" -- --model flux --gpu h100 --resolution 99999999999x480
+expect 2 "segadvise: error: --resolution '99999999999x480': width: .* not an integer in \[1, 65536\]" -- --model flux --gpu h100 --resolution 99999999999x480
 expect 2 "segadvise: error: schedule 'interval99999999999': interval: .* is not an integer" -- predict --model flux --gpu h100 --schedule interval99999999999
 expect 2 "--aspect: '1:0'" -- advise --model sd3 --aspect 1:0 --resolution 480 --gpu h100
 expect 2 "--batch: must be positive, got -1" -- --model flux --gpu h100 --batch -1
@@ -77,6 +77,7 @@ if [[ -n $torch_bin ]]; then
   # a bad schedule name fails before the profile validate would measure first (no --profile given)
   expect 2 "^segadvise: error: .*'garbage'" -- validate --model "$tiny" --schedule garbage
   expect 2 "--format" -- validate --model "$tiny" --schedule layer --format yaml
+  bin=$1
 fi
 # the whole run: int8 Flux quantized on the accelerator (the default) puts its 22.2 GiB bf16 base on a
 # 20 GiB card; the step alone fits (--step-only), and the phase advice names quantize_via cpu
@@ -85,5 +86,44 @@ expect 1 'model_load .*peak, over' -- check "$fixture" --vram-gib 20
 expect 1 'quantize_via: "cpu"' -- check "$fixture" --vram-gib 20
 expect 0 'Verdict \(training step only\): fits' -- check "$fixture" --vram-gib 20 --step-only --ranges "$(dirname "$fixture")/point-ranges.json"
 expect 1 '"peak_phase": "model_load"' -- check "$fixture" --vram-gib 20 --format json
+
+# ---- outputs (issue 14): only regular files or new paths, modes kept, all files or none ----------
+fixtures=$(cd "$(dirname "$0")/fixtures" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check_that() {  # check_that DESCRIPTION COMMAND...: passes when COMMAND succeeds
+  local what=$1; shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
+}
+# a failed write to stdout is an error, not exit 0
+"$bin" --model wan14b --gpu l40s >/dev/full 2>"$tmp/err"; rc=$?
+check_that "stdout to /dev/full exits 2 with a message (rc $rc)" \
+  eval '[[ $rc -eq 2 ]] && grep -q "cannot write to standard output" "$tmp/err"'
+# device-like targets are refused and left as they are: a FIFO, a directory, a symlink
+mkfifo "$tmp/fifo"
+expect 2 "cannot write '$tmp/fifo': it is a FIFO" -- --model flux --gpu l40s --plot "$tmp/fifo"
+check_that "the FIFO is still a FIFO" test -p "$tmp/fifo"
+expect 2 "it is a directory" -- --model flux --gpu l40s --plan-out "$tmp"
+echo keep >"$tmp/real.svg"
+ln -s "$tmp/real.svg" "$tmp/link.svg"
+expect 2 "cannot write '$tmp/link.svg': it is a symbolic link" -- --model flux --gpu l40s --plot "$tmp/link.svg"
+check_that "the symlink and its file are untouched" \
+  eval '[[ -L $tmp/link.svg && $(cat "$tmp/real.svg") == keep ]]'
+# mode 600 stays 600 (advise --plan-out and check --output)
+: >"$tmp/plan.json"; chmod 600 "$tmp/plan.json"
+expect 0 'Recommendation: ' -- --model flux --gpu l40s --plan-out "$tmp/plan.json"
+check_that "plan file mode kept 600" eval '[[ $(stat -c %a "$tmp/plan.json") == 600 && -s $tmp/plan.json ]]'
+: >"$tmp/config.json"; chmod 600 "$tmp/config.json"
+expect 0 'Wrote ' -- check "$fixtures/check/flux-pixel-area-1024.json" --gpu h100 --emit simpletuner --output "$tmp/config.json"
+check_that "config mode kept 600" eval '[[ $(stat -c %a "$tmp/config.json") == 600 && -s $tmp/config.json ]]'
+# a valid 250-character file name works (the temporary name must fit NAME_MAX too)
+long=$(printf 'p%.0s' {1..245}).json
+expect 0 'Recommendation: ' -- --model flux --gpu l40s --plan-out "$tmp/$long"
+check_that "250-character name written" test -s "$tmp/$long"
+# all outputs of one command or none
+expect 2 "cannot write '/nodir-segadvise/x.svg'" -- --model flux --gpu l40s --plan-out "$tmp/ok.json" --plot /nodir-segadvise/x.svg
+check_that "no ok.json when --plot fails" test ! -e "$tmp/ok.json"
+check_that "no temporary file left behind" eval '[[ -z $(find "$tmp" -name ".segadvise-*") ]]'
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

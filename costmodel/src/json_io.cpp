@@ -164,22 +164,4 @@ Coefficients load_coefficients(const std::string& path) {
   return coefficients_from_json(load_json_file(path, "--calibration"), path);
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError("cannot write '" + path + "' (cannot create " + tmp + ")");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw InputError("cannot write '" + path + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError("cannot write '" + path + "' (rename failed)");
-  }
-}
-
 }  // namespace segadvise

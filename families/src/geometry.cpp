@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <regex>
 
 #include "segadvise/costmodel/constants.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
 
 namespace segadvise {
@@ -31,12 +33,24 @@ double remap_area_mp(double mp) {
   return mp;
 }
 
+// A bucketed edge in pixels; past kMaxEdgePixels (or not finite) is an InputError, never a wrapped int.
+int edge_px(double x) {
+  if (!(x <= kMaxEdgePixels)) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.6g", x);
+    throw InputError(std::string("the trained size has an edge of ") + buf + " px, beyond the limit of " +
+                     std::to_string(kMaxEdgePixels));
+  }
+  return static_cast<int>(x);
+}
+
 }  // namespace
 
 ResolvedSize bucket_size(double resolution, const std::string& type, int alignment, double aspect, bool crop_square) {
   ResolvedSize out;
-  if (resolution <= 0) throw InputError("resolution must be positive, got " + std::to_string(resolution));
-  if (aspect <= 0) throw InputError("aspect ratio must be positive");
+  if (!(resolution > 0) || !std::isfinite(resolution))
+    throw InputError("resolution must be positive, got " + std::to_string(resolution));
+  if (!(aspect > 0) || !std::isfinite(aspect)) throw InputError("aspect ratio must be positive");
   aspect = round_half_even(aspect * kAspectRoundingScale) / kAspectRoundingScale;  // aspect_bucket_rounding = 2
   std::string t = type;
   double mp = 0;
@@ -50,24 +64,24 @@ ResolvedSize bucket_size(double resolution, const std::string& type, int alignme
   }
   if (t == "pixel") {
     if (crop_square) {
-      out.width = out.height = static_cast<int>(resolution);
+      out.width = out.height = edge_px(resolution);
     } else if (aspect >= 1) {
-      out.height = round_to_alignment(resolution, alignment);
-      out.width = round_to_alignment(static_cast<int>(resolution * aspect), alignment);
+      out.height = round_to_alignment(edge_px(resolution), alignment);
+      out.width = round_to_alignment(edge_px(resolution * aspect), alignment);
     } else {
-      out.width = round_to_alignment(resolution, alignment);
-      out.height = round_to_alignment(static_cast<int>(resolution / aspect), alignment);
+      out.width = round_to_alignment(edge_px(resolution), alignment);
+      out.height = round_to_alignment(edge_px(resolution / aspect), alignment);
     }
   } else if (crop_square) {
-    const int edge = round_to_alignment(std::sqrt(remap_area_mp(mp) * 1e6), alignment);
+    const int edge = round_to_alignment(edge_px(std::sqrt(remap_area_mp(mp) * 1e6)), alignment);
     out.width = out.height = edge;
   } else {
-    const int edge = round_to_alignment(static_cast<int>(std::sqrt(mp * 1e6)), alignment);
+    const int edge = round_to_alignment(edge_px(std::sqrt(mp * 1e6)), alignment);
     if (aspect == 1.0) {
       out.width = out.height = edge;
     } else {
-      out.width = round_to_alignment(edge * std::sqrt(aspect), alignment);
-      out.height = round_to_alignment(edge / std::sqrt(aspect), alignment);
+      out.width = round_to_alignment(edge_px(edge * std::sqrt(aspect)), alignment);
+      out.height = round_to_alignment(edge_px(edge / std::sqrt(aspect)), alignment);
     }
   }
   out.note = "resolution " + std::to_string(resolution).substr(0, 8) + " (" + type + ", alignment " +
@@ -81,9 +95,10 @@ ResolvedSize parse_resolution(const std::string& arg, const std::string& type, c
   static const std::regex wxh("\\s*([0-9]+)\\s*[xX]\\s*([0-9]+)\\s*");
   static const std::regex number("\\s*([0-9]+(\\.[0-9]+)?)\\s*");
   std::smatch m;
+  const std::string where = "--resolution '" + brief_text(arg) + "'";
   if (std::regex_match(arg, m, wxh)) {
-    const int w = std::stoi(m[1]), h = std::stoi(m[2]);
-    if (w <= 0 || h <= 0) throw InputError("--resolution: '" + arg + "' must be positive");
+    const int w = static_cast<int>(parse_integer_text(m[1], where + ": width", 1, kMaxEdgePixels));
+    const int h = static_cast<int>(parse_integer_text(m[2], where + ": height", 1, kMaxEdgePixels));
     ResolvedSize out;
     const int a = fam.geometry.alignment;
     out.width = round_to_alignment(w, a);
@@ -93,10 +108,16 @@ ResolvedSize parse_resolution(const std::string& arg, const std::string& type, c
     return out;
   }
   if (std::regex_match(arg, m, number)) {
-    const double r = std::stod(m[1]);
-    return bucket_size(r, type, fam.geometry.alignment, aspect, false);
+    // an edge in pixels, or megapixels for "area" (at most a kMaxEdgePixels square)
+    const double hi = type == "area" ? double(kMaxEdgePixels) * kMaxEdgePixels / 1e6 : kMaxEdgePixels;
+    const double r = parse_number_text(m[1], where, 0, hi);
+    try {
+      return bucket_size(r, type, fam.geometry.alignment, aspect, false);
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
   }
-  throw InputError("--resolution: '" + arg + "' is neither WxH (e.g. 832x480) nor a number (e.g. 1024)");
+  throw InputError("--resolution: '" + brief_text(arg) + "' is neither WxH (e.g. 832x480) nor a number (e.g. 1024)");
 }
 
 int apply_frame_rule(const Family& fam, int frames) {

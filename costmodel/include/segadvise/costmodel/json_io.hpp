@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "segadvise/costmodel/output_file.hpp"  // write_file_atomically
 #include "segadvise/costmodel/types.hpp"
 
 namespace segadvise {
@@ -17,7 +18,5 @@ nlohmann::json to_json(const Coefficients& c);
 // Throws InputError naming the file and field.
 Coefficients coefficients_from_json(const nlohmann::json& j, const std::string& origin);
 Coefficients load_coefficients(const std::string& path);
-// Writes to a temporary file beside `path` and renames it: never a half-written file.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace segadvise

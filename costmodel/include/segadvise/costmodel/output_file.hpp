@@ -1,0 +1,50 @@
+// Writing output files safely: the target is a regular file or a new path (never a device node, FIFO,
+// socket or directory; a symlink only when asked), the text goes to a temporary file beside it
+// (`.segadvise-XXXXXX`, short enough for any valid name) that is renamed over the target, the target's
+// permission bits (and, where the process may, its owner) are kept (a new file gets 0666 minus the
+// umask), and a temporary file is removed on
+// any error and on SIGINT/SIGTERM/SIGHUP. Several files of one command go through one OutputTransaction:
+// all are written, or none.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace segadvise {
+
+struct OutputOptions {
+  bool allow_symlink = false;  // write through a symlink to the file it names (it must be regular or new)
+};
+
+// Every output of one command, all or none. stage() checks the target and writes its temporary file
+// (InputError naming the path on any failure); commit() renames every temporary over its target;
+// the destructor removes what was staged but not committed.
+class OutputTransaction {
+ public:
+  explicit OutputTransaction(OutputOptions opt = {});
+  ~OutputTransaction();
+  OutputTransaction(const OutputTransaction&) = delete;
+  OutputTransaction& operator=(const OutputTransaction&) = delete;
+
+  void stage(const std::string& path, const std::string& text);
+  void commit();
+  // removes every staged temporary file (also what the destructor does)
+  void abort() noexcept;
+
+ private:
+  struct Staged {
+    std::string path;    // the user's path (for messages)
+    std::string target;  // what gets replaced (the symlink's file when allow_symlink)
+    std::string temp;
+  };
+  OutputOptions opt_;
+  std::vector<Staged> staged_;
+};
+
+// One file: a transaction of one.
+void write_file_atomically(const std::string& path, const std::string& text, OutputOptions opt = {});
+
+// How many temporary files are registered for removal on a signal (for tests).
+int pending_output_temps();
+
+}  // namespace segadvise

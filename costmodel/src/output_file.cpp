@@ -1,0 +1,241 @@
+#include "segadvise/costmodel/output_file.hpp"
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/costmodel/types.hpp"
+
+namespace segadvise {
+
+namespace {
+
+// ---- temporary files removed on a signal -------------------------------------------------------
+// A fixed table the handler can read without allocating: slot i holds a path while used[i] is 1.
+constexpr int kSlots = 16;
+constexpr int kSlotChars = PATH_MAX;
+char g_temp_paths[kSlots][kSlotChars];
+volatile sig_atomic_t g_temp_used[kSlots];
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction g_previous[3];
+
+void remove_temps_on_signal(int sig) {
+  for (int i = 0; i < kSlots; ++i)
+    if (g_temp_used[i]) ::unlink(g_temp_paths[i]);
+  for (int k = 0; k < 3; ++k)
+    if (kSignals[k] == sig) ::sigaction(sig, &g_previous[k], nullptr);
+  ::raise(sig);  // delivered once this handler returns, with the previous disposition
+}
+
+// Checked before every temporary file: code that set its own handler since then is chained to.
+void install_handlers() {
+  for (int k = 0; k < 3; ++k) {
+    struct sigaction current {};
+    ::sigaction(kSignals[k], nullptr, &current);
+    if (current.sa_handler == remove_temps_on_signal) continue;
+    if (current.sa_handler == SIG_IGN) continue;  // e.g. under nohup: keep ignoring
+    g_previous[k] = current;
+    struct sigaction sa {};
+    sa.sa_handler = remove_temps_on_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(kSignals[k], &sa, nullptr);
+  }
+}
+
+// Blocks the caught signals for its lifetime, so the table never changes under the handler.
+class SignalsBlocked {
+ public:
+  SignalsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : kSignals) sigaddset(&set, s);
+    ::sigprocmask(SIG_BLOCK, &set, &old_);
+  }
+  ~SignalsBlocked() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
+
+void register_temp(const std::string& path) {
+  if (path.size() >= static_cast<std::size_t>(kSlotChars)) return;
+  for (int i = 0; i < kSlots; ++i) {
+    if (g_temp_used[i]) continue;
+    std::memcpy(g_temp_paths[i], path.c_str(), path.size() + 1);
+    g_temp_used[i] = 1;
+    return;
+  }
+}
+
+void unregister_temp(const std::string& path) {
+  for (int i = 0; i < kSlots; ++i)
+    if (g_temp_used[i] && path == g_temp_paths[i]) g_temp_used[i] = 0;
+}
+
+void remove_temp(const std::string& path) {
+  SignalsBlocked blocked;
+  ::unlink(path.c_str());
+  unregister_temp(path);
+}
+
+// ---- the target ----------------------------------------------------------------------------------
+
+// A path as echoed in a message: cut to kMaxEchoChars.
+std::string shown(const std::string& path) { return "'" + brief_text(path) + "'"; }
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+const char* kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+struct Target {
+  std::string path;  // what the rename replaces
+  bool exists = false;
+  mode_t mode = 0;   // permission bits to give the new file
+  uid_t uid = 0;     // owner of the file replaced (kept when the process may, e.g. as root)
+  gid_t gid = 0;
+};
+
+mode_t new_file_mode() {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return 0666 & ~mask;
+}
+
+Target check_target(const std::string& path, const OutputOptions& opt) {
+  if (path.empty()) throw InputError("output file: empty path");
+  Target t;
+  t.path = path;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) throw InputError("cannot write " + shown(path) + ": " + errno_text(errno));
+    t.mode = new_file_mode();
+    return t;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    if (!opt.allow_symlink)
+      throw InputError("cannot write " + shown(path) + ": it is a symbolic link (name the file it points to instead)");
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (!real) throw InputError("cannot write " + shown(path) + ": the symbolic link points nowhere");
+    t.path = real;
+    std::free(real);
+    if (::stat(t.path.c_str(), &st) != 0) throw InputError("cannot write " + shown(path) + ": " + errno_text(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    throw InputError("cannot write " + shown(path) + ": it is " + kind_of(st.st_mode) +
+                     " (output goes only to a regular file or a new path)");
+  t.exists = true;
+  t.mode = st.st_mode & 07777;
+  t.uid = st.st_uid;
+  t.gid = st.st_gid;
+  return t;
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+bool write_all(int fd, const std::string& text) {
+  const char* p = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Creates the temporary file beside `t.path` holding `text` with the target's mode; its name.
+std::string write_temp(const Target& t, const std::string& user_path, const std::string& text) {
+  std::string name = parent_dir(t.path) + "/.segadvise-XXXXXX";
+  int fd = -1;
+  {
+    SignalsBlocked blocked;
+    install_handlers();
+    fd = ::mkstemp(name.data());
+    if (fd < 0) {
+      const int err = errno;
+      throw InputError("cannot write " + shown(user_path) + ": cannot create a file in " + shown(parent_dir(t.path)) +
+                       ": " + errno_text(err));
+    }
+    register_temp(name);
+  }
+  if (t.exists && (t.uid != ::geteuid() || t.gid != ::getegid()))
+    (void)!::fchown(fd, t.uid, t.gid);  // best effort: only root may give a file away
+  const bool ok = write_all(fd, text) && ::fchmod(fd, t.mode) == 0 && ::fsync(fd) == 0;
+  const int err = errno;
+  if (::close(fd) != 0 || !ok) {
+    remove_temp(name);
+    throw InputError("cannot write " + shown(user_path) + ": " + errno_text(ok ? errno : err));
+  }
+  return name;
+}
+
+}  // namespace
+
+OutputTransaction::OutputTransaction(OutputOptions opt) : opt_(opt) {}
+
+OutputTransaction::~OutputTransaction() { abort(); }
+
+void OutputTransaction::abort() noexcept {
+  for (const auto& s : staged_) remove_temp(s.temp);
+  staged_.clear();
+}
+
+void OutputTransaction::stage(const std::string& path, const std::string& text) {
+  const Target t = check_target(path, opt_);
+  for (const auto& s : staged_)
+    if (s.target == t.path) throw InputError("output file " + shown(path) + " is named twice");
+  staged_.push_back({path, t.path, write_temp(t, path, text)});
+}
+
+void OutputTransaction::commit() {
+  // the targets again, just before replacing them: one turned into a device or link meanwhile is refused
+  for (const auto& s : staged_) check_target(s.path, opt_);
+  while (!staged_.empty()) {
+    const Staged s = staged_.front();
+    if (::rename(s.temp.c_str(), s.target.c_str()) != 0) {
+      const int err = errno;
+      throw InputError("cannot write " + shown(s.path) + ": rename failed: " + errno_text(err));
+    }
+    {
+      SignalsBlocked blocked;
+      unregister_temp(s.temp);
+    }
+    staged_.erase(staged_.begin());
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& text, OutputOptions opt) {
+  OutputTransaction tx(opt);
+  tx.stage(path, text);
+  tx.commit();
+}
+
+int pending_output_temps() {
+  int n = 0;
+  for (int i = 0; i < kSlots; ++i) n += g_temp_used[i] != 0;
+  return n;
+}
+
+}  // namespace segadvise

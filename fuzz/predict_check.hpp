@@ -1,0 +1,33 @@
+// The invariant every accepted input must keep: a prediction for it is finite and non-negative
+// (issue 14: values that wrapped around or overflowed were answered as if fine).
+#pragma once
+
+#include "fuzz_util.hpp"
+#include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/family.hpp"
+
+namespace segadvise::fuzz {
+
+inline void check_prediction(const Prediction& p) {
+  if (!p.supported) return;
+  require(finite_non_negative(p.peak_vram_bytes), "peak VRAM finite and >= 0");
+  require(finite_non_negative(p.step_time_s), "step time finite and >= 0");
+  require(finite_non_negative(p.memory.activation_peak_bytes), "activation peak finite and >= 0");
+}
+
+// Realizes `schedule` on the chain and predicts it on an H100 with the shipped coefficients.
+inline void check_schedule(const Family& fam, const BlockChain& chain, const TrainingSetup& setup,
+                           const Schedule& schedule, const Coefficients& coef = default_coefficients()) {
+  const PlanResult r = realize(fam, chain, schedule, setup);
+  if (!r.supported) return;
+  check_prediction(predict(chain, r.plan, setup, find_gpu("h100"), coef, 0));
+}
+
+inline void check_setup(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
+                        const Coefficients& coef = default_coefficients()) {
+  for (const char* name : {"none", "layer", "interval2"}) check_schedule(fam, chain, setup, Schedule::parse(name), coef);
+}
+
+}  // namespace segadvise::fuzz

@@ -1,0 +1,158 @@
+// The output writer (costmodel/output_file.hpp): targets it refuses, modes it keeps, temporary names,
+// all-or-none transactions, and no temporary file left behind on SIGTERM.
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "segadvise/costmodel/output_file.hpp"
+#include "segadvise/costmodel/types.hpp"
+
+using namespace segadvise;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "segadvise-out-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  int leftovers() const {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(path)) n += e.path().filename().string().rfind(".segadvise-", 0) == 0;
+    return n;
+  }
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+mode_t mode_of(const std::string& p) {
+  struct stat st {};
+  ::stat(p.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_CASE("write_file_atomically: new path, replaced file, kept mode") {
+  TempDir d;
+  write_file_atomically(d / "a.json", "one\n");
+  CHECK(slurp(d / "a.json") == "one\n");
+  ::chmod((d / "a.json").c_str(), 0600);
+  write_file_atomically(d / "a.json", "two\n");
+  CHECK(slurp(d / "a.json") == "two\n");
+  CHECK(mode_of(d / "a.json") == 0600);
+  CHECK(d.leftovers() == 0);
+  CHECK(pending_output_temps() == 0);
+}
+
+TEST_CASE("write_file_atomically keeps the owner of a file it replaces (as root)") {
+  if (::geteuid() != 0) return;  // only root can give a file to another user
+  TempDir d;
+  write_file_atomically(d / "cfg.json", "one");
+  REQUIRE(::chown((d / "cfg.json").c_str(), 4321, 4322) == 0);
+  write_file_atomically(d / "cfg.json", "two");
+  struct stat st {};
+  ::stat((d / "cfg.json").c_str(), &st);
+  CHECK(st.st_uid == 4321u);
+  CHECK(st.st_gid == 4322u);
+  CHECK(slurp(d / "cfg.json") == "two");
+}
+
+TEST_CASE("write_file_atomically: a 255-character name (NAME_MAX) works") {
+  TempDir d;
+  const std::string name = std::string(250, 'n') + ".json";  // 255 bytes, the longest valid name
+  write_file_atomically(d / name, "x");
+  CHECK(slurp(d / name) == "x");
+}
+
+TEST_CASE("write_file_atomically refuses directories, FIFOs, devices and (unless allowed) symlinks") {
+  TempDir d;
+  CHECK(error_of([&] { write_file_atomically(d.path.string(), "x"); }).find("it is a directory") != std::string::npos);
+  ::mkfifo((d / "fifo").c_str(), 0600);
+  CHECK(error_of([&] { write_file_atomically(d / "fifo", "x"); }).find("it is a FIFO") != std::string::npos);
+  CHECK(fs::is_fifo(d / "fifo"));
+  CHECK(error_of([&] { write_file_atomically("/dev/null", "x"); }).find("a character device") != std::string::npos);
+  CHECK(fs::is_character_file("/dev/null"));
+
+  write_file_atomically(d / "real", "old");
+  fs::create_symlink(d / "real", d / "link");
+  CHECK(error_of([&] { write_file_atomically(d / "link", "new"); }).find("symbolic link") != std::string::npos);
+  CHECK(slurp(d / "real") == "old");
+  // allowed: the file the link names is replaced, the link stays a link
+  write_file_atomically(d / "link", "new", OutputOptions{true});
+  CHECK(fs::is_symlink(d / "link"));
+  CHECK(slurp(d / "real") == "new");
+  // a link to a device is refused even when links are allowed
+  fs::create_symlink("/dev/null", d / "devlink");
+  CHECK(error_of([&] { write_file_atomically(d / "devlink", "x", OutputOptions{true}); }).find("device") !=
+        std::string::npos);
+  CHECK(d.leftovers() == 0);
+}
+
+TEST_CASE("an output transaction writes all its files or none") {
+  TempDir d;
+  {
+    OutputTransaction tx;
+    tx.stage(d / "plan.json", "plan");
+    CHECK(d.leftovers() == 1);
+    CHECK(pending_output_temps() == 1);
+    CHECK(error_of([&] { tx.stage("/nonexistent-segadvise-dir/x.svg", "svg"); }).find("x.svg") != std::string::npos);
+  }  // not committed: the staged plan is removed
+  CHECK(!fs::exists(d / "plan.json"));
+  CHECK(d.leftovers() == 0);
+  CHECK(pending_output_temps() == 0);
+
+  OutputTransaction tx;
+  tx.stage(d / "plan.json", "plan");
+  tx.stage(d / "plot.svg", "svg");
+  CHECK(error_of([&] { tx.stage(d / "plan.json", "again"); }).find("named twice") != std::string::npos);
+  CHECK(!fs::exists(d / "plan.json"));
+  tx.commit();
+  CHECK(slurp(d / "plan.json") == "plan");
+  CHECK(slurp(d / "plot.svg") == "svg");
+  CHECK(d.leftovers() == 0);
+}
+
+TEST_CASE("SIGTERM during a write removes the temporary file") {
+  TempDir d;
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::signal(SIGTERM, SIG_DFL);  // not the test framework's crash handler: the default, after ours
+    OutputTransaction tx;
+    tx.stage(d / "out.json", "half");
+    ::raise(SIGTERM);  // staged, not committed: the handler must remove the temporary file
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(d.leftovers() == 0);
+  CHECK(!fs::exists(d / "out.json"));
+}
