@@ -203,9 +203,8 @@ rc::Gen<std::string> malformed_schedule() {
 
 }  // namespace
 
-// may_fail until Schedule::parse names the whole input when a "+backend" suffix is empty
 // ("layer+" -> "unknown gradient_checkpointing_backend ''"); costmodel/src/types.cpp, issue 14 item 1
-TEST_CASE("property: a malformed schedule name is an InputError naming it" * doctest::may_fail()) {
+TEST_CASE("property: a malformed schedule name is an InputError naming it") {
   property("schedule errors", 300, [] {
     const std::string text = *malformed_schedule();
     try {

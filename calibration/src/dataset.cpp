@@ -203,6 +203,7 @@ Dataset parse_dataset_csv(const std::string& text, const std::string& origin) {
     ++line_no;
     if (line.empty() || line == "\r" || line[0] == '#') continue;
     const std::string where = origin + ": line " + std::to_string(line_no);
+    require_utf8(line, where);
     auto cells = split_csv_line(line, where);
     if (header.empty()) {
       header = cells;

@@ -124,6 +124,29 @@ J parse_checked(const std::string& text, const std::string& origin) {
 
 std::string brief_text(const std::string& s) { return cut_text(s, kMaxEchoChars); }
 
+void require_utf8(const std::string& text, const std::string& where) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    // lead byte -> sequence length and the smallest code point it may encode (no overlong forms)
+    std::size_t len = 0;
+    unsigned long cp = 0, min = 0;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      ok = (p[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (!ok) throw InputError(where + ": invalid UTF-8 at byte " + std::to_string(i));
+    i += len;
+  }
+}
+
 void throw_range(const std::string& where, const std::string& value, double lo, double hi, bool integer) {
   throw InputError(where + ": " + brief_text(value) + " is not " + (integer ? "an integer" : "a finite number") +
                    " in [" + fmt_limit(lo) + ", " + fmt_limit(hi) + "]");

@@ -66,7 +66,11 @@ Schedule Schedule::parse(const std::string& raw) {
   std::string name = raw;
   const auto plus = name.find('+');
   if (plus != std::string::npos) {
-    s.backend = parse_backend(name.substr(plus + 1));
+    try {
+      s.backend = parse_backend(name.substr(plus + 1));
+    } catch (const InputError& e) {
+      throw InputError("schedule '" + brief_text(raw) + "': " + e.what());
+    }
     name = name.substr(0, plus);
   }
   std::smatch m;

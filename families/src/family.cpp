@@ -171,6 +171,17 @@ Family parse_family(const json& j, const std::string& origin) {
   f.example.lora_rank = e.integer("lora_rank", 16, false, 1, kMaxLoraRank);
   f.example.optimizer = e.str("optimizer", "adamw_bf16");
   f.example.base_precision = e.str("base_model_precision", "no_change");
+  // validated here, not first at predict time, so the message names the file and field
+  try {
+    optimizer_info(f.example.optimizer);
+  } catch (const InputError& err) {
+    e.fail("optimizer", err.what());
+  }
+  try {
+    precision_info(f.example.base_precision);
+  } catch (const InputError& err) {
+    e.fail("base_model_precision", err.what());
+  }
   f.example.ramtorch = e.boolean("ramtorch", false);
   if (f.example.width <= 0 || f.example.height <= 0) e.fail("width", "must be positive");
   if (f.example.frames <= 0) f.example.frames = 1;

@@ -29,6 +29,9 @@ nlohmann::ordered_json parse_ordered_json_text(const std::string& text, const st
 
 // `s` cut to kMaxEchoChars (on a UTF-8 boundary) followed by "…".
 std::string brief_text(const std::string& s);
+// InputError "<where>: invalid UTF-8 at byte N" unless `text` is well-formed UTF-8 (text read from
+// files that is later echoed into JSON, which requires it)
+void require_utf8(const std::string& text, const std::string& where);
 
 // A value for a message: dumped at most 4 levels deep and cut to kMaxEchoChars.
 template <class J>
