@@ -305,6 +305,22 @@ TEST_CASE("when only borderline schedules remain advise names the one to measure
   CHECK(a.shortfall_bytes == 0);
 }
 
+TEST_CASE("the borderline schedule to measure is the fastest whose point prediction fits") {
+  // none (1.0 s) is borderline but its point is over the card (45 + 1 > 40); interval2 (1.2 s) is
+  // borderline with its point under it (36 + 1 <= 40): measuring interval2 can settle "fits"
+  const Advice a = advise_over({verdict_candidate("none", 45, 1.0, FitVerdict::Borderline),
+                                verdict_candidate("interval2", 36, 1.2, FitVerdict::Borderline),
+                                verdict_candidate("layer", 30, 1.4, FitVerdict::Borderline)});
+  CHECK(a.recommended == -1);
+  REQUIRE(a.borderline >= 0);
+  CHECK(a.candidates[a.borderline].schedule.name() == "interval2");
+  // when no borderline point fits, the fastest borderline one is named
+  const Advice b = advise_over({verdict_candidate("none", 45, 1.0, FitVerdict::Borderline),
+                                verdict_candidate("layer", 41, 1.4, FitVerdict::Borderline)});
+  REQUIRE(b.borderline >= 0);
+  CHECK(b.candidates[b.borderline].schedule.name() == "none");
+}
+
 TEST_CASE("measurements anchor every schedule a planner evaluates") {
   // the model: layer fixed 10 + activations 4, none 10 + 20 (GiB); layer measured at 15.2 GiB:
   // with the shipped sigmas (fixed 1.0, activations 0.3) sigma^2 v^2 = 100 and 0.09 * 16 = 1.44,
