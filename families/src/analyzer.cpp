@@ -203,157 +203,190 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
   }
 }
 
+// The dimensions every block kind's accounting shares: widths (d, ffn hidden f, head_dim hd, text
+// width dt), token counts (this list's stream, text, audio, packed rows) and the attention shape.
+struct BlockDims {
+  double d = 0, f = 0, hd = 0, dt = 0;
+  double n_stream = 0, n_txt = 0, audio_tokens = 0, packed_rows = 0;
+  AttnShape shape;
+};
+
+// the audio stream: half the width, its own self/cross attention and FFN, and the
+// audio<->video cross attention (LTX-2 layout); audio_tokens from the family's geometry.
+void audio_stream(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& k, double n) {
+  const double d = k.d, hd = k.hd, n_txt = k.n_txt, audio_tokens = k.audio_tokens;
+  const double da = k.dt, fa = k.f / 2;
+  Acc audio;
+  self_attention(audio, t, audio_tokens, da, hd, true, t.attn_targeted);
+  cross_attention(audio, t, audio_tokens, n_txt, da, da, hd, true);
+  ffn(audio, t, audio_tokens, da, fa, b.ffn_act);
+  cross_attention(a, t, n, audio_tokens, d, da, hd, true, true);
+  cross_attention(audio, t, audio_tokens, n, da, d, hd, true, true);
+  a.attn += audio.attn + audio.ffn;
+  a.matmul_flops += audio.matmul_flops;
+  a.lin_in_attn += audio.lin_in_attn + audio.lin_in_ffn;
+  a.attn_flops += audio.attn_flops;
+  a.params += audio.params;
+  a.quantizable += audio.quantizable;
+  a.lora += audio.lora;
+  a.launches += audio.launches;
+}
+
+// dit_cross and audio_video_dit
+void dit_cross_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& k) {
+  const double d = k.d, f = k.f;
+  const double n = list_tokens(b, k.n_stream, k.n_txt);
+  self_attention(a, t, n, d, k.shape, true, t.attn_targeted);
+  // Wan's cross-attention RMS-normalizes q and k too; the text enters projected to the block width
+  if (b.cross_attention)
+    cross_attention(a, t, n, k.n_txt, d, b.kind == BlockKind::DitCross ? k.dt : d, k.shape, true);
+  // Wan S2V: audio-injection cross-attention from the video tokens to the audio features (projected
+  // to the block width), in the blocks the family lists with audio_cross_attention
+  if (b.audio_cross_attention) cross_attention(a, t, n, k.audio_tokens, d, d, k.shape, true);
+  ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+  a.params += 0;  // modulation comes from a shared table (Wan, PixArt, LTX)
+  if (traits(b.kind).audio_stream) audio_stream(a, b, t, k, n);
+}
+
+void dit_self_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& k) {
+  const double d = k.d;
+  const double n = list_tokens(b, k.n_stream, k.n_txt) + (b.tokens == "joint" ? k.packed_rows : 0);
+  self_attention(a, t, n, d, k.shape, true, t.attn_targeted);
+  if (b.cross_attention) cross_attention(a, t, n, k.n_txt, d, k.dt, k.shape, false);
+  ffn(a, t, n, d, k.f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+  a.params += 4 * d * d;  // adaLN modulation
+}
+
+// two streams with their own weights, one joint attention over n_img + n_txt
+void mmdit_double_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& k) {
+  const double d = k.d, f = k.f, dt = k.dt, n_stream = k.n_stream, n_txt = k.n_txt;
+  const AttnShape& shape = k.shape;
+  const double n = n_stream + n_txt;
+  Acc img, txt;
+  self_attention(img, t, n_stream, d, shape, true, t.attn_targeted);
+  self_attention(txt, t, n_txt, dt, dt == d ? shape : plain_shape(dt, k.hd), true, t.text_targeted);
+  a.attn = img.attn + txt.attn;
+  a.launches = img.launches + txt.launches;
+  a.lin_in_attn = img.lin_in_attn + txt.lin_in_attn;
+  a.matmul_flops = img.matmul_flops + txt.matmul_flops;
+  a.attn_flops = 4 * n * shape.keys(n) * shape.da;  // joint attention over the concatenated sequence
+  a.params = img.params + txt.params;
+  a.quantizable = img.quantizable + txt.quantizable;
+  a.lora = img.lora + txt.lora;
+  ffn(a, t, n_stream, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
+  Training text_training = t;
+  text_training.ffn_targeted = t.ffn_targeted && t.text_targeted;
+  ffn(a, text_training, n_txt, dt, f * dt / d, b.ffn_act);
+  a.params += 6 * d * d + 6 * dt * dt;  // adaLN modulation per stream
+}
+
+// fused qkv + MLP-in projection, parallel attention and MLP, one output projection over the
+// concatenation (Flux single block); adapters on q, k, v (and the fused proj where targeted)
+void single_stream_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& k) {
+  const double d = k.d, f = k.f, hd = k.hd;
+  const double n = k.n_stream + k.n_txt;
+  a.attn += n * (d + t.ln_stats() + 2 * (d + 1) + 4 * d + t.lse(d / hd));
+  if (t.attn_targeted) a.attn += n * 3 * t.adapter_input(d);
+  if (t.full) a.attn += n * (d + d + f);
+  a.attn_flops += 4 * n * n * d;
+  const bool gated = b.ffn_act == "swiglu" || b.ffn_act == "geglu";
+  const double f_in = gated ? 2 * f : f;
+  a.ffn += n * (gated ? 3 * f : f);
+  a.ffn_input += n * d;
+  if (t.ffn_targeted) {
+    a.ffn += n * t.adapter_input(d);        // the MLP input projection's adapter
+    a.rest += n * t.adapter_input(d + f);   // proj_out's adapter over cat(attention, MLP)
+  }
+  const double proj_in = d * (3 * d + f_in), proj_out = (d + f) * d;
+  a.lin_in_attn += n * (d + d);  // fused input projection, and the attention half of the output's input
+  a.lin_in_ffn += n * f;
+  a.matmul_flops += n * 2 * (proj_in + proj_out);
+  a.ffn_flops += n * 2 * (d * f_in + f * d);
+  a.params += proj_in + proj_out + 3 * d * d;
+  a.quantizable += proj_in + proj_out;
+  if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
+  a.launches += 24 + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
+  if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
+  a.transient = n * f_in;
+}
+
+void linear_dit_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& k) {
+  const double d = k.d, f = k.f, hd = k.hd;
+  const double n = k.n_stream;
+  self_attention(a, t, n, d, hd, false, t.attn_targeted, true);
+  if (b.cross_attention) cross_attention(a, t, n, k.n_txt, d, k.dt, hd, false);
+  // GLUMBConv: 1x1 conv to 2f, SiLU, depthwise 3x3, GLU to f, 1x1 back to d. A convolution keeps
+  // its input even with a frozen weight (its backward computes input and weight gradients in one
+  // formula): norm input d (+ stats), 1x1 input d, SiLU input 2f, depthwise input 2f, depthwise
+  // output 2f (both GLU halves are views of it), SiLU(gate) f, last 1x1 input f.
+  a.ffn += n * (2 * d + t.ln_stats() + 8 * f);
+  a.ffn_input += n * d;
+  const double fl = n * 2 * (2 * d * f + 9 * 2 * f + f * d);
+  a.lin_in_ffn += n * (d + f);
+  a.matmul_flops += fl;
+  a.ffn_flops += fl;
+  a.params += 3 * d * f + 18 * f;
+  a.launches += 12;
+  a.quantizable += 3 * d * f;
+  a.transient = std::max(a.transient, n * 2 * f);
+}
+
+void unet_res_block(Acc& a, const Training& t, const BlockDims& k) {
+  const double d = k.d;
+  const double n = k.n_stream;
+  // two GroupNorm inputs, two SiLU inputs, two 3x3 convolution inputs (kept even with frozen
+  // weights); the GroupNorm statistics are per group, negligible
+  a.rest += n * 6 * d;
+  if (t.full) a.rest += n * 2 * d;
+  a.matmul_flops += n * 2 * 18 * d * d;
+  a.params += 18 * d * d + 1280 * d;
+  a.launches += 12;
+  a.quantizable += 1280 * d;  // convolutions are not quantized by most backends; the time projection is
+  a.transient = n * d * 2;
+}
+
+void unet_attn_block(Acc& a, const BlockListSpec& b, const Training& t, const BlockDims& k) {
+  const double d = k.d, hd = k.hd;
+  const double n = k.n_stream;
+  // the Transformer2DModel's GroupNorm and proj_in/proj_out run once per model, outside the
+  // checkpointed transformer blocks: their weights are counted here, their activations are not
+  a.matmul_flops += n * 2 * 2 * d * d;
+  a.lin_in_attn += n * 2 * d;
+  a.params += 2 * d * d;
+  a.quantizable += 2 * d * d;
+  self_attention(a, t, n, d, hd, false, t.attn_targeted);
+  if (b.cross_attention) cross_attention(a, t, n, k.n_txt, d, k.dt, hd, false);
+  ffn(a, t, n, d, k.f, b.ffn_act);
+}
+
 // packed_rows: tokens a video family packs into its joint sequence besides text and video (MiniMax H3's
 // audio and keyframe rows: the family's audio_tokens); they join every joint dit_self block
 Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, double n_txt, double audio_tokens,
                   double packed_rows) {
   Acc a;
-  const double d = b.hidden, f = b.ffn_hidden;
-  const double hd = b.head_dim > 0 ? b.head_dim : kDefaultHeadDim;
-  const double dt = b.text_hidden > 0 ? b.text_hidden : d;
-  const double n_stream = n_img * b.token_scale;
-  const AttnShape shape = attn_shape(b, d);
+  BlockDims k;
+  k.d = b.hidden;
+  k.f = b.ffn_hidden;
+  k.hd = b.head_dim > 0 ? b.head_dim : kDefaultHeadDim;
+  k.dt = b.text_hidden > 0 ? b.text_hidden : k.d;
+  k.n_stream = n_img * b.token_scale;
+  k.n_txt = n_txt;
+  k.audio_tokens = audio_tokens;
+  k.packed_rows = packed_rows;
+  k.shape = attn_shape(b, k.d);
   switch (b.kind) {
   case BlockKind::DitCross:
-  case BlockKind::AudioVideoDit: {
-    const double n = list_tokens(b, n_stream, n_txt);
-    self_attention(a, t, n, d, shape, true, t.attn_targeted);
-    // Wan's cross-attention RMS-normalizes q and k too; the text enters projected to the block width
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, b.kind == BlockKind::DitCross ? dt : d, shape, true);
-    // Wan S2V: audio-injection cross-attention from the video tokens to the audio features (projected
-    // to the block width), in the blocks the family lists with audio_cross_attention
-    if (b.audio_cross_attention) cross_attention(a, t, n, audio_tokens, d, d, shape, true);
-    ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
-    a.params += 0;  // modulation comes from a shared table (Wan, PixArt, LTX)
-    if (traits(b.kind).audio_stream) {
-      // the audio stream: half the width, its own self/cross attention and FFN, and the
-      // audio<->video cross attention (LTX-2 layout); audio_tokens from the family's geometry.
-      const double da = dt, fa = f / 2;
-      Acc audio;
-      self_attention(audio, t, audio_tokens, da, hd, true, t.attn_targeted);
-      cross_attention(audio, t, audio_tokens, n_txt, da, da, hd, true);
-      ffn(audio, t, audio_tokens, da, fa, b.ffn_act);
-      cross_attention(a, t, n, audio_tokens, d, da, hd, true, true);
-      cross_attention(audio, t, audio_tokens, n, da, d, hd, true, true);
-      a.attn += audio.attn + audio.ffn;
-      a.matmul_flops += audio.matmul_flops;
-      a.lin_in_attn += audio.lin_in_attn + audio.lin_in_ffn;
-      a.attn_flops += audio.attn_flops;
-      a.params += audio.params;
-      a.quantizable += audio.quantizable;
-      a.lora += audio.lora;
-      a.launches += audio.launches;
-    }
-    break;
-  }
-  case BlockKind::DitSelf: {
-    const double n = list_tokens(b, n_stream, n_txt) + (b.tokens == "joint" ? packed_rows : 0);
-    self_attention(a, t, n, d, shape, true, t.attn_targeted);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, shape, false);
-    ffn(a, t, n, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
-    a.params += 4 * d * d;  // adaLN modulation
-    break;
-  }
-  case BlockKind::MmditDouble: {
-    // two streams with their own weights, one joint attention over n_img + n_txt
-    const double n = n_stream + n_txt;
-    Acc img, txt;
-    self_attention(img, t, n_stream, d, shape, true, t.attn_targeted);
-    self_attention(txt, t, n_txt, dt, dt == d ? shape : plain_shape(dt, hd), true, t.text_targeted);
-    a.attn = img.attn + txt.attn;
-    a.launches = img.launches + txt.launches;
-    a.lin_in_attn = img.lin_in_attn + txt.lin_in_attn;
-    a.matmul_flops = img.matmul_flops + txt.matmul_flops;
-    a.attn_flops = 4 * n * shape.keys(n) * shape.da;  // joint attention over the concatenated sequence
-    a.params = img.params + txt.params;
-    a.quantizable = img.quantizable + txt.quantizable;
-    a.lora = img.lora + txt.lora;
-    ffn(a, t, n_stream, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
-    Training text_training = t;
-    text_training.ffn_targeted = t.ffn_targeted && t.text_targeted;
-    ffn(a, text_training, n_txt, dt, f * dt / d, b.ffn_act);
-    a.params += 6 * d * d + 6 * dt * dt;  // adaLN modulation per stream
-    break;
-  }
-  case BlockKind::SingleStream: {
-    // fused qkv + MLP-in projection, parallel attention and MLP, one output projection over the
-    // concatenation (Flux single block); adapters on q, k, v (and the fused proj where targeted)
-    const double n = n_stream + n_txt;
-    a.attn += n * (d + t.ln_stats() + 2 * (d + 1) + 4 * d + t.lse(d / hd));
-    if (t.attn_targeted) a.attn += n * 3 * t.adapter_input(d);
-    if (t.full) a.attn += n * (d + d + f);
-    a.attn_flops += 4 * n * n * d;
-    const bool gated = b.ffn_act == "swiglu" || b.ffn_act == "geglu";
-    const double f_in = gated ? 2 * f : f;
-    a.ffn += n * (gated ? 3 * f : f);
-    a.ffn_input += n * d;
-    if (t.ffn_targeted) {
-      a.ffn += n * t.adapter_input(d);        // the MLP input projection's adapter
-      a.rest += n * t.adapter_input(d + f);   // proj_out's adapter over cat(attention, MLP)
-    }
-    const double proj_in = d * (3 * d + f_in), proj_out = (d + f) * d;
-    a.lin_in_attn += n * (d + d);  // fused input projection, and the attention half of the output's input
-    a.lin_in_ffn += n * f;
-    a.matmul_flops += n * 2 * (proj_in + proj_out);
-    a.ffn_flops += n * 2 * (d * f_in + f * d);
-    a.params += proj_in + proj_out + 3 * d * d;
-    a.quantizable += proj_in + proj_out;
-    if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
-    a.launches += 24 + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
-    if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
-    a.transient = n * f_in;
-    break;
-  }
-  case BlockKind::LinearDit: {
-    const double n = n_stream;
-    self_attention(a, t, n, d, hd, false, t.attn_targeted, true);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
-    // GLUMBConv: 1x1 conv to 2f, SiLU, depthwise 3x3, GLU to f, 1x1 back to d. A convolution keeps
-    // its input even with a frozen weight (its backward computes input and weight gradients in one
-    // formula): norm input d (+ stats), 1x1 input d, SiLU input 2f, depthwise input 2f, depthwise
-    // output 2f (both GLU halves are views of it), SiLU(gate) f, last 1x1 input f.
-    a.ffn += n * (2 * d + t.ln_stats() + 8 * f);
-    a.ffn_input += n * d;
-    const double fl = n * 2 * (2 * d * f + 9 * 2 * f + f * d);
-    a.lin_in_ffn += n * (d + f);
-    a.matmul_flops += fl;
-    a.ffn_flops += fl;
-    a.params += 3 * d * f + 18 * f;
-    a.launches += 12;
-    a.quantizable += 3 * d * f;
-    a.transient = std::max(a.transient, n * 2 * f);
-    break;
-  }
-  case BlockKind::UnetRes: {
-    const double n = n_stream;
-    // two GroupNorm inputs, two SiLU inputs, two 3x3 convolution inputs (kept even with frozen
-    // weights); the GroupNorm statistics are per group, negligible
-    a.rest += n * 6 * d;
-    if (t.full) a.rest += n * 2 * d;
-    a.matmul_flops += n * 2 * 18 * d * d;
-    a.params += 18 * d * d + 1280 * d;
-    a.launches += 12;
-    a.quantizable += 1280 * d;  // convolutions are not quantized by most backends; the time projection is
-    a.transient = n * d * 2;
-    break;
-  }
-  case BlockKind::UnetAttn: {
-    const double n = n_stream;
-    // the Transformer2DModel's GroupNorm and proj_in/proj_out run once per model, outside the
-    // checkpointed transformer blocks: their weights are counted here, their activations are not
-    a.matmul_flops += n * 2 * 2 * d * d;
-    a.lin_in_attn += n * 2 * d;
-    a.params += 2 * d * d;
-    a.quantizable += 2 * d * d;
-    self_attention(a, t, n, d, hd, false, t.attn_targeted);
-    if (b.cross_attention) cross_attention(a, t, n, n_txt, d, dt, hd, false);
-    ffn(a, t, n, d, f, b.ffn_act);
-    break;
-  }
+  case BlockKind::AudioVideoDit: dit_cross_block(a, b, t, k); break;
+  case BlockKind::DitSelf: dit_self_block(a, b, t, k); break;
+  case BlockKind::MmditDouble: mmdit_double_block(a, b, t, k); break;
+  case BlockKind::SingleStream: single_stream_block(a, b, t, k); break;
+  case BlockKind::LinearDit: linear_dit_block(a, b, t, k); break;
+  case BlockKind::UnetRes: unet_res_block(a, t, k); break;
+  case BlockKind::UnetAttn: unet_attn_block(a, b, t, k); break;
   }
   if (b.params_per_block > 0 && a.params > 0) {
-    const double k = b.params_per_block / a.params;
-    a.quantizable *= k;
+    const double s = b.params_per_block / a.params;
+    a.quantizable *= s;
     a.params = b.params_per_block;
   }
   return a;
