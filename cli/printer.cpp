@@ -170,8 +170,12 @@ void TablePrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
   // are what a user acts on, so they come last
   print_optimal(out_, r.optimal, a, md_);
   out_ << "\n";
+  // the recommended schedule's whole run, then the recommendation itself
+  if (r.phases) {
+    print_phases(out_, *r.phases, usable_vram_bytes(ctx.gpu, ctx.coef), ctx.headroom_bytes, md_);
+    out_ << "\n";
+  }
   print_recommendation(out_, r, md_);
-  if (r.phases) print_phases(out_, *r.phases, usable_vram_bytes(ctx.gpu, ctx.coef), ctx.headroom_bytes, md_);
   if (trainer) print_trainer_advice(out_, *trainer, md_);
 }
 
