@@ -6,13 +6,7 @@
 # It runs from EXAMPLES_ROOT so that `simpletuner/examples/…` data-backend paths resolve as they do for
 # the trainer; `config/examples/…` paths are found through the config's parent folders.
 set -u
-here="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$(realpath "${1:-$here/build/segadvise}")"
-root="$(realpath "${2:-$here/../shared/reference/simpletuner-examples}")"
-gpu="${3:-h100}"
-[ -x "$bin" ] || { echo "no segadvise binary at $bin (build first)" >&2; exit 2; }
-[ -d "$root/simpletuner/examples" ] || { echo "no simpletuner/examples under $root" >&2; exit 2; }
-cd "$root" || exit 2
+source "$(dirname "$0")/examples-env.sh"
 total=0; fits=0; nofit=0; bad=0
 for cfg in simpletuner/examples/*/config.json; do
   name="$(basename "$(dirname "$cfg")")"

@@ -5,13 +5,7 @@
 # judged on a card of that size (--vram-gib); the others on GPU (default h100).
 # usage: scripts/check-phases.sh [SEGADVISE_BIN] [EXAMPLES_ROOT] [GPU]
 set -u
-here="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$(realpath "${1:-$here/build/segadvise}")"
-root="$(realpath "${2:-$here/../shared/reference/simpletuner-examples}")"
-gpu="${3:-h100}"
-[ -x "$bin" ] || { echo "no segadvise binary at $bin (build first)" >&2; exit 2; }
-[ -d "$root/simpletuner/examples" ] || { echo "no simpletuner/examples under $root" >&2; exit 2; }
-cd "$root" || exit 2
+source "$(dirname "$0")/examples-env.sh"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 for cfg in simpletuner/examples/*/config.json; do

@@ -7,12 +7,7 @@
 # repository lacks, an unmodelled component).
 # usage: scripts/check-tiers.sh [SEGADVISE_BIN] [EXAMPLES_ROOT]
 set -u
-here="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$(realpath "${1:-$here/build/segadvise}")"
-root="$(realpath "${2:-$here/../shared/reference/simpletuner-examples}")"
-[ -x "$bin" ] || { echo "no segadvise binary at $bin (build first)" >&2; exit 2; }
-[ -d "$root/simpletuner/examples" ] || { echo "no simpletuner/examples under $root" >&2; exit 2; }
-cd "$root" || exit 2
+source "$(dirname "$0")/examples-env.sh"
 err="$(mktemp)"
 trap 'rm -f "$err"' EXIT
 n=0; agree=0; disagree=0; bad=0

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "test_util.hpp"
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/dataset.hpp"
 #include "segadvise/calibration/lsq.hpp"
@@ -12,14 +13,7 @@ using namespace segadvise;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test::input_error_of(f); }
 
 MeasuredRun run(const std::string& model, const std::string& gpu, const std::string& mode, int w, int h, int frames,
                 const std::string& precision = "bf16") {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "test_util.hpp"
 #include "commands.hpp"
 #include "config_reader.hpp"
 
@@ -50,12 +51,7 @@ int run_like_main(const CheckOptions& o, std::string& out, std::string& err) {
 }
 
 std::string error_of(const std::string& config) {
-  try {
-    read_simpletuner_config(kDir + config, away());
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return test::input_error_of([&] { read_simpletuner_config(kDir + config, away()); });
 }
 
 }  // namespace

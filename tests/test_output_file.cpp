@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_util.hpp"
 #include "segadvise/costmodel/output_file.hpp"
 #include "segadvise/costmodel/types.hpp"
 
@@ -41,14 +42,7 @@ std::string slurp(const std::string& p) {
   return s.str();
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test::input_error_of(f); }
 
 mode_t mode_of(const std::string& p) {
   struct stat st {};

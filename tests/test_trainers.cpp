@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "test_util.hpp"
 #include "commands.hpp"
 #include "config_reader.hpp"
 #include "emitters.hpp"
@@ -38,12 +39,7 @@ TrainerRead read(const std::string& rel, const std::string& model = "") {
 }
 
 std::string error_of(const std::string& rel, const std::string& model = "") {
-  try {
-    read(rel, model);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return test::input_error_of([&] { read(rel, model); });
 }
 
 bool any_contains(const std::vector<std::string>& v, const std::string& what) {
