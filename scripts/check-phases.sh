@@ -53,7 +53,7 @@ for r in rows:
 print()
 print("examples %d: peak set by %s; %d not predicted (error or not run by the trainer)" %
       (len(rows), ", ".join("%s %d" % kv for kv in peaks.most_common()), errors))
-print("run verdicts (the worst phase's 90% range against the card): %s" % ", ".join("%s %d" % kv for kv in verdicts.most_common()))
+print("run verdicts (the worst phase's 90%% range against the card): %s" % ", ".join("%s %d" % kv for kv in verdicts.most_common()))
 print("tiered examples judged on their card: %d, fit %d, borderline %d, do not fit %d" %
       (len(tiers), sum(t[2] == "fits" for t in tiers), sum(t[2] == "borderline" for t in tiers),
        sum(t[2] not in ("fits", "borderline") for t in tiers)))
