@@ -289,7 +289,7 @@ void add(std::vector<Resident>& r, const std::string& what, double bytes, PartBa
   if (bytes > 0) r.push_back({what, bytes, bytes * band.lo, bytes * band.hi});
 }
 
-// The moment's point and range: the sums of its parts' bytes, lower and upper ends.
+// a part without a band (host memory)
 void add(std::vector<Resident>& r, const std::string& what, double bytes) { add(r, what, bytes, PartBand{}); }
 
 double sum(const std::vector<Resident>& r) {
@@ -298,6 +298,7 @@ double sum(const std::vector<Resident>& r) {
   return s;
 }
 
+// The moment's point and range: the sums of its parts' bytes, lower and upper ends.
 PhaseResult& finish(PhaseResult& p) {
   p.peak_vram_bytes = p.peak_lo_bytes = p.peak_hi_bytes = 0;
   for (const auto& x : p.resident) {
@@ -347,14 +348,6 @@ void add_text_encoders(const Ctx& c, const RunSetup& run, std::vector<Resident>&
     const TextEncoderSpec& te = c.data.text_encoders[i];
     add(r, what + ": " + te.name, text_encoder_bytes(te, te_precision(run, i)), weights_band(te.tag));
   }
-}
-
-double te_total_bytes(const Ctx& c, const RunSetup& run) {
-  std::vector<Resident> r;
-  add_text_encoders(c, run, r, "");
-  double s = 0;
-  for (const auto& x : r) s += x.bytes;
-  return s;
 }
 
 double vae_weight_bytes(const Ctx& c) { return c.data.has_vae ? c.data.vae.params * c.data.vae.dtype_bytes : 0; }
