@@ -195,9 +195,10 @@ PredictionReport predict_report(const AdvisorRequest& request, const Schedule& s
   return {std::move(ctx), std::move(c)};
 }
 
-RunPhases predict_run(const Context& ctx, const Prediction& step, const RunSetup& run) {
-  return predict_phases(*ctx.family, ctx.setup, ctx.chain, step, run,
-                        usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes);
+RunPhases predict_run(const Context& ctx, const Candidate& step, const RunSetup& run) {
+  return predict_phases(*ctx.family, ctx.setup, ctx.chain, step.prediction, run,
+                        usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes,
+                        step.ranged ? step.peak_range_bytes : Range{});
 }
 
 AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
@@ -206,7 +207,7 @@ AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
   // what would fit is searched only when nothing is even borderline: with a borderline schedule the
   // answer is its measurement (and the search re-advises several setups: ~5x the time)
   if (r.advice.recommended < 0 && r.advice.borderline < 0) r.alternatives = what_would_fit(ctx);
-  if (const Candidate* c = r.recommended()) r.phases = predict_run(ctx, c->prediction, options.run_setup);
+  if (const Candidate* c = r.recommended()) r.phases = predict_run(ctx, *c, options.run_setup);
   return r;
 }
 
@@ -262,7 +263,7 @@ CheckReport check_report(const CheckRequest& request) {
   for (const auto& w : c.plan.warnings) r.warnings.push_back(w);
   r.step_only = request.step_only;
   if (c.prediction.supported) {
-    r.phases = predict_run(ctx, c.prediction, request.run_setup);
+    r.phases = predict_run(ctx, c, request.run_setup);
     for (const auto& w : r.phases->warnings) r.warnings.push_back(w);
   }
   if (request.advise) {

@@ -157,24 +157,19 @@ struct CheckReport {
            phases->peak_vram_bytes + context.headroom_bytes <= candidate.prediction.usable_vram_bytes;
   }
   bool fits() const { return step_only ? step_fits() : run_fits(); }
-  // The three-valued verdict check exits with: the step's (its 90% range against the card), made
-  // does-not-fit when another phase of the run is over the card (those phases carry no range yet:
-  // their point prediction decides).
+  // The three-valued verdict check exits with: the step's (its 90% range against the card) and every
+  // other phase's (its 90% range, families/phases.hpp), the worst of them; the step's alone with step_only.
   FitVerdict verdict() const {
     if (!candidate.prediction.supported) return FitVerdict::DoesNotFit;
     const FitVerdict step = candidate.verdict();
     if (step_only || !phases) return step;
-    for (const auto& p : phases->phases)
-      if (p.runs && p.phase != Phase::TrainingStep &&
-          p.peak_vram_bytes + context.headroom_bytes > candidate.prediction.usable_vram_bytes)
-        return FitVerdict::DoesNotFit;
-    return step;
+    return worst(step, phases->verdict(candidate.prediction.usable_vram_bytes - context.headroom_bytes));
   }
 };
 
-// The whole run around a predicted step (families/phases.hpp): phase advice against the card's
-// usable memory minus the headroom.
-RunPhases predict_run(const Context& ctx, const Prediction& step, const RunSetup& run);
+// The whole run around a predicted step (families/phases.hpp), with the step's 90% range: phase advice
+// against the card's usable memory minus the headroom.
+RunPhases predict_run(const Context& ctx, const Candidate& step, const RunSetup& run);
 
 PredictionReport predict_report(const AdvisorRequest& request, const Schedule& schedule);
 AdviceReport advise_report(const AdvisorRequest& request, const AdviceOptions& options);
