@@ -265,7 +265,9 @@ PeakSink single_block_peak(const PreparedChain& pc, const Plan& plan, Activation
 
 }  // namespace
 
-ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points) {
+namespace {
+
+ActivationTimeline timeline(const PreparedChain& pc, const Plan& plan, bool keep_points, bool name_peak) {
   ActivationTimeline tl;
   const auto& blocks = pc.chain->blocks;
   // phases are named lazily: building a string per position would dominate advise's run time
@@ -286,8 +288,14 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
     peak = walk_timeline(pc, plan, peak, tl);
   }
   tl.peak_bytes = peak.peak;
-  if (!blocks.empty()) tl.peak_phase = phase_name(peak.what, peak.block);
+  if (name_peak && !blocks.empty()) tl.peak_phase = phase_name(peak.what, peak.block);
   return tl;
+}
+
+}  // namespace
+
+ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points) {
+  return timeline(pc, plan, keep_points, true);
 }
 
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
@@ -443,7 +451,23 @@ Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetu
 //               streamed weights on forward, recompute and backward
 //   optimizer = trainable bytes read and written at memory bandwidth
 //   overhead  = fixed per step (fitted per GPU)
+namespace {
+
+Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headroom_bytes, bool name_peak);
+
+}  // namespace
+
 Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_bytes) {
+  return predict_plan(pc, plan, headroom_bytes, true);
+}
+
+Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double headroom_bytes) {
+  return predict_plan(pc, plan, headroom_bytes, false);
+}
+
+namespace {
+
+Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headroom_bytes, bool name_peak) {
   Prediction p;
   const BlockChain& chain = *pc.chain;
   const TrainingSetup& setup = *pc.setup;
@@ -451,7 +475,7 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
   const Coefficients& coef = *pc.coef;
   const GpuCoefficients& g = coef.for_gpu(gpu.id);
   const StaticMemory& sm = pc.static_memory;
-  const ActivationTimeline tl = simulate_activations(pc, plan);
+  const ActivationTimeline tl = timeline(pc, plan, false, name_peak);
 
   MemoryBreakdown& m = p.memory;
   m.weights_bytes = sm.weights_bytes;
@@ -511,5 +535,7 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
   p.step_time_s = t.forward_s + t.backward_s + t.recompute_s + t.transfer_s + t.optimizer_s + t.overhead_s;
   return p;
 }
+
+}  // namespace
 
 }  // namespace segadvise

@@ -85,6 +85,9 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
                       const Coefficients& coef);
 ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points = false);
 Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_bytes);
+// predict() without naming the peak's phase (memory.peak_phase stays empty): every figure is the
+// same, bit for bit; advise scores thousands of plans and names only those it prints.
+Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double headroom_bytes);
 
 // A prediction for a schedule the trainer ignores or rejects.
 Prediction unsupported_prediction(const std::string& reason);

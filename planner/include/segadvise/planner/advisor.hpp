@@ -74,6 +74,8 @@ class Context {
 // Realizes `s` the way the trainer runs it on this family and predicts it: anchored on the
 // context's measurements, with its 90% ranges and three-valued verdict (put_ranges).
 Candidate evaluate(const Context& ctx, const Schedule& s);
+// score_of(evaluate(ctx, s)), bit for bit, without building the candidate (what advise ranks by).
+ScheduleScore score(const Context& ctx, const Schedule& s);
 // Every schedule the family's trainer supports: intervals up to the longest checkpointed list (the
 // whole chain where the trainer indexes blocks globally), strides, backends, attention offload.
 ScheduleSpace schedule_space(const Context& ctx);
