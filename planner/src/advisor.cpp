@@ -163,8 +163,6 @@ OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_
   return v;
 }
 
-namespace {
-
 // True when no schedule of the context can be judged "fits", known without scoring one: every
 // schedule's timeline visits each block's forward position, base + retained + saved + transient +
 // boundary with retained >= 0, and every later sum (peak, fragmentation, the range's upper end)
@@ -184,8 +182,6 @@ bool nothing_can_fit(const Context& ctx) {
   const double hi_bytes = peak_bytes * std::exp(ctx.ranges.peak.log_hi);
   return !(hi_bytes + ctx.headroom_bytes <= pc.usable_vram_bytes);
 }
-
-}  // namespace
 
 std::vector<Alternative> what_would_fit(const Context& base) {
   std::vector<Alternative> out;

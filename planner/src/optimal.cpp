@@ -464,6 +464,8 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
     out.labels += s.labels;
     out.exact = out.exact && s.exact;
     if (!s.found) continue;
+    // the next setting's plan must beat or tie this one to be taken: its time is a tighter bound
+    upper = std::min(upper, s.objective);
     if (best_flag < 0 || s.objective < best.objective ||
         (s.objective == best.objective && s.peak_bytes < best.peak_bytes)) {
       best = std::move(s);

@@ -80,6 +80,8 @@ struct PreparedChain {
   StaticMemory static_memory;
   double outside_s = 0;
   double usable_vram_bytes = 0;
+  const GpuCoefficients* gpu_coef = nullptr;  // coef->for_gpu(gpu->id), looked up once
+  double optimizer_update_bytes_per_param = 0;  // optimizer_info(setup->optimizer), looked up once
 };
 PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
                       const Coefficients& coef);

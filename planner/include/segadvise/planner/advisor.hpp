@@ -106,6 +106,10 @@ struct Alternative {
 };
 // When nothing fits: a smaller batch, resolution or frames; a quantized base; weight streaming.
 std::vector<Alternative> what_would_fit(const Context& ctx);
+// True only when no schedule of ctx can be judged "fits" (a lower bound on every schedule's peak:
+// static memory plus the largest block's forward working set, ranged as advise ranges it). The
+// what-would-fit search skips such setups without scoring their schedules.
+bool nothing_can_fit(const Context& ctx);
 
 // ---- reports -------------------------------------------------------------------------------
 
