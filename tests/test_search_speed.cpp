@@ -75,20 +75,20 @@ TEST_CASE("what would fit skips a setup only when advise would recommend nothing
   CHECK_FALSE(nothing_can_fit(Context(request_for(find_family("sd1x"), "l40s"))));
 }
 
-TEST_CASE("a checkpointed sequence longer than 256 blocks enumerates intervals and strides up to 64") {
+TEST_CASE("a checkpointed sequence longer than 256 blocks enumerates intervals and strides up to 32") {
   Family fam = find_family("wan2.1-1.3b");  // one list `blocks`, segmented, per-list positions
   REQUIRE(fam.block_lists.size() == 1);
   fam.block_lists[0].count = 256;  // at the limit: every interval up to the list's length
   CHECK(schedule_space(Context(request_for(fam, "h100"))).max_interval == 256);
   fam.block_lists[0].count = 257;  // past it: capped
   const ScheduleSpace capped = schedule_space(Context(request_for(fam, "h100")));
-  CHECK(capped.max_interval == 64);
-  // torch, no offload: layer, intervals 2..64 (63), and per interval k the strides k+1..64
-  // (sum over k of 64 - k = 62 + 61 + ... + 0 = 1953): 1 + 63 + 1953 = 2017 schedules
+  CHECK(capped.max_interval == 32);
+  // torch, no offload: layer, intervals 2..32 (31), and per interval k the strides k+1..32
+  // (sum over k of 32 - k = 30 + 29 + ... + 0 = 465): 1 + 31 + 465 = 497 schedules
   int torch_plain = 0;
   for (const Schedule& s : enumerate_schedules(capped))
     if (s.checkpointing && s.backend == Backend::Torch && !s.offload_attention) ++torch_plain;
-  CHECK(torch_plain == 2017);
+  CHECK(torch_plain == 497);
 }
 
 TEST_CASE("the search policy is data: the shipped file, and bad values named by file and field") {
@@ -98,7 +98,7 @@ TEST_CASE("the search policy is data: the shipped file, and bad values named by 
   CHECK(p.what_would_fit.frame_fractions == std::vector<std::pair<int, int>>{{2, 3}, {1, 2}, {1, 4}});
   CHECK(p.what_would_fit.quantized_precisions == std::vector<std::string>{"int8-quanto", "fp8-torchao", "nf4-bnb"});
   CHECK(p.long_sequence_blocks == 256);
-  CHECK(p.long_sequence_max_interval == 64);
+  CHECK(p.long_sequence_max_interval == 32);
   auto with = [](const char* field, const nlohmann::json& value) {
     nlohmann::json j = {{"source", "test"},
                         {"what_would_fit",
@@ -107,7 +107,7 @@ TEST_CASE("the search policy is data: the shipped file, and bad values named by 
                           {"frame_fractions", {{1, 2}}},
                           {"quantized_precisions", {"int8-quanto"}},
                           {"ramtorch_percent", 100}}},
-                        {"long_sequence", {{"blocks", 256}, {"max_interval", 64}}}};
+                        {"long_sequence", {{"blocks", 256}, {"max_interval", 32}}}};
     if (field) j["what_would_fit"][field] = value;
     return j;
   };

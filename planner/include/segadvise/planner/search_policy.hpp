@@ -22,7 +22,7 @@ struct SearchPolicy {
   std::string source;
   WhatWouldFitPolicy what_would_fit;
   int long_sequence_blocks = 256;       // a checkpointed sequence longer than this …
-  int long_sequence_max_interval = 64;  // … enumerates intervals and strides up to this
+  int long_sequence_max_interval = 32;  // … enumerates intervals and strides up to this
 };
 
 SearchPolicy parse_search_policy(const nlohmann::json& j, const std::string& origin);
