@@ -74,6 +74,8 @@ class Context {
 // Realizes `s` the way the trainer runs it on this family and predicts it: anchored on the
 // context's measurements, with its 90% ranges and three-valued verdict (put_ranges).
 Candidate evaluate(const Context& ctx, const Schedule& s);
+// score_of(evaluate(ctx, s)), bit for bit, without building the candidate (what advise ranks by).
+ScheduleScore score(const Context& ctx, const Schedule& s);
 // Every schedule the family's trainer supports: intervals up to the longest checkpointed list (the
 // whole chain where the trainer indexes blocks globally), strides, backends, attention offload.
 ScheduleSpace schedule_space(const Context& ctx);
@@ -104,6 +106,10 @@ struct Alternative {
 };
 // When nothing fits: a smaller batch, resolution or frames; a quantized base; weight streaming.
 std::vector<Alternative> what_would_fit(const Context& ctx);
+// True only when no schedule of ctx can be judged "fits" (a lower bound on every schedule's peak:
+// static memory plus the largest block's forward working set, ranged as advise ranges it). The
+// what-would-fit search skips such setups without scoring their schedules.
+bool nothing_can_fit(const Context& ctx);
 
 // ---- reports -------------------------------------------------------------------------------
 
