@@ -167,3 +167,19 @@ TEST_CASE("LoRA rank scales the adapter parameters linearly") {
   const double r32 = static_memory(analyze(f, s), s).trainable_params;
   CHECK(r32 == doctest::Approx(2 * r16));
 }
+
+TEST_CASE("a family named by its id is parsed from its own file: the same family builtin_families() holds") {
+  for (const Family& listed : builtin_families()) {
+    const Family& by_id = find_family(listed.id);
+    INFO(listed.id);
+    CHECK(by_id.id == listed.id);
+    CHECK(by_id.name == listed.name);
+    CHECK(by_id.trainer_family == listed.trainer_family);
+    CHECK(by_id.block_lists.size() == listed.block_lists.size());
+    CHECK(by_id.checkpointing.interval == listed.checkpointing.interval);
+    // the same answer again (parsed once), and in capitals
+    CHECK(&find_family(listed.id) == &by_id);
+  }
+  CHECK(find_family("SD1X").id == "sd1x");
+  CHECK_THROWS_AS(find_family("gpus"), InputError);  // the GPU file is no family
+}

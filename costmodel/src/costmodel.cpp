@@ -71,6 +71,14 @@ struct PeakSink {
   }
 };
 
+// Only the maximum, for a peak nobody names: tracking where it was (PeakSink) kept the running
+// peak in memory, a store and a load on the chain of every position (a fifth of a segmented plan's walk).
+// The maximum is PeakSink's, bit for bit (a maximum does not depend on which position held it).
+struct MaxSink {
+  double peak = 0;
+  void operator()(int, int, double live) { peak = live > peak ? live : peak; }
+};
+
 // The sink goes in and comes back by value: held by reference, the running peak went to memory and
 // back once per position (a store-forwarding chain that was a third of advise's scoring).
 template <class Sink>
@@ -272,70 +280,106 @@ struct SingleBlockFigures {
   double recompute_s = 0, offload_bytes = 0, recomputed_blocks = 0;
 };
 
-SingleBlockFigures single_block_figures(const PreparedChain& pc, const Plan& plan) {
+// One plan's running sums in single_block_figures_of. Every chain (retained, host, recompute,
+// offload, peak) lives in a register: a double counter of recomputed blocks that went to memory and
+// back once per block was a third of the pass; the count is an int (exact, as the double was).
+struct FusedLane {
+  const Segment* seg;
+  double* kept;  // what each block leaves behind, for the backward walk
+  double retained_sum = 0, host = 0, recompute_s = 0, offload_bytes = 0, peak = 0;
+  int recomputed = 0;
+};
+
+// Block i forward, for one lane (the sums and their order as in walk_timeline and predict())
+inline void fused_forward(const PreparedChain& pc, const BlockCost* blocks, const ScaledBlock& b, double base, int i,
+                          FusedLane& l) {
+  const double saved = b.saved();
+  const double live = base + l.retained_sum + saved + b.transient_bytes + b.boundary_bytes;
+  l.peak = live > l.peak ? live : l.peak;
+  double kept = 0;
+  const BlockMode mode = l.seg[i].mode;
+  const bool to_host = l.seg[i].offload_to_host;
+  if (mode == BlockMode::Keep) {
+    kept = saved;
+  } else if (mode == BlockMode::CheckpointFfn) {
+    l.recompute_s += pc.ffn_forward_s[i];
+    ++l.recomputed;
+    if (to_host) {
+      kept = b.attention_bytes + b.rest_bytes;
+      l.host += b.ffn_input_bytes;
+      l.offload_bytes += blocks[i].ffn_input_bytes;
+    } else {
+      kept = b.attention_bytes + b.rest_bytes + b.ffn_input_bytes;
+    }
+  } else {
+    l.recompute_s += pc.forward_s[i];
+    ++l.recomputed;
+    if (to_host) {
+      l.host += b.boundary_bytes;
+      l.offload_bytes += b.boundary_bytes;
+    } else {
+      kept = b.boundary_bytes;
+    }
+  }
+  l.kept[i] = kept;
+  l.retained_sum += kept;
+}
+
+// Block i backward, for one lane; `before` runs down from the retained sum
+inline void fused_backward(const ScaledBlock& b, double base, int i, double& before, FusedLane& l) {
+  before -= l.kept[i];
+  const double grads = 2 * b.boundary_bytes;
+  double v;
+  if (l.seg[i].mode == BlockMode::Checkpoint) {
+    v = base + before + b.boundary_bytes + b.saved() + grads + b.transient_bytes;
+  } else {
+    const double live_block = l.seg[i].mode == BlockMode::CheckpointFfn ? b.saved() + b.ffn_input_bytes : b.saved();
+    v = base + before + live_block + grads + b.transient_bytes;
+  }
+  l.peak = v > l.peak ? v : l.peak;
+}
+
+SingleBlockFigures figures_of(const FusedLane& l) {
   SingleBlockFigures f;
+  f.peak_bytes = l.peak;
+  f.retained_bytes = l.retained_sum;
+  f.host_bytes = l.host;
+  f.recompute_s = l.recompute_s;
+  f.offload_bytes = l.offload_bytes;
+  f.recomputed_blocks = l.recomputed;
+  return f;
+}
+
+// Lanes plans (1 or 2) of the chain's length, walked in one loop: each plan's sums form in its own
+// registers in the order above, so every figure is bit-identical to walking the plan alone; two
+// plans' dependency chains (4 cycles an addition) interleave instead of waiting on each other.
+template <int Lanes>
+void single_block_figures_of(const PreparedChain& pc, const Plan* const* plans, SingleBlockFigures* out) {
   const ScaledBlock* sb = pc.scaled.data();
   const BlockCost* blocks = pc.chain->blocks.data();
-  const Segment* seg = plan.segments.data();
-  const int n = static_cast<int>(plan.segments.size());
+  const int n = static_cast<int>(plans[0]->segments.size());
   const double base = pc.chain->outside_activation_bytes;
   thread_local std::vector<double> kept_buffer;
-  kept_buffer.resize(static_cast<std::size_t>(n));
-  double* r = kept_buffer.data();
-  double retained_sum = 0, host = 0, recompute_s = 0, offload_bytes = 0, recomputed = 0, peak = 0;
+  kept_buffer.resize(static_cast<std::size_t>(Lanes) * n);
+  FusedLane a{plans[0]->segments.data(), kept_buffer.data()};
+  FusedLane b{plans[Lanes - 1]->segments.data(), kept_buffer.data() + (Lanes - 1) * static_cast<std::size_t>(n)};
   for (int i = 0; i < n; ++i) {
-    const ScaledBlock& b = sb[i];
-    const double saved = b.saved();
-    const double live = base + retained_sum + saved + b.transient_bytes + b.boundary_bytes;
-    peak = live > peak ? live : peak;
-    double kept = 0;
-    const BlockMode mode = seg[i].mode;
-    const bool to_host = seg[i].offload_to_host;
-    if (mode == BlockMode::Keep) {
-      kept = saved;
-    } else if (mode == BlockMode::CheckpointFfn) {
-      recompute_s += pc.ffn_forward_s[i];
-      recomputed += 1;
-      if (to_host) {
-        kept = b.attention_bytes + b.rest_bytes;
-        host += b.ffn_input_bytes;
-        offload_bytes += blocks[i].ffn_input_bytes;
-      } else {
-        kept = b.attention_bytes + b.rest_bytes + b.ffn_input_bytes;
-      }
-    } else {
-      recompute_s += pc.forward_s[i];
-      recomputed += 1;
-      if (to_host) {
-        host += b.boundary_bytes;
-        offload_bytes += b.boundary_bytes;
-      } else {
-        kept = b.boundary_bytes;
-      }
-    }
-    r[i] = kept;
-    retained_sum += kept;
+    fused_forward(pc, blocks, sb[i], base, i, a);
+    if (Lanes == 2) fused_forward(pc, blocks, sb[i], base, i, b);
   }
-  double before = retained_sum;
+  double before_a = a.retained_sum, before_b = b.retained_sum;
   for (int i = n - 1; i >= 0; --i) {
-    const ScaledBlock& b = sb[i];
-    before -= r[i];
-    const double grads = 2 * b.boundary_bytes;
-    double v;
-    if (seg[i].mode == BlockMode::Checkpoint) {
-      v = base + before + b.boundary_bytes + b.saved() + grads + b.transient_bytes;
-    } else {
-      const double live_block = seg[i].mode == BlockMode::CheckpointFfn ? b.saved() + b.ffn_input_bytes : b.saved();
-      v = base + before + live_block + grads + b.transient_bytes;
-    }
-    peak = v > peak ? v : peak;
+    fused_backward(sb[i], base, i, before_a, a);
+    if (Lanes == 2) fused_backward(sb[i], base, i, before_b, b);
   }
-  f.peak_bytes = peak;
-  f.retained_bytes = retained_sum;
-  f.host_bytes = host;
-  f.recompute_s = recompute_s;
-  f.offload_bytes = offload_bytes;
-  f.recomputed_blocks = recomputed;
+  out[0] = figures_of(a);
+  if (Lanes == 2) out[1] = figures_of(b);
+}
+
+SingleBlockFigures single_block_figures(const PreparedChain& pc, const Plan& plan) {
+  const Plan* plans[1] = {&plan};
+  SingleBlockFigures f;
+  single_block_figures_of<1>(pc, plans, &f);
   return f;
 }
 
@@ -360,6 +404,8 @@ ActivationTimeline timeline(const PreparedChain& pc, const Plan& plan, bool keep
     walk_timeline(pc, plan, note, tl);
   } else if (!plan.offload_attention && plan.segments.size() == blocks.size()) {
     peak = single_block_peak(pc, plan, tl);
+  } else if (!name_peak) {
+    peak.peak = walk_timeline(pc, plan, MaxSink{}, tl).peak;
   } else {
     peak = walk_timeline(pc, plan, peak, tl);
   }
@@ -538,7 +584,12 @@ Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetu
 //   overhead  = fixed per step (fitted per GPU)
 namespace {
 
-Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headroom_bytes, bool name_peak);
+struct SingleBlockFigures;
+Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headroom_bytes, bool name_peak,
+                        const SingleBlockFigures* figures = nullptr);
+bool fusable(const PreparedChain& pc, const Plan& plan) {
+  return !plan.offload_attention && plan.segments.size() == pc.chain->blocks.size();
+}
 
 }  // namespace
 
@@ -550,9 +601,24 @@ Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double hea
   return predict_plan(pc, plan, headroom_bytes, false);
 }
 
+void predict_figures_pair(const PreparedChain& pc, const Plan& first, const Plan& second, double headroom_bytes,
+                          Prediction out[2]) {
+  if (!fusable(pc, first) || !fusable(pc, second)) {
+    out[0] = predict_figures(pc, first, headroom_bytes);
+    out[1] = predict_figures(pc, second, headroom_bytes);
+    return;
+  }
+  const Plan* plans[2] = {&first, &second};
+  SingleBlockFigures fig[2];
+  single_block_figures_of<2>(pc, plans, fig);
+  out[0] = predict_plan(pc, first, headroom_bytes, false, &fig[0]);
+  out[1] = predict_plan(pc, second, headroom_bytes, false, &fig[1]);
+}
+
 namespace {
 
-Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headroom_bytes, bool name_peak) {
+Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headroom_bytes, bool name_peak,
+                        const SingleBlockFigures* figures) {
   Prediction p;
   const BlockChain& chain = *pc.chain;
   const TrainingSetup& setup = *pc.setup;
@@ -561,11 +627,11 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   const GpuCoefficients& g = pc.gpu_coef ? *pc.gpu_coef : coef.for_gpu(gpu.id);
   const StaticMemory& sm = pc.static_memory;
   // unnamed one-block plans without attention offload: one fused pass (single_block_figures)
-  const bool fused = !name_peak && !plan.offload_attention && plan.segments.size() == chain.blocks.size();
+  const bool fused = !name_peak && fusable(pc, plan);
   SingleBlockFigures fig;
   ActivationTimeline tl;
   if (fused) {
-    fig = single_block_figures(pc, plan);
+    fig = figures ? *figures : single_block_figures(pc, plan);
     tl.peak_bytes = fig.peak_bytes;
     tl.retained_after_forward_bytes = fig.retained_bytes;
     tl.host_bytes = fig.host_bytes;

@@ -79,6 +79,15 @@ std::optional<Schedule> schedule_as_run(const Family& fam, const Schedule& s) {
 
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& sched, const TrainingSetup& setup) {
   PlanResult r;
+  realize_into(fam, chain, sched, setup, r);
+  return r;
+}
+
+void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sched, const TrainingSetup& setup,
+                  PlanResult& r) {
+  // the previous plan's segments: a plan of one-block segments is written over them in place
+  std::vector<Segment> previous = std::move(r.plan.segments);
+  r = PlanResult{};
   const CheckpointSemantics& cs = fam.checkpointing;
   auto who = [&fam] { return fam.name + " (" + fam.trainer_family + ")"; };  // only for messages
 
@@ -86,7 +95,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   r.reason = trainer_error(fam, sched);
   if (!r.reason.empty()) {
     r.supported = false;
-    return r;
+    return;
   }
   // knobs the trainer ignores: never recommended as if they did something
   const bool uses_interval = sched.checkpointing && (sched.interval > 1 || sched.stride > 0);
@@ -94,36 +103,42 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
     r.supported = false;
     r.reason = "gradient_checkpointing_interval/segment_stride are not wired for " + who() +
                ": the trainer resets them and checkpoints every block (use 'layer')";
-    return r;
+    return;
   }
   if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && !cs.stride) {
     r.supported = false;
     r.reason = "gradient_checkpointing_segment_stride is ignored by " + who() +
                ": the schedule would run as interval " + std::to_string(sched.interval);
-    return r;
+    return;
   }
   if (sched.checkpointing && sched.interval <= 1 && sched.stride > 0) {
     r.supported = false;
     r.reason = "gradient_checkpointing_segment_stride without an interval is ignored by the trainer";
-    return r;
+    return;
   }
   if (sched.checkpointing && is_unsloth(sched.backend) && !cs.backend_setter) {
     r.supported = false;
     r.reason = "the " + to_string(sched.backend) + " backend has no effect on " + who() +
                ": it has no backend setter and runs torch checkpointing";
-    return r;
+    return;
   }
 
   Plan& plan = r.plan;
   plan.offload_attention = sched.offload_attention;
   const int n = static_cast<int>(chain.blocks.size());
-  plan.segments.reserve(n);
+  // the previous segments' buffer; a path that appends starts from it cleared
+  plan.segments = std::move(previous);
+  auto fresh_segments = [&plan, n] {
+    plan.segments.clear();
+    plan.segments.reserve(n);
+  };
   const bool offload = sched.checkpointing && is_unsloth(sched.backend);
   const bool ffn_only = sched.checkpointing && is_ffn(sched.backend);
 
   if (!sched.checkpointing) {
+    fresh_segments();
     for (int i = 0; i < n; ++i) push_single(plan.segments, i, BlockMode::Keep, false);
-    return r;
+    return;
   }
   // Regional compilation (dynamo_use_regional_compilation) compiles each repeated block; the
   // checkpoint call stays outside it, so by the trainer's semantics (§2.7: torch.utils.checkpoint
@@ -138,11 +153,12 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   // example streams most blocks, i.e. outside the compiled step (families/data/cosmos3-edge.json).
   // Attention offload still acts.
   if (setup.regional_compile && cs.compiled_blocks_keep_activations) {
+    fresh_segments();
     for (int i = 0; i < n; ++i) push_single(plan.segments, i, BlockMode::Keep, false);
     r.warnings.push_back("dynamo_use_regional_compilation is on: measured runs of " + who() +
                          " show checkpointing inside compiled blocks saves no memory and costs no time; disable "
                          "regional compilation to use it");
-    return r;
+    return;
   }
 
   // which semantics run: segmented families fall back to their per-block path (§3.2)
@@ -168,6 +184,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   const bool global_segments = cs.index == BlockIndex::Global;
   if (semantics == IntervalRule::Segmented && k > 1) {
     // per list: [jS, jS+K) under one call each, the blocks between kept
+    fresh_segments();
     int i = 0;
     while (i < n) {
       if (!chain.blocks[i].checkpointable) {
@@ -203,7 +220,7 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
     };
     // one segment per block, written through plain pointers: through push_back, every bool store
     // (which may alias anything) made the compiler reload the vectors' pointers once per block
-    plan.segments.resize(n);
+    plan.segments.resize(n);  // in place when the previous plan was one of n blocks
     Segment* out = plan.segments.data();
     const BlockCost* blocks = chain.blocks.data();
     for (int i = 0; i < n; ++i) {
@@ -218,7 +235,6 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
       out[i].offload_to_host = ck && offload;
     }
   }
-  return r;
 }
 
 std::string describe(const Plan& plan, const BlockChain& chain) { return plan_description(plan, chain); }

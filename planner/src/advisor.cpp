@@ -99,12 +99,43 @@ Candidate evaluate(const Context& ctx, const Schedule& s) {
 
 // evaluate()'s figures by its own steps, less what only a printed candidate needs (the peak's
 // phase name, the plan and its warnings kept, the prediction copied into a candidate)
+namespace {
+
+ScheduleScore ranged_score(const Context& ctx, const Schedule& s, const Prediction& p) {
+  const RangedPrediction r = ranged_prediction(ctx.ranges, ctx.anchor, s, p, ctx.headroom_bytes);
+  return {true, r.prediction.peak_vram_bytes, r.prediction.step_time_s, r.prediction.usable_vram_bytes, r.fit};
+}
+
+// score() of `count` schedules, two at a time: their plans' timelines are walked in one loop
+// (predict_figures_pair: the same figures, bit for bit)
+void score_batch(const Context& ctx, const Schedule* s, std::size_t count, ScheduleScore* out) {
+  // realized in place: the segment buffers serve every pair (a batch runs on one thread)
+  thread_local PlanResult a, b;
+  std::size_t i = 0;
+  for (; i + 2 <= count; i += 2) {
+    realize_into(*ctx.family, ctx.chain, s[i], ctx.setup, a);
+    realize_into(*ctx.family, ctx.chain, s[i + 1], ctx.setup, b);
+    if (a.supported && b.supported) {
+      Prediction p[2];
+      predict_figures_pair(ctx.prepared, a.plan, b.plan, ctx.headroom_bytes, p);
+      out[i] = ranged_score(ctx, s[i], p[0]);
+      out[i + 1] = ranged_score(ctx, s[i + 1], p[1]);
+      continue;
+    }
+    out[i] = a.supported ? ranged_score(ctx, s[i], predict_figures(ctx.prepared, a.plan, ctx.headroom_bytes))
+                         : ScheduleScore{};
+    out[i + 1] = b.supported ? ranged_score(ctx, s[i + 1], predict_figures(ctx.prepared, b.plan, ctx.headroom_bytes))
+                             : ScheduleScore{};
+  }
+  for (; i < count; ++i) out[i] = score(ctx, s[i]);
+}
+
+}  // namespace
+
 ScheduleScore score(const Context& ctx, const Schedule& s) {
   const PlanResult plan = realize(*ctx.family, ctx.chain, s, ctx.setup);
   if (!plan.supported) return {};
-  const Prediction p = predict_figures(ctx.prepared, plan.plan, ctx.headroom_bytes);
-  const RangedPrediction r = ranged_prediction(ctx.ranges, ctx.anchor, s, p, ctx.headroom_bytes);
-  return {true, r.prediction.peak_vram_bytes, r.prediction.step_time_s, r.prediction.usable_vram_bytes, r.fit};
+  return ranged_score(ctx, s, predict_figures(ctx.prepared, plan.plan, ctx.headroom_bytes));
 }
 
 ScheduleSpace schedule_space(const Context& ctx) {
@@ -137,7 +168,8 @@ ScheduleSpace schedule_space(const Context& ctx) {
 
 Advice advise_schedules(const Context& ctx, bool keep_all) {
   return advise(enumerate_schedules(schedule_space(ctx)), [&](const Schedule& s) { return evaluate(ctx, s); },
-                ctx.headroom_bytes, keep_all, [&](const Schedule& s) { return score(ctx, s); });
+                ctx.headroom_bytes, keep_all,
+                [&](const Schedule* s, std::size_t count, ScheduleScore* out) { score_batch(ctx, s, count, out); });
 }
 
 OptimalOptions optimal_options(const Context& ctx) {

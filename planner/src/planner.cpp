@@ -91,9 +91,14 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
     Scored s{};
   };
   std::vector<Slot> slots(schedules.size());
+  std::vector<ScheduleScore> scores(schedules.size());
   auto work = [&](std::size_t begin, std::size_t end) {
+    if (score)
+      score(schedules.data() + begin, end - begin, scores.data() + begin);
+    else
+      for (std::size_t i = begin; i < end; ++i) scores[i] = score_of(evaluate(schedules[i]));
     for (std::size_t i = begin; i < end; ++i) {
-      const ScheduleScore c = score ? score(schedules[i]) : score_of(evaluate(schedules[i]));
+      const ScheduleScore& c = scores[i];
       slots[i].supported = c.supported;
       slots[i].s = {i, c.peak_vram_bytes, c.step_time_s, c.usable_vram_bytes, c.verdict};
     }

@@ -92,6 +92,11 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
 // predict() without naming the peak's phase (memory.peak_phase stays empty): every figure is the
 // same, bit for bit; advise scores thousands of plans and names only those it prints.
 Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double headroom_bytes);
+// predict_figures() of two plans, bit for bit: two plans of one-block segments without attention
+// offload (every per-block and micro-block schedule) are walked in one loop, their dependency
+// chains interleaved (advise scores ~18k such plans for Stable Cascade's 192 micro-blocks).
+void predict_figures_pair(const PreparedChain& pc, const Plan& first, const Plan& second, double headroom_bytes,
+                          Prediction out[2]);
 
 // A prediction for a schedule the trainer ignores or rejects.
 Prediction unsupported_prediction(const std::string& reason);

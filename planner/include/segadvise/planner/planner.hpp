@@ -73,7 +73,8 @@ struct ScheduleScore {
   double peak_vram_bytes = 0, step_time_s = 0, usable_vram_bytes = 0;
   FitVerdict verdict = FitVerdict::DoesNotFit;
 };
-using Score = std::function<ScheduleScore(const Schedule&)>;
+// Scores `count` schedules from `first` into `out` (a batch lets a scorer walk two plans at once).
+using Score = std::function<void(const Schedule* first, std::size_t count, ScheduleScore* out)>;
 // The score of a candidate evaluate() returned.
 ScheduleScore score_of(const Candidate& c);
 
