@@ -86,6 +86,7 @@ void print_communication(std::ostream& out, const Prediction& p) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "; on the links %.3f s, exposed %.3f s", mg.cost.total_s(), p.time.communication_s);
   out << buf;
+  if (mg.host_ram_per_node_bytes > 0) out << "; host RAM per node about " << gib_str(mg.host_ram_per_node_bytes);
   if (mg.host_optimizer_s > 0) {
     std::snprintf(buf, sizeof buf, "; optimizer step on the CPU %.2f s", mg.host_optimizer_s);
     out << buf;

@@ -167,3 +167,32 @@ TEST_CASE("advise over strategies prefers DDP for a LoRA that fits and never pic
   for (const auto& o : d.options)
     if (zero_stage(o.multi_gpu.strategy) > 0 && o.multi_gpu.strategy != Strategy::fsdp2) CHECK_FALSE(o.runs);
 }
+
+TEST_CASE("links: NVLink where the card has it, PCIe otherwise, half of PCIe without P2P") {
+  MultiGpuSetup m = gpus(8, Strategy::ddp);
+  CHECK(link_for(find_gpu("h100"), m).intra_node_bytes_per_s == 450e9);  // NVLink 4: 900 GB/s both ways
+  CHECK(link_for(find_gpu("l40s"), m).intra_node_bytes_per_s == 32e9);   // PCIe Gen4 x16, P2P
+  CHECK(link_for(find_gpu("4090"), m).intra_node_bytes_per_s == 16e9);   // 32 GB/s crossed twice via host
+  CHECK(link_for(find_gpu("h100"), m).inter_node_bytes_per_s == 50e9);   // NDR 400 Gb/s
+}
+
+TEST_CASE("context parallel K splits every sequence-proportional figure of a block by K") {
+  BlockChain c;
+  BlockCost b;
+  b.saved_attention_bytes = 800;
+  b.boundary_bytes = 80;
+  b.attention_flops = 4000;
+  b.matmul_flops = 2000;
+  b.params = 1e6;
+  b.launches = 100;
+  c.blocks = {b};
+  c.outside_activation_bytes = 40;
+  const BlockChain s = split_sequence(c, 4);
+  CHECK(s.blocks[0].saved_attention_bytes == 200);  // 800 / 4
+  CHECK(s.blocks[0].boundary_bytes == 20);
+  CHECK(s.blocks[0].attention_flops == 1000);  // each rank's queries against the gathered keys
+  CHECK(s.blocks[0].matmul_flops == 500);
+  CHECK(s.blocks[0].params == 1e6);     // weights are not split
+  CHECK(s.blocks[0].launches == 100);   // every rank launches every kernel
+  CHECK(s.outside_activation_bytes == 10);
+}

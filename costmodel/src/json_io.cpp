@@ -56,7 +56,8 @@ void add_multi_gpu_json(json& j, const Prediction& p) {
                                          {"host_transfer", mg.cost.host_transfer_s}}},
                         {"exposed_s", p.time.communication_s},
                         {"host_optimizer_s", mg.host_optimizer_s},
-                        {"samples_per_step", mg.samples_per_step}};
+                        {"samples_per_step", mg.samples_per_step},
+                        {"host_ram_per_node_gib", gib(mg.host_ram_per_node_bytes)}};
 }
 
 }  // namespace

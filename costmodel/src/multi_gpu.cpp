@@ -230,6 +230,10 @@ void apply_multi_gpu(const PreparedChain& pc, Prediction& p, double headroom_byt
   info.volume = comm_per_step(in);
   info.cost = comm_cost(info.volume, link, mg.nodes);
   info.samples_per_step = samples_per_step(setup);
+  const double full_copy = shards_weights(in.strategy) || zero_stage(in.strategy) > 0
+                               ? pc.static_memory.weights_bytes + pc.static_memory.trainable_bytes
+                               : 0;
+  info.host_ram_per_node_bytes = mg.gpus_per_node * std::max(r.host_bytes, full_copy);
   double attention_s = 0;
   for (double a : pc.attention_s) attention_s += a;
   attention_s *= 1 + kAttentionBackwardPasses;

@@ -268,6 +268,9 @@ struct MultiGpuInfo {
   CommCost cost;              // on the link, before overlap
   double host_optimizer_s = 0;  // optimizer step on the CPU (offloaded optimizer state)
   double samples_per_step = 0;  // unique samples per optimizer step over all ranks (dist §2)
+  // host RAM one node needs: its ranks' offloaded state, or at load time a full CPU copy of the
+  // model per rank (FSDP2 without cpu_ram_efficient_loading, DeepSpeed without zero.Init, dist §3)
+  double host_ram_per_node_bytes = 0;
 };
 
 struct Prediction {
