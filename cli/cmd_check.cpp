@@ -5,9 +5,9 @@
 // phase advice's keys) changed. The verdict is the whole run's (families/phases.hpp: startup caching,
 // model load, step, validation, save) unless --step-only.
 // Flags and config -> request -> advisor (check_report, which advises once when asked) -> printer.
-// Exit codes: 0 fits (the 90% range's upper end plus headroom fits, and every other phase of the run),
-// 1 does not fit (even the lower end does not) or the trainer would not run it, 3 borderline, 2 bad
-// input. With --advise: 0 when a schedule fits with confidence, 3 when only borderline ones remain,
+// Exit codes, the worst phase's (each phase's 90% range, the step's own for the step): 0 fits (every
+// upper end plus headroom fits), 1 does not fit (even a lower end does not) or the trainer would not run
+// it, 3 borderline, 2 bad input. With --advise: 0 when a schedule fits with confidence, 3 when only borderline ones remain,
 // 1 when nothing fits.
 #include <iostream>
 

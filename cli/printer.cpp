@@ -46,7 +46,9 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
                            {"prediction", prediction_json(*c)},
                            {"config", simpletuner_keys(c->schedule)}};
     if (r.phases) {  // the recommended schedule's whole run (the recommendation itself is the step's)
-      j["recommendation"]["phases"] = nlohmann::json::parse(phases_json(*r.phases).dump());
+      const double budget = usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes;
+      j["recommendation"]["phases"] = nlohmann::json::parse(phases_json(*r.phases, budget).dump());
+      j["recommendation"]["run_fit"] = to_string(worst(c->verdict(), r.phases->verdict(budget)));
       j["recommendation"]["run_peak_vram_gib"] = r.phases->peak_vram_bytes / kGiB;
       j["recommendation"]["run_peak_phase"] = to_string(r.phases->peak_phase);
       j["recommendation"]["run_fits"] =
@@ -206,7 +208,8 @@ void TablePrinter::check(const CheckView& v) {
   if (r.phases) {
     print_phases(out_, *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, md_);
     out_ << (md_ ? "\n**" : "\n") << "Verdict" << (r.step_only ? " (training step only)" : " (whole run)") << ": "
-         << (r.fits() ? "fits" : "does NOT fit") << (md_ ? "**\n" : "\n");
+         << (r.verdict() == FitVerdict::Fits ? "fits" : (r.verdict() == FitVerdict::Borderline ? "borderline" : "does NOT fit"))
+         << (md_ ? "**\n" : "\n");
   }
   if (!r.warnings.empty()) out_ << (md_ ? "\n### Warnings\n\n" : "\n");
   for (const auto& w : r.warnings) out_ << (md_ ? "- " : "warning: ") << w << "\n";
@@ -269,7 +272,8 @@ void JsonPrinter::check(const CheckView& v) {
   j["prediction"] = prediction_json(c);
   j["measurements"] = measurements_json(r.context.anchor);
   if (r.phases) {
-    add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only);
+    add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only,
+                    r.verdict());
     j["phase_advice"] = phase_advice_json(*r.phases);
     j["host_memory"] = host_memory_json(r.phases->host);
   }

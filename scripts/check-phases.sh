@@ -32,29 +32,32 @@ for k in ("startup_caching", "model_load", "training_step", "validation", "save"
     v = ph[k]["peak_vram_gib"]
     cells.append("-" if v is None else "%.1f" % v)
 fix = "; ".join("%s=%s" % (a["key"], json.dumps(a["value"])) for a in j.get("phase_advice", []))
-print("\t".join([name, where, rc, p["peak_phase"], " ".join(cells), "fits" if p["fits"] else "NOT", fix]))
+print("\t".join([name, where, rc, p["peak_phase"], " ".join(cells), p.get("fit") or ("fits" if p["fits"] else "does-not-fit"), fix]))
 PY
 done
 python3 - "$tmp/rows.tsv" <<'PY'
 import collections, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-print("%-58s %-5s %-2s %-15s %-31s %-4s %s" % ("example", "card", "rc", "peak phase", "startup load step valid save", "run", "phase advice"))
-peaks, tiers, errors = collections.Counter(), [], 0
+print("%-58s %-5s %-2s %-15s %-31s %-12s %s" % ("example", "card", "rc", "peak phase", "startup load step valid save", "run", "phase advice"))
+peaks, verdicts, tiers, errors = collections.Counter(), collections.Counter(), [], 0
 for r in rows:
     if r[3] in ("error", "unsupported"):
         errors += 1
         print("%-58s %-5s %-2s %s: %s" % (r[0][:58], r[1], r[2], r[3], r[4]))
         continue
-    print("%-58s %-5s %-2s %-15s %-31s %-4s %s" % (r[0][:58], r[1], r[2], r[3], r[4], r[5], r[6]))
+    print("%-58s %-5s %-2s %-15s %-31s %-12s %s" % (r[0][:58], r[1], r[2], r[3], r[4], r[5], r[6]))
     peaks[r[3]] += 1
+    verdicts[r[5]] += 1
     if r[1].endswith("G"):
         tiers.append((r[0], r[1], r[5], r[3]))
 print()
 print("examples %d: peak set by %s; %d not predicted (error or not run by the trainer)" %
       (len(rows), ", ".join("%s %d" % kv for kv in peaks.most_common()), errors))
-print("tiered examples judged on their card: %d, fit %d, do not fit %d" %
-      (len(tiers), sum(t[2] == "fits" for t in tiers), sum(t[2] != "fits" for t in tiers)))
+print("run verdicts (the worst phase's 90%% range against the card): %s" % ", ".join("%s %d" % kv for kv in verdicts.most_common()))
+print("tiered examples judged on their card: %d, fit %d, borderline %d, do not fit %d" %
+      (len(tiers), sum(t[2] == "fits" for t in tiers), sum(t[2] == "borderline" for t in tiers),
+       sum(t[2] not in ("fits", "borderline") for t in tiers)))
 for t in tiers:
     if t[2] != "fits":
-        print("  does not fit: %s on %s (peak in %s)" % (t[0], t[1], t[3]))
+        print("  %s: %s on %s (peak in %s)" % (t[2], t[0], t[1], t[3]))
 PY

@@ -91,6 +91,9 @@ fi
 # 20 GiB card; the step alone fits (--step-only), and the phase advice names quantize_via cpu
 fixture="$(cd "$(dirname "$0")" && pwd)/fixtures/check/flux-480-square.json"
 expect 1 'model_load .*peak, over' -- check "$fixture" --vram-gib 20
+# its 90% range: the bf16 base is counted parameters (1.0-1.05x): 22.2-23.3 GiB, all over the 19 GiB budget
+expect 1 'model_load +22.2 +22.2–23.3 +peak, over' -- check "$fixture" --vram-gib 20
+expect 1 'quantize_via: "cpu" -> 14.3 GiB \(90%: 14.3–15.0, fits\)' -- check "$fixture" --vram-gib 20
 expect 1 'quantize_via: "cpu"' -- check "$fixture" --vram-gib 20
 expect 0 'Verdict \(training step only\): fits' -- check "$fixture" --vram-gib 20 --step-only --ranges "$(dirname "$fixture")/point-ranges.json"
 expect 1 '"peak_phase": "model_load"' -- check "$fixture" --vram-gib 20 --format json

@@ -121,3 +121,35 @@ TEST_CASE("a check report with advice advises once, over the configured setup") 
   CHECK(rejected.candidate.prediction.reason == "the trainer stops");
   CHECK_FALSE(rejected.advice.has_value());
 }
+
+TEST_CASE("check's verdict is the worst phase's, the training step's phase keeping the step's own range") {
+  CheckRequest req;
+  req.run = request_for("flux", "h100");
+  // a band of exp(-0.5) .. exp(0.5) around every peak: 0.6065x .. 1.6487x
+  req.run.ranges.peak = Band{-0.5, 0.5, 100};
+  req.schedule = parse("layer");
+  CheckReport r = check_report(req);
+  REQUIRE(r.phases.has_value());
+  REQUIRE(r.candidate.ranged);
+  // nothing is kept loaded beside the model (the trainer's defaults): the step's phase is the step's range
+  const PhaseResult& step = r.phases->at(Phase::TrainingStep);
+  CHECK(step.peak_lo_bytes == doctest::Approx(r.candidate.peak_range_bytes.lo));
+  CHECK(step.peak_hi_bytes == doctest::Approx(r.candidate.peak_range_bytes.hi));
+  const double budget = r.candidate.prediction.usable_vram_bytes - r.context.headroom_bytes;
+  REQUIRE(r.candidate.verdict() == FitVerdict::Fits);  // Flux under layer on an H100: far under the card
+  CHECK(r.verdict() == FitVerdict::Fits);
+  // a validation whose range straddles the budget makes the run borderline; one whose lower end is over
+  // it, does-not-fit; --step-only judges the step alone
+  PhaseResult* validation = nullptr;
+  for (auto& p : r.phases->phases)
+    if (p.phase == Phase::Validation) validation = &p;
+  REQUIRE(validation != nullptr);
+  validation->runs = true;
+  validation->peak_lo_bytes = budget - kGiB;
+  validation->peak_hi_bytes = budget + kGiB;
+  CHECK(r.verdict() == FitVerdict::Borderline);
+  validation->peak_lo_bytes = budget + kGiB;
+  CHECK(r.verdict() == FitVerdict::DoesNotFit);
+  r.step_only = true;
+  CHECK(r.verdict() == FitVerdict::Fits);
+}

@@ -132,6 +132,32 @@ TEST_CASE("an output transaction writes all its files or none") {
   CHECK(d.leftovers() == 0);
 }
 
+TEST_CASE("a commit whose second rename fails puts the first file back") {
+  TempDir d;
+  fs::create_directories(d / "a");
+  fs::create_directories(d / "b");
+  {
+    std::ofstream(d / "a/plan.json") << "old plan";
+  }
+  std::string err;
+  {
+    OutputTransaction tx;
+    tx.stage(d / "a/plan.json", "new plan");
+    tx.stage(d / "a/new.svg", "new svg");  // a new file: undone by removing it
+    tx.stage(d / "b/plot.svg", "svg");
+    fs::remove_all(d / "b");  // its temporary file goes with it: the third rename fails (ENOENT)
+    err = error_of([&] { tx.commit(); });
+  }
+  CHECK(err.find("plot.svg") != std::string::npos);
+  CHECK(err.find("put back") != std::string::npos);
+  CHECK(slurp(d / "a/plan.json") == "old plan");
+  CHECK(!fs::exists(d / "a/new.svg"));
+  CHECK(pending_output_temps() == 0);
+  int left = 0;  // no temporary or kept-old file stays behind
+  for (const auto& e : fs::directory_iterator(fs::path(d / "a"))) left += e.path().filename() != "plan.json";
+  CHECK(left == 0);
+}
+
 TEST_CASE("SIGTERM during a write removes the temporary file") {
   TempDir d;
   const pid_t child = ::fork();

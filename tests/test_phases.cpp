@@ -242,13 +242,22 @@ TEST_CASE("advice names the cheapest key that brings a phase under the budget") 
   RunSetup run;
   run.validation_width = run.validation_height = 1024;
   run.vae_batch_size = 1;
-  // validation 22 GiB + 254e6 + 6.08e9 B = 28.4 GiB over a 24 GiB budget; set_grads_to_none alone:
-  // 27.9 GiB, still over; tiling: 22 GiB + 254e6 + 0.55 GiB = 22.79 GiB: the one key
+  // validation 22 GiB + 254e6 + 6.08e9 B = 28.4 GiB over a 24 GiB budget (25,769,803,776 B). A key must
+  // bring the phase's upper end under it (bands: resident x1.05, the VAE's assumed size x2, the
+  // measured decode x1.33). Alone none does: tiling's point is 22.79 GiB but its upper end
+  // 22 GiB x 1.05 + 508e6 + 590,558,003 x 1.33 = 26,096,878,278 B; a 256x256 validation's
+  // 24,803,436,134 + 508e6 + 380,043,264 x 1.33 = 25,816,893,675 B. Stacked: set_grads_to_none (upper
+  // end 21.5 GiB x 1.05 + 508e6 + 6,080,692,224 x 1.33 = 32,835,042,335 B, lower than 33.4e9), then
+  // tiling on top: 24,239,721,677 + 508e6 + 785,442,144 = 25,533,163,821 B: fits
   RunPhases r = predict_phases(fam, setup, chain, step, run, 24 * kGiB);
-  REQUIRE(r.fixes.size() == 1);
+  REQUIRE(r.fixes.size() == 2);
   CHECK(r.fixes[0].phase == Phase::Validation);
-  CHECK(r.fixes[0].key == "vae_enable_tiling");
-  CHECK(r.fixes[0].peak_after_bytes == doctest::Approx(22 * kGiB + kQwenVae + 590558003.0));
+  CHECK(r.fixes[0].key == "set_grads_to_none");
+  CHECK(r.fixes[0].fit_after == FitVerdict::DoesNotFit);  // lower end 21.5 GiB + 127e6 + 4.56e9 > 24 GiB
+  CHECK(r.fixes[1].key == "vae_enable_tiling");
+  CHECK(r.fixes[1].peak_after_bytes == doctest::Approx(21.5 * kGiB + kQwenVae + 590558003.0));
+  CHECK(r.fixes[1].peak_after_hi_bytes == doctest::Approx(25533163820.8));
+  CHECK(r.fixes[1].fit_after == FitVerdict::Fits);
 
   // startup on a 14 GiB budget (15.03e9 B): the VAE cache is 20.19e9 B; offload_during_startup leaves the
   // text cache at 16.94e9; tiling leaves 17.12e9; an int8 text encoder: 8.292e9 x 1.01 = 8.375e9 ->
@@ -300,9 +309,11 @@ TEST_CASE("with RamTorch only the weights outside the streamed blocks reach the 
   setup.ramtorch_percent = 100;
   const BlockChain chain = analyze(fam, setup);
   RunSetup run;  // quantize_via accelerator
-  // every block streams: only the embedders and heads outside the blocks, x 2 B
-  RunPhases r = predict_phases(fam, setup, chain, step_of(1, 0.1, 0.1, 0.2, 4), run, 0);
+  // every block streams: only the embedders and heads outside the blocks, x 2 B (131.5e6 B, more than
+  // the quantized model the step holds here, 0.05 + 0.01 GiB, once move_models has run)
+  RunPhases r = predict_phases(fam, setup, chain, step_of(0.05, 0.01, 0.01, 0.02, 4), run, 0);
   CHECK(r.at(Phase::ModelLoad).peak_vram_bytes == doctest::Approx(chain.outside_params * 2));
+  CHECK(r.at(Phase::ModelLoad).set_by.find("quantize_via accelerator") == 0);
   setup.ramtorch_percent = 50;  // half the block weights too
   double blocks = 0;
   for (const auto& b : chain.blocks) blocks += b.params;
@@ -329,4 +340,177 @@ TEST_CASE("no phase advice while the step itself is over the budget") {
   const RunPhases r = predict_phases(fam, setup, chain, step_of(25, 0.5, 0.5, 1, 3), run, 24 * kGiB);
   CHECK(r.at(Phase::Validation).peak_vram_bytes > 24 * kGiB);
   CHECK(r.fixes.empty());
+}
+
+TEST_CASE("the parts of a phase carry the bands of what they are made of") {
+  // run-phases.json "bands": the step's fixed part and counted weights tight, assumed sizes and
+  // unmeasured working sets wide, a documented spike from none to its size
+  CHECK(part_band("resident").lo == 1.0);
+  CHECK(part_band("resident").hi == doctest::Approx(1.05));
+  CHECK(weights_band("C").hi == doctest::Approx(1.05));  // counted
+  CHECK(weights_band("R").hi == doctest::Approx(1.05));
+  CHECK(weights_band("I").lo == doctest::Approx(0.8));   // inferred
+  CHECK(weights_band("I").hi == doctest::Approx(1.25));
+  CHECK(weights_band("U").lo == doctest::Approx(0.5));   // assumed
+  CHECK(weights_band("U").hi == doctest::Approx(2.0));
+  CHECK(part_band("measured").hi == doctest::Approx(1.33));
+  CHECK(part_band("estimate").hi == doctest::Approx(2.0));
+  CHECK(part_band("spike").lo == 0.0);
+  CHECK(save_spike_copies() == doctest::Approx(1.0));
+}
+
+TEST_CASE("a phase's range adds its parts' ends; the training step keeps the step's own range") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(20, 0.5, 0.5, 1, 1);  // 23 GiB
+  const Range step_range{15 * kGiB, 40 * kGiB};
+  RunSetup run;
+  run.validation_width = run.validation_height = 1024;
+  RunPhases r = predict_phases(fam, setup, chain, step, run, 0, step_range);
+  CHECK(r.at(Phase::TrainingStep).peak_lo_bytes == doctest::Approx(15 * kGiB));
+  CHECK(r.at(Phase::TrainingStep).peak_hi_bytes == doctest::Approx(40 * kGiB));
+  // validation: resident 22 GiB x [1, 1.05] + the reloaded VAE 254e6 x [0.5, 2] (its size assumed, U)
+  //   + the decode 6,080,692,224 x [0.75, 1.33] (measured by InvokeAI, M):
+  //   lo = 23,622,320,128 + 127e6 + 4,560,519,168 = 28,309,839,296 B
+  //   hi = 24,803,436,134.4 + 508e6 + 8,087,320,657.92 = 33,398,756,792.32 B
+  const PhaseResult& v = r.at(Phase::Validation);
+  CHECK(v.peak_vram_bytes == doctest::Approx(22 * kGiB + kQwenVae + 5799.0 * 1048576));
+  CHECK(v.peak_lo_bytes == doctest::Approx(28309839296.0));
+  CHECK(v.peak_hi_bytes == doctest::Approx(33398756792.32));
+  // the verdict's rule: fits when the upper end fits, does not when even the lower end does not
+  CHECK(v.verdict(32 * kGiB) == FitVerdict::Fits);         // 34.36e9 >= 33.40e9
+  CHECK(v.verdict(30 * kGiB) == FitVerdict::Borderline);   // 28.31e9 <= 32.21e9 < 33.40e9
+  CHECK(v.verdict(26 * kGiB) == FitVerdict::DoesNotFit);   // 27.92e9 < 28.31e9
+  // the run's verdict is the worst phase's: at 30 GiB the step [15, 40] and validation are borderline;
+  // at 26 GiB validation does not fit whatever the step's range says; at 45 GiB everything fits
+  CHECK(r.verdict(30 * kGiB) == FitVerdict::Borderline);
+  CHECK(r.verdict(26 * kGiB) == FitVerdict::DoesNotFit);
+  CHECK(r.verdict(45 * kGiB) == FitVerdict::Fits);
+  CHECK(r.peak_hi_bytes == doctest::Approx(40 * kGiB));  // the largest upper end: the step's
+  // a VAE kept loaded joins the step with its own band: [15 GiB + 127e6, 40 GiB + 508e6]
+  run.keep_vae_loaded = true;
+  r = predict_phases(fam, setup, chain, step, run, 0, step_range);
+  CHECK(r.at(Phase::TrainingStep).peak_lo_bytes == doctest::Approx(15 * kGiB + 127e6));
+  CHECK(r.at(Phase::TrainingStep).peak_hi_bytes == doctest::Approx(40 * kGiB + 508e6));
+  // without a range the step's point is its range
+  r = predict_phases(fam, setup, chain, step, RunSetup(), 0);
+  CHECK(r.at(Phase::TrainingStep).peak_lo_bytes == doctest::Approx(23 * kGiB));
+  CHECK(r.at(Phase::TrainingStep).peak_hi_bytes == doctest::Approx(23 * kGiB));
+}
+
+TEST_CASE("creating the EMA clones the trainable parameters on the GPU before placing them") {
+  const Family& fam = find_family("qwen_image");
+  const TrainingSetup setup = qwen_setup();  // bf16 base: no quantization at load
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(20, 2, 2, 4, 1);
+  RunSetup run;
+  // move_models: weights 20 + adapters 2 GiB
+  CHECK(predict_phases(fam, setup, chain, step, run, 0).at(Phase::ModelLoad).peak_vram_bytes == doctest::Approx(22 * kGiB));
+  // use_ema: the shadow (trainable params x weight dtype = the gradients' 2 GiB) is cloned on the GPU
+  // next to them, before the optimizer has state (ema.py:132): 20 + 2 + 2 = 24 GiB, wherever it then lives
+  run.use_ema = true;
+  for (const char* device : {"cpu", "accelerator"}) {
+    run.ema_device = device;
+    const PhaseResult m = predict_phases(fam, setup, chain, step, run, 0).at(Phase::ModelLoad);
+    CHECK(m.peak_vram_bytes == doctest::Approx(24 * kGiB));
+    CHECK(m.set_by.find("EMA creation") == 0);
+    CHECK(m.peak_hi_bytes == doctest::Approx(24 * kGiB * 1.05));  // all of it the step's fixed part
+  }
+}
+
+TEST_CASE("saving fp8-quanto weights spikes by up to one copy of them; offload_during_save avoids it") {
+  const Family& fam = find_family("flux");
+  TrainingSetup setup = default_setup(fam);
+  setup.base_precision = "fp8-quanto";
+  setup.model_type = ModelType::Lora;
+  setup.ramtorch = false;
+  const BlockChain chain = analyze(fam, setup);
+  const Prediction step = step_of(11, 0.1, 0.1, 0.2, 4);
+  RunSetup run;
+  run.quantize_via = "cpu";
+  // resident 11 + 0.1 + 0.1 + 0.2 = 11.4 GiB, + the spike: one more copy of the 11 GiB of weights = 22.4 GiB;
+  // its band runs from no spike: lo = 11.4 GiB, hi = 11.4 x 1.05 + 11 = 22.97 GiB
+  RunPhases r = predict_phases(fam, setup, chain, step, run, 16 * kGiB);
+  const PhaseResult& s = r.at(Phase::Save);
+  CHECK(s.peak_vram_bytes == doctest::Approx(22.4 * kGiB));
+  CHECK(s.peak_lo_bytes == doctest::Approx(11.4 * kGiB));
+  CHECK(s.peak_hi_bytes == doctest::Approx(22.97 * kGiB));
+  CHECK(s.verdict(16 * kGiB) == FitVerdict::Borderline);
+  CHECK(r.peak_phase == Phase::Save);
+  // the fix: offload_during_save leaves gradients and optimizer state, 0.3 GiB, and no spike on the GPU
+  REQUIRE(r.fixes.size() == 1);
+  CHECK(r.fixes[0].key == "offload_during_save");
+  CHECK(r.fixes[0].peak_after_bytes == doctest::Approx(0.3 * kGiB));
+  CHECK(r.fixes[0].fit_after == FitVerdict::Fits);
+  // int8-quanto has no documented spike
+  setup.base_precision = "int8-quanto";
+  r = predict_phases(fam, setup, analyze(fam, setup), step, run, 16 * kGiB);
+  CHECK(r.at(Phase::Save).peak_vram_bytes == doctest::Approx(11.4 * kGiB));
+}
+
+namespace {
+
+double resident_bytes(const PhaseResult& p, const std::string& what) {
+  double b = 0;
+  for (const auto& x : p.resident)
+    if (x.what.find(what) != std::string::npos) b += x.bytes;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("validation loads what the family's pipeline needs: Stable Cascade's decoder, LTX-2's audio models") {
+  RunSetup run;
+  run.validation_width = run.validation_height = 1024;
+  // Stable Cascade's combined pipeline: stage B 1.5e9 x 2 B = 3e9 B and the stage A VQGAN 20e6 x 2 B = 40e6 B,
+  // their sizes assumed (band 0.5-2x: lo 1.51e9, hi 6.04e9 of the phase's range come from them)
+  const Family& sc = find_family("stable_cascade");
+  TrainingSetup s = default_setup(sc);
+  RunPhases r = predict_phases(sc, s, analyze(sc, s), step_of(8, 0.5, 0.5, 1, 4), run, 0);
+  const PhaseResult& v = r.at(Phase::Validation);
+  CHECK(resident_bytes(v, "stage B decoder") == doctest::Approx(3e9));
+  CHECK(resident_bytes(v, "stage A VQGAN") == doctest::Approx(40e6));
+  // LTX-2: the audio VAE and the vocoder, 100e6 params each x 2 B
+  const Family& ltx2 = find_family("ltxvideo2");
+  s = default_setup(ltx2);
+  r = predict_phases(ltx2, s, analyze(ltx2, s), step_of(20, 0.5, 0.5, 1, 4), run, 0);
+  CHECK(resident_bytes(r.at(Phase::Validation), "LTX-2 audio VAE") == doctest::Approx(200e6));
+  CHECK(resident_bytes(r.at(Phase::Validation), "LTX-2 vocoder") == doctest::Approx(200e6));
+}
+
+TEST_CASE("Ideogram and MiniMax Music load their language model back for validation") {
+  RunSetup run;
+  // Ideogram's Qwen3-VL-8B (~8.8e9, bf16: 17.6e9 B) comes back for get_pipeline (ideogram/model.py:197)
+  const Family& ideo = find_family("ideogram");
+  TrainingSetup s = default_setup(ideo);
+  const BlockChain chain = analyze(ideo, s);
+  const Prediction step = step_of(10, 0.5, 0.5, 1, 4);
+  RunPhases r = predict_phases(ideo, s, chain, step, run, 0);
+  CHECK(resident_bytes(r.at(Phase::Validation), "reloaded for validation") == doctest::Approx(17.6e9));
+  // at its text_encoder_1_precision: int8-quanto 8.8e9 x 1.01 = 8.888e9 B
+  run.text_encoder_precision = {"int8-quanto"};
+  r = predict_phases(ideo, s, chain, step, run, 0);
+  CHECK(resident_bytes(r.at(Phase::Validation), "reloaded for validation") == doctest::Approx(8.888e9));
+  // a text cache on demand keeps it loaded all along: counted once, not reloaded
+  run = RunSetup();
+  run.text_cache_ondemand = true;
+  r = predict_phases(ideo, s, chain, step, run, 0);
+  CHECK(resident_bytes(r.at(Phase::Validation), "reloaded for validation") == 0);
+  CHECK(resident_bytes(r.at(Phase::Validation), "text cache on demand") == doctest::Approx(17.6e9));
+
+  // MiniMax Music's 8B LM (minimaxmusic/model.py:1677-1683): 8e9 x 2 B = 16e9 B; on a 24 GiB budget the
+  // validation (10 + 0.5 + 1 + 0.5 GiB + 16e9 B + its VAE 100e6 x 4 B = 29.3e9 B) does not fit;
+  // the int8 LM is the advice (MINIMAX_MUSIC.md: "use an int8 TE"): 8e9 x 1.01 = 8.08e9 B instead
+  const Family& mm = find_family("minimaxmusic");
+  s = default_setup(mm);
+  run = RunSetup();
+  r = predict_phases(mm, s, analyze(mm, s), step, run, 24 * kGiB);
+  const PhaseResult& v = r.at(Phase::Validation);
+  CHECK(resident_bytes(v, "reloaded for validation") == doctest::Approx(16e9));
+  CHECK(resident_bytes(v, "VAE") == doctest::Approx(400e6));
+  bool int8 = false;
+  for (const auto& f : r.fixes)
+    if (f.phase == Phase::Validation && f.key == "text_encoder_1_precision") int8 = true;
+  CHECK(int8);
 }

@@ -264,9 +264,87 @@ PeakSink single_block_peak(const PreparedChain& pc, const Plan& plan, Activation
   return peak;
 }
 
+// The figures predict() needs of a plan of one-block segments without attention offload, in one
+// pass each way: single_block_peak's positions (its peak: a maximum is the same in any order) and
+// predict()'s recompute and transfer sums, each formed over the blocks in the same order as there,
+// so every figure is bit-identical to the timeline walk plus predict()'s loop over segments.
+struct SingleBlockFigures {
+  double peak_bytes = 0, retained_bytes = 0, host_bytes = 0;
+  double recompute_s = 0, offload_bytes = 0, recomputed_blocks = 0;
+};
+
+SingleBlockFigures single_block_figures(const PreparedChain& pc, const Plan& plan) {
+  SingleBlockFigures f;
+  const ScaledBlock* sb = pc.scaled.data();
+  const BlockCost* blocks = pc.chain->blocks.data();
+  const Segment* seg = plan.segments.data();
+  const int n = static_cast<int>(plan.segments.size());
+  const double base = pc.chain->outside_activation_bytes;
+  thread_local std::vector<double> kept_buffer;
+  kept_buffer.resize(static_cast<std::size_t>(n));
+  double* r = kept_buffer.data();
+  double retained_sum = 0, host = 0, recompute_s = 0, offload_bytes = 0, recomputed = 0, peak = 0;
+  for (int i = 0; i < n; ++i) {
+    const ScaledBlock& b = sb[i];
+    const double saved = b.saved();
+    const double live = base + retained_sum + saved + b.transient_bytes + b.boundary_bytes;
+    peak = live > peak ? live : peak;
+    double kept = 0;
+    const BlockMode mode = seg[i].mode;
+    const bool to_host = seg[i].offload_to_host;
+    if (mode == BlockMode::Keep) {
+      kept = saved;
+    } else if (mode == BlockMode::CheckpointFfn) {
+      recompute_s += pc.ffn_forward_s[i];
+      recomputed += 1;
+      if (to_host) {
+        kept = b.attention_bytes + b.rest_bytes;
+        host += b.ffn_input_bytes;
+        offload_bytes += blocks[i].ffn_input_bytes;
+      } else {
+        kept = b.attention_bytes + b.rest_bytes + b.ffn_input_bytes;
+      }
+    } else {
+      recompute_s += pc.forward_s[i];
+      recomputed += 1;
+      if (to_host) {
+        host += b.boundary_bytes;
+        offload_bytes += b.boundary_bytes;
+      } else {
+        kept = b.boundary_bytes;
+      }
+    }
+    r[i] = kept;
+    retained_sum += kept;
+  }
+  double before = retained_sum;
+  for (int i = n - 1; i >= 0; --i) {
+    const ScaledBlock& b = sb[i];
+    before -= r[i];
+    const double grads = 2 * b.boundary_bytes;
+    double v;
+    if (seg[i].mode == BlockMode::Checkpoint) {
+      v = base + before + b.boundary_bytes + b.saved() + grads + b.transient_bytes;
+    } else {
+      const double live_block = seg[i].mode == BlockMode::CheckpointFfn ? b.saved() + b.ffn_input_bytes : b.saved();
+      v = base + before + live_block + grads + b.transient_bytes;
+    }
+    peak = v > peak ? v : peak;
+  }
+  f.peak_bytes = peak;
+  f.retained_bytes = retained_sum;
+  f.host_bytes = host;
+  f.recompute_s = recompute_s;
+  f.offload_bytes = offload_bytes;
+  f.recomputed_blocks = recomputed;
+  return f;
+}
+
 }  // namespace
 
-ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points) {
+namespace {
+
+ActivationTimeline timeline(const PreparedChain& pc, const Plan& plan, bool keep_points, bool name_peak) {
   ActivationTimeline tl;
   const auto& blocks = pc.chain->blocks;
   // phases are named lazily: building a string per position would dominate advise's run time
@@ -287,8 +365,14 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
     peak = walk_timeline(pc, plan, peak, tl);
   }
   tl.peak_bytes = peak.peak;
-  if (!blocks.empty()) tl.peak_phase = phase_name(peak.what, peak.block);
+  if (name_peak && !blocks.empty()) tl.peak_phase = phase_name(peak.what, peak.block);
   return tl;
+}
+
+}  // namespace
+
+ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points) {
+  return timeline(pc, plan, keep_points, true);
 }
 
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
@@ -426,6 +510,8 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
   pc.static_memory = static_memory(chain, setup);
   pc.outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * gpu.bf16_flops_per_s);
   pc.usable_vram_bytes = usable_vram_bytes(gpu, coef);
+  pc.gpu_coef = &g;
+  pc.optimizer_update_bytes_per_param = optimizer_info(setup.optimizer).update_bytes_per_param;
   return pc;
 }
 
@@ -444,15 +530,42 @@ Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetu
 //               streamed weights on forward, recompute and backward
 //   optimizer = trainable bytes read and written at memory bandwidth
 //   overhead  = fixed per step (fitted per GPU)
+namespace {
+
+Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headroom_bytes, bool name_peak);
+
+}  // namespace
+
 Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_bytes) {
+  return predict_plan(pc, plan, headroom_bytes, true);
+}
+
+Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double headroom_bytes) {
+  return predict_plan(pc, plan, headroom_bytes, false);
+}
+
+namespace {
+
+Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headroom_bytes, bool name_peak) {
   Prediction p;
   const BlockChain& chain = *pc.chain;
   const TrainingSetup& setup = *pc.setup;
   const GpuSpec& gpu = *pc.gpu;
   const Coefficients& coef = *pc.coef;
-  const GpuCoefficients& g = coef.for_gpu(gpu.id);
+  const GpuCoefficients& g = pc.gpu_coef ? *pc.gpu_coef : coef.for_gpu(gpu.id);
   const StaticMemory& sm = pc.static_memory;
-  const ActivationTimeline tl = simulate_activations(pc, plan);
+  // unnamed one-block plans without attention offload: one fused pass (single_block_figures)
+  const bool fused = !name_peak && !plan.offload_attention && plan.segments.size() == chain.blocks.size();
+  SingleBlockFigures fig;
+  ActivationTimeline tl;
+  if (fused) {
+    fig = single_block_figures(pc, plan);
+    tl.peak_bytes = fig.peak_bytes;
+    tl.retained_after_forward_bytes = fig.retained_bytes;
+    tl.host_bytes = fig.host_bytes;
+  } else {
+    tl = timeline(pc, plan, false, name_peak);
+  }
 
   MemoryBreakdown& m = p.memory;
   m.weights_bytes = sm.weights_bytes;
@@ -480,7 +593,14 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
   // recompute_s sums in a local (through t it went to memory and back once per block)
   double offload_bytes = 0, recomputed_blocks = 0, recompute_s = t.recompute_s;
   const double share = plan.offload_attention ? offload_share(plan, coef) : 0.0;
-  for (const auto& s : plan.segments) {
+  if (fused) {
+    // the same sums, formed in the same block order by the fused pass (t.recompute_s starts at 0)
+    recompute_s = fig.recompute_s;
+    offload_bytes = fig.offload_bytes;
+    recomputed_blocks = fig.recomputed_blocks;
+  }
+  static const std::vector<Segment> summed;  // the fused pass did the loop below
+  for (const auto& s : fused ? summed : plan.segments) {
     for (int i = s.begin; i < s.end; ++i) {
       if (s.mode == BlockMode::Checkpoint) {
         recompute_s += pc.forward_s[i];
@@ -507,11 +627,15 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
     const double passes = 2 + recomputed_share;  // forward, backward, and the recompute pass
     t.transfer_s += sm.streamed_weights_bytes * passes / pcie;
   }
-  t.optimizer_s = sm.trainable_params * optimizer_info(setup.optimizer).update_bytes_per_param / gpu.mem_bytes_per_s;
+  const double update_bytes_per_param =
+      pc.gpu_coef ? pc.optimizer_update_bytes_per_param : optimizer_info(setup.optimizer).update_bytes_per_param;
+  t.optimizer_s = sm.trainable_params * update_bytes_per_param / gpu.mem_bytes_per_s;
   t.overhead_s = g.overhead_s;
   p.step_time_s = t.forward_s + t.backward_s + t.recompute_s + t.transfer_s + t.optimizer_s + t.overhead_s;
   if (setup.multi_gpu.active()) apply_multi_gpu(pc, p, headroom_bytes);  // per rank (multi_gpu.hpp)
   return p;
 }
+
+}  // namespace
 
 }  // namespace segadvise

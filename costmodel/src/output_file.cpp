@@ -9,6 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
 
@@ -191,6 +194,48 @@ std::string write_temp(const Target& t, const std::string& user_path, const std:
   return name;
 }
 
+// ---- undoing a commit that failed part-way -------------------------------------------------------
+struct Replaced {
+  std::string target;
+  std::string old;   // what the target held before (a hard link or a copy); empty when it was new
+  std::string temp;  // the temporary name the new text came from (now gone)
+};
+
+// The target's file under a second name beside it, `<temp>.old`: a hard link, or a copy where the
+// filesystem has no hard links. Empty when the target does not exist (a new file: undone by removal).
+std::string keep_old_file(const std::string& target, const std::string& temp, const std::string& user_path) {
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) return {};
+  const std::string old = temp + ".old";
+  if (::link(target.c_str(), old.c_str()) == 0) return old;
+  std::string text;
+  {
+    std::ifstream in(target, std::ios::binary);
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    if (!in.good() && !in.eof()) throw InputError("cannot write " + shown(user_path) + ": cannot keep its old text");
+    text = buf.str();
+  }
+  const int fd = ::open(old.c_str(), O_WRONLY | O_CREAT | O_EXCL, st.st_mode & 07777);
+  const bool ok = fd >= 0 && write_all(fd, text) && ::fsync(fd) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok) {
+    ::unlink(old.c_str());
+    throw InputError("cannot write " + shown(user_path) + ": cannot keep its old text beside it");
+  }
+  return old;
+}
+
+// Renames back what a failed commit replaced, newest first; a target that was new is removed.
+void put_back(const std::vector<Replaced>& done) noexcept {
+  for (auto it = done.rbegin(); it != done.rend(); ++it) {
+    if (it->old.empty())
+      ::unlink(it->target.c_str());
+    else
+      ::rename(it->old.c_str(), it->target.c_str());
+  }
+}
+
 }  // namespace
 
 OutputTransaction::OutputTransaction(OutputOptions opt) : opt_(opt) {}
@@ -212,18 +257,37 @@ void OutputTransaction::stage(const std::string& path, const std::string& text) 
 void OutputTransaction::commit() {
   // the targets again, just before replacing them: one turned into a device or link meanwhile is refused
   for (const auto& s : staged_) check_target(s.path, opt_);
-  while (!staged_.empty()) {
-    const Staged s = staged_.front();
+  SignalsBlocked blocked;  // a commit is renames only: a signal waits until it is done or undone
+  std::vector<Replaced> done;
+  const auto undo = [&] {  // what was renamed goes back; the rest stays staged (removed by abort)
+    put_back(done);
+    for (const auto& d : done) unregister_temp(d.temp);
+    staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(done.size()));
+  };
+  for (const auto& s : staged_) {
+    std::string old;  // one file needs no way back: its rename either happens or not
+    try {
+      if (staged_.size() > 1) old = keep_old_file(s.target, s.temp, s.path);
+    } catch (...) {
+      undo();
+      throw;
+    }
     if (::rename(s.temp.c_str(), s.target.c_str()) != 0) {
       const int err = errno;
-      throw InputError("cannot write " + shown(s.path) + ": rename failed: " + errno_text(err));
+      if (!old.empty()) ::unlink(old.c_str());
+      const bool put_back_some = !done.empty();
+      const std::string path = s.path;  // `s` is an element undo() may erase
+      undo();
+      throw InputError("cannot write " + shown(path) + ": rename failed: " + errno_text(err) +
+                       (put_back_some ? " (the files written before it were put back)" : ""));
     }
-    {
-      SignalsBlocked blocked;
-      unregister_temp(s.temp);
-    }
-    staged_.erase(staged_.begin());
+    done.push_back({s.target, old, s.temp});
   }
+  for (const auto& d : done) {
+    if (!d.old.empty()) ::unlink(d.old.c_str());
+    unregister_temp(d.temp);
+  }
+  staged_.clear();
 }
 
 void write_file_atomically(const std::string& path, const std::string& text, OutputOptions opt) {

@@ -6,6 +6,7 @@
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/trainer_facts.hpp"
 
 namespace segadvise {
 
@@ -25,11 +26,12 @@ int round_to_alignment(double x, int alignment) {
 
 namespace {
 
-// §1.3 square crop in area mode: values within 0.05 MP of the usual sizes snap to them.
+// §1.3 square crop in area mode: values near the usual sizes snap to them
+// (families/data/trainer/simpletuner-bucketing.json)
 double remap_area_mp(double mp) {
-  static const std::pair<double, double> snaps[] = {{0.25, 512}, {0.5, 768}, {1.0, 1024}, {2.0, 1536}, {4.0, 2048}};
-  for (const auto& [area, edge] : snaps)
-    if (std::abs(mp - area) <= kAreaSnapToleranceMp) return edge * edge / 1e6;
+  const SimpleTunerFacts& st = simpletuner_facts();
+  for (const AreaSnap& snap : st.area_snaps)
+    if (std::abs(mp - snap.megapixels) <= st.area_snap_tolerance_mp) return double(snap.edge_px) * snap.edge_px / 1e6;
   return mp;
 }
 

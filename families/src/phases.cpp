@@ -59,16 +59,51 @@ VaeSpec parse_vae(const std::string& id, const FieldReader& r) {
   v.frames_per_chunk = r.integer("frames_per_chunk", 0, false, 0, kMaxFrames);
   v.tile_frames = r.integer("tile_frames", 0, false, 0, kMaxFrames);
   v.tiling_ignored = r.boolean("tiling_ignored", false);
+  v.params_tag = r.str("params_tag", "U");
   v.tag = r.str("tag", "", true);
   v.source = r.str("source", "", true);
   return v;
 }
 
+ModelSpec parse_model(const std::string& id, const FieldReader& r) {
+  ModelSpec m;
+  m.id = id;
+  m.name = r.str("name", id);
+  m.params = r.num("params", 0, true, 1, kMaxParams);
+  m.dtype_bytes = dtype_bytes(r);
+  m.tag = r.str("tag", "", true);
+  m.source = r.str("source", "", true);
+  return m;
+}
+
+// A band keeps the point inside it: 0 <= lo <= 1 <= hi.
+PartBand parse_band(const FieldReader& r) {
+  PartBand b;
+  b.lo = r.num("lo", 1, true, 0, 1);
+  b.hi = r.num("hi", 1, true, 1, 100);
+  r.str("reason", "", true);
+  return b;
+}
+
+const char* const kBandKinds[] = {"resident", "counted", "inferred", "assumed", "measured", "estimate", "spike"};
+
 struct PhaseCatalog {
   std::map<std::string, TextEncoderSpec> tes;
   std::map<std::string, VaeSpec> vaes;
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, PartBand> bands;
+  double spike_copies = 0;
   json families;
 };
+
+void parse_extras(PhaseCatalog& cat, const json& j, const FieldReader& top) {
+  const FieldReader models = top.sub("validation_models", true);
+  for (auto it = j["validation_models"].begin(); it != j["validation_models"].end(); ++it)
+    cat.models[it.key()] = parse_model(it.key(), models.sub(it.key(), true));
+  const FieldReader bands = top.sub("bands", true);
+  for (const char* kind : kBandKinds) cat.bands[kind] = parse_band(bands.sub(kind, true));
+  cat.spike_copies = top.sub("save_spike", true).num("copies_of_quantized_weights", 0, true, 0, 10);
+}
 
 const PhaseCatalog& catalog() {
   static const PhaseCatalog c = [] {
@@ -82,6 +117,7 @@ const PhaseCatalog& catalog() {
         cat.tes[it.key()] = parse_te(it.key(), top.sub("text_encoders", true).sub(it.key(), true));
       for (auto it = j["vaes"].begin(); it != j["vaes"].end(); ++it)
         cat.vaes[it.key()] = parse_vae(it.key(), top.sub("vaes", true).sub(it.key(), true));
+      parse_extras(cat, j, top);
       for (auto it = j["families"].begin(); it != j["families"].end(); ++it) cat.families[it.key()] = it.value();
     }
     return cat;
@@ -99,7 +135,48 @@ std::vector<TextEncoderSpec> te_list(const FieldReader& r) {
   return out;
 }
 
+std::vector<ModelSpec> model_list(const FieldReader& r) {
+  std::vector<ModelSpec> out;
+  for (const auto& id : r.strings("validation_models")) {
+    const auto it = catalog().models.find(id);
+    if (it == catalog().models.end())
+      r.fail("validation_models", "names an unknown model '" + brief_text(id) + "'");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
 }  // namespace
+
+PartBand part_band(const std::string& kind) {
+  const auto it = catalog().bands.find(kind);
+  if (it == catalog().bands.end()) throw std::logic_error("no band '" + kind + "' in " + kOrigin);
+  return it->second;
+}
+
+PartBand weights_band(const std::string& tag) {
+  if (tag == "C" || tag == "R") return part_band("counted");
+  if (tag == "I") return part_band("inferred");
+  return part_band("assumed");
+}
+
+double save_spike_copies() { return catalog().spike_copies; }
+
+FitVerdict worst(FitVerdict a, FitVerdict b) {
+  auto rank = [](FitVerdict v) { return v == FitVerdict::Fits ? 0 : (v == FitVerdict::Borderline ? 1 : 2); };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+FitVerdict PhaseResult::verdict(double budget_bytes) const {
+  if (!runs) return FitVerdict::Fits;
+  return fit_verdict(Range{peak_lo_bytes, peak_hi_bytes}, budget_bytes, 0.0);
+}
+
+FitVerdict RunPhases::verdict(double budget_bytes) const {
+  FitVerdict v = FitVerdict::Fits;
+  for (const auto& p : phases) v = worst(v, p.verdict(budget_bytes));
+  return v;
+}
 
 FamilyPhaseData phase_data(const Family& fam, const std::string& model_flavour) {
   FamilyPhaseData d;
@@ -131,6 +208,8 @@ FamilyPhaseData phase_data(const Family& fam, const std::string& model_flavour) 
   d.tiling_default = r.boolean("tiling_default", false);
   d.validation_frames = r.integer("validation_frames", 0, false, 0, kMaxFrames);
   d.validation_frames_cap = r.integer("validation_frames_cap", 0, false, 0, kMaxFrames);
+  d.validation_reloads_text_encoders = r.boolean("validation_reloads_text_encoders", false);
+  d.validation_models = model_list(r);
   return d;
 }
 
@@ -206,14 +285,41 @@ int validation_frames(const FamilyPhaseData& d, const Family& fam, const RunSetu
 
 namespace {
 
+void add(std::vector<Resident>& r, const std::string& what, double bytes, PartBand band) {
+  if (bytes > 0) r.push_back({what, bytes, bytes * band.lo, bytes * band.hi});
+}
+
+// a part without a band (host memory)
+void add(std::vector<Resident>& r, const std::string& what, double bytes) { add(r, what, bytes, PartBand{}); }
+
 double sum(const std::vector<Resident>& r) {
   double s = 0;
   for (const auto& x : r) s += x.bytes;
   return s;
 }
 
-void add(std::vector<Resident>& r, const std::string& what, double bytes) {
-  if (bytes > 0) r.push_back({what, bytes});
+// The moment's point and range: the sums of its parts' bytes, lower and upper ends.
+PhaseResult& finish(PhaseResult& p) {
+  p.peak_vram_bytes = p.peak_lo_bytes = p.peak_hi_bytes = 0;
+  for (const auto& x : p.resident) {
+    p.peak_vram_bytes += x.bytes;
+    p.peak_lo_bytes += x.lo_bytes;
+    p.peak_hi_bytes += x.hi_bytes;
+  }
+  return p;
+}
+
+// A phase is the largest of its moments: the point and what is resident come from the moment with the
+// largest point; the range runs from the largest lower end to the largest upper end.
+PhaseResult largest(std::vector<PhaseResult> moments) {
+  PhaseResult out = moments.front();
+  for (const auto& m : moments)
+    if (m.peak_vram_bytes > out.peak_vram_bytes) out = m;
+  for (const auto& m : moments) {
+    out.peak_lo_bytes = std::max(out.peak_lo_bytes, m.peak_lo_bytes);
+    out.peak_hi_bytes = std::max(out.peak_hi_bytes, m.peak_hi_bytes);
+  }
+  return out;
 }
 
 std::string dims(int w, int h, int frames) {
@@ -227,21 +333,29 @@ struct Ctx {
   const BlockChain& chain;
   const Prediction& step;
   FamilyPhaseData data;
-  double frag = 0;  // allocator slack per activation byte, as the step's prediction has it
+  double frag = 0;   // allocator slack per activation byte, as the step's prediction has it
+  Range step_range;  // the step's 90% range (lo = hi = its point without one)
 };
 
 std::string te_precision(const RunSetup& run, std::size_t i) {
   return i < run.text_encoder_precision.size() ? run.text_encoder_precision[i] : "no_change";
 }
 
-double te_total_bytes(const Ctx& c, const RunSetup& run) {
-  if (run.ramtorch_text_encoder) return 0;  // Linear weights stream from the host [I]
-  double s = 0;
-  for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i) s += text_encoder_bytes(c.data.text_encoders[i], te_precision(run, i));
-  return s;
+// The text encoders at their precisions, each part with the band of its parameter count's tag.
+void add_text_encoders(const Ctx& c, const RunSetup& run, std::vector<Resident>& r, const std::string& what) {
+  if (run.ramtorch_text_encoder) return;  // Linear weights stream from the host [I]
+  for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i) {
+    const TextEncoderSpec& te = c.data.text_encoders[i];
+    add(r, what + ": " + te.name, text_encoder_bytes(te, te_precision(run, i)), weights_band(te.tag));
+  }
 }
 
 double vae_weight_bytes(const Ctx& c) { return c.data.has_vae ? c.data.vae.params * c.data.vae.dtype_bytes : 0; }
+void add_vae(const Ctx& c, std::vector<Resident>& r, const std::string& what) {
+  add(r, what, vae_weight_bytes(c), weights_band(c.data.vae.params_tag));
+}
+// a VAE working set: measured (tag M) or an estimate
+PartBand vae_work_band(const Ctx& c) { return part_band(c.data.vae.tag == "M" ? "measured" : "estimate"); }
 
 bool vae_resident(const RunSetup& run) { return run.keep_vae_loaded || run.vae_cache_ondemand || run.vae_cache_disable; }
 bool text_resident(const RunSetup& run) { return run.text_cache_ondemand || run.text_cache_disable; }
@@ -251,8 +365,18 @@ bool slicing_on(const Ctx& c, const RunSetup& run) { return run.vae_enable_slici
 // What the run keeps on the GPU besides the model: the VAE (keep_vae_loaded, on-demand or disabled
 // latent cache, §A2) and the text encoders (on-demand or disabled text cache).
 void add_kept(const Ctx& c, const RunSetup& run, std::vector<Resident>& r) {
-  if (vae_resident(run)) add(r, "VAE (kept loaded)", vae_weight_bytes(c));
-  if (text_resident(run)) add(r, "text encoders (text cache on demand/disabled)", te_total_bytes(c, run));
+  if (vae_resident(run)) add_vae(c, r, "VAE (kept loaded)");
+  if (text_resident(run)) add_text_encoders(c, run, r, "text encoders (text cache on demand/disabled)");
+}
+
+// The trained model's fixed part as the step has it, with the tight band of counted parameters.
+void add_model(const Ctx& c, std::vector<Resident>& r, bool optimizer, bool gradients) {
+  const MemoryBreakdown& m = c.step.memory;
+  const PartBand b = part_band("resident");
+  add(r, "base weights", m.weights_bytes, b);
+  add(r, "trainable parameters", m.trainable_bytes, b);
+  if (optimizer) add(r, "optimizer state", m.optimizer_bytes, b);
+  if (gradients) add(r, "gradients", m.gradient_bytes, b);
 }
 
 int largest_te_activation_tokens(const Ctx& c) { return c.data.max_tokens > 0 ? c.data.max_tokens : 512; }
@@ -276,25 +400,23 @@ int vae_batch(const Ctx& c, const RunSetup& run) {
 //                      latent cache is on demand or disabled: encoding moves into the step)
 // The transformer is not loaded yet. The VAE figures are reserved memory as measured: no extra slack.
 PhaseResult startup_caching(const Ctx& c, const RunSetup& run) {
-  PhaseResult text{Phase::StartupCaching, true, 0, {}, ""};
-  add(text.resident, "VAE", vae_weight_bytes(c));
-  add(text.resident, "text encoders", te_total_bytes(c, run));
-  add(text.resident, "text-encoder activations", te_activation_peak(c, run));
-  text.peak_vram_bytes = sum(text.resident);
+  PhaseResult text{Phase::StartupCaching, true, 0, 0, 0, {}, ""};
+  add_vae(c, text.resident, "VAE");
+  add_text_encoders(c, run, text.resident, "text encoder");
+  add(text.resident, "text-encoder activations", te_activation_peak(c, run), part_band("estimate"));
   text.set_by = "text-embed cache: " + std::to_string(c.data.text_encoders.size()) + " text encoder(s) and the VAE on the GPU";
-  if (run.vae_cache_ondemand || run.vae_cache_disable || !c.data.has_vae) return text;
+  if (run.vae_cache_ondemand || run.vae_cache_disable || !c.data.has_vae) return finish(text);
 
-  PhaseResult vae{Phase::StartupCaching, true, 0, {}, ""};
-  add(vae.resident, "VAE", vae_weight_bytes(c));
-  if (!run.offload_during_startup) add(vae.resident, "text encoders (offload_during_startup off)", te_total_bytes(c, run));
+  PhaseResult vae{Phase::StartupCaching, true, 0, 0, 0, {}, ""};
+  add_vae(c, vae.resident, "VAE");
+  if (!run.offload_during_startup) add_text_encoders(c, run, vae.resident, "text encoder (offload_during_startup off)");
   const int b = vae_batch(c, run);
   const double enc = vae_activation_bytes(c.data.vae, false, c.setup.width, c.setup.height, c.setup.frames, b,
                                           tiling_on(c, run), slicing_on(c, run));
-  add(vae.resident, "VAE encode activations", enc);
-  vae.peak_vram_bytes = sum(vae.resident);
+  add(vae.resident, "VAE encode activations", enc, vae_work_band(c));
   vae.set_by = "VAE latent cache: encode of " + std::to_string(b) + " x " + dims(c.setup.width, c.setup.height, c.setup.frames) +
                (tiling_on(c, run) && !c.data.vae.tiling_ignored ? " (tiled)" : "");
-  return vae.peak_vram_bytes > text.peak_vram_bytes ? vae : text;
+  return largest({finish(text), finish(vae)});
 }
 
 double base_bf16_bytes(const Ctx& c) {
@@ -316,70 +438,83 @@ bool quantized_lora(const TrainingSetup& setup) {
   return precision_info(setup.base_precision).quantized && setup.model_type != ModelType::Full;
 }
 
-// Loading the base model (§A1 steps 7-10, §A2 quantize_via):
+// Loading the base model (§A1 steps 7-12, §A2 quantize_via, §A4), the largest of:
 //   a quantized LoRA run with quantize_via accelerator (the registry default) puts the whole bf16
 //   base on the GPU before quantizing: (block + outside params) x 2 B; bnb and `pipeline` quantize
 //   inside from_pretrained, `cpu` on the host
-//   otherwise the peak is move_models: the trained model at its precision (the step's resident
-//   weights and adapters)
-//   plus whatever the run keeps loaded (VAE, text encoders)
+//   move_models: the trained model at its precision (the step's resident weights and adapters)
+//   EMA creation (use_ema, after accelerator.prepare, before the first step: no optimizer state or
+//   gradients yet [I]): the shadow is cloned on the parameters' device before it is placed (ema.py:132):
+//   the trainable parameters a second time, trainable params x weight dtype (as the gradients) [I]
+//   plus, in each, whatever the run keeps loaded (VAE, text encoders)
 PhaseResult model_load(const Ctx& c, const RunSetup& run) {
-  PhaseResult r{Phase::ModelLoad, true, 0, {}, ""};
+  std::vector<PhaseResult> moments;
+  PhaseResult move{Phase::ModelLoad, true, 0, 0, 0, {}, "move_models: the trained model on the GPU at its precision"};
+  add_model(c, move.resident, false, false);
+  add_kept(c, run, move.resident);
+  moments.push_back(finish(move));
   const bool on_gpu = quantized_lora(c.setup) && run.quantize_via == "accelerator" &&
                       precision_info(c.setup.base_precision).backend != "bnb";
   if (on_gpu) {
-    add(r.resident, c.setup.ramtorch ? "bf16 base model outside RamTorch (quantized on the GPU)" : "bf16 base model (quantized on the GPU)",
-        base_bf16_on_gpu_bytes(c));
-    r.set_by = "quantize_via accelerator: the whole bf16 base model on the GPU before quantizing";
-  } else {
-    add(r.resident, "base weights", c.step.memory.weights_bytes);
-    add(r.resident, "trainable parameters", c.step.memory.trainable_bytes);
-    r.set_by = "move_models: the trained model on the GPU at its precision";
+    PhaseResult q{Phase::ModelLoad, true, 0, 0, 0, {}, "quantize_via accelerator: the whole bf16 base model on the GPU before quantizing"};
+    add(q.resident, c.setup.ramtorch ? "bf16 base model outside RamTorch (quantized on the GPU)" : "bf16 base model (quantized on the GPU)",
+        base_bf16_on_gpu_bytes(c), part_band("resident"));
+    add_kept(c, run, q.resident);
+    moments.push_back(finish(q));
   }
-  add_kept(c, run, r.resident);
-  r.peak_vram_bytes = sum(r.resident);
-  return r;
+  if (run.use_ema) {
+    PhaseResult e{Phase::ModelLoad, true, 0, 0, 0, {}, "EMA creation: the trainable parameters cloned on the GPU (use_ema)"};
+    add_model(c, e.resident, false, false);
+    add(e.resident, "EMA shadow cloned on the GPU before it is placed", c.step.memory.gradient_bytes, part_band("resident"));
+    add_kept(c, run, e.resident);
+    moments.push_back(finish(e));
+  }
+  return largest(moments);
 }
 
-double static_step_bytes(const Prediction& p) {
-  return p.memory.weights_bytes + p.memory.trainable_bytes + p.memory.gradient_bytes + p.memory.optimizer_bytes;
-}
-
-// The training step (the cost model's step peak, §A2, §A4):
-//   step peak (weights + trainable + gradients + optimizer + activations + slack)
-//   + the VAE / text encoders the run keeps loaded
-//   + an encode at the training shape where latents are encoded during training (on-demand or
-//     disabled latent cache): before the forward, so it competes with the step's activations (max)
-//   EMA with ema_device cpu (not ema_cpu_only): the whole shadow is moved to the GPU and updated
-//   with a shadow-sized temporary (2 x shadow) after the optimizer step, activations freed.
+// The training step (the cost model's step peak, §A2, §A4), the largest of:
+//   the step: its peak (weights + trainable + gradients + optimizer + activations + slack) with the
+//     step's own 90% range, + the VAE / text encoders the run keeps loaded
+//   an encode at the training shape where latents are encoded during training (on-demand or disabled
+//     latent cache): before the forward, in place of the step's activations
+//   EMA with ema_device cpu (not ema_cpu_only): the whole shadow is moved to the GPU and updated with a
+//     shadow-sized temporary (2 x shadow) after the optimizer step, activations freed
 PhaseResult training_step(const Ctx& c, const RunSetup& run) {
-  PhaseResult r{Phase::TrainingStep, true, 0, {}, ""};
   const MemoryBreakdown& m = c.step.memory;
-  add(r.resident, "base weights", m.weights_bytes);
-  add(r.resident, "trainable parameters", m.trainable_bytes);
-  add(r.resident, "gradients", m.gradient_bytes);
-  add(r.resident, "optimizer state", m.optimizer_bytes);
-  add_kept(c, run, r.resident);
+  PhaseResult s{Phase::TrainingStep, true, 0, 0, 0, {}, "training step" + (m.peak_phase.empty() ? std::string() : ": " + m.peak_phase)};
+  add_model(c, s.resident, true, true);
   const double step_act = m.activation_peak_bytes + m.fragmentation_bytes;
-  double enc = 0;
-  if ((run.vae_cache_ondemand || run.vae_cache_disable) && c.data.has_vae)
-    enc = vae_activation_bytes(c.data.vae, false, c.setup.width, c.setup.height, c.setup.frames, c.setup.batch,
-                               tiling_on(c, run), slicing_on(c, run));
-  const double shadow = m.gradient_bytes;  // trainable params x weight dtype, as the gradients
-  const double ema = run.use_ema && run.ema_device == "cpu" && !run.ema_cpu_only ? 2 * shadow : 0;
-  const double work = std::max({step_act, enc, ema});
-  if (work == step_act) {
-    add(r.resident, "activations", step_act);
-    r.set_by = "training step" + (m.peak_phase.empty() ? std::string() : ": " + m.peak_phase);
-  } else if (work == enc) {
-    add(r.resident, "VAE encode activations (latents encoded during training)", enc);
-    r.set_by = "latent encode inside the step (VAE cache on demand/disabled)";
-  } else {
-    add(r.resident, "EMA shadow moved to the GPU and its update temporary", ema);
-    r.set_by = "EMA update: the CPU shadow moved to the GPU (ema_device cpu)";
+  add(s.resident, "activations", step_act, PartBand{});
+  finish(s);
+  // the step's own parts keep the step's range (its point without one); the parts it does not count
+  // add their bands; the range always holds the point
+  const Range step = c.step_range.hi > 0 ? c.step_range : Range{s.peak_vram_bytes, s.peak_vram_bytes};
+  const double own_lo = s.peak_lo_bytes, own_hi = s.peak_hi_bytes;
+  add_kept(c, run, s.resident);
+  finish(s);
+  s.peak_lo_bytes = std::min(s.peak_vram_bytes, s.peak_lo_bytes - own_lo + step.lo);
+  s.peak_hi_bytes = std::max(s.peak_vram_bytes, s.peak_hi_bytes - own_hi + step.hi);
+  std::vector<PhaseResult> moments{s};
+
+  if ((run.vae_cache_ondemand || run.vae_cache_disable) && c.data.has_vae) {
+    PhaseResult e{Phase::TrainingStep, true, 0, 0, 0, {}, "latent encode inside the step (VAE cache on demand/disabled)"};
+    add_model(c, e.resident, true, true);
+    add_kept(c, run, e.resident);
+    add(e.resident, "VAE encode activations (latents encoded during training)",
+        vae_activation_bytes(c.data.vae, false, c.setup.width, c.setup.height, c.setup.frames, c.setup.batch,
+                             tiling_on(c, run), slicing_on(c, run)),
+        vae_work_band(c));
+    moments.push_back(finish(e));
   }
-  r.peak_vram_bytes = sum(r.resident);
-  return r;
+  if (run.use_ema && run.ema_device == "cpu" && !run.ema_cpu_only) {
+    PhaseResult e{Phase::TrainingStep, true, 0, 0, 0, {}, "EMA update: the CPU shadow moved to the GPU (ema_device cpu)"};
+    add_model(c, e.resident, true, true);
+    add_kept(c, run, e.resident);
+    // the shadow: trainable params x weight dtype, as the gradients
+    add(e.resident, "EMA shadow moved to the GPU and its update temporary", 2 * m.gradient_bytes, part_band("resident"));
+    moments.push_back(finish(e));
+  }
+  return largest(moments);
 }
 
 // Inference working set of the transformer at the validation shape: no saved tensors under no_grad;
@@ -402,15 +537,35 @@ int cfg_batch(const Ctx& c, const RunSetup& run) {
   return run.validation_guidance > 1 ? 2 : 1;
 }
 
-// Validation (§B): resident = base weights + trainable + optimizer state + gradients (kept unless
-// set_grads_to_none; RamTorch forces it) + the VAE reloaded for the decode + kept text encoders;
-// working set = the larger of the denoising forward (num_validation_images x 2 with batched CFG)
-// and the VAE decode of num_validation_images clips (the denoising activations are freed first).
-// EMA comparison passes copy the EMA weights in: + one shadow. The step-0 benchmark runs the same
-// with no optimizer state and no gradients, so it only sets the phase when no validation runs later
-// (validation_step_interval beyond max_train_steps, or 0).
+// What validation holds besides its working set (§B): base weights + trainable + optimizer state +
+// gradients (kept unless set_grads_to_none; RamTorch forces it) + the VAE reloaded for the decode + kept
+// text encoders, or the ones the family's get_pipeline loads back (Ideogram's Qwen3-VL, ideogram/model.py:197;
+// MiniMax Music's 8B LM, minimaxmusic/model.py:1677-1683), at their text_encoder_N_precision + the models
+// its pipeline loads (LTX-2's audio VAE and vocoder, load_validation_models; Stable Cascade's combined
+// pipeline: stage B decoder and VQGAN, stable_cascade/model.py:199-231) + one EMA shadow for the
+// ema_validation comparison pass.
+std::vector<Resident> validation_resident(const Ctx& c, const RunSetup& run, bool intermediary) {
+  std::vector<Resident> r;
+  const MemoryBreakdown& m = c.step.memory;
+  const bool grads_freed = run.set_grads_to_none || c.setup.ramtorch;
+  add_model(c, r, intermediary, false);
+  if (intermediary && !grads_freed) add(r, "gradients (set_grads_to_none off)", m.gradient_bytes, part_band("resident"));
+  add_vae(c, r, vae_resident(run) ? "VAE (kept loaded)" : "VAE (reloaded for the decode)");
+  if (text_resident(run)) add_text_encoders(c, run, r, "text encoders (text cache on demand/disabled)");
+  else if (c.data.validation_reloads_text_encoders) add_text_encoders(c, run, r, "reloaded for validation");
+  for (const auto& x : c.data.validation_models)
+    add(r, x.name + " (loaded for validation)", x.params * x.dtype_bytes, weights_band(x.tag));
+  if (intermediary && run.use_ema && run.ema_validation != "none")
+    add(r, "EMA weights copied in (ema_validation)", m.gradient_bytes, part_band("resident"));
+  return r;
+}
+
+// Validation (§B): the residents above + the larger of the denoising forward (num_validation_images x 2
+// with batched CFG) and the VAE decode of num_validation_images clips (the denoising activations are
+// freed first). The step-0 benchmark runs the same with no optimizer state and no gradients, so it
+// only sets the phase when no validation runs later (validation_step_interval beyond max_train_steps, or 0).
 PhaseResult validation(const Ctx& c, const RunSetup& run) {
-  PhaseResult r{Phase::Validation, false, 0, {}, "off (validation_disable)"};
+  PhaseResult r{Phase::Validation, false, 0, 0, 0, {}, "off (validation_disable)"};
   if (run.validation_disable) return r;
   const bool intermediary = run.validation_step_interval > 0 &&
                             (run.max_train_steps <= 0 || run.validation_step_interval <= run.max_train_steps);
@@ -418,65 +573,57 @@ PhaseResult validation(const Ctx& c, const RunSetup& run) {
     r.set_by = "off (no validation within max_train_steps, benchmark disabled)";
     return r;
   }
-  r.runs = true;
-  const MemoryBreakdown& m = c.step.memory;
-  add(r.resident, "base weights", m.weights_bytes);
-  add(r.resident, "trainable parameters", m.trainable_bytes);
-  const bool grads_freed = run.set_grads_to_none || c.setup.ramtorch;
-  if (intermediary) {
-    add(r.resident, "optimizer state", m.optimizer_bytes);
-    if (!grads_freed) add(r.resident, "gradients (set_grads_to_none off)", m.gradient_bytes);
-  }
-  add(r.resident, vae_resident(run) ? "VAE (kept loaded)" : "VAE (reloaded for the decode)", vae_weight_bytes(c));
-  if (text_resident(run)) add(r.resident, "text encoders (text cache on demand/disabled)", te_total_bytes(c, run));
-  if (intermediary && run.use_ema && run.ema_validation != "none")
-    add(r.resident, "EMA weights copied in (ema_validation)", m.gradient_bytes);
-
   const int w = std::max(16, run.validation_width / 16 * 16), h = std::max(16, run.validation_height / 16 * 16);
   const int frames = validation_frames(c.data, c.fam, run, c.setup.frames);
   const int images = std::max(1, run.num_validation_images);
-  const double denoise = denoise_bytes(c, w, h, frames, images * cfg_batch(c, run)) * (1 + c.frag);
-  const double decode = c.data.has_vae ? vae_activation_bytes(c.data.vae, true, w, h, frames, images, tiling_on(c, run),
-                                                              slicing_on(c, run))
-                                       : 0.0;
   const std::string shape = std::to_string(images) + " x " + dims(w, h, frames);
   const std::string when = intermediary ? "validation" : "step-0 benchmark";
-  if (decode >= denoise) {
-    add(r.resident, "VAE decode activations", decode);
-    r.set_by = when + ": VAE decode of " + shape + (tiling_on(c, run) && !c.data.vae.tiling_ignored ? " (tiled)" : " (untiled)");
-  } else {
-    add(r.resident, "denoising activations", denoise);
-    r.set_by = when + ": denoising forward at " + shape + (cfg_batch(c, run) == 2 ? " with batched CFG" : "");
-  }
-  r.peak_vram_bytes = sum(r.resident);
-  return r;
+
+  PhaseResult denoise{Phase::Validation, true, 0, 0, 0, validation_resident(c, run, intermediary),
+                      when + ": denoising forward at " + shape + (cfg_batch(c, run) == 2 ? " with batched CFG" : "")};
+  add(denoise.resident, "denoising activations", denoise_bytes(c, w, h, frames, images * cfg_batch(c, run)) * (1 + c.frag),
+      part_band("estimate"));
+  if (!c.data.has_vae) return finish(denoise);
+  PhaseResult decode{Phase::Validation, true, 0, 0, 0, validation_resident(c, run, intermediary),
+                     when + ": VAE decode of " + shape + (tiling_on(c, run) && !c.data.vae.tiling_ignored ? " (tiled)" : " (untiled)")};
+  add(decode.resident, "VAE decode activations",
+      vae_activation_bytes(c.data.vae, true, w, h, frames, images, tiling_on(c, run), slicing_on(c, run)), vae_work_band(c));
+  // a tie goes to the decode (the point is the same)
+  return largest({finish(decode), finish(denoise)});
+}
+
+bool fp8_quanto(const TrainingSetup& setup) {
+  const PrecisionInfo p = precision_info(setup.base_precision);
+  return p.backend == "quanto" && p.name.find("fp8") == 0;
 }
 
 // Saving (§A3): LoRA tensors are copied to the host, so the peak is what is resident (weights,
 // adapters, gradients, optimizer state, kept VAE/text encoders); offload_during_save moves the model
 // to the CPU around the save hook. A full fine-tune's final save loads the VAE (and the text
-// encoders with save_text_encoder) next to the model and its optimizer.
+// encoders with save_text_encoder) next to the model and its optimizer. fp8-quanto weights "can spike
+// VRAM usage during state_dict() serialization" (OPTIONS.md --offload_during_save): no figure, taken
+// as save_spike copies of the resident quantized weights with the spike band (from none to that) [E].
 PhaseResult save(const Ctx& c, const RunSetup& run) {
-  PhaseResult r{Phase::Save, true, 0, {}, ""};
+  PhaseResult r{Phase::Save, true, 0, 0, 0, {}, ""};
   const MemoryBreakdown& m = c.step.memory;
-  if (!run.offload_during_save) {
-    add(r.resident, "base weights", m.weights_bytes);
-    add(r.resident, "trainable parameters", m.trainable_bytes);
-  }
-  add(r.resident, "gradients", m.gradient_bytes);
-  add(r.resident, "optimizer state", m.optimizer_bytes);
+  if (!run.offload_during_save) add_model(c, r.resident, false, false);
+  add(r.resident, "gradients", m.gradient_bytes, part_band("resident"));
+  add(r.resident, "optimizer state", m.optimizer_bytes, part_band("resident"));
   add_kept(c, run, r.resident);
   const bool full = c.setup.model_type == ModelType::Full;
-  if (full && !vae_resident(run)) add(r.resident, "VAE (loaded for the final save)", vae_weight_bytes(c));
+  if (full && !vae_resident(run)) add_vae(c, r.resident, "VAE (loaded for the final save)");
   if (full && run.save_text_encoder && !text_resident(run))
-    add(r.resident, "text encoders (save_text_encoder)", te_total_bytes(c, run));
+    add_text_encoders(c, run, r.resident, "text encoders (save_text_encoder)");
+  const bool spike = fp8_quanto(c.setup) && !run.offload_during_save;
+  if (spike)
+    add(r.resident, "fp8-quanto state_dict() serialization spike (estimate)", save_spike_copies() * m.weights_bytes,
+        part_band("spike"));
   r.set_by = full ? "final save of the full fine-tune (VAE loaded next to the model)"
                   : (run.offload_during_save ? "checkpoint save, model offloaded (offload_during_save)"
-                                             : "checkpoint save: weights, gradients and optimizer state resident");
-  r.peak_vram_bytes = sum(r.resident);
-  return r;
+             : spike ? "checkpoint save: fp8-quanto weights serialized by state_dict() (a spike, estimated)"
+                     : "checkpoint save: weights, gradients and optimizer state resident");
+  return finish(r);
 }
-
 std::vector<PhaseResult> all_phases(const Ctx& c, const RunSetup& run) {
   return {startup_caching(c, run), model_load(c, run), training_step(c, run), validation(c, run), save(c, run)};
 }
@@ -551,6 +698,18 @@ std::vector<Candidate> resolution_candidates(const RunSetup& run) {
   return out;
 }
 
+// An int8 text encoder for each one over 1B parameters still at its load dtype.
+std::vector<Candidate> te_int8_candidates(const Ctx& c, const RunSetup& run) {
+  std::vector<Candidate> out;
+  for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i)
+    if (te_precision(run, i) == "no_change" && c.data.text_encoders[i].params > 1e9)
+      out.push_back({"text_encoder_" + std::to_string(i + 1) + "_precision", quote("int8-quanto"), [i](RunSetup& r) {
+                       if (r.text_encoder_precision.size() <= i) r.text_encoder_precision.resize(i + 1, "no_change");
+                       r.text_encoder_precision[i] = "int8-quanto";
+                     }});
+  return out;
+}
+
 // The keys that bring a phase down, cheapest first (what the trainer's documentation suggests: §E).
 std::vector<Candidate> candidates(const Ctx& c, const RunSetup& run, Phase p) {
   std::vector<Candidate> out;
@@ -560,12 +719,7 @@ std::vector<Candidate> candidates(const Ctx& c, const RunSetup& run, Phase p) {
       out.push_back({"offload_during_startup", "true", [](RunSetup& r) { r.offload_during_startup = true; }});
     if (can_tile) out.push_back({"vae_enable_tiling", "true", [](RunSetup& r) { r.vae_enable_tiling = true; }});
     if (vae_batch(c, run) > 1) out.push_back({"vae_batch_size", "1", [](RunSetup& r) { r.vae_batch_size = 1; }});
-    for (std::size_t i = 0; i < c.data.text_encoders.size(); ++i)
-      if (te_precision(run, i) == "no_change" && c.data.text_encoders[i].params > 1e9)
-        out.push_back({"text_encoder_" + std::to_string(i + 1) + "_precision", quote("int8-quanto"), [i](RunSetup& r) {
-                         if (r.text_encoder_precision.size() <= i) r.text_encoder_precision.resize(i + 1, "no_change");
-                         r.text_encoder_precision[i] = "int8-quanto";
-                       }});
+    for (const auto& k : te_int8_candidates(c, run)) out.push_back(k);
   } else if (p == Phase::ModelLoad) {
     if (run.quantize_via == "accelerator")
       out.push_back({"quantize_via", quote("cpu"), [](RunSetup& r) { r.quantize_via = "cpu"; }});
@@ -573,6 +727,10 @@ std::vector<Candidate> candidates(const Ctx& c, const RunSetup& run, Phase p) {
     if (!run.set_grads_to_none && !c.setup.ramtorch)
       out.push_back({"set_grads_to_none", "true", [](RunSetup& r) { r.set_grads_to_none = true; }});
     if (can_tile) out.push_back({"vae_enable_tiling", "true", [](RunSetup& r) { r.vae_enable_tiling = true; }});
+    // text encoders on the GPU at validation (reloaded by the family, or never unloaded): an int8 one
+    // (MINIMAX_MUSIC.md 23, 258: "use an int8 TE")
+    if (c.data.validation_reloads_text_encoders || text_resident(run))
+      for (const auto& k : te_int8_candidates(c, run)) out.push_back(k);
     for (const auto& k : resolution_candidates(run)) out.push_back(k);
     const int frames = validation_frames(c.data, c.fam, run, c.setup.frames);
     for (int f : {49, 33, 17, 9})
@@ -585,32 +743,38 @@ std::vector<Candidate> candidates(const Ctx& c, const RunSetup& run, Phase p) {
   return out;
 }
 
-// The cheapest single key that brings the phase under the budget; otherwise the keys in that order,
-// each on top of the ones before (a later value of a key replaces its earlier one), until the phase
-// fits or the list runs out (the last entry then says how far it got: fits_after false).
+PhaseFix fix_of(const Ctx& c, const RunSetup& trial, Phase p, const Candidate& k, double budget) {
+  const PhaseResult after = phase_of(c, trial, p);
+  return {p, k.key, k.value_json, after.peak_vram_bytes, after.peak_vram_bytes <= budget, after.verdict(budget),
+          after.peak_lo_bytes, after.peak_hi_bytes};
+}
+
+// The cheapest single key after which the phase fits (its range's upper end under the budget, the
+// verdict's rule); otherwise the keys in that order, each on top of the ones before (a later value of a
+// key replaces its earlier one; a key that lowers nothing is left out), until the phase fits or the list
+// runs out (the last entry then says how far it got: its fit_after borderline or does-not-fit).
 std::vector<PhaseFix> fix_phase(const Ctx& c, const RunSetup& run, Phase p, double budget) {
   const std::vector<Candidate> all = candidates(c, run, p);
   for (const auto& k : all) {
     RunSetup trial = run;
     k.apply(trial);
-    const double after = phase_of(c, trial, p).peak_vram_bytes;
-    if (after <= budget) return {{p, k.key, k.value_json, after, true}};
+    const PhaseFix f = fix_of(c, trial, p, k, budget);
+    if (f.fit_after == FitVerdict::Fits) return {f};
   }
   std::vector<PhaseFix> out;
   RunSetup acc = run;
-  double last = phase_of(c, run, p).peak_vram_bytes;
+  double last = phase_of(c, run, p).peak_hi_bytes;
   for (const auto& k : all) {
     RunSetup trial = acc;
     k.apply(trial);
-    const double after = phase_of(c, trial, p).peak_vram_bytes;
-    if (after >= last) continue;
+    const PhaseFix f = fix_of(c, trial, p, k, budget);
+    if (f.peak_after_hi_bytes >= last) continue;
     acc = trial;
-    last = after;
-    const PhaseFix f{p, k.key, k.value_json, after, after <= budget};
+    last = f.peak_after_hi_bytes;
     auto same = std::find_if(out.begin(), out.end(), [&](const PhaseFix& x) { return x.key == k.key; });
     if (same != out.end()) out.erase(same);
     out.push_back(f);
-    if (after <= budget) break;
+    if (f.fit_after == FitVerdict::Fits) break;
   }
   return out;
 }
@@ -618,8 +782,8 @@ std::vector<PhaseFix> fix_phase(const Ctx& c, const RunSetup& run, Phase p, doub
 }  // namespace
 
 RunPhases predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
-                             const Prediction& step, const RunSetup& run, double budget_bytes) {
-  Ctx c{fam, setup, chain, step, phase_data(fam, run.model_flavour), 0};
+                         const Prediction& step, const RunSetup& run, double budget_bytes, const Range& step_peak_range) {
+  Ctx c{fam, setup, chain, step, phase_data(fam, run.model_flavour), 0, step_peak_range};
   if (step.memory.activation_peak_bytes > 0) c.frag = step.memory.fragmentation_bytes / step.memory.activation_peak_bytes;
   RunPhases out;
   if (!c.data.known)
@@ -627,22 +791,26 @@ RunPhases predict_phases(const Family& fam, const TrainingSetup& setup, const Bl
                            "': the phases count the transformer only");
   out.phases = all_phases(c, run);
   for (const auto& p : out.phases) {
-    if (p.runs && p.peak_vram_bytes > out.peak_vram_bytes) {
+    if (!p.runs) continue;
+    if (p.peak_vram_bytes > out.peak_vram_bytes) {
       out.peak_vram_bytes = p.peak_vram_bytes;
       out.peak_phase = p.phase;
     }
+    out.peak_lo_bytes = std::max(out.peak_lo_bytes, p.peak_lo_bytes);
+    out.peak_hi_bytes = std::max(out.peak_hi_bytes, p.peak_hi_bytes);
   }
   out.host = host_memory(c, run);
   // a step that does not fit is the schedule advice's to fix first: no phase advice on top of it
   if (budget_bytes > 0 && out.at(Phase::TrainingStep).peak_vram_bytes <= budget_bytes) {
     for (const auto& p : out.phases) {
-      if (!p.runs || p.phase == Phase::TrainingStep || p.peak_vram_bytes <= budget_bytes) continue;
+      if (!p.runs || p.phase == Phase::TrainingStep || p.verdict(budget_bytes) == FitVerdict::Fits) continue;
       for (const auto& f : fix_phase(c, run, p.phase, budget_bytes)) out.fixes.push_back(f);
     }
   }
-  if (precision_info(setup.base_precision).backend == "quanto" && precision_info(setup.base_precision).name.find("fp8") == 0)
+  if (fp8_quanto(setup) && !run.offload_during_save)
     out.warnings.push_back("saving fp8-quanto weights can spike VRAM during state_dict() serialization "
-                           "(OPTIONS.md --offload_during_save): not modelled");
+                           "(OPTIONS.md --offload_during_save): estimated as one more copy of the quantized weights, "
+                           "its range from no spike to that copy");
   return out;
 }
 

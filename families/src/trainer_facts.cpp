@@ -24,6 +24,20 @@ std::map<std::string, std::string> string_map(const FieldReader& r, const std::s
   return out;
 }
 
+void read_area_snaps(SimpleTunerFacts& f) {
+  const std::string origin = "families/data/trainer/simpletuner-bucketing.json";
+  const json j = trainer_file("simpletuner-bucketing.json");
+  const FieldReader r{j, origin, ""};
+  r.str("source", "", true);
+  f.area_snap_tolerance_mp = r.num("area_snap_tolerance_mp", 0, true, 0, 1);
+  const json* snaps = r.get("area_snaps", true);
+  if (!snaps->is_array() || snaps->empty()) r.fail("area_snaps", "must be a non-empty list");
+  for (std::size_t i = 0; i < snaps->size(); ++i) {
+    const FieldReader s{(*snaps)[i], origin, "area_snaps[" + std::to_string(i) + "]."};
+    f.area_snaps.push_back({s.num("megapixels", 0, true, 0.01, 1e3), s.integer("edge_px", 0, true, 1, kMaxEdgePixels)});
+  }
+}
+
 }  // namespace
 
 const SimpleTunerFacts& simpletuner_facts() {
@@ -41,6 +55,7 @@ const SimpleTunerFacts& simpletuner_facts() {
       const FieldReader o = opts.sub(it.key(), true);
       f.optimizer_aliases[it.key()] = OptimizerAlias{o.str("as", "", true), o.str("why", "", true)};
     }
+    read_area_snaps(f);
     return f;
   }();
   return facts;

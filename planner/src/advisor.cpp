@@ -1,6 +1,7 @@
 #include "segadvise/planner/advisor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -9,6 +10,7 @@
 #include "segadvise/costmodel/multi_gpu.hpp"
 #include "segadvise/families/multi_gpu_rules.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/planner/search_policy.hpp"
 
 namespace segadvise {
 
@@ -120,6 +122,16 @@ Candidate evaluate(const Context& ctx, const Schedule& s) {
   return c;
 }
 
+// evaluate()'s figures by its own steps, less what only a printed candidate needs (the peak's
+// phase name, the plan and its warnings kept, the prediction copied into a candidate)
+ScheduleScore score(const Context& ctx, const Schedule& s) {
+  const PlanResult plan = realize(*ctx.family, ctx.chain, s, ctx.setup);
+  if (!plan.supported) return {};
+  const Prediction p = predict_figures(ctx.prepared, plan.plan, ctx.headroom_bytes);
+  const RangedPrediction r = ranged_prediction(ctx.ranges, ctx.anchor, s, p, ctx.headroom_bytes);
+  return {true, r.prediction.peak_vram_bytes, r.prediction.step_time_s, r.prediction.usable_vram_bytes, r.fit};
+}
+
 ScheduleSpace schedule_space(const Context& ctx) {
   ScheduleSpace sp;
   const CheckpointSemantics& cs = ctx.family->checkpointing;
@@ -132,6 +144,10 @@ ScheduleSpace schedule_space(const Context& ctx) {
   }
   const bool global = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
   sp.max_interval = global ? total : longest;
+  // a long sequence enumerates intervals and strides up to a cap (planner/data/search.json: why)
+  const SearchPolicy& policy = search_policy();
+  if (sp.max_interval > policy.long_sequence_blocks)
+    sp.max_interval = std::min(sp.max_interval, policy.long_sequence_max_interval);
   sp.interval = cs.interval != IntervalRule::Ignored;
   sp.stride = cs.stride;
   sp.backends = {Backend::Torch};
@@ -146,7 +162,7 @@ ScheduleSpace schedule_space(const Context& ctx) {
 
 Advice advise_schedules(const Context& ctx, bool keep_all) {
   return advise(enumerate_schedules(schedule_space(ctx)), [&](const Schedule& s) { return evaluate(ctx, s); },
-                ctx.headroom_bytes, keep_all);
+                ctx.headroom_bytes, keep_all, [&](const Schedule& s) { return score(ctx, s); });
 }
 
 OptimalOptions optimal_options(const Context& ctx) {
@@ -172,22 +188,46 @@ OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_
   return v;
 }
 
+// True when no schedule of the context can be judged "fits", known without scoring one: every
+// schedule's timeline visits each block's forward position, base + retained + saved + transient +
+// boundary with retained >= 0, and every later sum (peak, fragmentation, the range's upper end)
+// only grows with the activation peak. Each bound below is formed in the order the cost model forms
+// the real figure (simulate_activations, predict, ranged_prediction), and rounding is monotone, so
+// the bound never exceeds the figure it bounds: the advise it saves would recommend nothing.
+bool nothing_can_fit(const Context& ctx) {
+  if (!ctx.anchor.points.empty()) return false;  // anchored figures are scaled: no bound here
+  const PreparedChain& pc = ctx.prepared;
+  double activation_bytes = 0;
+  for (const ScaledBlock& b : pc.scaled)
+    activation_bytes =
+        std::max(activation_bytes, ctx.chain.outside_activation_bytes + b.saved() + b.transient_bytes + b.boundary_bytes);
+  const StaticMemory& sm = pc.static_memory;
+  const double peak_bytes = sm.weights_bytes + sm.trainable_bytes + sm.gradient_bytes + sm.optimizer_bytes +
+                            activation_bytes + activation_bytes * ctx.coef.fragmentation;
+  const double hi_bytes = peak_bytes * std::exp(ctx.ranges.peak.log_hi);
+  return !(hi_bytes + ctx.headroom_bytes <= pc.usable_vram_bytes);
+}
+
 std::vector<Alternative> what_would_fit(const Context& base) {
   std::vector<Alternative> out;
   // one changed setup: advise over it, keep its recommendation when there is one; true when it fits
+  // (a setup where nothing can fit is known without scoring its schedules)
   auto attempt = [&](const std::string& change, const std::function<void(TrainingSetup&)>& edit) {
     TrainingSetup s = base.setup;
     edit(s);
-    const Advice a = advise_schedules(base.with_setup(s));
+    const Context ctx = base.with_setup(s);
+    if (nothing_can_fit(ctx)) return false;
+    const Advice a = advise_schedules(ctx);
     if (a.recommended < 0) return false;
     const Candidate& c = a.candidates[a.recommended];
     out.push_back({change, c.schedule, c.prediction});
     return true;
   };
   const TrainingSetup& s = base.setup;
-  for (int b = s.batch / 2; b >= 1; b /= 2)
+  const WhatWouldFitPolicy& policy = search_policy().what_would_fit;  // planner/data/search.json
+  for (int b = s.batch / policy.batch_divisor; b >= 1; b /= policy.batch_divisor)
     if (attempt("train_batch_size " + std::to_string(b), [b](TrainingSetup& x) { x.batch = b; })) break;
-  for (double f : {0.75, 0.5}) {
+  for (double f : policy.resolution_scales) {
     const int w = round_to_alignment(s.width * f, base.family->geometry.alignment);
     const int h = round_to_alignment(s.height * f, base.family->geometry.alignment);
     if (attempt("resolution " + std::to_string(w) + "x" + std::to_string(h), [w, h](TrainingSetup& x) {
@@ -197,19 +237,20 @@ std::vector<Alternative> what_would_fit(const Context& base) {
       break;
   }
   if (s.frames > 1) {
-    for (int fr : {s.frames * 2 / 3, s.frames / 2, s.frames / 4}) {
+    for (const auto& [num, den] : policy.frame_fractions) {
+      const int fr = static_cast<int>(static_cast<long long>(s.frames) * num / den);
       const int frames = apply_frame_rule(*base.family, std::max(1, fr));
       if (frames >= s.frames || frames < 1) continue;
       if (attempt("frames " + std::to_string(frames), [frames](TrainingSetup& x) { x.frames = frames; })) break;
     }
   }
   if (!precision_info(s.base_precision).quantized && s.model_type == ModelType::Lora) {
-    for (const char* p : {"int8-quanto", "fp8-torchao", "nf4-bnb"})
-      if (attempt(std::string("base_model_precision ") + p, [p](TrainingSetup& x) { x.base_precision = p; })) break;
+    for (const std::string& p : policy.quantized_precisions)
+      if (attempt("base_model_precision " + p, [&p](TrainingSetup& x) { x.base_precision = p; })) break;
   }
-  if (!s.ramtorch) attempt("ramtorch: true (stream block weights)", [](TrainingSetup& x) {
+  if (!s.ramtorch) attempt("ramtorch: true (stream block weights)", [&policy](TrainingSetup& x) {
       x.ramtorch = true;
-      x.ramtorch_percent = 100;
+      x.ramtorch_percent = policy.ramtorch_percent;
     });
   return out;
 }
@@ -220,9 +261,10 @@ PredictionReport predict_report(const AdvisorRequest& request, const Schedule& s
   return {std::move(ctx), std::move(c)};
 }
 
-RunPhases predict_run(const Context& ctx, const Prediction& step, const RunSetup& run) {
-  return predict_phases(*ctx.family, ctx.setup, ctx.chain, step, run,
-                        usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes);
+RunPhases predict_run(const Context& ctx, const Candidate& step, const RunSetup& run) {
+  return predict_phases(*ctx.family, ctx.setup, ctx.chain, step.prediction, run,
+                        usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes,
+                        step.ranged ? step.peak_range_bytes : Range{});
 }
 
 AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
@@ -231,7 +273,7 @@ AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
   // what would fit is searched only when nothing is even borderline: with a borderline schedule the
   // answer is its measurement (and the search re-advises several setups: ~5x the time)
   if (r.advice.recommended < 0 && r.advice.borderline < 0) r.alternatives = what_would_fit(ctx);
-  if (const Candidate* c = r.recommended()) r.phases = predict_run(ctx, c->prediction, options.run_setup);
+  if (const Candidate* c = r.recommended()) r.phases = predict_run(ctx, *c, options.run_setup);
   return r;
 }
 
@@ -287,7 +329,7 @@ CheckReport check_report(const CheckRequest& request) {
   for (const auto& w : c.plan.warnings) r.warnings.push_back(w);
   r.step_only = request.step_only;
   if (c.prediction.supported) {
-    r.phases = predict_run(ctx, c.prediction, request.run_setup);
+    r.phases = predict_run(ctx, c, request.run_setup);
     for (const auto& w : r.phases->warnings) r.warnings.push_back(w);
   }
   if (request.advise) {

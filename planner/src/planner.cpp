@@ -71,8 +71,13 @@ void mark_pareto(std::vector<Candidate>& candidates) {
   for (std::size_t i = 0; i < candidates.size(); ++i) candidates[i].pareto = flags[i];
 }
 
+ScheduleScore score_of(const Candidate& c) {
+  return {c.prediction.supported, c.prediction.peak_vram_bytes, c.prediction.step_time_s,
+          c.prediction.usable_vram_bytes, c.verdict()};
+}
+
 Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, double headroom_bytes,
-              bool keep_all) {
+              bool keep_all, const Score& score) {
   struct Scored {
     std::size_t index;
     double peak_bytes, time_s, usable_bytes;
@@ -88,10 +93,9 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
   std::vector<Slot> slots(schedules.size());
   auto work = [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      const Candidate c = evaluate(schedules[i]);
-      slots[i].supported = c.prediction.supported;
-      slots[i].s = {i, c.prediction.peak_vram_bytes, c.prediction.step_time_s, c.prediction.usable_vram_bytes,
-                    c.verdict()};
+      const ScheduleScore c = score ? score(schedules[i]) : score_of(evaluate(schedules[i]));
+      slots[i].supported = c.supported;
+      slots[i].s = {i, c.peak_vram_bytes, c.step_time_s, c.usable_vram_bytes, c.verdict};
     }
   };
   const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());

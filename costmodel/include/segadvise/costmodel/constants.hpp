@@ -105,8 +105,8 @@ constexpr double kOutsideActivationTensors = 4;
 constexpr double kPatchFeatures = 64;
 
 // ---- bucketing (families/src/geometry.cpp; simpletuner-semantics §1.3) ----
-// area mode: a square crop within 0.05 megapixels of a usual size snaps to it
-constexpr double kAreaSnapToleranceMp = 0.05;
+// area mode: the square crops that snap to usual sizes are data
+// (families/data/trainer/simpletuner-bucketing.json)
 // aspect_bucket_rounding: aspects are rounded to 2 decimals before bucketing
 constexpr double kAspectRoundingScale = 100;
 

@@ -80,11 +80,16 @@ struct PreparedChain {
   StaticMemory static_memory;
   double outside_s = 0;
   double usable_vram_bytes = 0;
+  const GpuCoefficients* gpu_coef = nullptr;  // coef->for_gpu(gpu->id), looked up once
+  double optimizer_update_bytes_per_param = 0;  // optimizer_info(setup->optimizer), looked up once
 };
 PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
                       const Coefficients& coef);
 ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& plan, bool keep_points = false);
 Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_bytes);
+// predict() without naming the peak's phase (memory.peak_phase stays empty): every figure is the
+// same, bit for bit; advise scores thousands of plans and names only those it prints.
+Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double headroom_bytes);
 
 // A prediction for a schedule the trainer ignores or rejects.
 Prediction unsupported_prediction(const std::string& reason);

@@ -17,8 +17,10 @@ struct OutputOptions {
 };
 
 // Every output of one command, all or none. stage() checks the target and writes its temporary file
-// (InputError naming the path on any failure); commit() renames every temporary over its target;
-// the destructor removes what was staged but not committed.
+// (InputError naming the path on any failure); commit() renames every temporary over its target,
+// keeping each replaced file under a second name (a hard link, or a copy) until all renames are done,
+// so a rename that fails part-way puts back what the earlier ones replaced (and removes the files
+// that were new); the destructor removes what was staged but not committed.
 class OutputTransaction {
  public:
   explicit OutputTransaction(OutputOptions opt = {});

@@ -7,11 +7,22 @@
 //
 // The text encoders, VAEs and per-family validation rules are data (families/data/phases/run-phases.json,
 // every figure with its source and a tag: measured, read in the code, inferred or estimated).
+//
+// 90% ranges: no phase but the training step has measured residuals. A phase's range is built from
+// what it is made of: each resident part carries the band of the kind of number it is (run-phases.json
+// "bands": the step's fixed part and counted weights tight, assumed sizes and unmeasured working sets
+// wide, a documented spike from none to its size); a moment of a phase adds its parts' lower ends and
+// their upper ends, and a phase (a maximum over its moments: the text-embed and the VAE cache, the
+// bf16 base and the EMA clone, the step and the EMA round trip, the denoise and the decode) takes the
+// largest lower end and the largest upper end. The training step's own moment keeps the step's range.
+// A phase fits when its upper end fits the budget, does not fit when its lower end does not, and is
+// borderline in between: the rule of the step's verdict (costmodel/anchor.hpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
 
@@ -39,11 +50,31 @@ struct VaeSpec {
   double tiled_pixels = 0;             // one tile with its overlap: the tiled working set in pixels
   double tiled_decode_bytes = 0;       // measured tiled working set (0: tiled_pixels x per-pixel cost)
   double tiled_encode_bytes = 0;
+  std::string params_tag;              // the parameter count's tag (its band: weights_band)
   int frames_per_chunk = 0;            // video decoders that stream the clip: frames decoded at once
   int tile_frames = 0;                 // temporal tiles (LTX): frames per tile
   bool tiling_ignored = false;         // the family's load_vae ignores vae_enable_tiling
   std::string tag, source;
 };
+
+// A model the validation loads next to the trained one (Stable Cascade's decoder, LTX-2's audio VAE).
+struct ModelSpec {
+  std::string id, name;
+  double params = 0;
+  double dtype_bytes = 2;
+  std::string tag, source;
+};
+
+// A part's 90% band as multipliers of its bytes (run-phases.json "bands").
+struct PartBand {
+  double lo = 1, hi = 1;
+};
+// The band of a kind of part: resident, counted, inferred, assumed, measured, estimate, spike.
+PartBand part_band(const std::string& kind);
+// The band of weights whose parameter count carries `tag`: C/R counted, I inferred, else assumed.
+PartBand weights_band(const std::string& tag);
+// The save spike of fp8-quanto (run-phases.json "save_spike"): copies of the quantized base weights.
+double save_spike_copies();
 
 struct FamilyPhaseData {
   std::string trainer_family;
@@ -57,6 +88,8 @@ struct FamilyPhaseData {
   bool tiling_default = false;  // the VAE tiles unless told otherwise
   int validation_frames = 0;    // the family hook's default frame count (0: none)
   int validation_frames_cap = 0;
+  bool validation_reloads_text_encoders = false;  // get_pipeline loads the text encoders back (Ideogram, MiniMax Music)
+  std::vector<ModelSpec> validation_models;       // loaded at validation next to the trained model
   bool known = true;            // false: no data for this family (phases count the transformer only)
 };
 
@@ -105,14 +138,18 @@ std::string to_string(Phase p);  // startup_caching, model_load, training_step, 
 struct Resident {
   std::string what;
   double bytes = 0;
+  double lo_bytes = 0, hi_bytes = 0;  // its 90% band
 };
 
 struct PhaseResult {
   Phase phase = Phase::TrainingStep;
   bool runs = true;          // false: the phase does not run (validation_disable, …)
   double peak_vram_bytes = 0;
+  double peak_lo_bytes = 0, peak_hi_bytes = 0;  // the 90% range of the peak
   std::vector<Resident> resident;  // what is on the GPU at the phase's peak (sums to the peak)
   std::string set_by;              // what sets the peak
+  // fits: the upper end fits `budget_bytes`; does-not-fit: not even the lower end; borderline between
+  FitVerdict verdict(double budget_bytes) const;
 };
 
 // One config key that brings a phase down, and the phase's peak with it.
@@ -121,7 +158,9 @@ struct PhaseFix {
   std::string key;
   std::string value_json;  // the value as JSON text: true, "cpu", "512x512", 33
   double peak_after_bytes = 0;
-  bool fits_after = false;
+  bool fits_after = false;  // the point after it fits the budget
+  FitVerdict fit_after = FitVerdict::DoesNotFit;  // the phase's verdict after it (its range)
+  double peak_after_lo_bytes = 0, peak_after_hi_bytes = 0;
 };
 
 struct HostMemory {
@@ -134,19 +173,27 @@ struct RunPhases {
   std::vector<PhaseResult> phases;  // run order; every phase present (runs=false when skipped)
   Phase peak_phase = Phase::TrainingStep;
   double peak_vram_bytes = 0;       // the largest phase peak
+  double peak_lo_bytes = 0, peak_hi_bytes = 0;  // the largest lower and upper ends of the running phases
   std::vector<PhaseFix> fixes;      // for each phase over the budget other than the step
   HostMemory host;
   std::vector<std::string> warnings;
 
   const PhaseResult& at(Phase p) const;
+  // the worst verdict of the running phases against `budget_bytes` (usable VRAM minus headroom)
+  FitVerdict verdict(double budget_bytes) const;
 };
+
+// The worse of two verdicts (does-not-fit over borderline over fits).
+FitVerdict worst(FitVerdict a, FitVerdict b);
 
 // The phases of a run: `step` is the training step's prediction for `setup` on `chain` (its memory
 // breakdown is reused: weights, trainable, gradients, optimizer, activations); `budget_bytes` is what
 // a phase may use (usable VRAM minus headroom; <= 0: no advice; no advice either while the step itself
-// is over it: the schedule advice comes first).
+// is over it: the schedule advice comes first); advice is given for every other phase whose verdict is
+// not "fits". `step_peak_range` is the step's 90% range (hi <= 0: none, the step's point is its range).
 RunPhases predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
-                             const Prediction& step, const RunSetup& run, double budget_bytes);
+                         const Prediction& step, const RunSetup& run, double budget_bytes,
+                         const Range& step_peak_range = {});
 
 // The pieces, exposed for tests and for the printers' notes.
 double text_encoder_bytes(const TextEncoderSpec& te, const std::string& precision);

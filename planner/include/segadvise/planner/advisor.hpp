@@ -77,6 +77,8 @@ class Context {
 // Realizes `s` the way the trainer runs it on this family and predicts it: anchored on the
 // context's measurements, with its 90% ranges and three-valued verdict (put_ranges).
 Candidate evaluate(const Context& ctx, const Schedule& s);
+// score_of(evaluate(ctx, s)), bit for bit, without building the candidate (what advise ranks by).
+ScheduleScore score(const Context& ctx, const Schedule& s);
 // Every schedule the family's trainer supports: intervals up to the longest checkpointed list (the
 // whole chain where the trainer indexes blocks globally), strides, backends, attention offload.
 ScheduleSpace schedule_space(const Context& ctx);
@@ -107,6 +109,10 @@ struct Alternative {
 };
 // When nothing fits: a smaller batch, resolution or frames; a quantized base; weight streaming.
 std::vector<Alternative> what_would_fit(const Context& ctx);
+// True only when no schedule of ctx can be judged "fits" (a lower bound on every schedule's peak:
+// static memory plus the largest block's forward working set, ranged as advise ranges it). The
+// what-would-fit search skips such setups without scoring their schedules.
+bool nothing_can_fit(const Context& ctx);
 
 // ---- reports -------------------------------------------------------------------------------
 
@@ -165,24 +171,19 @@ struct CheckReport {
            phases->peak_vram_bytes + context.headroom_bytes <= candidate.prediction.usable_vram_bytes;
   }
   bool fits() const { return step_only ? step_fits() : run_fits(); }
-  // The three-valued verdict check exits with: the step's (its 90% range against the card), made
-  // does-not-fit when another phase of the run is over the card (those phases carry no range yet:
-  // their point prediction decides).
+  // The three-valued verdict check exits with: the step's (its 90% range against the card) and every
+  // other phase's (its 90% range, families/phases.hpp), the worst of them; the step's alone with step_only.
   FitVerdict verdict() const {
     if (!candidate.prediction.supported) return FitVerdict::DoesNotFit;
     const FitVerdict step = candidate.verdict();
     if (step_only || !phases) return step;
-    for (const auto& p : phases->phases)
-      if (p.runs && p.phase != Phase::TrainingStep &&
-          p.peak_vram_bytes + context.headroom_bytes > candidate.prediction.usable_vram_bytes)
-        return FitVerdict::DoesNotFit;
-    return step;
+    return worst(step, phases->verdict(candidate.prediction.usable_vram_bytes - context.headroom_bytes));
   }
 };
 
-// The whole run around a predicted step (families/phases.hpp): phase advice against the card's
-// usable memory minus the headroom.
-RunPhases predict_run(const Context& ctx, const Prediction& step, const RunSetup& run);
+// The whole run around a predicted step (families/phases.hpp), with the step's 90% range: phase advice
+// against the card's usable memory minus the headroom.
+RunPhases predict_run(const Context& ctx, const Candidate& step, const RunSetup& run);
 
 PredictionReport predict_report(const AdvisorRequest& request, const Schedule& schedule);
 AdviceReport advise_report(const AdvisorRequest& request, const AdviceOptions& options);

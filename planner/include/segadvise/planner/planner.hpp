@@ -66,10 +66,22 @@ using Evaluate = std::function<Candidate(const Schedule&)>;
 Anchor anchor_measurements(const std::vector<Measurement>& measured, const std::function<Candidate(const Schedule&)>& evaluate,
                            const AnchorOptions& opt = {});
 
+// What advise ranks a schedule by: the figures of evaluate(schedule), without its plan, strings and
+// warnings (the same numbers, bit for bit).
+struct ScheduleScore {
+  bool supported = false;
+  double peak_vram_bytes = 0, step_time_s = 0, usable_vram_bytes = 0;
+  FitVerdict verdict = FitVerdict::DoesNotFit;
+};
+using Score = std::function<ScheduleScore(const Schedule&)>;
+// The score of a candidate evaluate() returned.
+ScheduleScore score_of(const Candidate& c);
+
 // Scores every schedule keeping only its figures (thousands of full candidates would cost more in
-// allocation than in prediction), then re-evaluates the ones it returns.
+// allocation than in prediction), then re-evaluates the ones it returns. `score`, when given, must
+// give score_of(evaluate(s)) for every schedule, only cheaper.
 Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, double headroom_bytes,
-              bool keep_all = false);
+              bool keep_all = false, const Score& score = {});
 
 // Pareto-optimal points of (peak, time): no other point is both faster and no larger.
 std::vector<bool> pareto_flags(const std::vector<double>& peak_bytes, const std::vector<double>& time_s);

@@ -1,0 +1,123 @@
+// advise's shortcuts, each against the computation it stands for: scoring a schedule without
+// building its candidate, skipping what-would-fit setups where nothing can fit, the cap on the
+// intervals of long sequences, and the search policy read from planner/data/search.json. No timing.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/calibration/ranges.hpp"
+#include "segadvise/planner/advisor.hpp"
+#include "segadvise/planner/search_policy.hpp"
+#include "test_util.hpp"
+
+using namespace segadvise;
+using segadvise::test::input_error_of;
+
+namespace {
+
+AdvisorRequest request_for(const Family& fam, const std::string& gpu) {
+  AdvisorRequest r;
+  r.family = &fam;
+  r.setup = default_setup(fam);
+  r.gpu = find_gpu(gpu);
+  r.coef = coefficients_for("");
+  r.ranges = default_ranges();
+  return r;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+void check_scores(const Context& ctx) {
+  for (const Schedule& s : enumerate_schedules(schedule_space(ctx))) {
+    const ScheduleScore fast = score(ctx, s), full = score_of(evaluate(ctx, s));
+    INFO(ctx.family->id, " ", s.name(), " ", to_string(s.backend));
+    REQUIRE(fast.supported == full.supported);
+    if (!full.supported) continue;
+    CHECK(same_bits(fast.peak_vram_bytes, full.peak_vram_bytes));
+    CHECK(same_bits(fast.step_time_s, full.step_time_s));
+    CHECK(same_bits(fast.usable_vram_bytes, full.usable_vram_bytes));
+    CHECK(fast.verdict == full.verdict);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("scoring a schedule gives evaluate's figures bit for bit, for every schedule of every family") {
+  for (const Family& fam : builtin_families()) check_scores(Context(request_for(fam, "l40s")));
+  // anchored on a measurement of the setup: the scores are the anchored figures too
+  AdvisorRequest r = request_for(find_family("wan2.1-1.3b"), "h100");
+  r.measured.push_back(parse_measurement("layer:3.5:30"));
+  const Context anchored(r);
+  REQUIRE_FALSE(anchored.anchor.points.empty());
+  check_scores(anchored);
+}
+
+TEST_CASE("what would fit skips a setup only when advise would recommend nothing for it") {
+  int skipped = 0, scored = 0;
+  for (const Family& fam : builtin_families())
+    for (const char* gpu : {"l40s", "4090", "a100-40g"}) {
+      const Context ctx(request_for(fam, gpu));
+      if (!nothing_can_fit(ctx)) {
+        ++scored;
+        continue;
+      }
+      ++skipped;
+      INFO(fam.id, " on ", gpu);
+      CHECK(advise_schedules(ctx).recommended < 0);
+    }
+  // MiniMax H3 (~33B parameters) at its example's bf16 base holds 61.5 GiB of weights alone, over an
+  // L40S's 43.6 usable GiB: the bound sees it without scoring a schedule
+  CHECK(nothing_can_fit(Context(request_for(find_family("minimax-h3"), "l40s"))));
+  CHECK(skipped > 1);
+  CHECK(scored > skipped);  // most families fit these cards: the bound skips only hopeless setups
+  // SD 1.x (~0.9B) on an L40S: its weights are ~2 GiB of 43.6, the bound cannot rule it out
+  CHECK_FALSE(nothing_can_fit(Context(request_for(find_family("sd1x"), "l40s"))));
+}
+
+TEST_CASE("a checkpointed sequence longer than 256 blocks enumerates intervals and strides up to 32") {
+  Family fam = find_family("wan2.1-1.3b");  // one list `blocks`, segmented, per-list positions
+  REQUIRE(fam.block_lists.size() == 1);
+  fam.block_lists[0].count = 256;  // at the limit: every interval up to the list's length
+  CHECK(schedule_space(Context(request_for(fam, "h100"))).max_interval == 256);
+  fam.block_lists[0].count = 257;  // past it: capped
+  const ScheduleSpace capped = schedule_space(Context(request_for(fam, "h100")));
+  CHECK(capped.max_interval == 32);
+  // torch, no offload: layer, intervals 2..32 (31), and per interval k the strides k+1..32
+  // (sum over k of 32 - k = 30 + 29 + ... + 0 = 465): 1 + 31 + 465 = 497 schedules
+  int torch_plain = 0;
+  for (const Schedule& s : enumerate_schedules(capped))
+    if (s.checkpointing && s.backend == Backend::Torch && !s.offload_attention) ++torch_plain;
+  CHECK(torch_plain == 497);
+}
+
+TEST_CASE("the search policy is data: the shipped file, and bad values named by file and field") {
+  const SearchPolicy& p = search_policy();
+  CHECK(p.what_would_fit.batch_divisor == 2);
+  CHECK(p.what_would_fit.resolution_scales == std::vector<double>{0.75, 0.5});
+  CHECK(p.what_would_fit.frame_fractions == std::vector<std::pair<int, int>>{{2, 3}, {1, 2}, {1, 4}});
+  CHECK(p.what_would_fit.quantized_precisions == std::vector<std::string>{"int8-quanto", "fp8-torchao", "nf4-bnb"});
+  CHECK(p.long_sequence_blocks == 256);
+  CHECK(p.long_sequence_max_interval == 32);
+  auto with = [](const char* field, const nlohmann::json& value) {
+    nlohmann::json j = {{"source", "test"},
+                        {"what_would_fit",
+                         {{"batch_divisor", 2},
+                          {"resolution_scales", {0.75}},
+                          {"frame_fractions", {{1, 2}}},
+                          {"quantized_precisions", {"int8-quanto"}},
+                          {"ramtorch_percent", 100}}},
+                        {"long_sequence", {{"blocks", 256}, {"max_interval", 32}}}};
+    if (field) j["what_would_fit"][field] = value;
+    return j;
+  };
+  CHECK_NOTHROW(parse_search_policy(with(nullptr, {}), "s.json"));
+  CHECK(input_error_of([&] { parse_search_policy(with("resolution_scales", nlohmann::json::array({1.5})), "s.json"); })
+            .find("s.json: field 'what_would_fit.resolution_scales[0]'") != std::string::npos);
+  CHECK(input_error_of([&] { parse_search_policy(with("frame_fractions", nlohmann::json::array({nlohmann::json::array({3, 2})})), "s.json"); })
+            .find("frame_fractions[0]") != std::string::npos);
+  CHECK(input_error_of([&] { parse_search_policy(with("quantized_precisions", nlohmann::json::array({"bf16"})), "s.json"); })
+            .find("not a quantized") != std::string::npos);
+  CHECK(input_error_of([&] { parse_search_policy(with("batch_divisor", 1), "s.json"); })
+            .find("batch_divisor") != std::string::npos);
+}
