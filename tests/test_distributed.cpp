@@ -66,6 +66,16 @@ TEST_CASE("one GPU and DDP at world 1 hold the whole replica and no buckets") {
   CHECK(comm_per_step(in).allreduce_bytes == doctest::Approx(15 * kGB));  // 2Ψ gradients once per step
 }
 
+TEST_CASE("one unit's unsharded gradient is in flight from stage 2 on") {
+  // ZeRO paper example at ZeRO-2 plus a 0.5 GB unit gradient: 16.640625 + 0.5 GB; ZeRO-1 unchanged
+  RankStateInput in = zero_paper(Strategy::zero2);
+  in.largest_unit_grad_bytes = 0.5 * kGB;
+  CHECK(rank_state(in).total_bytes() == doctest::Approx(17.140625 * kGB));
+  CHECK(rank_state(in).gathered_in_flight_bytes == doctest::Approx(0.5 * kGB));
+  in.strategy = Strategy::zero1;
+  CHECK(rank_state(in).total_bytes() == doctest::Approx(31.40625 * kGB));
+}
+
 TEST_CASE("uneven shards: the busiest rank holds ceil(elements / N) elements") {
   CHECK(shard_bytes(10, 4) == 3);         // 10 bytes over 4 ranks: ceil(2.5) = 3
   CHECK(shard_bytes(10, 4, 4) == 4);      // 3 fp32 elements (ceil 10/4) over 4 ranks: 1 element = 4 B

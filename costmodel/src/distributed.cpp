@@ -110,6 +110,7 @@ void place_zero(const RankStateInput& in, int n, RankState& r) {
   (grads_host ? r.host_bytes : r.grads_bytes) += grads;
   (weights_host ? r.host_bytes : r.weights_bytes) += weights;
   if (stage >= 3) r.gathered_in_flight_bytes = in_flight(in);
+  if (stage >= 2) r.gathered_in_flight_bytes += in.largest_unit_grad_bytes;
   if (in.strategy != Strategy::fsdp2) r.buckets_bytes = in.bucket_bytes;
 }
 

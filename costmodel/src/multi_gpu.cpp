@@ -28,6 +28,7 @@ double fsdp2_optimizer_bytes_per_param(const std::string& name) {
 
 struct Replica {
   double frozen = 0, trainable_params = 0, largest_unit = 0, root = 0, largest_block_params = 0;
+  double largest_unit_trainable_params = 0;
 };
 
 Replica replica(const PreparedChain& pc) {
@@ -42,6 +43,8 @@ Replica replica(const PreparedChain& pc) {
   for (const auto& b : chain.blocks) {
     r.largest_unit = std::max(r.largest_unit, block_weight_bytes(b, setup) + b.lora_params * kBf16Bytes);
     r.largest_block_params = std::max(r.largest_block_params, b.params);
+    const double trainable = setup.model_type == ModelType::Full ? b.params : b.lora_params;
+    r.largest_unit_trainable_params = std::max(r.largest_unit_trainable_params, trainable);
   }
   r.root = chain.outside_params * dtype;
   return r;
@@ -94,6 +97,7 @@ RankStateInput rank_input(const PreparedChain& pc) {
   in.context_parallel = mg.context_parallel;
   in.cp_comm = mg.cp_comm;
   in.largest_unit_weight_bytes = rep.largest_unit;
+  in.largest_unit_grad_bytes = rep.largest_unit_trainable_params * kBf16Bytes;  // before its reduce-scatter
   in.root_weight_bytes = rep.root;
   if (mg.strategy == Strategy::fsdp2) {
     fill_fsdp2(pc, rep, in);

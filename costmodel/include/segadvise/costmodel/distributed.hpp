@@ -64,6 +64,10 @@ struct RankStateInput {
   double optimizer_element_bytes = 1;
   // weights every rank keeps whole whatever the strategy (bnb Params4bit under FSDP2: ignored_params)
   double replicated_weight_bytes = 0;
+  // one unit's unsharded gradient, alive from its backward until its reduce-scatter (FSDP2's unsharded
+  // grad, ZeRO's ipg bucket): added in flight for stages >= 2 (0 = not counted). Measured by the CPU
+  // validator (wip-gloo): without it zero2/zero3/fsdp2 full fine-tunes came out one unit low.
+  double largest_unit_grad_bytes = 0;
 
   // What moves: all sharded weights in the compute dtype (one full all-gather of every unit; 0 =
   // frozen + trainable), the part of it in the never-resharded FSDP root (embedders, heads), the
