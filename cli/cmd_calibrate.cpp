@@ -30,6 +30,8 @@ struct CalFlags {
   std::string write_ranges;          // accuracy --write-ranges FILE
   double coverage = 0.9;
   std::vector<double> anchor_sigmas;  // fixed, activation, compute, host, transfer (AnchorOptions)
+  std::string by;                     // accuracy --by family: signed errors per family x precision x schedule
+  int threads = 1;                    // accuracy --leave-family-out --threads N
 };
 
 std::string pct(double x) {
@@ -111,6 +113,44 @@ void print_ranges(std::ostream& out, const AccuracyReport& rep, bool md) {
 
 void print_summary(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& summary, bool md);
 
+std::string signed_pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.0f%%", 100 * x);
+  return b;
+}
+
+std::string by_gpu(const std::map<std::string, double>& v) {
+  std::string out;
+  for (const auto& [g, e] : v) out += (out.empty() ? "" : " ") + g + " " + signed_pct(e);
+  return out;
+}
+
+nlohmann::json error_cells_json(const std::vector<ErrorCell>& cells) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& c : cells)
+    a.push_back({{"family", c.family}, {"precision", c.precision}, {"schedule", c.schedule}, {"runs", c.n},
+                 {"peak_signed_median", c.peak_error}, {"peak_carrier", c.peak_carrier},
+                 {"peak_carrier_share", c.peak_carrier_share}, {"sec_per_step_signed_median", c.time_error},
+                 {"sec_per_step_signed_median_by_gpu", c.time_error_by_gpu}, {"time_carrier", c.time_carrier},
+                 {"time_carrier_share", c.time_carrier_share}});
+  return a;
+}
+
+// accuracy --by family: one row per family x precision x schedule, signed so a systematic error shows
+void print_error_cells(std::ostream& out, const std::vector<ErrorCell>& cells, bool md) {
+  out << "\n" << (md ? "#### " : "") << "Signed median error per family x precision x schedule "
+      << "(predicted / measured - 1; + over-predicts)\n\n";
+  Table t({"family", "precision", "schedule", "runs", "peak", "peak carried by", "s/step", "s/step by GPU",
+           "s/step carried by"});
+  for (const auto& c : cells)
+    t.add({c.family, c.precision, c.schedule, std::to_string(c.n), signed_pct(c.peak_error),
+           c.peak_carrier + " " + pct(c.peak_carrier_share), signed_pct(c.time_error), by_gpu(c.time_error_by_gpu),
+           c.time_carrier + " " + pct(c.time_carrier_share)});
+  t.print(out, md);
+  out << "Carried by: the largest part of the prediction (median share); alone it would have to be off by "
+         "error / share.\n";
+}
+
 void print_accuracy(std::ostream& out, const AccuracyReport& rep, const PreparedSet& set, const CalFlags& f,
                     const std::vector<std::pair<std::string, Metrics>>& summary) {
   if (f.format == "json") {
@@ -126,6 +166,7 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
     nlohmann::json sum = nlohmann::json::array();
     for (const auto& [name, m] : summary) sum.push_back({{"measured", name}, {"overall", metrics_json(m)}});
     j["anchoring_summary"] = sum;
+    if (f.by == "family") j["by_family"] = error_cells_json(error_cells(set, rep));
     if (f.runs) {
       nlohmann::json runs = nlohmann::json::array();
       for (const auto& p : rep.predictions) {
@@ -185,6 +226,7 @@ void print_accuracy(std::ostream& out, const AccuracyReport& rep, const Prepared
          "groups whose fastest schedule predicted to fit is within 5% of the measured fastest.\n";
   if (rep.overall.has_ranges) print_ranges(out, rep, md);
   print_summary(out, summary, md);
+  if (f.by == "family") print_error_cells(out, error_cells(set, rep), md);
   if (f.runs) {
     out << "\n";
     Table rt({"run", "status", "measured", "predicted", "fits", "note"});
@@ -369,6 +411,12 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
                   "with --leave-family-out: pull of activation scales towards 1.0 (default 3)")
       ->check(kNonNegative);
   cmd->add_flag("--runs", f->runs, "also print every run's measured and predicted figures");
+  cmd->add_option("--threads", f->threads, "with --leave-family-out: fits run side by side (default 1)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--by", f->by,
+                  "family: also print the signed median error of peak and step time per family x precision x "
+                  "schedule and the breakdown component carrying it")
+      ->check(CLI::IsMember({"family"}));
   cmd->add_option("--anchor", f->anchors,
                   "predict every cell of each family x precision x GPU group from its measured cell of this schedule "
                   "(repeatable: layer and none), as --measured would");
@@ -402,6 +450,7 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
       opt.headroom_bytes = f->headroom_gib * kGiB;
       opt.max_iterations = f->max_iterations;
       opt.prior_weight = f->prior_weight;
+      opt.threads = f->threads;
       rep = accuracy_leave_family_out(set, starting_coefficients(f->start), opt);
     } else {
       rep = accuracy_in_sample(set, coefficients_for(f->start), f->headroom_gib * kGiB);

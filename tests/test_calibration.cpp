@@ -314,3 +314,54 @@ TEST_CASE("accuracy --anchor predicts each setup group from its measured anchor 
   CHECK(res.peak.begin()->second.size() == 1);
   CHECK(res.peak.begin()->second[0] == doctest::Approx(std::log(30 / a[1].peak_gib)));
 }
+
+TEST_CASE("accuracy --by family prints the signed median error of a cell and the part carrying it") {
+  Dataset d;
+  d.origin = "cells-test";
+  MeasuredRun a = run("sd3", "h100", "layer", 1024, 1024, 1);
+  a.id = "a";
+  a.peak_gib = 10;
+  a.sec_per_step = 2;
+  MeasuredRun b = a;
+  b.id = "b";
+  b.gpu = "l40s";
+  MeasuredRun c = a;  // another schedule: its own cell
+  c.id = "c";
+  c.mode = "none";
+  d.runs = {a, b, c};
+  const PreparedSet set = prepare(d);
+  auto made_up = [&](std::size_t i, double weights_gib, double activation_gib, double forward_s, double backward_s) {
+    RunPrediction p;
+    p.prepared = &set.runs[i];
+    p.modelled = p.supported = true;
+    p.full.memory.weights_bytes = weights_gib * kGiB;
+    p.full.memory.activation_peak_bytes = activation_gib * kGiB;
+    p.full.time.forward_s = forward_s;
+    p.full.time.backward_s = backward_s;
+    p.peak_gib = weights_gib + activation_gib;
+    p.step_s = forward_s + backward_s;
+    return p;
+  };
+  // a: 12 GiB (3 weights + 9 activations) against 10 measured: +20%; 3 s against 2 s: +50%
+  // b:  9 GiB (3 + 6): -10%; 1 s (0.25 forward + 0.75 backward): -50%
+  // the cell's medians of two: (+20% - 10%) / 2 = +5% peak, (+50% - 50%) / 2 = 0% time;
+  // activation shares 9/12 = 0.75 and 6/9 = 0.667, median 0.708; backward shares 2/3 and 0.75, median 0.708
+  // c: 4 GiB (3 + 1) against 10: -60%, carried by the weights (3/4)
+  const AccuracyReport rep =
+      score(set, {made_up(0, 3, 9, 1, 2), made_up(1, 3, 6, 0.25, 0.75), made_up(2, 3, 1, 1, 1)}, kGiB, "test");
+  const std::vector<ErrorCell> cells = error_cells(set, rep);
+  REQUIRE(cells.size() == 2);
+  const ErrorCell& layer = cells[0].schedule == "layer" ? cells[0] : cells[1];
+  const ErrorCell& none = cells[0].schedule == "layer" ? cells[1] : cells[0];
+  CHECK(layer.n == 2);
+  CHECK(layer.peak_error == doctest::Approx(0.05));
+  CHECK(layer.time_error == doctest::Approx(0.0));
+  CHECK(layer.peak_carrier == "activations");
+  CHECK(layer.peak_carrier_share == doctest::Approx((0.75 + 2.0 / 3) / 2));
+  CHECK(layer.time_carrier == "backward");
+  CHECK(layer.time_carrier_share == doctest::Approx((0.75 + 2.0 / 3) / 2));
+  CHECK(layer.time_error_by_gpu.at("h100") == doctest::Approx(0.5));
+  CHECK(layer.time_error_by_gpu.at("l40s") == doctest::Approx(-0.5));
+  CHECK(none.peak_error == doctest::Approx(-0.6));
+  CHECK(none.peak_carrier == "weights");
+}

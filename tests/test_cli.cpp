@@ -104,6 +104,8 @@ TEST_CASE("calibrate, accuracy and list check their flags with validators, not b
   CHECK(parse_command({"calibrate", "--max-iterations", "99999999999"}).find("--max-iterations") != std::string::npos);
   CHECK(parse_command({"calibrate", "--format", "yaml"}).find("--format") != std::string::npos);
   CHECK(parse_command({"accuracy", "--format", "yaml"}).find("--format") != std::string::npos);
+  CHECK(parse_command({"accuracy", "--by", "gpu"}).find("--by: gpu not in {family}") != std::string::npos);
+  CHECK(parse_command({"accuracy", "--threads", "0"}).find("--threads") != std::string::npos);
   CHECK(parse_command({"list", "modles"}).find("modles") != std::string::npos);
   CHECK(parse_command({"list", "models", "--format", "xml"}).find("--format") != std::string::npos);
 }

@@ -200,3 +200,38 @@ TEST_CASE("usable memory is the card's total minus the fitted reserve, and fits 
   CHECK_FALSE(predict(chain, none, TrainingSetup{}, gpu, coef, 20).fits);
   CHECK(predict(chain, none, TrainingSetup{}, gpu, coef, 0).usable_vram_bytes == doctest::Approx(60));
 }
+
+TEST_CASE("a host-bound block: launches and quantized Linear calls set its time, backward at its host ratio") {
+  BlockCost b;  // no FLOPs, no bytes: only the host floor binds
+  b.launches = 100;
+  b.quantizable_linears = 10;
+  GpuSpec gpu;
+  gpu.id = "toy";
+  gpu.bf16_flops_per_s = 1e15;
+  gpu.mem_bytes_per_s = 1e12;
+  Coefficients coef;
+  coef.launch_s = 10e-6;
+  coef.backward_host_ratio = 0.5;
+  // the backward's GPU part is backward_factor x the forward's time (host floor included):
+  // 0.3 x 1 ms = 0.3 ms and 0.3 x 1.5 ms = 0.45 ms, under the backward host floors below
+  coef.backward_factor = 0.3;
+  coef.quantized_call_s["int8-sdnq"] = 50e-6;
+  TrainingSetup bf16;
+  TrainingSetup sdnq;
+  sdnq.base_precision = "int8-sdnq";
+  // bf16: 100 launches x 10 us = 1 ms forward; backward 0.5 x 1 ms = 0.5 ms
+  CHECK(block_forward_s(b, bf16, gpu, coef) == doctest::Approx(1e-3));
+  CHECK(block_backward_s(b, bf16, gpu, coef) == doctest::Approx(0.5e-3));
+  // int8-sdnq adds 10 calls x 50 us = 0.5 ms to each pass: 1.5 ms forward, 0.5 + 0.5 = 1 ms backward
+  CHECK(block_forward_s(b, sdnq, gpu, coef) == doctest::Approx(1.5e-3));
+  CHECK(block_backward_s(b, sdnq, gpu, coef) == doctest::Approx(1e-3));
+}
+
+TEST_CASE("the analyzer counts the quantizable Linear layers of a block") {
+  // SD3 (mmdit_double): image and text streams each have q, k, v, out (4) and a GELU FFN (up, down: 2)
+  const Family& fam = find_family("sd3.5-medium");
+  const BlockChain chain = analyze(fam, default_setup(fam));
+  REQUIRE_FALSE(chain.blocks.empty());
+  CHECK(chain.blocks[0].kind == "mmdit_double");
+  CHECK(chain.blocks[0].quantizable_linears == 12);
+}

@@ -429,6 +429,13 @@ double matmul_peak(const GpuSpec& gpu) { return gpu.bf16_flops_per_s; }
 
 }  // namespace
 
+// Host time of one pass over a block: its kernel launches (times launch_multiple: autograd launches
+// a backward kernel or two per forward op) and one dispatch per quantized Linear call (calibration:
+// quantized_call_s per precision; 0 for a bf16 base). The GPU cannot finish the block sooner.
+double block_host_s(const BlockCost& b, const TrainingSetup& setup, const Coefficients& coef, double launch_multiple) {
+  return launch_multiple * b.launches * coef.launch_s + b.quantizable_linears * coef.call_s(precision_key(setup));
+}
+
 double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
   if (b.measured_forward_s > 0) return b.measured_forward_s;
   const GpuCoefficients& g = coef.for_gpu(gpu.id);
@@ -443,7 +450,7 @@ double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const Gpu
   const double bytes = b.params * kBf16Bytes + 2 * b.saved_bytes();
   const double mem = bytes / gpu.mem_bytes_per_s;
   // host-bound floor: the GPU cannot run kernels faster than the host launches them
-  return std::max({mm + attn + dq, mem, b.launches * coef.launch_s});
+  return std::max({mm + attn + dq, mem, block_host_s(b, setup, coef, 1.0)});
 }
 
 double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
@@ -458,7 +465,7 @@ double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const Gp
   // fine-tune's weight gradients), flash-attention backward ~2.5 forward passes of attention; never
   // under twice the forward's launches (autograd runs a backward kernel or two per forward op)
   const double compute = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * mm + kAttentionBackwardPasses * attn;
-  return std::max(compute, kBackwardLaunchesPerForward * b.launches * coef.launch_s);
+  return std::max(compute, block_host_s(b, setup, coef, coef.backward_host_ratio));
 }
 
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,

@@ -150,10 +150,12 @@ json to_json(const Coefficients& c) {
           {"matmul_time_factor", c.matmul_time_factor},
           {"quantized_input_scale", c.quantized_input_scale},
           {"dequant_passes", c.dequant_passes},
+          {"quantized_call_s", c.quantized_call_s},
           {"backward_factor", c.backward_factor},
           {"fragmentation", c.fragmentation},
           {"offload_overlap", c.offload_overlap},
           {"launch_s", c.launch_s},
+          {"backward_host_ratio", c.backward_host_ratio},
           {"offload_share_checkpointed", c.offload_share_checkpointed},
           {"offload_staging_blocks", c.offload_staging_blocks}};
 }
@@ -200,10 +202,12 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
   allow_zero = true;
   num_map("quantized_input_scale", c.quantized_input_scale);
   num_map("dequant_passes", c.dequant_passes);
+  num_map("quantized_call_s", c.quantized_call_s);
   c.backward_factor = num(j, "backward_factor", c.backward_factor, "");
   c.fragmentation = num(j, "fragmentation", c.fragmentation, "");
   c.offload_overlap = num(j, "offload_overlap", c.offload_overlap, "");
   c.launch_s = num(j, "launch_s", c.launch_s, "");
+  c.backward_host_ratio = num(j, "backward_host_ratio", c.backward_host_ratio, "");
   c.offload_share_checkpointed = num(j, "offload_share_checkpointed", c.offload_share_checkpointed, "");
   c.offload_staging_blocks = num(j, "offload_staging_blocks", c.offload_staging_blocks, "");
   return c;

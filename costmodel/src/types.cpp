@@ -140,6 +140,12 @@ double Coefficients::input_scale(const std::string& precision) const {
   return it == quantized_input_scale.end() ? 0.0 : it->second;
 }
 
+double Coefficients::call_s(const std::string& precision) const {
+  if (precision.empty() || precision == "bf16") return 0;
+  const auto it = quantized_call_s.find(precision);
+  return it == quantized_call_s.end() ? 0.0 : it->second;
+}
+
 double Coefficients::dequant(const std::string& precision) const {
   if (precision.empty() || precision == "bf16") return 0;
   const auto it = dequant_passes.find(precision);

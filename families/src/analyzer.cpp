@@ -50,6 +50,7 @@ struct Acc {
   double params = 0, quantizable = 0, lora = 0;
   double transient = 0;  // elements
   double launches = 0;   // forward kernel launches (see "Launches" in the header comment)
+  double linears = 0;    // quantizable Linear layers (one quantized call each per forward)
   // inputs of quantizable Linear layers (elements), what a quantized Linear keeps for backward
   double lin_in_attn = 0, lin_in_ffn = 0;
 };
@@ -131,6 +132,7 @@ void self_attention(Acc& a, const Training& t, double n, double d, const AttnSha
   a.attn_flops += linear_kernel ? 4 * n * da * h.hd : 4 * n * h.keys(n) * da;
   a.params += 2 * d * da + 2 * d * dkv;
   a.quantizable += 2 * d * da + 2 * d * dkv;
+  a.linears += 4;  // q, k, v, out
   if (projections_targeted)
     a.lora += t.adapter_params(d, da) + 2 * t.adapter_params(d, dkv) + t.adapter_params(da, d);
   a.launches += 24 + (qk_norm ? 4 : 0) + (projections_targeted ? 4 * t.adapter_launches() : 0);
@@ -158,6 +160,7 @@ void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d,
   a.attn_flops += 4 * nq * nkv * da;
   a.params += 2 * d * da + 2 * dsrc * dkv;
   a.quantizable += 2 * d * da + 2 * dsrc * dkv;
+  a.linears += 4;  // q, k, v, out
   if (t.attn_targeted) a.lora += t.adapter_params(d, da) + t.adapter_params(da, d) + 2 * t.adapter_params(dsrc, dkv);
   a.launches += 15 + (t.attn_targeted ? 4 * t.adapter_launches() : 0);
 }
@@ -188,17 +191,20 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
   a.ffn += n * (d + t.ln_stats());  // norm input
   a.ffn_input += n * d;
   a.launches += kFfnLaunches + in_mult + (t.ffn_targeted ? (in_mult + 1) * t.adapter_launches() : 0);
+  const double unit_linears = in_adapters + 1;  // input projection(s) and the output projection
   if (experts > 0) {
     unit(f, active);  // every token runs `active` routed experts
     if (shared_f > 0) unit(shared_f, 1);
     a.ffn += n * experts;  // router logits
     a.params += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0) + d * experts;
     a.quantizable += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0);
+    a.linears += (experts + (shared_f > 0 ? 1 : 0)) * unit_linears;
     if (t.ffn_targeted) a.lora += experts * (in_mult + 1) * t.adapter_params(d, f);
   } else {
     unit(f, 1);
     a.params += (in_mult + 1) * d * f;
     a.quantizable += (in_mult + 1) * d * f;
+    a.linears += unit_linears;
     if (t.ffn_targeted) a.lora += in_mult * t.adapter_params(d, f) + t.adapter_params(f, d);
   }
 }
@@ -228,6 +234,7 @@ void audio_stream(Acc& a, const BlockListSpec& b, const Training& t, const Block
   a.attn_flops += audio.attn_flops;
   a.params += audio.params;
   a.quantizable += audio.quantizable;
+  a.linears += audio.linears;
   a.lora += audio.lora;
   a.launches += audio.launches;
 }
@@ -272,6 +279,7 @@ void mmdit_double_block(Acc& a, const BlockListSpec& b, const Training& t, const
   a.attn_flops = 4 * n * shape.keys(n) * shape.da;  // joint attention over the concatenated sequence
   a.params = img.params + txt.params;
   a.quantizable = img.quantizable + txt.quantizable;
+  a.linears = img.linears + txt.linears;
   a.lora = img.lora + txt.lora;
   ffn(a, t, n_stream, d, f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
   Training text_training = t;
@@ -304,6 +312,7 @@ void single_stream_block(Acc& a, const BlockListSpec& b, const Training& t, cons
   a.ffn_flops += n * 2 * (d * f_in + f * d);
   a.params += proj_in + proj_out + 3 * d * d;
   a.quantizable += proj_in + proj_out;
+  a.linears += 5;  // to_q, to_k, to_v, proj_mlp, proj_out (diffusers' single-stream block)
   if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
   a.launches += 24 + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
   if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
@@ -342,6 +351,7 @@ void unet_res_block(Acc& a, const Training& t, const BlockDims& k) {
   a.params += 18 * d * d + 1280 * d;
   a.launches += 12;
   a.quantizable += 1280 * d;  // convolutions are not quantized by most backends; the time projection is
+  a.linears += 1;
   a.transient = n * d * 2;
 }
 
@@ -354,6 +364,7 @@ void unet_attn_block(Acc& a, const BlockListSpec& b, const Training& t, const Bl
   a.lin_in_attn += n * 2 * d;
   a.params += 2 * d * d;
   a.quantizable += 2 * d * d;
+  a.linears += 2;  // proj_in, proj_out
   self_attention(a, t, n, d, hd, false, t.attn_targeted);
   if (b.cross_attention) cross_attention(a, t, n, k.n_txt, d, k.dt, hd, false);
   ffn(a, t, n, d, k.f, b.ffn_act);
@@ -503,6 +514,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.quantizable_params = a.quantizable;
       b.lora_params = a.lora;
       b.launches = a.launches;
+      b.quantizable_linears = a.linears;
       b.linear_input_attention_bytes = a.lin_in_attn * e;
       b.linear_input_ffn_bytes = a.lin_in_ffn * e;
       if (spec.skip == "push") b.skip_push_bytes = n_stream * spec.hidden * e;

@@ -57,6 +57,7 @@ struct FitOptions {
   double prior_weight = 3.0;
   // parameter groups to fit; the rest stay at the starting values
   bool fit_gpu = true, fit_activation = true, fit_precision = true, fit_global = true, fit_reserve = true;
+  int threads = 1;  // leave-one-family-out: fits run side by side (results identical for any count)
 };
 
 struct FittedParameter {
@@ -160,6 +161,28 @@ AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> predicti
 AccuracyReport accuracy_in_sample(const PreparedSet& set, const Coefficients& coef, double headroom_bytes);
 // Fits once per family without it (starting from `start`) and predicts that family's runs.
 AccuracyReport accuracy_leave_family_out(const PreparedSet& set, const Coefficients& start, const FitOptions& opt);
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics (`accuracy --by family`, issue [3/7] item 2)
+
+// One family x precision x schedule cell of a report: the signed median error (predicted / measured
+// - 1: positive = over-predicted) of peak and step time over its completed runs, and the breakdown
+// component carrying the prediction (the largest part, by median share: the one that would have to be
+// off by error / share to explain the error alone).
+struct ErrorCell {
+  std::string family, precision, schedule;
+  int n = 0;  // completed, supported, predicted runs
+  double peak_error = 0, time_error = 0;
+  std::string peak_carrier, time_carrier;
+  double peak_carrier_share = 0, time_carrier_share = 0;
+  std::map<std::string, double> time_error_by_gpu;  // signed median per GPU id
+};
+// Cells in family, precision, schedule order; cells without a completed run are left out.
+std::vector<ErrorCell> error_cells(const PreparedSet& set, const AccuracyReport& rep);
+// The named parts of a prediction, in breakdown order ("weights", "adapter+optimizer", "activations",
+// "fragmentation"; "forward", "backward", "recompute", "transfer", "optimizer", "overhead").
+std::vector<std::pair<std::string, double>> peak_components(const Prediction& p);
+std::vector<std::pair<std::string, double>> time_components(const Prediction& p);
 
 // ---------------------------------------------------------------------------------------------
 // Anchoring and ranges (issue [2/7])

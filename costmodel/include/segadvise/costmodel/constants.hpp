@@ -76,8 +76,8 @@ constexpr double kHostOptimizerBytesPerS = 20e9;
 // Flash-attention backward recomputes the scores and computes dQ, dK, dV: about 2.5 forward passes
 // of the attention FLOPs (FlashAttention-2 paper, Dao 2023, §3.1: backward ~2.5x forward).
 constexpr double kAttentionBackwardPasses = 2.5;
-// autograd launches a backward kernel or two per forward op: a block's backward is never faster
-// than twice its forward launches at the fitted host time per launch
+// autograd launches a backward kernel or two per forward op: the starting value of the fitted
+// Coefficients::backward_host_ratio (backward host time / forward host time of a block)
 constexpr double kBackwardLaunchesPerForward = 2;
 // weight streaming (RamTorch, block swap) double-buffers: the block running and the next one in
 // flight, each as large as the largest streamed block, stay resident

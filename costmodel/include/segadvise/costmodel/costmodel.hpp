@@ -51,6 +51,8 @@ struct StaticMemory {
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup);
 
 // Per-block forward times in seconds (matmul + attention, roofline), used by the planner too.
+// host time of one pass over the block: launches x launch_multiple + quantized Linear calls
+double block_host_s(const BlockCost& b, const TrainingSetup& setup, const Coefficients& coef, double launch_multiple);
 double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
 double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,

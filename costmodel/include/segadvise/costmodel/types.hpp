@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/distributed.hpp"
 
 namespace segadvise {
@@ -115,6 +116,9 @@ struct BlockCost {
   double quantizable_params = 0;  // linear weights a quantizer converts
   double lora_params = 0;      // trainable adapter parameters in this block
   double launches = 0;         // forward kernel launches (host-bound time floor)
+  // Linear layers a quantizer converts, each one call per forward (and one per backward): a quantized
+  // call adds host work (tensor-subclass dispatch, activation quantize kernels) the bf16 call lacks
+  double quantizable_linears = 0;
   // Inputs of the block's quantizable Linear layers, by side (calibration, issue [3/6]): a quantized
   // Linear's autograd keeps them (plus scaled copies) where a frozen bf16 Linear keeps nothing; the
   // cost model adds them times Coefficients::quantized_input_scale[precision] when the chain's
@@ -214,10 +218,18 @@ struct Coefficients {
   // bandwidth (2 B/param), per precision key (0 when absent). Quantized training kernels rebuild
   // the weight on every call, a cost that scales with parameters, not tokens.
   std::map<std::string, double> dequant_passes;
+  // Host time per quantized Linear call, per precision key (0 when absent): Python tensor-subclass
+  // dispatch plus the kernels that quantize the activation and rescale the output (TorchAO, SDNQ,
+  // quanto). Host work: it bounds a block's time from below like kernel launches, on any GPU.
+  std::map<std::string, double> quantized_call_s;
   double backward_factor = 1.6;        // backward time / forward time (frozen base, LoRA grads)
   double fragmentation = 0.08;         // allocator slack as a fraction of the activation peak
   double offload_overlap = 0.5;        // share of activation offload transfer hidden by compute
   double launch_s = 80e-6;             // host time per kernel launch (eager PyTorch), any GPU
+  // host time of a block's backward / its forward launches: autograd's C++ engine launches the
+  // backward kernels without the forward's Python module code (the sweep's host-bound SD 1.x, SDXL
+  // and LTXVideo runs take 1.7x as long with every block recomputed: backward host ~0.4x forward)
+  double backward_host_ratio = kBackwardLaunchesPerForward;
   double offload_share_checkpointed = 1.0;  // attention bytes offloaded from kept blocks when checkpointing is on
   // attention offload under checkpointing: blocks' worth of attention tensors the offload machinery
   // holds on the device at once (copies in flight, pooled buffers; at most offload_pin_memory_max_buckets, 12)
@@ -229,6 +241,7 @@ struct Coefficients {
   double time_factor(const std::string& precision) const;
   double input_scale(const std::string& precision) const;    // 0 when absent
   double dequant(const std::string& precision) const;        // 0 when absent
+  double call_s(const std::string& precision) const;         // 0 when absent or bf16
 };
 
 struct MemoryBreakdown {
