@@ -38,6 +38,14 @@ expect 1 '"supported": false' -- predict --model sdxl --gpu h100 --schedule inte
 expect 1 'not supported' -- predict --model sdxl --gpu h100 --schedule interval2
 expect 1 'rejects overlapping' -- predict --model wan14b --gpu h100 --schedule seg4-stride2
 expect 0 'fits' -- predict --model sd3 --gpu h100 --schedule seg2-stride4
+# several GPUs: per-rank JSON keys, the trainer's rejections, bad flag combinations
+expect 0 '"strategy": "fsdp2"' -- predict --model ltx-2.3 --gpu h100 --schedule layer --gpus 8 --strategy fsdp2 --format json
+expect 0 '"communication": ' -- predict --model ltx-2.3 --gpu h100 --schedule layer --gpus 8 --format json
+expect 1 'LoRA with DeepSpeed' -- predict --model ltx-2.3 --gpu h100 --schedule layer --gpus 8 --strategy zero2
+expect 1 'has no _cp_plan' -- predict --model sdxl --gpu h100 --schedule layer --gpus 2 --context-parallel 2
+expect 2 '--fsdp-cpu-offload needs --strategy fsdp2' -- predict --model flux --gpu h100 --schedule layer --gpus 2 --fsdp-cpu-offload
+expect 2 '--strategy: ' -- predict --model flux --gpu h100 --schedule layer --gpus 2 --strategy fsdp
+expect 0 'accelerate config' -- advise --model ltx-2.3 --gpu h100 --gpus 8
 expect 0 'fits' -- predict --model qwen-image --gpu h100 --schedule layer --backend unsloth
 expect 0 'wan2.1-14b' -- list models
 expect 0 'l40s' -- list gpus

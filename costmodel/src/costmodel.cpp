@@ -1,4 +1,5 @@
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/multi_gpu.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -704,6 +705,7 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   t.optimizer_s = sm.trainable_params * update_bytes_per_param / gpu.mem_bytes_per_s;
   t.overhead_s = g.overhead_s;
   p.step_time_s = t.forward_s + t.backward_s + t.recompute_s + t.transfer_s + t.optimizer_s + t.overhead_s;
+  if (setup.multi_gpu.active()) apply_multi_gpu(pc, p, headroom_bytes);  // per rank (multi_gpu.hpp)
   return p;
 }
 
