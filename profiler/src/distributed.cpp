@@ -34,7 +34,7 @@ using torch::Tensor;
 
 namespace {
 
-constexpr int64_t kPieceBytes = 256 * 1024;  // receive buffer of a reduction
+constexpr int64_t kPieceBytes = 64 * 1024;    // receive buffer of a reduction
 constexpr uint32_t kFirstTag = 1u << 20;      // point-to-point tags, far from Gloo's collective slots
 
 double now_s() {
@@ -150,6 +150,7 @@ class Rank {
   c10::intrusive_ptr<c10d::Work> all_gather_async(const Tensor& own, const Tensor& out, bool count = true);
   void reduce_scatter(const Tensor& full, const Tensor& own, bool count = true);
   void all_reduce(const Tensor& buf);
+  void all_gather_in_place(const Tensor& flat, int64_t s);
   // one step
   void forward_backward(int step_index);
   void gather_unit(int i, bool backward);
@@ -261,20 +262,21 @@ void Rank::reduce_scatter(const Tensor& full, const Tensor& own, bool count) {
       sends.push_back(pg_->send(v, dst, static_cast<int>(tag0 + p)));
     }
   }
+  // a piece received, and the rank's own piece (kept aside: `own` may be that chunk of `full`)
   Tensor buf = torch::empty({std::min(piece, s)}, own.options());
-  acct_.add(&HeldBytes::buffers_bytes, nbytes(buf));
-  for (int src = 0; src < world(); ++src) {
-    for (int64_t p = 0; p < pieces; ++p) {
-      const int64_t off = p * piece, len = std::min(piece, s - off);
-      Tensor chunk;
-      if (src == me()) {
-        chunk = full.narrow(0, me() * s + off, len);
-      } else {
+  Tensor mine = torch::empty({std::min(piece, s)}, own.options());
+  acct_.add(&HeldBytes::buffers_bytes, nbytes(buf) + nbytes(mine));
+  for (int64_t p = 0; p < pieces; ++p) {
+    const int64_t off = p * piece, len = std::min(piece, s - off);
+    mine.narrow(0, 0, len).copy_(full.narrow(0, me() * s + off, len));
+    Tensor dst = own.narrow(0, off, len);
+    for (int src = 0; src < world(); ++src) {
+      Tensor chunk = mine.narrow(0, 0, len);
+      if (src != me()) {
         std::vector<Tensor> v{bytes_of(buf.narrow(0, 0, len))};
         pg_->recv(v, src, static_cast<int>(tag0 + p))->wait();
         chunk = buf.narrow(0, 0, len);
       }
-      Tensor dst = own.narrow(0, off, len);
       if (src == 0)
         dst.copy_(chunk);
       else
@@ -282,22 +284,47 @@ void Rank::reduce_scatter(const Tensor& full, const Tensor& own, bool count) {
     }
   }
   for (auto& w : sends) w->wait();
-  acct_.add(&HeldBytes::buffers_bytes, -nbytes(buf));
+  acct_.add(&HeldBytes::buffers_bytes, -(nbytes(buf) + nbytes(mine)));
   if (count) {
     comm_.reduce_scatter_bytes += nbytes(full);
     ++comm_.reduce_scatter_calls;
   }
 }
 
+// In segments of N pieces, so the shard it reduces into stays one piece (NCCL reduces in place).
 void Rank::all_reduce(const Tensor& buf) {
-  const int64_t s = buf.numel() / world();
-  Tensor own = torch::empty({s}, buf.options());
+  const int64_t piece = std::max<int64_t>(1, kPieceBytes / static_cast<int64_t>(buf.element_size()));
+  const int64_t seg = piece * world();
+  Tensor own = torch::empty({std::min(piece, buf.numel() / world())}, buf.options());
   acct_.add(&HeldBytes::buffers_bytes, nbytes(own));
-  reduce_scatter(buf, own, false);
-  all_gather_async(own, buf, false)->wait();
+  for (int64_t off = 0; off < buf.numel(); off += seg) {
+    const Tensor part = buf.narrow(0, off, std::min(seg, buf.numel() - off));  // a multiple of N elements
+    const Tensor mine = own.narrow(0, 0, part.numel() / world());
+    reduce_scatter(part, mine, false);
+    all_gather_async(mine, part, false)->wait();
+  }
   acct_.add(&HeldBytes::buffers_bytes, -nbytes(own));
   comm_.allreduce_bytes += nbytes(buf);
   ++comm_.allreduce_calls;
+}
+
+// zero1/2: the owned elements of `flat` gathered into every replica's `flat` in place, a piece at a
+// time through one piece-sized copy of the own elements (a collective's input may not be its output).
+void Rank::all_gather_in_place(const Tensor& flat, int64_t s) {
+  const int64_t piece = std::max<int64_t>(1, kPieceBytes / static_cast<int64_t>(flat.element_size()));
+  Tensor in = torch::empty({std::min(piece, s)}, flat.options());
+  acct_.add(&HeldBytes::buffers_bytes, nbytes(in));
+  for (int64_t off = 0; off < s; off += piece) {
+    const int64_t len = std::min(piece, s - off);
+    in.narrow(0, 0, len).copy_(flat.narrow(0, me() * s + off, len));
+    std::vector<std::vector<Tensor>> outs(1);
+    for (int r = 0; r < world(); ++r) outs[0].push_back(bytes_of(flat.narrow(0, r * s + off, len)));
+    std::vector<Tensor> inputs{bytes_of(in.narrow(0, 0, len))};
+    pg_->allgather(outs, inputs)->wait();
+  }
+  acct_.add(&HeldBytes::buffers_bytes, -nbytes(in));
+  comm_.allgather_bytes += nbytes(flat);
+  ++comm_.allgather_calls;
 }
 
 // zero3/fsdp2: unit i's shards all-gathered into its flat buffers (the block's tensors), started now
@@ -323,12 +350,7 @@ void Rank::reduce_unit(int i) {
     return;
   }
   if (!shards_grads_()) {  // zero1: the owned chunk of the full gradient becomes the reduced one
-    Tensor own = u.grad_flat.narrow(0, me() * u.train_shard, u.train_shard);
-    Tensor tmp = torch::empty_like(own);
-    acct_.add(&HeldBytes::buffers_bytes, nbytes(tmp));
-    reduce_scatter(u.grad_flat, tmp);
-    own.copy_(tmp);
-    acct_.add(&HeldBytes::buffers_bytes, -nbytes(tmp));
+    reduce_scatter(u.grad_flat, u.grad_flat.narrow(0, me() * u.train_shard, u.train_shard));
     return;
   }
   reduce_scatter(u.grad_flat, u.grad_own);
@@ -444,13 +466,8 @@ void Rank::release_step_grads() {
     if (u.grad_own.defined()) u.grad_own.zero_();
   }
   if (!sharded_() || shards_weights_()) return;
-  for (auto& u : units_) {
-    Tensor out = torch::empty_like(u.train_flat);
-    acct_.add(&HeldBytes::gathered_bytes, nbytes(out));
-    all_gather_async(u.opt_param.detach(), out)->wait();
-    u.train_flat.copy_(out);
-    acct_.add(&HeldBytes::gathered_bytes, -nbytes(out));
-  }
+  for (auto& u : units_)
+    if (u.train_shard > 0) all_gather_in_place(u.train_flat, u.train_shard);
 }
 
 // rank 0 gets every unit's averaged gradient (a verification gather, not counted)
