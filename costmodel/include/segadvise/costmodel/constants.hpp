@@ -54,6 +54,16 @@ constexpr double kMaxProfileTokens = 1e9;   // tokens a block was profiled at
 constexpr double kBf16Bytes = 2;  // bf16 / fp16 weights, activations and LoRA adapters
 constexpr double kFp32Bytes = 4;  // fp32 weights and activations (mixed_precision no)
 
+// ---- multi-GPU (costmodel/src/distributed.cpp) ----
+// Achieved NCCL bus bandwidth / nominal link bandwidth. NCCL-tests report bus bandwidth against which
+// ring all-reduce on NVLink/NVSwitch typically reaches 75-85% of the per-direction link figure; 0.8 is
+// an assumption in that range (no multi-GPU run was measured for this project), kept in one place.
+constexpr double kCommEfficiency = 0.8;
+// FSDP2 keeps up to two all-gather outputs alive in forward (PyTorch PR #128884) and prefetches one
+// block ahead in backward: two units' unsharded weights in flight (dist §3). ZeRO-3's prefetch is
+// modelled the same.
+constexpr double kGatheredUnitsInFlight = 2;
+
 // ---- cost model (costmodel/src/costmodel.cpp) ----
 // Flash-attention backward recomputes the scores and computes dQ, dK, dV: about 2.5 forward passes
 // of the attention FLOPs (FlashAttention-2 paper, Dao 2023, §3.1: backward ~2.5x forward).
