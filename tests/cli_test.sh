@@ -84,6 +84,9 @@ if [[ -n $torch_bin ]]; then
   expect 2 "--gpus: the ranks run without checkpointing" -- validate --model "$tiny" --gpus 2 --schedule layer
   expect 2 "--gpus: runs N processes on this CPU" -- validate --model "$tiny" --gpus 2 --device cuda
   expect 2 "--gpus" -- validate --model "$tiny" --gpus 0
+  # what only a rank finds out comes back as its input error
+  expect 2 "^segadvise: error: validate: --lora-type lycoris has no LibTorch archetype" -- \
+    validate --model "$tiny" --gpus 2 --strategy ddp --lora-type lycoris
   bin=$1
 fi
 # the whole run: int8 Flux quantized on the accelerator (the default) puts its 22.2 GiB bf16 base on a

@@ -671,6 +671,10 @@ void wait_all(std::vector<pid_t>& pids, const std::string& dir, int timeout_s) {
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         stop_all(pids);
         const std::string log = tail_of(dir + "/rank-" + std::to_string(rank) + ".log", 1500);
+        // a setup the runner cannot run is the user's input, reported as the rank worded it
+        const std::string prefix = "segadvise: error: ";
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 2 && log.rfind(prefix, 0) == 0)
+          throw InputError(log.substr(prefix.size(), log.find_last_not_of("\n") + 1 - prefix.size()));
         throw std::runtime_error("validate --gpus: rank " + std::to_string(rank) + " failed (" +
                                  (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                                     : "signal " + std::to_string(WTERMSIG(status))) +

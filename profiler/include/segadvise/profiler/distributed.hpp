@@ -90,8 +90,9 @@ nlohmann::json to_json(const RankRun& r);
 RankRun rank_run_from_json(const nlohmann::json& j);
 
 // Starts `world` processes `exe args… --rank r --world N --store DIR/store --result DIR/rank-r.json`,
-// waits for all, and returns their results in rank order. When one fails, the others are stopped
-// and InputError carries the failing rank's stderr tail. The temporary directory is removed.
+// waits for all, and returns their results in rank order. When one fails, the others are stopped:
+// a rank that refused its input (exit 2) gives InputError with its message, any other failure
+// std::runtime_error with its output's tail. The temporary directory is removed.
 std::vector<RankRun> launch_ranks(const std::string& exe, const std::vector<std::string>& args, int world,
                                   int timeout_s);
 
