@@ -87,6 +87,9 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--aspect", *aspect, "aspect W:H of the source images/videos (default 1:1 for images, 16:9 for video)");
   add_output_flags(cmd, o->flags);
   add_measured_flags(cmd, o->flags);
+  add_multi_gpu_flags(cmd, o->flags);
+  cmd->add_option("--accelerate-config", o->read.accelerate_config, "accelerate config YAML (num_processes, num_machines, distributed_type, fsdp/deepspeed)")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--advise", o->advise, "also recommend a schedule for this config's setup");
   cmd->add_flag("--step-only", o->step_only, "judge the training step alone (not startup caching, loading, validation, saving)");
   cmd->add_flag("--all", o->show_all, "with --advise: list every supported schedule");

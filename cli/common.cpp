@@ -64,6 +64,51 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional) {
   app->add_option("--text-tokens", f.text_tokens, "text sequence length (default: the family's)")->check(kNonNegative);
   add_output_flags(app, f);
   add_measured_flags(app, f);
+  add_multi_gpu_flags(app, f);
+}
+
+void add_multi_gpu_flags(CLI::App* app, SetupFlags& f) {
+  const auto count = number_in(1, 1 << 16, false, "must be a whole number 1..65536");
+  app->add_option("--gpus", f.gpus, "GPUs (processes) per node; per-rank prediction (default 1)")->check(count);
+  app->add_option("--nodes", f.nodes, "nodes (num_machines), each with --gpus GPUs")->check(count);
+  app->add_option("--strategy", f.strategy, "ddp | fsdp2 | zero1 | zero2 | zero3 (default with --gpus > 1: ddp)")
+      ->check(CLI::IsMember({"single", "ddp", "fsdp2", "zero1", "zero2", "zero3"}));
+  app->add_flag("--fsdp-cpu-offload", f.fsdp_cpu_offload, "FSDP2 fsdp_cpu_offload: shards and optimizer step on the host");
+  app->add_flag("--offload-optimizer", f.offload_optimizer, "ZeRO offload_optimizer device cpu");
+  app->add_flag("--offload-param", f.offload_param, "ZeRO-3 offload_param device cpu");
+  app->add_flag("--no-reshard-after-forward", f.no_reshard, "fsdp_reshard_after_forward false");
+  app->add_option("--context-parallel", f.context_parallel, "context_parallel_size K (divides the world)")->check(count);
+  app->add_option("--cp-comm", f.cp_comm, "context_parallel_comm_strategy: allgather | alltoall")
+      ->check(CLI::IsMember({"allgather", "alltoall"}));
+  app->add_option("--inter-node-gbps", f.inter_node_gbps, "network per GPU between nodes, GB/s one direction (default 50: NDR 400 Gb/s)")
+      ->check(kPositive);
+  app->add_option("--grad-accumulation", f.grad_accumulation, "gradient_accumulation_steps")->check(count);
+}
+
+MultiGpuSetup apply_multi_gpu_flags(MultiGpuSetup m, const SetupFlags& f) {
+  if (f.gpus != -1) m.gpus_per_node = f.gpus;
+  if (f.nodes != -1) m.nodes = f.nodes;
+  if (!f.strategy.empty())
+    m.strategy = parse_strategy(f.strategy, "--strategy");
+  else if (m.world() > 1 && m.strategy == Strategy::single)
+    m.strategy = Strategy::ddp;
+  if (m.world() > 1 && m.strategy == Strategy::single)
+    throw InputError("--strategy single with " + std::to_string(m.world()) + " GPUs: name ddp, fsdp2 or zero1..3");
+  if (f.fsdp_cpu_offload) m.fsdp_cpu_offload = true;
+  if (f.offload_optimizer) m.offload_optimizer = true;
+  if (f.offload_param) m.offload_param = true;
+  if (f.no_reshard) m.reshard_after_forward = false;
+  if (f.context_parallel != -1) m.context_parallel = f.context_parallel;
+  if (!f.cp_comm.empty()) m.cp_comm = parse_cp_comm(f.cp_comm, "--cp-comm");
+  if (f.inter_node_gbps > 0) m.inter_node_bytes_per_s = f.inter_node_gbps * 1e9;
+  if (f.grad_accumulation != -1) m.grad_accumulation = f.grad_accumulation;
+  if (m.fsdp_cpu_offload && m.strategy != Strategy::fsdp2)
+    throw InputError("--fsdp-cpu-offload needs --strategy fsdp2 (got " + to_string(m.strategy) + ")");
+  if ((m.offload_optimizer || m.offload_param) && zero_stage(m.strategy) == 0)
+    throw InputError("--offload-optimizer/--offload-param need --strategy zero1, zero2 or zero3 (got " + to_string(m.strategy) + ")");
+  if (m.offload_optimizer && m.strategy == Strategy::fsdp2)
+    throw InputError("--offload-optimizer is DeepSpeed's; FSDP2 offloads with --fsdp-cpu-offload");
+  return m;
 }
 
 void add_vram_flag(CLI::App* app, SetupFlags& f) {
@@ -173,6 +218,7 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
   AdvisorRequest r;
   r.family = &fam;
   r.setup = setup;
+  r.setup.multi_gpu = apply_multi_gpu_flags(setup.multi_gpu, f);
   r.gpu = resolve_gpu(f);
   r.coef = coefficients_for(f.calibration);
   r.headroom_bytes = f.headroom_gib * kGiB;

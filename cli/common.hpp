@@ -43,6 +43,18 @@ struct SetupFlags {
   std::string profile;
   std::vector<std::string> measured;  // --measured SCHEDULE:SEC:GIB | SCHEDULE:oom (repeatable)
   std::string ranges;                 // --ranges FILE ("" : the shipped bands)
+  // multi-GPU (-1 / "" / false: not given; a config's keys or one GPU then)
+  int gpus = -1;                 // --gpus: GPUs (processes) per node
+  int nodes = -1;                // --nodes
+  std::string strategy;          // --strategy ddp|fsdp2|zero1|zero2|zero3
+  bool fsdp_cpu_offload = false;
+  bool offload_optimizer = false;
+  bool offload_param = false;
+  bool no_reshard = false;       // --no-reshard-after-forward
+  int context_parallel = -1;     // --context-parallel K
+  std::string cp_comm;           // --cp-comm allgather|alltoall
+  double inter_node_gbps = -1;   // --inter-node-gbps
+  int grad_accumulation = -1;    // --grad-accumulation
 };
 
 // Validators of numeric and text flags, naming the value: "--batch: must be positive, got 0" (NaN,
@@ -59,6 +71,12 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional = false);
 void add_output_flags(CLI::App* app, SetupFlags& f);
 void add_vram_flag(CLI::App* app, SetupFlags& f);  // --vram-gib
 void add_measured_flags(CLI::App* app, SetupFlags& f);  // --measured, --ranges
+// --gpus, --nodes, --strategy, --fsdp-cpu-offload, --offload-optimizer, --offload-param,
+// --no-reshard-after-forward, --context-parallel, --cp-comm, --inter-node-gbps, --grad-accumulation
+void add_multi_gpu_flags(CLI::App* app, SetupFlags& f);
+// The flags given, on top of `base` (one GPU, or a config's multi-GPU keys). --gpus N > 1 with no
+// --strategy is DDP, as the trainer runs num_processes > 1 without an FSDP or DeepSpeed plugin.
+MultiGpuSetup apply_multi_gpu_flags(MultiGpuSetup base, const SetupFlags& f);
 
 // Applies the flags on top of `base` (the family's example setup, or a config's setup).
 TrainingSetup apply_flags(const Family& fam, TrainingSetup base, const SetupFlags& f);

@@ -1,6 +1,7 @@
 // SimpleTuner config.json -> TrainingSetup + Schedule, as the trainer reads it.
 // Every rule cites shared/reference/simpletuner-semantics.md (SimpleTuner bc8e6ab).
 #include "config_reader.hpp"
+#include "multi_gpu_config.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -657,6 +658,7 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   read_schedule(cfg, fam, r);
   read_backends(cfg, path, fam, opt, r);
   apply_largest_backend(fam, r);
+  read_multi_gpu_keys(r, opt.accelerate_config, opt.cwd);  // num_processes, fsdp_*, deepspeed_config, …
   return r;
 }
 

@@ -41,6 +41,7 @@ struct ReadOptions {
   std::string data_backend_override;  // --data-backend
   std::string cwd;                    // "" : the process working directory
   double source_aspect = 0;           // W/H of the source media; 0: 1:1 for images, 16:9 for video
+  std::string accelerate_config;      // --accelerate-config YAML ("" : the config's accelerate_config key)
 };
 
 struct ConfigRead {

@@ -1,6 +1,7 @@
 #include "output.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
@@ -47,6 +48,53 @@ void Table::print(std::ostream& out, bool markdown) const {
   for (const auto& r : rows_) line(r);
 }
 
+namespace {
+
+void print_multi_gpu_setup(std::ostream& out, const Context& ctx, const std::string& b) {
+  const MultiGpuSetup& m = ctx.setup.multi_gpu;
+  out << b << "multi-GPU  " << m.world() << " x " << ctx.gpu.name << " (" << m.nodes << (m.nodes > 1 ? " nodes" : " node")
+      << "), " << to_string(m.strategy);
+  if (m.fsdp_cpu_offload) out << " + cpu offload";
+  if (m.offload_optimizer) out << " + offload_optimizer";
+  if (m.offload_param) out << " + offload_param";
+  if (m.context_parallel > 1) out << ", context parallel " << m.context_parallel << " (" << to_string(m.cp_comm) << ")";
+  if (m.grad_accumulation > 1) out << ", GA " << m.grad_accumulation;
+  out << "; memory and time per rank (the busiest)\n";
+  const GpuSpec& g = ctx.gpu;
+  const std::string link = g.nvlink_gen > 0 ? "NVLink " + std::to_string(g.nvlink_gen) + ", " +
+                                                  std::to_string(int(g.nvlink_bytes_per_s / 1e9)) + " GB/s"
+                                            : "PCIe Gen" + std::to_string(g.pcie_gen) +
+                                                  (g.p2p ? "" : " without P2P (through host memory)");
+  out << b << "links      " << link << " per direction";
+  if (m.nodes > 1) out << ", " << m.inter_node_bytes_per_s / 1e9 << " GB/s between nodes";
+  out << "\n";
+}
+
+void print_communication(std::ostream& out, const Prediction& p) {
+  const MultiGpuInfo& mg = p.multi_gpu;
+  const CommVolume& v = mg.volume;
+  auto gb = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", x / kGiB);
+    return std::string(buf);
+  };
+  out << "\ncommunication per optimizer step (payload GiB per rank): all-gather " << gb(v.allgather_bytes)
+      << ", reduce-scatter " << gb(v.reduce_scatter_bytes) << ", all-reduce " << gb(v.allreduce_bytes);
+  if (v.alltoall_bytes > 0) out << ", all-to-all " << gb(v.alltoall_bytes);
+  if (v.cp_allgather_bytes > 0) out << ", CP all-gather " << gb(v.cp_allgather_bytes);
+  if (v.host_transfer_bytes > 0) out << ", host<->GPU " << gb(v.host_transfer_bytes);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; on the links %.3f s, exposed %.3f s", mg.cost.total_s(), p.time.communication_s);
+  out << buf;
+  if (mg.host_optimizer_s > 0) {
+    std::snprintf(buf, sizeof buf, "; optimizer step on the CPU %.2f s", mg.host_optimizer_s);
+    out << buf;
+  }
+  out << "\n";
+}
+
+}  // namespace
+
 nlohmann::json setup_json(const Context& ctx) {
   nlohmann::json j = to_json(ctx.setup);
   j["model_name"] = ctx.family->name;
@@ -81,6 +129,7 @@ void print_setup(std::ostream& out, const Context& ctx, bool markdown) {
   out << b << "gpu        " << ctx.gpu.name << ": " << gib_str(ctx.gpu.total_bytes) << " total, "
       << gib_str(usable_vram_bytes(ctx.gpu, ctx.coef)) << " usable, headroom "
       << gib_str(ctx.headroom_bytes) << "\n";
+  if (s.multi_gpu.active()) print_multi_gpu_setup(out, ctx, b);
   for (const auto& n : s.notes) out << b << "note       " << n << "\n";
   for (const auto& w : ctx.warnings) out << b << "note       " << w << "\n";
   out << "\n";
@@ -103,9 +152,14 @@ void print_prediction(std::ostream& out, const Prediction& p, bool markdown) {
   mem.add({"optimizer state", g(m.optimizer_bytes)});
   mem.add({"activations (timeline peak)", g(m.activation_peak_bytes)});
   mem.add({"allocator fragmentation", g(m.fragmentation_bytes)});
+  if (p.multi_gpu.active) {
+    mem.add({"gathered (unsharded) weights", g(m.gathered_bytes)});
+    mem.add({"gradient buckets", g(m.bucket_bytes)});
+  }
   mem.add({"= peak", g(p.peak_vram_bytes)});
   if (m.streamed_weights_bytes > 0) mem.add({"(weights streamed from host)", g(m.streamed_weights_bytes)});
   if (m.host_activation_bytes > 0) mem.add({"(activations offloaded to host)", g(m.host_activation_bytes)});
+  if (m.host_state_bytes > 0) mem.add({"(model state offloaded to host)", g(m.host_state_bytes)});
   mem.print(out, markdown);
   out << (markdown ? "\n" : "") << "activation peak at: " << m.peak_phase << "\n\n";
   Table time({"time", "s/step"});
@@ -120,8 +174,10 @@ void print_prediction(std::ostream& out, const Prediction& p, bool markdown) {
   time.add({"exposed transfers", s(t.transfer_s)});
   time.add({"optimizer", s(t.optimizer_s)});
   time.add({"fixed overhead", s(t.overhead_s)});
+  if (p.multi_gpu.active) time.add({"exposed communication", s(t.communication_s)});
   time.add({"= step", s(p.step_time_s)});
   time.print(out, markdown);
+  if (p.multi_gpu.active) print_communication(out, p);
   for (const auto& w : p.warnings) out << "warning: " << w << "\n";
 }
 

@@ -4,6 +4,7 @@
 
 #include "advise_optimal.hpp"
 #include "measured.hpp"
+#include "multi_gpu_output.hpp"
 #include "output.hpp"
 #include "phases_output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
@@ -70,6 +71,7 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
   }
   j["optimal"] = optimal_json(r.optimal);
   if (trainer) j["emit"] = to_json(*trainer);
+  if (ctx.setup.multi_gpu.active()) j["multi_gpu"] = multi_gpu_advice_json(r);
   return j;
 }
 
@@ -176,6 +178,7 @@ void TablePrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
     out_ << "\n";
   }
   print_recommendation(out_, r, md_);
+  if (ctx.setup.multi_gpu.active()) print_multi_gpu_advice(out_, r, md_);
   if (trainer) print_trainer_advice(out_, *trainer, md_);
 }
 

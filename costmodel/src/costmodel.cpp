@@ -1,4 +1,5 @@
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/multi_gpu.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -509,6 +510,7 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
   t.optimizer_s = sm.trainable_params * optimizer_info(setup.optimizer).update_bytes_per_param / gpu.mem_bytes_per_s;
   t.overhead_s = g.overhead_s;
   p.step_time_s = t.forward_s + t.backward_s + t.recompute_s + t.transfer_s + t.optimizer_s + t.overhead_s;
+  if (setup.multi_gpu.active()) apply_multi_gpu(pc, p, headroom_bytes);  // per rank (multi_gpu.hpp)
   return p;
 }
 

@@ -118,9 +118,10 @@ void place_zero(const RankStateInput& in, int n, RankState& r) {
 RankState rank_state(const RankStateInput& in) {
   check_input(in);
   RankState r;
+  r.weights_bytes = in.replicated_weight_bytes;
   const bool replicated = in.strategy == Strategy::single || in.strategy == Strategy::ddp;
   if (replicated) {
-    r.weights_bytes = in.frozen_weight_bytes + in.trainable_weight_bytes;
+    r.weights_bytes += in.frozen_weight_bytes + in.trainable_weight_bytes;
     r.grads_bytes = in.grad_bytes;
     r.optimizer_bytes = in.optimizer_state_bytes;
     // accelerate wraps the model in DDP only with more than one process

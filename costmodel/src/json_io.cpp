@@ -15,6 +15,52 @@ namespace {
 double gib(double bytes) { return bytes / kGiB; }
 }  // namespace
 
+namespace {
+
+void add_multi_gpu_json(json& j, const MultiGpuSetup& m) {
+  j["gpus"] = m.gpus_per_node;
+  j["nodes"] = m.nodes;
+  j["world"] = m.world();
+  j["strategy"] = to_string(m.strategy);
+  j["context_parallel"] = m.context_parallel;
+  j["context_parallel_comm_strategy"] = to_string(m.cp_comm);
+  j["fsdp_cpu_offload"] = m.fsdp_cpu_offload;
+  j["fsdp_reshard_after_forward"] = m.reshard_after_forward;
+  j["zero_offload_optimizer"] = m.offload_optimizer;
+  j["zero_offload_param"] = m.offload_param;
+  j["gradient_accumulation_steps"] = m.grad_accumulation;
+  j["inter_node_gbps"] = m.inter_node_bytes_per_s / 1e9;
+}
+
+// per rank (the busiest): the breakdown gains the multi-GPU memory and the exposed communication
+void add_multi_gpu_json(json& j, const Prediction& p) {
+  const MemoryBreakdown& m = p.memory;
+  const MultiGpuInfo& mg = p.multi_gpu;
+  j["per_rank"] = true;
+  j["breakdown"]["memory_gib"]["gathered_weights"] = gib(m.gathered_bytes);
+  j["breakdown"]["memory_gib"]["buckets"] = gib(m.bucket_bytes);
+  j["breakdown"]["memory_gib"]["model_state_on_host"] = gib(m.host_state_bytes);
+  j["breakdown"]["time_s"]["communication"] = p.time.communication_s;
+  const CommVolume& v = mg.volume;
+  j["communication"] = {{"world", mg.world},
+                        {"shard_ranks", mg.shard_ranks},
+                        {"payload_gib",
+                         {{"allgather", gib(v.allgather_bytes)},
+                          {"reduce_scatter", gib(v.reduce_scatter_bytes)},
+                          {"allreduce", gib(v.allreduce_bytes)},
+                          {"alltoall", gib(v.alltoall_bytes)},
+                          {"cp_allgather", gib(v.cp_allgather_bytes)},
+                          {"host_transfer", gib(v.host_transfer_bytes)}}},
+                        {"wire_gib", gib(mg.cost.wire_bytes)},
+                        {"link_time_s", {{"data_parallel", mg.cost.dp_time_s}, {"context_parallel", mg.cost.cp_time_s},
+                                         {"host_transfer", mg.cost.host_transfer_s}}},
+                        {"exposed_s", p.time.communication_s},
+                        {"host_optimizer_s", mg.host_optimizer_s},
+                        {"samples_per_step", mg.samples_per_step}};
+}
+
+}  // namespace
+
 json to_json(const TrainingSetup& s) {
   json j = {{"model", s.model_id},
             {"width", s.width},
@@ -35,6 +81,7 @@ json to_json(const TrainingSetup& s) {
             {"attention_mechanism", s.attention},
             {"regional_compile", s.regional_compile}};
   if (s.text_tokens >= 0) j["text_tokens"] = s.text_tokens;
+  if (s.multi_gpu.active()) add_multi_gpu_json(j, s.multi_gpu);  // absent on one GPU: output unchanged
   j["notes"] = s.notes;
   return j;
 }
@@ -80,6 +127,7 @@ json to_json(const Prediction& p) {
                       {"transfer", t.transfer_s},
                       {"optimizer", t.optimizer_s},
                       {"overhead", t.overhead_s}}}};
+  if (p.multi_gpu.active) add_multi_gpu_json(j, p);
   j["warnings"] = p.warnings;
   return j;
 }

@@ -285,6 +285,11 @@ const std::vector<GpuSpec>& builtin_gpus() {
         g.mem_bytes_per_s = r.num("mem_gbps", 0, true, 1e-3, 1e6) * 1e9;
         g.pcie_bytes_per_s = r.num("pcie_gbps", 32, false, 1e-3, 1e6) * 1e9;
         g.source = "families/data/gpus.json";
+        g.nvlink_gen = r.integer("nvlink_gen", 0, false, 0, 16);
+        g.nvlink_bytes_per_s = r.num("nvlink_gbps", 0, false, 0, 1e6) * 1e9;
+        g.pcie_gen = r.integer("pcie_gen", 0, false, 0, 16);
+        g.p2p = r.boolean("p2p", true);
+        g.interconnect_source = r.str("interconnect");
         out.push_back(g);
       }
     }

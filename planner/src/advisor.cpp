@@ -6,6 +6,8 @@
 #include <map>
 
 #include "segadvise/costmodel/constants.hpp"
+#include "segadvise/costmodel/multi_gpu.hpp"
+#include "segadvise/families/multi_gpu_rules.hpp"
 #include "segadvise/costmodel/precision.hpp"
 
 namespace segadvise {
@@ -18,6 +20,10 @@ Candidate model_candidate(const S& st, const Schedule& s) {
   Candidate c;
   c.schedule = s;
   c.plan = realize(*st.family, st.chain, s, st.setup);
+  if (!st.multi_gpu_rejection.empty()) {  // the trainer stops before any schedule runs
+    c.prediction = unsupported_prediction(st.multi_gpu_rejection);
+    return c;
+  }
   if (!c.plan.supported) {
     c.prediction = unsupported_prediction(c.plan.reason);
     return c;
@@ -31,6 +37,21 @@ Candidate model_candidate(const S& st, const Schedule& s) {
 
 // Built in place and never moved: `prepared` points at the chain, setup, GPU and coefficients
 // beside it.
+// context parallel: each rank runs 1/K of the sequence; the model width sizes the CP collectives
+// the trainer's multi-GPU rules (families/multi_gpu_rules.hpp): its silent changes become the setup
+static void apply_rules(const Family& fam, TrainingSetup& setup, std::vector<std::string>& warnings,
+                        std::string& rejection) {
+  MultiGpuRuling ru = multi_gpu_rules(fam, setup);
+  setup = ru.setup;
+  for (auto& w : ru.warnings) warnings.push_back(std::move(w));
+  for (const auto& r : ru.rejections) rejection += (rejection.empty() ? "" : "; ") + r;
+}
+
+static void prepare_multi_gpu(const Family& fam, TrainingSetup& setup, BlockChain& chain) {
+  for (const auto& l : fam.block_lists) setup.multi_gpu.hidden = std::max(setup.multi_gpu.hidden, l.hidden);
+  chain = split_sequence(chain, setup.multi_gpu.context_parallel);
+}
+
 struct Context::State {
   const Family* family;
   TrainingSetup setup;
@@ -39,6 +60,7 @@ struct Context::State {
   BlockChain chain;
   double headroom_bytes;
   std::vector<std::string> warnings;
+  std::string multi_gpu_rejection;  // why the trainer would not start this multi-GPU setup ("" : it runs)
   PreparedChain prepared;
   RangeModel ranges;
   Anchor anchor;
@@ -52,7 +74,9 @@ struct Context::State {
         headroom_bytes(headroom),
         ranges(std::move(bands)) {
     if (!family) throw InputError("advisor: the request names no model family");
+    if (setup.multi_gpu.active()) apply_rules(*family, setup, warnings, multi_gpu_rejection);
     chain = given_chain ? *given_chain : analyze(*family, setup);
+    if (setup.multi_gpu.active()) prepare_multi_gpu(*family, setup, chain);
     if (profile) {
       apply_profile(*profile, *family, setup, chain, gpu.id);
       apply_profile_bandwidth(*profile, coef.for_gpu(gpu.id).pcie_efficiency, gpu);
@@ -77,7 +101,8 @@ Context::Context(std::shared_ptr<const State> state)
       warnings(state_->warnings),
       prepared(state_->prepared),
       ranges(state_->ranges),
-      anchor(state_->anchor) {}
+      anchor(state_->anchor),
+      multi_gpu_rejection(state_->multi_gpu_rejection) {}
 
 Context::Context(const AdvisorRequest& r)
     : Context(std::make_shared<const State>(r.family, r.setup, r.gpu, r.coef, r.headroom_bytes,
@@ -201,7 +226,7 @@ RunPhases predict_run(const Context& ctx, const Prediction& step, const RunSetup
 }
 
 AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
-  AdviceReport r{ctx, advise_schedules(ctx, options.keep_all), {}, {}, options.keep_all, std::nullopt};
+  AdviceReport r{ctx, advise_schedules(ctx, options.keep_all), {}, {}, options.keep_all, std::nullopt, nullptr};
   r.optimal = compute_optimal(ctx, r.advice, options.with_front);
   // what would fit is searched only when nothing is even borderline: with a borderline schedule the
   // answer is its measurement (and the search re-advises several setups: ~5x the time)

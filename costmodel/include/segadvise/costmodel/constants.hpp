@@ -64,6 +64,14 @@ constexpr double kCommEfficiency = 0.8;
 // modelled the same.
 constexpr double kGatheredUnitsInFlight = 2;
 
+// An optimizer step on the CPU (ZeRO offload_optimizer, FSDP2 CPU offload) streams per parameter
+// the fp32 master, two moments and the fp32 gradient in (16 B) and master and moments out (12 B),
+// plus the bf16 parameter for the copy back (2 B): 30 B. At the ~20 GB/s a CPU Adam sustains on a
+// workstation's DRAM (dual-channel DDR5 ~60 GB/s peak, a third of it reached by a vectorised
+// update over arrays far larger than cache; an assumption, not a measurement) that is the time.
+constexpr double kHostAdamBytesPerParam = 30;
+constexpr double kHostOptimizerBytesPerS = 20e9;
+
 // ---- cost model (costmodel/src/costmodel.cpp) ----
 // Flash-attention backward recomputes the scores and computes dQ, dK, dV: about 2.5 forward passes
 // of the attention FLOPs (FlashAttention-2 paper, Dao 2023, §3.1: backward ~2.5x forward).

@@ -62,6 +62,8 @@ struct RankStateInput {
   double trainable_element_bytes = 1;
   double grad_element_bytes = 1;
   double optimizer_element_bytes = 1;
+  // weights every rank keeps whole whatever the strategy (bnb Params4bit under FSDP2: ignored_params)
+  double replicated_weight_bytes = 0;
 
   // What moves: all sharded weights in the compute dtype (one full all-gather of every unit; 0 =
   // frozen + trainable), the part of it in the never-resharded FSDP root (embedders, heads), the
@@ -138,5 +140,28 @@ struct CommCost {
 // CP groups are consecutive ranks, so they stay inside a node when K <= gpus_per_node; the
 // data-parallel group spans every node of the run and is bound by the slower link.
 CommCost comm_cost(const CommVolume& v, const LinkSpec& link, int nodes);
+
+// ---- additions after the first API (stable above) ----
+
+// The multi-GPU part of a training setup (flags --gpus/--nodes/--strategy/…, or a config's
+// num_processes/num_machines/fsdp_*/deepspeed_config/context_parallel_*). The default is one GPU
+// with nothing distributed, and then every prediction is the single-GPU one, unchanged.
+struct MultiGpuSetup {
+  int gpus_per_node = 1;   // processes per node (SimpleTuner num_processes, dist §1.1)
+  int nodes = 1;           // num_machines
+  Strategy strategy = Strategy::single;
+  bool fsdp_cpu_offload = false;
+  bool offload_optimizer = false;
+  bool offload_param = false;
+  bool reshard_after_forward = true;
+  bool fsdp_activation_checkpointing = false;
+  int grad_accumulation = 1;
+  int context_parallel = 1;
+  CpComm cp_comm = CpComm::allgather;
+  double inter_node_bytes_per_s = 50e9;  // NDR InfiniBand 400 Gb/s per NIC, one direction (dist §4)
+  int hidden = 0;  // the model width for CP volumes (the family's; set by the advisor, 0: unknown)
+  int world() const { return gpus_per_node * nodes; }
+  bool active() const { return world() > 1 || strategy != Strategy::single || context_parallel > 1; }
+};
 
 }  // namespace segadvise

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "segadvise/costmodel/distributed.hpp"
+
 namespace segadvise {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -32,6 +34,13 @@ struct GpuSpec {
   double mem_bytes_per_s = 0;
   double pcie_bytes_per_s = 0;  // host<->device, one direction, nominal
   std::string source;
+  // interconnect (multi-GPU): NVLink generation and per-GPU bandwidth one direction (0: none),
+  // PCIe generation, whether GPU peer-to-peer works (without it NCCL stages through host memory)
+  int nvlink_gen = 0;
+  double nvlink_bytes_per_s = 0;
+  int pcie_gen = 0;
+  bool p2p = true;
+  std::string interconnect_source;
 };
 
 // model_type: a LoRA/LyCORIS adapter on a frozen base, or a full fine-tune.
@@ -71,6 +80,7 @@ struct TrainingSetup {
   bool regional_compile = false;
   bool use_ema = false;
   bool ema_on_gpu = false;
+  MultiGpuSetup multi_gpu;  // one GPU unless a multi-GPU flag or key says otherwise
   std::vector<std::string> notes;  // how the setup was derived, shown to the user
 };
 
@@ -231,6 +241,11 @@ struct MemoryBreakdown {
   double fragmentation_bytes = 0;
   double reserve_bytes = 0;        // CUDA context, allocator reserve
   double host_activation_bytes = 0;  // offloaded to pinned host memory
+  // multi-GPU (0 on one GPU): unsharded weights in flight (FSDP2/ZeRO-3), reducer buckets, and
+  // model state offloaded to the host per rank (FSDP2 CPU offload, ZeRO offload)
+  double gathered_bytes = 0;
+  double bucket_bytes = 0;
+  double host_state_bytes = 0;
   std::string peak_phase;          // where the activation peak happens
 };
 
@@ -241,6 +256,18 @@ struct TimeBreakdown {
   double transfer_s = 0;  // exposed host<->device traffic (offload, streaming)
   double optimizer_s = 0;
   double overhead_s = 0;
+  double communication_s = 0;  // multi-GPU: collectives and offload traffic compute does not hide
+};
+
+// What a multi-GPU prediction adds: the rank's setup and the step's communication, all per rank.
+struct MultiGpuInfo {
+  bool active = false;
+  int world = 1;
+  int shard_ranks = 1;
+  CommVolume volume;          // payload bytes per optimizer step
+  CommCost cost;              // on the link, before overlap
+  double host_optimizer_s = 0;  // optimizer step on the CPU (offloaded optimizer state)
+  double samples_per_step = 0;  // unique samples per optimizer step over all ranks (dist §2)
 };
 
 struct Prediction {
@@ -252,6 +279,7 @@ struct Prediction {
   double step_time_s = 0;
   MemoryBreakdown memory;
   TimeBreakdown time;
+  MultiGpuInfo multi_gpu;
   std::vector<std::string> warnings;
 };
 

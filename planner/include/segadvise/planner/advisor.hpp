@@ -66,6 +66,9 @@ class Context {
   const PreparedChain& prepared;
   const RangeModel& ranges;
   const Anchor& anchor;  // from the request's measurements (no points: nothing measured)
+  // multi-GPU: why the trainer would not start this setup (families/multi_gpu_rules.hpp), "" when it
+  // runs; every schedule is then unsupported with this reason. The rules' changes are in `setup`.
+  const std::string& multi_gpu_rejection;
 
  private:
   explicit Context(std::shared_ptr<const State> state);
@@ -119,6 +122,8 @@ struct AdviceOptions {
   RunSetup run_setup;       // the keys that move the run's other phases (the trainer's defaults)
 };
 
+struct DistributedAdvice;  // distributed_advice.hpp
+
 struct AdviceReport {
   Context context;
   Advice advice;
@@ -126,6 +131,9 @@ struct AdviceReport {
   std::vector<Alternative> alternatives;  // only when nothing fits
   bool keep_all = false;
   std::optional<RunPhases> phases;    // the recommendation's whole run (startup … save)
+  // advise --gpus N without --strategy: every strategy x context-parallel option (null otherwise);
+  // `context` is then the best option's
+  std::shared_ptr<const DistributedAdvice> distributed;
   const Candidate* recommended() const {
     return advice.recommended >= 0 ? &advice.candidates[advice.recommended] : nullptr;
   }

@@ -1,0 +1,177 @@
+// Multi-GPU keys of a SimpleTuner config and an accelerate YAML (multi_gpu_config.hpp).
+#include "multi_gpu_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include "segadvise/costmodel/json_input.hpp"
+
+namespace segadvise::cli {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+// a key as written, with or without the leading `--` of a command-line style config
+const ordered_json* key(const ordered_json& raw, const std::string& k) {
+  for (const std::string& name : {k, "--" + k}) {
+    auto it = raw.find(name);
+    if (it != raw.end() && !it->is_null()) return &*it;
+  }
+  return nullptr;
+}
+
+std::string where(const std::string& path, const std::string& k) { return path + ": " + k; }
+
+bool flag(const ordered_json& raw, const std::string& path, const std::string& k, bool def) {
+  const ordered_json* v = key(raw, k);
+  if (!v) return def;
+  if (v->is_boolean()) return v->get<bool>();
+  if (v->is_string() && (*v == "true" || *v == "false")) return *v == "true";
+  throw InputError(where(path, k) + ": expected true or false, got " + brief_text(v->dump()));
+}
+
+int integer(const ordered_json& raw, const std::string& path, const std::string& k, int def, int lo, int hi) {
+  const ordered_json* v = key(raw, k);
+  if (!v) return def;
+  if (v->is_string()) return static_cast<int>(parse_integer_text(v->get<std::string>(), where(path, k), lo, hi));
+  return static_cast<int>(checked_integer(*v, where(path, k), lo, hi));
+}
+
+std::string text(const ordered_json& raw, const std::string& k) {
+  const ordered_json* v = key(raw, k);
+  return v && v->is_string() ? v->get<std::string>() : "";
+}
+
+void read_fsdp(const ordered_json& raw, const std::string& path, ConfigRead& r) {
+  MultiGpuSetup& m = r.setup.multi_gpu;
+  if (!flag(raw, path, "fsdp_enable", false)) return;
+  const int version = integer(raw, path, "fsdp_version", 2, 1, 2);
+  m.strategy = Strategy::fsdp2;
+  if (version == 1) {
+    r.warnings.push_back(where(path, "fsdp_version") + " 1 is deprecated (a warning in the trainer); sized as FSDP2 sharding");
+    if (integer(raw, path, "context_parallel_size", 1, 1, 1 << 16) > 1)
+      r.rejections.push_back("FSDP v1 with context_parallel_size > 1 raises ValueError (training/context_parallel.py:70-75)");
+  }
+  m.reshard_after_forward = flag(raw, path, "fsdp_reshard_after_forward", true);
+  m.fsdp_cpu_offload = flag(raw, path, "fsdp_cpu_offload", false);
+  if (key(raw, "fsdp_limit_all_gathers"))
+    r.warnings.push_back(where(path, "fsdp_limit_all_gathers") + " has no effect under FSDP2 (accelerate passes it only to FSDP1)");
+  if (flag(raw, path, "fsdp_activation_checkpointing", false)) {
+    m.fsdp_activation_checkpointing = true;
+    r.schedule = Schedule{};  // every wrapped block under checkpoint_wrapper: full recompute per block
+    r.warnings.push_back(where(path, "fsdp_activation_checkpointing") +
+                         ": the trainer sets gradient_checkpointing=False and accelerate checkpoints every wrapped "
+                         "block (trainer.py:1308-1312): interval, stride and offload_attention no longer apply; "
+                         "sized as per-block checkpointing");
+  }
+  if (m.fsdp_cpu_offload) {
+    const bool release = flag(raw, path, "optimizer_release_gradients", false) && r.setup.optimizer.rfind("optimi-", 0) == 0;
+    if (release || text(raw, "optimizer_cpu_offload_method") == "torchao")
+      r.rejections.push_back("fsdp_cpu_offload with optimizer_release_gradients (optimi) or optimizer_cpu_offload_method "
+                             "torchao raises an error (configuration/cmd_args.py:1290-1304)");
+  }
+}
+
+// deepspeed_config: a JSON object, a JSON text, or a path to a JSON file (trainer.py:1896-1935)
+ordered_json deepspeed_json(const ordered_json& v, const std::string& path, const std::string& cwd) {
+  if (v.is_object()) return v;
+  if (!v.is_string()) throw InputError(where(path, "deepspeed_config") + ": expected JSON or a file path, got " + brief_text(v.dump()));
+  const std::string s = v.get<std::string>();
+  if (!s.empty() && s.front() == '{') return parse_ordered_json_text(s, where(path, "deepspeed_config"));
+  return read_json_file(resolve_config_path(s, "deepspeed_config", path, cwd), "deepspeed_config");
+}
+
+void read_deepspeed_json(const ordered_json& ds, const std::string& origin, MultiGpuSetup& m) {
+  const ordered_json* z = ds.contains("zero_optimization") ? &ds["zero_optimization"] : nullptr;
+  const int stage = z && z->contains("stage") ? static_cast<int>(checked_integer((*z)["stage"], origin + ": zero_optimization.stage", 0, 3))
+                    : ds.contains("zero_stage") ? static_cast<int>(checked_integer(ds["zero_stage"], origin + ": zero_stage", 0, 3))
+                                                : 0;
+  m.strategy = stage == 1 ? Strategy::zero1 : stage == 2 ? Strategy::zero2 : stage == 3 ? Strategy::zero3 : Strategy::ddp;
+  auto device = [&](const char* k) {
+    if (!z || !z->contains(k) || !(*z)[k].is_object() || !(*z)[k].contains("device")) return std::string("none");
+    return (*z)[k]["device"].is_string() ? (*z)[k]["device"].get<std::string>() : std::string("none");
+  };
+  m.offload_optimizer = device("offload_optimizer") == "cpu" || device("offload_optimizer") == "nvme";
+  m.offload_param = device("offload_param") == "cpu" || device("offload_param") == "nvme";
+  // a GA in the DeepSpeed config overrides the trainer's (training/error_handling.py:21-26)
+  if (ds.contains("gradient_accumulation_steps") && ds["gradient_accumulation_steps"].is_number_integer())
+    m.grad_accumulation = static_cast<int>(checked_integer(ds["gradient_accumulation_steps"], origin + ": gradient_accumulation_steps", 1, 1 << 16));
+}
+
+void read_context_parallel(const ordered_json& raw, const std::string& path, ConfigRead& r) {
+  MultiGpuSetup& m = r.setup.multi_gpu;
+  m.context_parallel = integer(raw, path, "context_parallel_size", 1, 1, 1 << 16);
+  const std::string comm = text(raw, "context_parallel_comm_strategy");
+  if (!comm.empty()) m.cp_comm = parse_cp_comm(comm, where(path, "context_parallel_comm_strategy"));
+}
+
+}  // namespace
+
+MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup m, std::vector<std::string>& warnings) {
+  YAML::Node y;
+  try {
+    y = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw InputError("accelerate config '" + path + "': " + e.what());
+  }
+  auto num = [&](const YAML::Node& parent, const char* k, int def) {
+    if (!parent || !parent[k]) return def;
+    return static_cast<int>(parse_integer_text(parent[k].as<std::string>(), path + ": " + k, 0, 1 << 16));
+  };
+  const std::string type = y["distributed_type"] ? y["distributed_type"].as<std::string>() : "NO";
+  m.nodes = std::max(1, num(y, "num_machines", 1));
+  // accelerate's num_processes counts every machine's processes
+  const int total = std::max(1, num(y, "num_processes", 1));
+  if (total % m.nodes != 0) throw InputError(path + ": num_processes " + std::to_string(total) + " is not a multiple of num_machines " + std::to_string(m.nodes));
+  m.gpus_per_node = total / m.nodes;
+  if (type == "MULTI_GPU") m.strategy = Strategy::ddp;
+  if (type == "FSDP") {
+    m.strategy = Strategy::fsdp2;
+    const YAML::Node f = y["fsdp_config"];
+    if (f && f["fsdp_offload_params"]) m.fsdp_cpu_offload = f["fsdp_offload_params"].as<bool>();
+    if (f && f["fsdp_reshard_after_forward"]) m.reshard_after_forward = f["fsdp_reshard_after_forward"].as<std::string>() != "false";
+    warnings.push_back(path + ": FSDP in the accelerate config; SimpleTuner builds its own FSDP plugin from fsdp_* keys");
+  }
+  if (type == "DEEPSPEED") {
+    const YAML::Node d = y["deepspeed_config"];
+    const int stage = num(d, "zero_stage", 0);
+    m.strategy = stage == 1 ? Strategy::zero1 : stage == 2 ? Strategy::zero2 : stage == 3 ? Strategy::zero3 : Strategy::ddp;
+    auto dev = [&](const char* k) { return d && d[k] ? d[k].as<std::string>() : std::string("none"); };
+    m.offload_optimizer = dev("offload_optimizer_device") == "cpu" || dev("offload_optimizer_device") == "nvme";
+    m.offload_param = dev("offload_param_device") == "cpu" || dev("offload_param_device") == "nvme";
+    if (d && d["gradient_accumulation_steps"]) m.grad_accumulation = std::max(1, num(d, "gradient_accumulation_steps", 1));
+  }
+  if (m.world() > 1 && m.strategy == Strategy::single) m.strategy = Strategy::ddp;
+  return m;
+}
+
+void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, const std::string& cwd) {
+  const ordered_json& raw = r.raw;
+  const std::string& path = r.config_path;
+  MultiGpuSetup& m = r.setup.multi_gpu;
+  m.gpus_per_node = integer(raw, path, "num_processes", 1, 1, 1 << 16);
+  m.nodes = integer(raw, path, "num_machines", 1, 1, 1 << 16);
+  m.grad_accumulation = integer(raw, path, "gradient_accumulation_steps", 1, 1, 1 << 16);
+  if (m.world() > 1) m.strategy = Strategy::ddp;  // accelerate MULTI_GPU without a plugin
+  read_context_parallel(raw, path, r);
+  read_fsdp(raw, path, r);
+  if (const ordered_json* ds = key(raw, "deepspeed_config")) {
+    if (m.strategy == Strategy::fsdp2)
+      r.rejections.push_back("FSDP together with a DeepSpeed config raises ValueError (configuration/cmd_args.py:1229-1230)");
+    else
+      read_deepspeed_json(deepspeed_json(*ds, path, cwd), where(path, "deepspeed_config"), m);
+  }
+  std::string yaml = accelerate_yaml;
+  if (yaml.empty() && !text(raw, "accelerate_config").empty())
+    yaml = resolve_config_path(text(raw, "accelerate_config"), "accelerate_config", path, cwd);
+  if (!yaml.empty()) {
+    const Strategy from_keys = m.strategy;
+    m = read_accelerate_yaml(yaml, m, r.warnings);  // num_processes of the config is then ignored (§1.1)
+    if (from_keys == Strategy::fsdp2 || zero_stage(from_keys) > 0) m.strategy = from_keys;  // the trainer's own plugin
+  }
+  if (m.context_parallel > 1 && m.world() == 1)
+    r.warnings.push_back("context_parallel_size " + std::to_string(m.context_parallel) +
+                         " with one process: the config leaves the process count to the launcher; pass --gpus N");
+}
+
+}  // namespace segadvise::cli

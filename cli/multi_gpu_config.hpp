@@ -1,0 +1,22 @@
+// SimpleTuner's multi-GPU keys (reference/simpletuner-distributed.md §1, §2) and an accelerate
+// config YAML: num_processes, num_machines, fsdp_*, deepspeed_config (inline JSON or a file),
+// context_parallel_*, gradient_accumulation_steps, accelerate_config.
+#pragma once
+
+#include <string>
+
+#include "config_reader.hpp"
+
+namespace segadvise::cli {
+
+// Reads the keys of `r.raw` into r.setup.multi_gpu, with the reader's rejections and warnings
+// (FSDP with DeepSpeed, FSDP v1 with context parallel, fsdp_activation_checkpointing turning the
+// model's checkpointing off, fsdp_limit_all_gathers doing nothing under FSDP2, …).
+// `accelerate_yaml`: --accelerate-config ("" : the config's accelerate_config key, if any).
+void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, const std::string& cwd);
+
+// The accelerate config YAML's distributed_type, num_processes (all machines), num_machines,
+// fsdp_config and deepspeed_config on top of `base`. InputError naming the file and key.
+MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup base, std::vector<std::string>& warnings);
+
+}  // namespace segadvise::cli
