@@ -500,7 +500,12 @@ json dist_json(const TorchFlags& f, const Family& fam, const TrainingSetup& setu
   j["gpus"] = f.gpus;
   j["blocks"] = blocks;
   j["steps"] = f.steps;
-  j["setup"] = to_json(setup);
+  // setup.gpus / setup.strategy as predict --gpus writes them (one strategy per run below)
+  TrainingSetup multi = setup;
+  multi.multi_gpu.gpus_per_node = f.gpus;
+  if (rows.size() == 1) multi.multi_gpu.strategy = rows.front().strategy;
+  j["setup"] = to_json(multi);
+  if (rows.size() != 1) j["setup"]["strategy"] = "per run";
   json arr = json::array();
   for (const auto& r : rows) {
     const auto& p = r.predicted;
