@@ -152,8 +152,11 @@ class Rank {
   void all_reduce(const Tensor& buf);
   void all_gather_in_place(const Tensor& flat, int64_t s);
   // one step
-  void forward_backward(int step_index);
+  void forward_units(int step_index, std::vector<State>& ins, std::vector<State>& outs);
+  void backward_units(std::vector<State>& ins, std::vector<State>& outs);
   void gather_unit(int i);
+  void wait_unit(int i);
+  void free_unit(int i);
   void reduce_unit(int i);
   void optimizer_step();
   void release_step_grads();
@@ -364,9 +367,21 @@ State detached_input(const State& out) {
   return x;
 }
 
-// Forward unit by unit, then backward unit by unit, each unit's gradient reduced as it is ready.
-void Rank::forward_backward(int step_index) {
-  const int n = static_cast<int>(units_.size());
+// zero3/fsdp2: a gathered unit freed (reshard): its memory is zeroed until it is gathered again
+void Rank::free_unit(int i) {
+  if (!shards_weights_()) return;
+  Unit& u = units_[i];
+  std::memset(u.frozen_flat.data_ptr(), 0, u.frozen_flat.nbytes());
+  std::memset(u.train_flat.data_ptr(), 0, u.train_flat.nbytes());
+  acct_.add(&HeldBytes::gathered_bytes, -(nbytes(u.frozen_flat) + nbytes(u.train_flat)));
+}
+
+void Rank::wait_unit(int i) {
+  if (pending_[i]) pending_[i]->wait(), pending_[i].reset();
+}
+
+// Forward unit by unit, keeping each unit's input and output for its backward.
+void Rank::forward_units(int step_index, std::vector<State>& ins, std::vector<State>& outs) {
   if (shards_weights_()) {  // what the rank does not own is not there: every unit is gathered
     torch::NoGradGuard ng;
     for (auto& u : units_) {
@@ -376,28 +391,28 @@ void Rank::forward_backward(int step_index) {
   }
   State x = stack_input(st_, opt_.seed + 1 + static_cast<uint64_t>(me()));
   torch::manual_seed(opt_.seed + 99 + 1000 * static_cast<uint64_t>(step_index) + static_cast<uint64_t>(me()));
-  std::vector<State> ins, outs;
   gather_unit(0);
-  for (int i = 0; i < n; ++i) {
-    if (pending_[i]) pending_[i]->wait(), pending_[i].reset();
+  for (int i = 0; i < static_cast<int>(units_.size()); ++i) {
+    wait_unit(i);
     gather_unit(i + 1);  // prefetch: two units in flight
     ins.push_back(x);
     outs.push_back(st_.blocks[i].forward(x));
     x = detached_input(outs.back());
-    if (shards_weights_()) {  // reshard after forward: the gathered unit is gone until backward
-      std::memset(units_[i].frozen_flat.data_ptr(), 0, units_[i].frozen_flat.nbytes());
-      std::memset(units_[i].train_flat.data_ptr(), 0, units_[i].train_flat.nbytes());
-      acct_.add(&HeldBytes::gathered_bytes, -(nbytes(units_[i].frozen_flat) + nbytes(units_[i].train_flat)));
-    }
+    free_unit(i);  // reshard after forward
   }
+}
+
+// Backward unit by unit from the last, each unit's gradient reduced as soon as it exists.
+void Rank::backward_units(std::vector<State>& ins, std::vector<State>& outs) {
   // d loss / d out of a mean-squared loss against a fixed target (as the single-process executor)
   std::map<std::string, Tensor> grad_out;
   for (const auto& [k, v] : outs.back())
     if (v.defined() && v.requires_grad()) grad_out[k] = torch::full_like(v, 1.0 / static_cast<double>(v.numel()));
+  const int n = static_cast<int>(units_.size());
   gather_unit(n - 1);
   for (int i = n - 1; i >= 0; --i) {
     Unit& u = units_[i];
-    if (pending_[i]) pending_[i]->wait(), pending_[i].reset();
+    wait_unit(i);
     gather_unit(i - 1);  // prefetch the next unit of the backward
     if (shards_grads_()) {
       u.grad_flat = torch::zeros({world() * u.train_shard}, st_.build.dtype);
@@ -417,11 +432,7 @@ void Rank::forward_backward(int step_index) {
       if (v.defined() && v.requires_grad() && v.grad().defined()) grad_out[k] = v.grad();
     outs[i].clear();
     ins[i].clear();
-    if (shards_weights_()) {
-      std::memset(u.frozen_flat.data_ptr(), 0, u.frozen_flat.nbytes());
-      std::memset(u.train_flat.data_ptr(), 0, u.train_flat.nbytes());
-      acct_.add(&HeldBytes::gathered_bytes, -(nbytes(u.frozen_flat) + nbytes(u.train_flat)));
-    }
+    free_unit(i);
     reduce_unit(i);
   }
 }
@@ -522,7 +533,9 @@ RankRun Rank::run(const Family& fam, const TrainingSetup& setup) {
     acct_.reset_peak();
     comm_ = CollectiveBytes{};
     const double t0 = now_s();
-    forward_backward(s);
+    std::vector<State> ins, outs;
+    forward_units(s, ins, outs);
+    backward_units(ins, outs);
     optimizer_step();
     const double t1 = now_s();
     // the first step's averaged gradients (still in place after the optimizer used them), not timed
