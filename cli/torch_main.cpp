@@ -19,6 +19,7 @@
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/profile.hpp"
+#include "segadvise/profiler/distributed.hpp"
 #include "segadvise/profiler/profiler.hpp"
 #include "segadvise/profiler/validate.hpp"
 
@@ -45,6 +46,13 @@ struct TorchFlags {
   int blocks = 0;
   bool all_schedules = false;
   std::string plan;
+  // validate --gpus N: N ranks over Gloo on this CPU
+  int gpus = 1;
+  std::string strategies;  // comma list, or all
+  int timeout_s = 600;
+  // the hidden `_rank` subcommand each of them runs
+  int rank = -1;
+  std::string store, result;
 };
 
 void add_shape_flags(CLI::App* app, TorchFlags& f) {
@@ -201,10 +209,8 @@ void check_validate_flags(const TorchFlags& f) {
   if (!f.backend.empty()) parse_backend(f.backend);
 }
 
-ValidationInputs validation_inputs(TorchFlags& f) {
-  ValidationInputs in;
-  const Family& fam = find_family(f.setup.model);
-  in.fam = &fam;
+// The flags' setup as the executor runs it.
+TrainingSetup validation_setup(const TorchFlags& f, const Family& fam) {
   TrainingSetup setup = cli::apply_flags(fam, default_setup(fam), f.setup);
   if (f.tokens != 0) apply_tokens(fam, setup, f.tokens);
   if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload) {
@@ -216,6 +222,14 @@ ValidationInputs validation_inputs(TorchFlags& f) {
       std::fprintf(stderr, "segadvise validate: weight streaming (RamTorch / block swap / group offload) is not "
                            "executed; validating with all weights resident\n");
   }
+  return setup;
+}
+
+ValidationInputs validation_inputs(TorchFlags& f) {
+  ValidationInputs in;
+  const Family& fam = find_family(f.setup.model);
+  in.fam = &fam;
+  TrainingSetup setup = validation_setup(f, fam);
 
   // the chain of the blocks that run: the first N, nothing outside them
   BlockChain chain = profiler::validation_chain(fam, setup, f.blocks);
@@ -397,7 +411,227 @@ void print_validation(const TorchFlags& f, const ValidationInputs& in, const std
   }
 }
 
+// ------------------------------------------------------------------------------- validate --gpus N
+
+std::vector<Strategy> strategies_of(const std::string& list) {
+  if (list.empty() || list == "all")
+    return {Strategy::ddp, Strategy::zero1, Strategy::zero2, Strategy::zero3, Strategy::fsdp2};
+  std::vector<Strategy> out;
+  std::stringstream ss(list);
+  std::string w;
+  while (std::getline(ss, w, ',')) {
+    const Strategy s = parse_strategy(w, "--strategy");
+    if (s == Strategy::single) throw InputError("--strategy: 'single' is one process; give ddp, zero1, zero2, zero3 or fsdp2");
+    out.push_back(s);
+  }
+  if (out.empty()) throw InputError("--strategy: empty list");
+  return out;
+}
+
+// The arguments every rank gets: the flags' shape, the strategy, the steps.
+std::vector<std::string> rank_args(const TorchFlags& f, Strategy s) {
+  const cli::SetupFlags& x = f.setup;
+  std::vector<std::string> a = {"_rank", "--quiet", "--model", x.model, "--strategy", to_string(s),
+                                "--steps", std::to_string(f.steps), "--timeout", std::to_string(f.timeout_s)};
+  auto opt = [&a](const char* flag, const std::string& v) {
+    if (!v.empty()) a.insert(a.end(), {flag, v});
+  };
+  auto num = [&a](const char* flag, int v, int min) {
+    if (v >= min) a.insert(a.end(), {flag, std::to_string(v)});
+  };
+  opt("--resolution", x.resolution);
+  opt("--resolution-type", x.resolution.empty() ? "" : x.resolution_type);
+  opt("--aspect", x.aspect);
+  opt("--precision", x.precision);
+  opt("--model-type", x.model_type);
+  opt("--lora-type", x.lora_type);
+  num("--frames", x.frames, 1);
+  num("--batch", x.batch, 1);
+  num("--lora-rank", x.lora_rank, 1);
+  num("--text-tokens", x.text_tokens, 0);
+  num("--tokens", f.tokens, 1);
+  num("--blocks", f.blocks, 1);
+  return a;
+}
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("validate --gpus: cannot find this executable (/proc/self/exe)");
+  buf[n] = 0;
+  return buf;
+}
+
+struct DistRow {
+  Strategy strategy = Strategy::ddp;
+  RankState predicted;
+  CommVolume predicted_comm;
+  std::vector<profiler::RankRun> ranks;
+  const profiler::RankRun& busiest() const {
+    std::size_t b = 0;
+    for (std::size_t i = 1; i < ranks.size(); ++i)
+      if (ranks[i].peak.total_bytes() > ranks[b].peak.total_bytes()) b = i;
+    return ranks[b];
+  }
+  double slowest_step_s() const {
+    double t = 0;
+    for (const auto& r : ranks) t = std::max(t, r.step_s);
+    return t;
+  }
+  // every rank handed the predicted payload to each kind of collective
+  bool comm_equal() const {
+    for (const auto& r : ranks)
+      if (r.comm.allgather_bytes != predicted_comm.allgather_bytes ||
+          r.comm.reduce_scatter_bytes != predicted_comm.reduce_scatter_bytes ||
+          r.comm.allreduce_bytes != predicted_comm.allreduce_bytes)
+        return false;
+    return true;
+  }
+  const profiler::RankRun& rank0() const { return ranks.front(); }
+};
+
+json dist_json(const TorchFlags& f, const Family& fam, const TrainingSetup& setup, int blocks,
+               const std::vector<DistRow>& rows) {
+  json j;
+  j["model"] = fam.id;
+  j["device"] = profiler::device_name("cpu");
+  j["torch_version"] = profiler::torch_version();
+  j["backend"] = "gloo (127.0.0.1, FileStore)";
+  j["gpus"] = f.gpus;
+  j["blocks"] = blocks;
+  j["steps"] = f.steps;
+  // setup.gpus / setup.strategy as predict --gpus writes them (one strategy per run below)
+  TrainingSetup multi = setup;
+  multi.multi_gpu.gpus_per_node = f.gpus;
+  if (rows.size() == 1) multi.multi_gpu.strategy = rows.front().strategy;
+  j["setup"] = to_json(multi);
+  if (rows.size() != 1) j["setup"]["strategy"] = "per run";
+  json arr = json::array();
+  for (const auto& r : rows) {
+    const auto& p = r.predicted;
+    const auto& b = r.busiest();
+    json ranks = json::array();
+    for (const auto& x : r.ranks) ranks.push_back(profiler::to_json(x));
+    arr.push_back({{"strategy", to_string(r.strategy)},
+                   {"predicted",
+                    {{"weights_bytes", p.weights_bytes},
+                     {"grads_bytes", p.grads_bytes},
+                     {"optimizer_bytes", p.optimizer_bytes},
+                     {"gathered_in_flight_bytes", p.gathered_in_flight_bytes},
+                     {"buckets_bytes", p.buckets_bytes},
+                     {"peak_bytes", p.total_bytes()},
+                     {"allgather_bytes", r.predicted_comm.allgather_bytes},
+                     {"reduce_scatter_bytes", r.predicted_comm.reduce_scatter_bytes},
+                     {"allreduce_bytes", r.predicted_comm.allreduce_bytes}}},
+                   {"measured_peak_bytes", b.peak.total_bytes()},
+                   {"peak_error", b.peak.total_bytes() > 0 ? (p.total_bytes() - b.peak.total_bytes()) / b.peak.total_bytes() : 0},
+                   {"comm_equal", r.comm_equal()},
+                   {"gradients_bit_equal", r.rank0().grad_bit_equal},
+                   {"grad_max_abs_diff", r.rank0().grad_max_abs_diff},
+                   {"grad_max_abs", r.rank0().grad_max_abs},
+                   {"step_s", r.slowest_step_s()},
+                   {"ranks", ranks}});
+  }
+  j["runs"] = arr;
+  return j;
+}
+
+std::string mib(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", b / kMiB);
+  return buf;
+}
+
+void print_dist(const TorchFlags& f, const Family& fam, const TrainingSetup& setup, int blocks,
+                const std::vector<DistRow>& rows) {
+  const bool md = f.setup.format == "markdown";
+  std::printf("%s%s, %d blocks, %dx%d, batch %d per rank, %s, on %d CPU processes over Gloo (torch %s)\n",
+              md ? "" : "validate: ", fam.name.c_str(), blocks, setup.width, setup.height, setup.batch,
+              setup.model_type == ModelType::Full ? "full" : "LoRA", f.gpus, profiler::torch_version().c_str());
+  std::printf("%smodel-state peak per rank (busiest rank), payload bytes per rank per step (last of %d), gradients "
+              "of step 1 against one process\n\n", md ? "" : "  ", f.steps);
+  const char* head[] = {"strategy", "pred peak", "meas peak", "err", "all-gather", "reduce-scatter", "all-reduce",
+                        "bytes", "gradients", "s/step"};
+  if (md) {
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", head[0], head[1], head[2], head[3], head[4],
+                head[5], head[6], head[7], head[8], head[9]);
+    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |\n");
+  } else {
+    std::printf("%-9s %12s %12s %7s %12s %14s %12s %-6s %-22s %7s\n", head[0], head[1], head[2], head[3], head[4],
+                head[5], head[6], head[7], head[8], head[9]);
+  }
+  for (const auto& r : rows) {
+    const auto& b = r.busiest();
+    const auto& g = r.rank0();
+    char grad[64];
+    if (g.grad_bit_equal)
+      std::snprintf(grad, sizeof grad, "bit-equal");
+    else
+      std::snprintf(grad, sizeof grad, "max diff %.2g", g.grad_max_abs_diff);
+    const std::string ag = mib(b.comm.allgather_bytes), rs = mib(b.comm.reduce_scatter_bytes), ar = mib(b.comm.allreduce_bytes);
+    const char* eq = r.comm_equal() ? "equal" : "DIFFER";
+    if (md)
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f |\n", to_string(r.strategy).c_str(),
+                  mib(r.predicted.total_bytes()).c_str(), mib(b.peak.total_bytes()).c_str(),
+                  pct(r.predicted.total_bytes(), b.peak.total_bytes()).c_str(), ag.c_str(), rs.c_str(), ar.c_str(), eq,
+                  grad, r.slowest_step_s());
+    else
+      std::printf("%-9s %12s %12s %7s %12s %14s %12s %-6s %-22s %6.3fs\n", to_string(r.strategy).c_str(),
+                  mib(r.predicted.total_bytes()).c_str(), mib(b.peak.total_bytes()).c_str(),
+                  pct(r.predicted.total_bytes(), b.peak.total_bytes()).c_str(), ag.c_str(), rs.c_str(), ar.c_str(), eq,
+                  grad, r.slowest_step_s());
+  }
+}
+
+int run_distributed_cmd(TorchFlags& f) {
+  cli::check_format(f.setup.format);
+  if (f.device != "cpu") throw InputError("--gpus: runs N processes on this CPU; --device must be cpu");
+  if (f.all_schedules || !f.plan.empty() || (!f.schedule.empty() && f.schedule != "none"))
+    throw InputError("--gpus: the ranks run without checkpointing; drop --schedule/--plan/--all-schedules");
+  if (f.tokens != 0 && !f.setup.resolution.empty()) throw InputError("--tokens and --resolution: give one of them");
+  const std::vector<Strategy> strategies = strategies_of(f.strategies);
+  const Family& fam = find_family(f.setup.model);
+  const TrainingSetup setup = validation_setup(f, fam);
+  const BlockChain chain = profiler::validation_chain(fam, setup, f.blocks);
+  const int blocks = static_cast<int>(chain.blocks.size());
+  const std::string exe = self_exe();
+  std::vector<DistRow> rows;
+  for (Strategy s : strategies) {
+    DistRow row;
+    row.strategy = s;
+    const RankStateInput in = profiler::rank_state_input(chain, setup, s, f.gpus);
+    row.predicted = rank_state(in);
+    row.predicted_comm = comm_per_step(in);
+    if (!f.quiet) std::fprintf(stderr, "segadvise validate: %s on %d ranks…\n", to_string(s).c_str(), f.gpus);
+    row.ranks = profiler::launch_ranks(exe, rank_args(f, s), f.gpus, f.timeout_s);
+    rows.push_back(std::move(row));
+  }
+  if (f.setup.format == "json")
+    std::cout << dist_json(f, fam, setup, blocks, rows).dump(2) << "\n";
+  else
+    print_dist(f, fam, setup, blocks, rows);
+  return 0;
+}
+
+int run_rank_cmd(TorchFlags& f) {
+  const Family& fam = find_family(f.setup.model);
+  const TrainingSetup setup = validation_setup(f, fam);
+  profiler::DistributedOptions o;
+  o.world = f.gpus;
+  o.rank = f.rank;
+  o.store_path = f.store;
+  o.strategy = parse_strategy(f.strategies, "--strategy");
+  o.steps = f.steps;
+  o.blocks = f.blocks;
+  o.timeout_s = f.timeout_s;
+  const profiler::RankRun r = profiler::run_rank(fam, setup, o);
+  write_file_atomically(f.result, profiler::to_json(r).dump(2) + "\n");
+  return 0;
+}
+
 int run_validate_cmd(TorchFlags& f) {
+  if (f.gpus > 1) return run_distributed_cmd(f);
+  if (!f.strategies.empty()) throw InputError("--strategy: needs --gpus N with N > 1");
   check_validate_flags(f);
   const ValidationInputs in = validation_inputs(f);
   const std::vector<Row> rows = run_plans(f, in, plans_to_validate(f, in));
@@ -437,8 +671,27 @@ int main(int argc, char** argv) {
   val->add_option("--plan", f.plan, "an explicit per-block plan (plan.json: segments with keep/checkpoint/checkpoint_ffn)")
       ->check(CLI::ExistingFile);
   val->add_option("--gpu,-g", f.setup.gpu, "the catalog GPU the CUDA device is (default: matched by name)");
+  val->add_option("--gpus", f.gpus, "N processes over Gloo on this CPU, the block stack sharded per --strategy")
+      ->check(CLI::Range(1, 64));
+  val->add_option("--strategy", f.strategies, "with --gpus: ddp, zero1, zero2, zero3, fsdp2 (comma list) or all (default)");
+  val->add_option("--timeout", f.timeout_s, "with --gpus: give up after this many seconds per strategy (default 600)")
+      ->check(CLI::Range(1, 86400));
   cli::add_output_flags(val, f.setup);
   val->callback([&] { rc = run_validate_cmd(f); });
+
+  // one rank of validate --gpus (started by it; not for users)
+  auto* rank = app.add_subcommand("_rank", "one rank of validate --gpus")->group("");
+  add_shape_flags(rank, f);
+  rank->add_option("--strategy", f.strategies)->required();
+  rank->add_option("--steps", f.steps)->check(cli::kPositive);
+  rank->add_option("--blocks", f.blocks)->check(cli::kPositive);
+  rank->add_option("--tokens", f.tokens)->check(cli::kPositive);
+  rank->add_option("--rank", f.rank)->required();
+  rank->add_option("--world", f.gpus)->required();
+  rank->add_option("--store", f.store)->required();
+  rank->add_option("--result", f.result)->required();
+  rank->add_option("--timeout", f.timeout_s);
+  rank->callback([&] { rc = run_rank_cmd(f); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

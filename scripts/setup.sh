@@ -11,7 +11,8 @@ pkgs=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev doctest-dev libboost
   clang libclang-rt-14-dev)  # sanitizer build (build-asan) and libFuzzer targets (scripts/fuzz.sh)
 if [[ $WITH_TORCH == ON ]]; then
   # libopenblas0-pthread: without it LibTorch uses the reference BLAS and runs ~9x slower
-  pkgs+=(libtorch-dev libopenblas0-pthread)
+  # libgloo-dev: the headers of the Gloo library LibTorch's c10d links (validate --gpus N on the CPU)
+  pkgs+=(libtorch-dev libopenblas0-pthread libgloo-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -85,6 +85,16 @@ if [[ -n $torch_bin ]]; then
   # a bad schedule name fails before the profile validate would measure first (no --profile given)
   expect 2 "^segadvise: error: .*'garbage'" -- validate --model "$tiny" --schedule garbage
   expect 2 "--format" -- validate --model "$tiny" --schedule layer --format yaml
+  # validate --gpus N: its flags fail before any rank starts
+  expect 2 "--strategy is 'zero4'; expected one of" -- validate --model "$tiny" --gpus 2 --strategy zero4
+  expect 2 "--strategy: 'single' is one process" -- validate --model "$tiny" --gpus 2 --strategy single
+  expect 2 "--strategy: needs --gpus N" -- validate --model "$tiny" --strategy ddp
+  expect 2 "--gpus: the ranks run without checkpointing" -- validate --model "$tiny" --gpus 2 --schedule layer
+  expect 2 "--gpus: runs N processes on this CPU" -- validate --model "$tiny" --gpus 2 --device cuda
+  expect 2 "--gpus" -- validate --model "$tiny" --gpus 0
+  # what only a rank finds out comes back as its input error
+  expect 2 "^segadvise: error: validate: --lora-type lycoris has no LibTorch archetype" -- \
+    validate --model "$tiny" --gpus 2 --strategy ddp --lora-type lycoris
   bin=$1
 fi
 # the whole run: int8 Flux quantized on the accelerator (the default) puts its 22.2 GiB bf16 base on a

@@ -23,6 +23,7 @@
 #include "segadvise/profiler/profiler.hpp"
 #include "segadvise/profiler/runtime.hpp"
 #include "segadvise/profiler/validate.hpp"
+#include "stack.hpp"
 
 namespace segadvise::profiler {
 
@@ -231,13 +232,7 @@ State run_block(const Block& b, const State& in, BlockMode mode, bool offload_to
   return boundary_of(s);
 }
 
-struct Stack {
-  std::vector<Block> blocks;
-  std::vector<Tensor> trainable;
-  std::vector<bool> attention_offloadable;
-  State input;  // leaves that require grad
-  torch::Device device = torch::kCPU;
-};
+}  // namespace
 
 Stack build_stack(const Family& fam, const TrainingSetup& setup, int n_blocks, const ValidateOptions& opt) {
   install_hooks();
@@ -278,15 +273,23 @@ Stack build_stack(const Family& fam, const TrainingSetup& setup, int n_blocks, c
       throw InputError("validate: the first " + std::to_string(st.blocks.size()) + " blocks of " + fam.name +
                        " mix block kinds (" + st.blocks[0].kind + ", " + st.blocks[i].kind +
                        ") whose states differ; use --blocks to stay within the first list");
-  torch::manual_seed(opt.seed);
-  const BlockShape shape = block_shape(fam, *first, setup);
-  State in = make_input(*first, shape, bo, 0);
+  st.first = *first;
+  st.shape = block_shape(fam, *first, setup);
+  st.build = bo;
+  st.input = stack_input(st, opt.seed);
+  return st;
+}
+
+State stack_input(const Stack& st, uint64_t seed) {
+  torch::manual_seed(seed);
+  State in = make_input(st.first, st.shape, st.build, 0);
   // leaves: the hidden state entering the stack requires grad (every block then sees the
   // steady-state input of a block deep in a network, and the first checkpoint gets a graph node)
   for (auto& [k, v] : in) v = v.detach().requires_grad_(true);
-  st.input = in;
-  return st;
+  return in;
 }
+
+namespace {
 
 State run_plan(const Stack& st, const Plan& plan, const State& in) {
   State s = in;
@@ -321,7 +324,8 @@ void check_plan(const Plan& plan, int n) {
   if (next != n) throw InputError("validate: the plan covers " + std::to_string(next) + " of " + std::to_string(n) + " blocks");
 }
 
-// one training step's forward and backward; gradients accumulate into the adapters and the input
+}  // namespace
+
 void step(const Stack& st, const Plan& plan) {
   State out = run_plan(st, plan, st.input);
   std::vector<Tensor> outs, grads;
@@ -334,6 +338,8 @@ void step(const Stack& st, const Plan& plan) {
   out.clear();
   torch::autograd::backward(outs, grads);
 }
+
+namespace {
 
 bool is_oom(const std::string& what) {
   return what.find("out of memory") != std::string::npos ||
