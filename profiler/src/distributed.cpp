@@ -740,11 +740,12 @@ std::vector<RankRun> launch_ranks(const std::string& exe, const std::vector<std:
 RankStateInput rank_state_input(const BlockChain& chain, const TrainingSetup& setup, Strategy strategy, int world) {
   const double dtype = weight_dtype_bytes(setup);
   const bool full = setup.model_type == ModelType::Full;
-  double base = 0, trainable = 0, largest = 0;
+  double base = 0, trainable = 0, largest = 0, largest_grad = 0;
   for (const auto& b : chain.blocks) {
     base += b.params;
     trainable += full ? b.params : b.lora_params;
     largest = std::max(largest, (full ? b.params : b.params + b.lora_params) * dtype);
+    largest_grad = std::max(largest_grad, (full ? b.params : b.lora_params) * dtype);
   }
   RankStateInput in;
   in.world = world;
@@ -755,6 +756,8 @@ RankStateInput rank_state_input(const BlockChain& chain, const TrainingSetup& se
   in.optimizer_state_bytes = 2 * trainable * dtype;  // LibTorch AdamW: exp_avg, exp_avg_sq
   in.frozen_element_bytes = in.trainable_element_bytes = in.grad_element_bytes = in.optimizer_element_bytes = dtype;
   in.largest_unit_weight_bytes = largest;
+  // a unit's backward leaves its whole gradient alive until its reduce-scatter (ZeRO-2/3, FSDP2)
+  in.largest_unit_grad_bytes = largest_grad;
   in.bucket_bytes = strategy == Strategy::ddp ? in.grad_bytes : 0;
   return in;
 }
