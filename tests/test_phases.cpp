@@ -514,3 +514,23 @@ TEST_CASE("Ideogram and MiniMax Music load their language model back for validat
     if (f.phase == Phase::Validation && f.key == "text_encoder_1_precision") int8 = true;
   CHECK(int8);
 }
+
+TEST_CASE("MiniMax H3 caches with Qwen3-VL-32B and always tiles its video VAE") {
+  const Family& h3 = find_family("minimax-h3");
+  const FamilyPhaseData d = phase_data(h3);
+  REQUIRE(d.text_encoders.size() == 1);
+  const TextEncoderSpec& te = d.text_encoders[0];
+  CHECK(te.id == "qwen3-vl-32b");
+  // 32e9 parameters (families-corrections.md: Qwen3-VL-32B) x 2 B in bf16 = 64e9 B
+  CHECK(text_encoder_bytes(te, "no_change") == doctest::Approx(64e9));
+  // its hidden states at the family's 512 tokens: 512 x 5120 x (64 + 1) x 2 B = 340,787,200 B
+  CHECK(text_encoder_activation_bytes(te, 1, 512) == doctest::Approx(340787200.0));
+  CHECK(d.tiling_forced);  // run-phases §C: MiniMax-H3 forces tiling
+  // and the run no longer warns that the family has no phase data
+  TrainingSetup setup = default_setup(h3);
+  setup.base_precision = "no_change";
+  const BlockChain chain = analyze(h3, setup);
+  const RunPhases r = predict_phases(h3, setup, chain, step_of(62, 0.1, 0.1, 0.2, 4), RunSetup(), 0);
+  for (const auto& w : r.warnings) CHECK(w.find("minimaxh3") == std::string::npos);
+  CHECK(r.at(Phase::StartupCaching).peak_vram_bytes >= 64e9);
+}
