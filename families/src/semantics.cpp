@@ -51,16 +51,17 @@ std::string plan_description(const Plan& plan, const BlockChain& chain) {
 
 std::string trainer_error(const Family& fam, const Schedule& sched) {
   const CheckpointSemantics& cs = fam.checkpointing;
-  const std::string who = fam.name + " (" + fam.trainer_family + ")";
+  // the family's name for a message, built only when there is one (advise asks per schedule)
+  auto who = [&fam] { return fam.name + " (" + fam.trainer_family + ")"; };
   if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && sched.stride < sched.interval)
     return "gradient_checkpointing_segment_stride " + std::to_string(sched.stride) +
            " is smaller than gradient_checkpointing_interval " + std::to_string(sched.interval) +
            ": the trainer rejects overlapping segments (stride must be >= interval)";
   if (sched.offload_attention && !cs.attention_offload)
-    return "gradient_checkpointing_offload_attention is not available for " + who +
+    return "gradient_checkpointing_offload_attention is not available for " + who() +
            ": the trainer raises an error for families outside its attention-offload list";
   if (sched.checkpointing && is_ffn(sched.backend) && !cs.ffn_backend)
-    return "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who +
+    return "backend " + to_string(sched.backend) + " needs an attention/FFN checkpoint boundary, which " + who() +
            " does not expose: the trainer raises a ValueError";
   return "";
 }
