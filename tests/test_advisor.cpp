@@ -1,6 +1,8 @@
 // The advisor API: a request in, a report out, equal to what the cost model predicts directly.
 #include <doctest/doctest.h>
 
+#include "advisor_request.hpp"
+
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/planner/advisor.hpp"
@@ -9,15 +11,7 @@ using namespace segadvise;
 
 namespace {
 
-AdvisorRequest request_for(const std::string& model, const std::string& gpu) {
-  AdvisorRequest r;
-  r.family = &find_family(model);
-  r.setup = default_setup(*r.family);
-  r.gpu = find_gpu(gpu);
-  r.coef = coefficients_for("");
-  r.headroom_bytes = 1 * kGiB;
-  return r;
-}
+using test::request_for;
 
 Schedule parse(const std::string& name) { return Schedule::parse(name); }
 

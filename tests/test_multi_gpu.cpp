@@ -2,6 +2,8 @@
 // multi-GPU points of reference/simpletuner-distributed.md §5, and one GPU left unchanged.
 #include <doctest/doctest.h>
 
+#include "advisor_request.hpp"
+
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/multi_gpu.hpp"
 #include "segadvise/families/multi_gpu_rules.hpp"
@@ -12,15 +14,7 @@ using namespace segadvise;
 
 namespace {
 
-AdvisorRequest request_for(const std::string& model, const std::string& gpu) {
-  AdvisorRequest r;
-  r.family = &find_family(model);
-  r.setup = default_setup(*r.family);
-  r.gpu = find_gpu(gpu);
-  r.coef = coefficients_for("");
-  r.headroom_bytes = 1 * kGiB;
-  return r;
-}
+using test::request_for;
 
 MultiGpuSetup gpus(int n, Strategy s, int cp = 1) {
   MultiGpuSetup m;
