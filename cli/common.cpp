@@ -233,7 +233,7 @@ AdvisorRequest make_request(const SetupFlags& f) {
   return make_request(fam, apply_flags(fam, default_setup(fam), f), f);
 }
 
-nlohmann::json simpletuner_keys(const Schedule& s) {
+nlohmann::json schedule_keys(const Schedule& s) {
   nlohmann::json j;
   j["gradient_checkpointing"] = s.checkpointing;
   if (s.checkpointing) {
@@ -247,6 +247,18 @@ nlohmann::json simpletuner_keys(const Schedule& s) {
   }
   j["gradient_checkpointing_offload_attention"] = s.offload_attention;
   return j;
+}
+
+nlohmann::json simpletuner_keys(const Schedule& s) {
+  nlohmann::json j = schedule_keys(s);
+  if (j["gradient_checkpointing_interval"].is_null()) j["gradient_checkpointing_interval"] = 1;
+  if (j["gradient_checkpointing_segment_stride"].is_null()) j.erase("gradient_checkpointing_segment_stride");
+  return j;
+}
+
+std::vector<std::string> keys_to_remove(const Schedule& s) {
+  if (s.checkpointing && s.interval > 1 && s.stride <= 0) return {"gradient_checkpointing_segment_stride"};
+  return {};
 }
 
 std::string gib_str(double bytes, int decimals) {

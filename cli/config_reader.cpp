@@ -188,7 +188,7 @@ const std::vector<std::string>& checkpointing_keys() {
 }
 
 ordered_json with_schedule(const ordered_json& raw, const Schedule& s) {
-  const nlohmann::json want = simpletuner_keys(s);
+  const nlohmann::json want = schedule_keys(s);
   // trainer defaults (§0): a key at its default that the config does not have is not added
   const nlohmann::json defaults = {{"gradient_checkpointing", true},
                                    {"gradient_checkpointing_interval", nullptr},

@@ -44,7 +44,8 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
   if (const Candidate* c = r.recommended()) {
     j["recommendation"] = {{"schedule", to_json(c->schedule)},
                            {"prediction", prediction_json(*c)},
-                           {"config", simpletuner_keys(c->schedule)}};
+                           {"config", simpletuner_keys(c->schedule)},
+                           {"config_remove", keys_to_remove(c->schedule)}};
     if (r.phases) {  // the recommended schedule's whole run (the recommendation itself is the step's)
       const double budget = usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes;
       j["recommendation"]["phases"] = nlohmann::json::parse(phases_json(*r.phases, budget).dump());
@@ -60,7 +61,8 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
     if (a.borderline >= 0) {
       const Candidate& b = a.candidates[a.borderline];
       j["borderline"] = {{"schedule", to_json(b.schedule)}, {"prediction", prediction_json(b)},
-                         {"config", simpletuner_keys(b.schedule)}, {"settle", settle_hint(b)}};
+                         {"config", simpletuner_keys(b.schedule)}, {"config_remove", keys_to_remove(b.schedule)},
+                         {"settle", settle_hint(b)}};
     }
     j["shortfall_gib"] = a.shortfall_bytes / kGiB;
     nlohmann::json alts = nlohmann::json::array();
@@ -117,6 +119,8 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, bool md) {
     if (md) out << "\n```json\n"; else out << "SimpleTuner config keys:\n";
     out << simpletuner_keys(c->schedule).dump(2) << "\n";
     if (md) out << "```\n";
+    for (const auto& k : keys_to_remove(c->schedule))
+      out << "and remove " << k << " from the config if it sets one (it would stay in force)\n";
     for (const auto& w : c->prediction.warnings) out << "warning: " << w << "\n";
     return;
   }
@@ -244,7 +248,10 @@ void JsonPrinter::prediction(const PredictionReport& r) {
                       {"plan", c.plan.supported ? nlohmann::json(describe(c.plan.plan, ctx.chain)) : nlohmann::json(nullptr)},
                       {"prediction", prediction_json(c)},
                       {"measurements", measurements_json(ctx.anchor)}};
-  if (c.prediction.supported) j["config"] = simpletuner_keys(c.schedule);
+  if (c.prediction.supported) {
+    j["config"] = simpletuner_keys(c.schedule);
+    j["config_remove"] = keys_to_remove(c.schedule);
+  }
   out_ << j.dump(2) << "\n";
 }
 

@@ -117,3 +117,22 @@ TEST_CASE("the machine's memory is MemTotal of /proc/meminfo") {
   CHECK(segadvise::cli::detect_host_memory_bytes(path + ".missing") == 0);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("printed SimpleTuner keys carry no null: the trainer skips a null and an old value would stay") {
+  using segadvise::Schedule;
+  const auto keys = [](const char* name) { return simpletuner_keys(Schedule::parse(name)); };
+  const nlohmann::json layer = keys("layer");
+  for (const auto& [k, v] : layer.items()) CHECK_MESSAGE(!v.is_null(), k);
+  CHECK(layer["gradient_checkpointing_interval"] == 1);  // 1 = unset to the trainer (semantics §4)
+  CHECK(!layer.contains("gradient_checkpointing_segment_stride"));  // ignored without an interval
+  CHECK(keys("none")["gradient_checkpointing_interval"] == 1);
+  CHECK(keys_to_remove(Schedule::parse("layer")).empty());
+  // an interval without a stride: no stride value means "unset", so it is named for removal
+  CHECK(keys("interval3")["gradient_checkpointing_interval"] == 3);
+  CHECK(!keys("interval3").contains("gradient_checkpointing_segment_stride"));
+  CHECK(keys_to_remove(Schedule::parse("interval3")) == std::vector<std::string>{"gradient_checkpointing_segment_stride"});
+  CHECK(keys("seg2-stride4")["gradient_checkpointing_segment_stride"] == 4);
+  CHECK(keys_to_remove(Schedule::parse("seg2-stride4")).empty());
+  // rewriting a whole config still removes unset keys (null = remove)
+  CHECK(schedule_keys(Schedule::parse("layer"))["gradient_checkpointing_interval"].is_null());
+}
