@@ -328,6 +328,8 @@ TEST_CASE("with RamTorch only the weights outside the streamed blocks reach the 
   r = predict_phases(fam, setup, chain, streamed, run, 0);
   for (const auto& x : r.at(Phase::StartupCaching).resident) CHECK(x.what.find("text encoders") == std::string::npos);
   CHECK(r.host.peak_bytes == doctest::Approx(30 * kGiB + 9770742272.0));
+  // it names what is on the host, not an EMA this run does not have
+  CHECK(r.host.set_by == "training: RamTorch/block-swap weights (pinned), text encoders streamed by RamTorch (pinned)");
 }
 
 TEST_CASE("no phase advice while the step itself is over the budget") {

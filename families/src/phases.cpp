@@ -656,7 +656,8 @@ HostMemory host_memory(const Ctx& c, const RunSetup& run) {
     add(train.parts, "text encoders streamed by RamTorch (pinned)", te);
   }
   train.peak_bytes = sum(train.parts);
-  train.set_by = "training (streamed weights, offloaded activations, EMA on the CPU)";
+  train.set_by = "training:";  // what is on the host here, not every kind that could be
+  for (std::size_t i = 0; i < train.parts.size(); ++i) train.set_by += (i ? ", " : " ") + train.parts[i].what;
   return train.peak_bytes > load.peak_bytes ? train : load;
 }
 
