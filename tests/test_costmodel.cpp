@@ -235,3 +235,19 @@ TEST_CASE("the analyzer counts the quantizable Linear layers of a block") {
   CHECK(chain.blocks[0].kind == "mmdit_double");
   CHECK(chain.blocks[0].quantizable_linears == 12);
 }
+
+TEST_CASE("a block's stored weight bytes: quantized width, but bf16 for a TransformerEngine full run") {
+  BlockCost b;
+  b.params = 1000;
+  b.quantizable_params = 800;  // the rest (200) stays at the weight dtype, bf16 = 2 B
+  TrainingSetup s;
+  s.base_precision = "fp8-transformerengine";  // 1 B per quantizable parameter
+  s.model_type = ModelType::Lora;
+  CHECK(block_weight_bytes(b, s) == 800 * 1.0 + 200 * 2.0);
+  s.model_type = ModelType::Full;  // TransformerEngine keeps bf16 storage for full runs (§2.2)
+  CHECK(block_weight_bytes(b, s) == 1000 * 2.0);
+  // and static_memory counts the same bytes per block
+  BlockChain c;
+  c.blocks = {b};
+  CHECK(static_memory(c, s).weights_bytes == doctest::Approx(block_weight_bytes(b, s) + c.outside_params * 2.0));
+}

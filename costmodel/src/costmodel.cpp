@@ -421,14 +421,24 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
   return timeline(pc, plan, keep_points, true);
 }
 
-StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
-  StaticMemory m;
+double quantizable_param_bytes(const TrainingSetup& setup) {
   const PrecisionInfo prec = precision_info(setup.base_precision);
   const double dtype = weight_dtype_bytes(setup);
-  const bool full = setup.model_type == ModelType::Full;
   // TransformerEngine keeps bf16 weight storage for full runs (§2.2)
-  const double q_bytes =
-      (prec.backend == "transformerengine" && full) ? dtype : (prec.quantized ? prec.bytes_per_param : dtype);
+  if (prec.backend == "transformerengine" && setup.model_type == ModelType::Full) return dtype;
+  return prec.quantized ? prec.bytes_per_param : dtype;
+}
+
+double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
+  return b.quantizable_params * quantizable_param_bytes(setup) +
+         (b.params - b.quantizable_params) * weight_dtype_bytes(setup);
+}
+
+StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
+  StaticMemory m;
+  const double dtype = weight_dtype_bytes(setup);
+  const bool full = setup.model_type == ModelType::Full;
+  const double q_bytes = quantizable_param_bytes(setup);
 
   // Streaming: RamTorch moves ramtorch_percent of the block weights to the host (targets `blocks.*`
   // in the examples); Musubi swap keeps the last N blocks on the host. Both stream one block at a

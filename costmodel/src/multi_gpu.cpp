@@ -10,13 +10,6 @@ namespace segadvise {
 
 namespace {
 
-double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
-  const PrecisionInfo prec = precision_info(setup.base_precision);
-  const double dtype = weight_dtype_bytes(setup);
-  const double q = prec.quantized ? prec.bytes_per_param : dtype;
-  return b.quantizable_params * q + (b.params - b.quantizable_params) * dtype;
-}
-
 // FSDP2 upcasts trainable parameters to fp32 (dist §3), so optimizers keeping states in the
 // parameter dtype keep them fp32; optimi-*, bnb-* and soap fall back to adamw_schedulefree (§1.2)
 double fsdp2_optimizer_bytes_per_param(const std::string& name) {

@@ -50,6 +50,11 @@ struct StaticMemory {
 };
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup);
 
+// Bytes per quantizable parameter as stored (the quantized width; TransformerEngine keeps bf16 storage
+// for full runs), and one block's stored weight bytes: what static_memory counts per block.
+double quantizable_param_bytes(const TrainingSetup& setup);
+double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup);
+
 // Per-block forward times in seconds (matmul + attention, roofline), used by the planner too.
 // host time of one pass over the block: launches x launch_multiple + quantized Linear calls
 double block_host_s(const BlockCost& b, const TrainingSetup& setup, const Coefficients& coef, double launch_multiple);
