@@ -51,6 +51,9 @@ expect 1 'LoRA with DeepSpeed' -- predict --model ltx-2.3 --gpu h100 --schedule 
 expect 1 'has no _cp_plan' -- predict --model sdxl --gpu h100 --schedule layer --gpus 2 --context-parallel 2
 expect 2 '--fsdp-cpu-offload needs --strategy fsdp2' -- predict --model flux --gpu h100 --schedule layer --gpus 2 --fsdp-cpu-offload
 expect 2 '--strategy: ' -- predict --model flux --gpu h100 --schedule layer --gpus 2 --strategy fsdp
+# a measured run anchors the single-GPU breakdown only: refused with a multi-GPU setup, not misapplied
+expect 2 "anchoring on a measured run is for one GPU" -- predict --model flux --gpu h100 --schedule layer --gpus 2 --measured layer:3:20
+expect 0 "no multi-GPU run was measured" -- predict --model flux --gpu h100 --schedule layer --gpus 2
 expect 0 'accelerate config' -- advise --model ltx-2.3 --gpu h100 --gpus 8
 expect 0 'fits' -- predict --model qwen-image --gpu h100 --schedule layer --backend unsloth
 expect 0 'wan2.1-14b' -- list models

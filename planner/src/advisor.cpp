@@ -77,7 +77,18 @@ struct Context::State {
         headroom_bytes(headroom),
         ranges(std::move(bands)) {
     if (!family) throw InputError("advisor: the request names no model family");
-    if (setup.multi_gpu.active()) apply_rules(*family, setup, warnings, multi_gpu_rejection);
+    if (setup.multi_gpu.active()) {
+      // the anchor splits a single-GPU breakdown (anchor.hpp); a rank's gathered units, buckets and
+      // communication are outside that split, so a measurement would be applied to the wrong parts
+      if (!measured.empty())
+        throw InputError("--measured: anchoring on a measured run is for one GPU; with --gpus/--strategy/"
+                         "--context-parallel the per-rank parts (gathered units, buckets, communication) "
+                         "are not in the anchored breakdown");
+      apply_rules(*family, setup, warnings, multi_gpu_rejection);
+      // no multi-GPU run was measured: the 90% bands are the single-GPU ones (constants.hpp)
+      warnings.push_back("multi-GPU: the 90% ranges are the single-GPU ones and the link efficiency and CPU "
+                         "optimizer rate are assumptions; no multi-GPU run was measured");
+    }
     chain = given_chain ? *given_chain : analyze(*family, setup);
     if (setup.multi_gpu.active()) prepare_multi_gpu(*family, setup, chain);
     if (profile) {
