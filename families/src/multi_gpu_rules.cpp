@@ -115,6 +115,8 @@ void strategy_rules(MultiGpuRuling& out) {
 
 }  // namespace
 
+bool cp_alltoall_only(const Family& fam) { return facts().cp_alltoall_only.count(fam.trainer_family) > 0; }
+
 std::string context_parallel_support(const Family& fam) {
   const Facts& f = facts();
   const auto refused = f.cp_refused.find(fam.trainer_family);

@@ -29,7 +29,7 @@ std::vector<MultiGpuSetup> setups(const Context& ctx) {
       m.offload_optimizer = zero_stage(strategy) > 0 && strategy != Strategy::fsdp2 && offload;
       m.offload_param = false;
       m.context_parallel = k;
-      if (k > 1 && ctx.family->trainer_family == "minimaxh3") m.cp_comm = CpComm::alltoall;
+      if (k > 1 && cp_alltoall_only(*ctx.family)) m.cp_comm = CpComm::alltoall;  // what the trainer runs
       out.push_back(m);
     }
   return out;

@@ -28,6 +28,9 @@ MultiGpuRuling multi_gpu_rules(const Family& fam, const TrainingSetup& setup);
 // The family's context-parallel support: "plan", "empty", "refused: why", "none".
 std::string context_parallel_support(const Family& fam);
 
+// True when the family's context parallel runs all-to-all only (the trainer switches to it).
+bool cp_alltoall_only(const Family& fam);
+
 // "train_batch_size 1 per GPU x 4 data-parallel replicas x GA 1 = 4 unique samples per step" (§2)
 std::string batch_semantics(const TrainingSetup& setup);
 
