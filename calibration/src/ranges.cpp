@@ -1,10 +1,9 @@
 #include "segadvise/calibration/ranges.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "segadvise/costmodel/embedded.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 
 namespace segadvise {
 
@@ -12,7 +11,8 @@ const RangeModel& default_ranges() {
   static const RangeModel m = [] {
     for (std::size_t i = 0; i < kCalibrationDataCount; ++i)
       if (std::string(kCalibrationData[i].name) == "ranges.json")
-        return range_model_from_json(nlohmann::json::parse(kCalibrationData[i].text), "calibration/data/ranges.json");
+        return range_model_from_json(parse_json_text(kCalibrationData[i].text, "calibration/data/ranges.json"),
+                                     "calibration/data/ranges.json");
     RangeModel none;  // no bands shipped: every range is the point prediction
     none.source = "none shipped";
     return none;
@@ -22,17 +22,8 @@ const RangeModel& default_ranges() {
 
 RangeModel ranges_for(const std::string& path) {
   if (path.empty()) return default_ranges();
-  std::ifstream in(path);
-  if (!in) throw InputError("--ranges '" + path + "': cannot read the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": not JSON (" + e.what() + ")");
-  }
-  return range_model_from_json(j, path);
+  // the one checked loader: regular files only, size and nesting limits, errors naming the file
+  return range_model_from_json(load_json_file(path, "--ranges"), path);
 }
 
 }  // namespace segadvise
