@@ -1,6 +1,7 @@
 // Replays fuzz inputs through a target's entry function without libFuzzer: every file named on the
 // command line, and every file in a folder named there (names starting with '.' and README* skipped).
-// A crash or failed invariant aborts, so ctest fails; a folder that does not exist holds no inputs.
+// A crash or failed invariant aborts, so ctest fails; a folder that does not exist holds no inputs,
+// and a run that replays nothing at all fails (a test over an empty or mistyped folder proves nothing).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -38,5 +39,5 @@ int main(int argc, char** argv) {
     for (const auto& f : files) replay(f), ++count;
   }
   std::printf("%d inputs replayed without a finding\n", count);
-  return 0;
+  return count > 0 ? 0 : 1;
 }

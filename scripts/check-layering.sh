@@ -43,5 +43,9 @@ if [[ -n $libs ]]; then
 else
   echo "layering: no built libraries under $build (symbol check skipped)"
 fi
+# 4. advise, predict and check answer in milliseconds: the segadvise executable never links LibTorch
+if [[ -x $build/segadvise ]] && readelf -d "$build/segadvise" | grep -qi torch; then
+  echo "layering: $build/segadvise links LibTorch (only segadvise-torch may)"; fail=1
+fi
 ((fail == 0)) && echo "layering: ok"
 exit $fail
