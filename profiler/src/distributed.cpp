@@ -448,17 +448,19 @@ double Rank::optimizer_state_bytes() const {
 
 void Rank::optimizer_step() {
   torch::NoGradGuard ng;
-  const double inv = 1.0 / world();
+  // averaged by division, as the single-process reference divides: x * (1/N) and x / N differ in the
+  // last bit unless N is a power of two
+  const double n = static_cast<double>(world());
   if (opt_.strategy == Strategy::ddp) {  // the averaged bucket back into the gradients
     int64_t off = 0;
     for (auto& u : units_) {
-      u.grad_flat.copy_(bucket_.narrow(0, off, u.grad_flat.numel())).mul_(inv);
+      u.grad_flat.copy_(bucket_.narrow(0, off, u.grad_flat.numel())).div_(n);
       off += u.grad_flat.numel();
     }
   } else {
     for (auto& u : units_) {
       Tensor g = shards_grads_() ? u.grad_own : u.grad_flat.narrow(0, me() * u.train_shard, u.train_shard);
-      g.mul_(inv);
+      g.div_(n);
       u.opt_param.mutable_grad() = g;
     }
   }
