@@ -28,6 +28,22 @@ std::string value_str(const ordered_json& v) { return brief(v); }
 
 bool digit_string(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); }
 
+}  // namespace
+
+std::optional<bool> config_bool(const ordered_json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+    if (s == "true" || s == "1" || s == "yes") return true;
+    if (s == "false" || s == "0" || s == "no" || s.empty()) return false;
+  }
+  if (v.is_number_integer()) return v.get<long long>() != 0;
+  return std::nullopt;
+}
+
+namespace {
+
 // Keys with or without a leading `--` (§0). The last spelling in the file wins, as argparse keeps
 // the last occurrence of an option.
 class Fields {
@@ -68,14 +84,7 @@ class Fields {
   bool boolean(const std::string& k, bool def) const {
     const ordered_json* v = get(k);
     if (!v) return def;
-    if (v->is_boolean()) return v->get<bool>();
-    if (v->is_string()) {
-      std::string s = v->get<std::string>();
-      std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-      if (s == "true" || s == "1" || s == "yes") return true;
-      if (s == "false" || s == "0" || s == "no" || s.empty()) return false;
-    }
-    if (v->is_number_integer()) return v->get<long long>() != 0;
+    if (const std::optional<bool> b = config_bool(*v)) return *b;
     bad(k, "true or false");
   }
   // finite numbers in [lo, hi]: JSON numbers and numeric strings ("NaN", "inf" are errors)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -17,6 +18,10 @@ namespace segadvise::cli {
 // Parses a JSON file keeping key order. Throws InputError naming the file, and for malformed JSON
 // the line and column (1-based) of the error.
 nlohmann::ordered_json read_json_file(const std::string& path, const std::string& what);
+
+// A config value read as a boolean the way the trainer's argparse accepts it: true/false, 1/0,
+// yes/no (any case), an empty string as false, an integer as != 0; nothing for any other value.
+std::optional<bool> config_bool(const nlohmann::ordered_json& v);
 
 // Where the trainer finds a path written in a config (data_backend_config, lycoris_config), in the
 // order tried: an absolute path as is; otherwise relative to `cwd` (the trainer opens it relative to

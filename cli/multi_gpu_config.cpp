@@ -1,6 +1,8 @@
 // Multi-GPU keys of a SimpleTuner config and an accelerate YAML (multi_gpu_config.hpp).
 #include "multi_gpu_config.hpp"
 
+#include "config_reader.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include "segadvise/costmodel/json_input.hpp"
@@ -25,8 +27,7 @@ std::string where(const std::string& path, const std::string& k) { return path +
 bool flag(const ordered_json& raw, const std::string& path, const std::string& k, bool def) {
   const ordered_json* v = key(raw, k);
   if (!v) return def;
-  if (v->is_boolean()) return v->get<bool>();
-  if (v->is_string() && (*v == "true" || *v == "false")) return *v == "true";
+  if (const std::optional<bool> b = config_bool(*v)) return *b;  // as every other key of the config
   throw InputError(where(path, k) + ": expected true or false, got " + brief_text(v->dump()));
 }
 

@@ -52,6 +52,15 @@ TEST_CASE("FSDP2 keys: processes, GA, activation checkpointing replaces the sche
   CHECK(r.rejections.empty());
 }
 
+TEST_CASE("multi-GPU booleans are read as every other key of the config: \"True\", \"yes\", 1") {
+  const ConfigRead r = read("multi-gpu-fsdp2-strings.json");  // fsdp_enable "True", activation ckpt "yes"
+  CHECK(r.setup.multi_gpu.strategy == Strategy::fsdp2);
+  CHECK(r.setup.multi_gpu.fsdp_activation_checkpointing);
+  CHECK(config_bool(nlohmann::ordered_json(1)) == std::optional<bool>(true));
+  CHECK(config_bool(nlohmann::ordered_json("No")) == std::optional<bool>(false));
+  CHECK(!config_bool(nlohmann::ordered_json("maybe")).has_value());
+}
+
 TEST_CASE("deepspeed_config inline as JSON text: ZeRO stage, offload and its GA override") {
   const ConfigRead r = read("multi-gpu-zero2.json");
   const MultiGpuSetup& m = r.setup.multi_gpu;
