@@ -6,6 +6,7 @@
 #include "advise_optimal.hpp"
 #include "commands.hpp"
 #include "emitters.hpp"
+#include "measured.hpp"
 #include "printer.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
 
@@ -44,7 +45,7 @@ void setup_advise(CLI::App& app, int& exit_code) {
     const bool other_trainer = !emit->empty() && *emit != "simpletuner";
     const TrainerAdvice trainer = other_trainer ? advise_for_trainer(r.context, *emit, r.recommended()) : TrainerAdvice{};
     printer->advice(r, other_trainer ? &trainer : nullptr);
-    exit_code = r.recommended() ? kOk : r.advice.borderline >= 0 ? kBorderline : kDoesNotFit;
+    exit_code = advice_exit_code(r);
   });
 }
 

@@ -68,7 +68,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
     if (!o.output.empty()) write_file_atomically(o.output, v.updated->dump(v.indent) + "\n");
   }
   printer->check(v);
-  if (r.advice) return r.advice->recommended() ? kOk : r.advice->advice.borderline >= 0 ? kBorderline : kDoesNotFit;
+  if (r.advice) return advice_exit_code(*r.advice);
   return verdict_exit_code(r);
 }
 

@@ -1,4 +1,5 @@
 #include "measured.hpp"
+#include "common.hpp"
 
 #include <cstdio>
 
@@ -126,18 +127,21 @@ std::string settle_hint(const Candidate& c) {
          ":SEC:GIB (or " + c.schedule.name() + ":oom) to settle it";
 }
 
-int verdict_exit_code(const Candidate& c) { return exit_code_of(c.prediction.supported, c.verdict()); }
-
 int verdict_exit_code(const CheckReport& r) { return exit_code_of(r.candidate.prediction.supported, r.verdict()); }
 
 int exit_code_of(bool supported, FitVerdict v) {
-  if (!supported) return 1;
+  if (!supported) return kDoesNotFit;
   switch (v) {
-    case FitVerdict::Fits: return 0;
-    case FitVerdict::Borderline: return 3;
-    case FitVerdict::DoesNotFit: return 1;
+    case FitVerdict::Fits: return kOk;
+    case FitVerdict::Borderline: return kBorderline;
+    case FitVerdict::DoesNotFit: return kDoesNotFit;
   }
-  return 1;
+  return kDoesNotFit;
+}
+
+int advice_exit_code(const AdviceReport& r) {
+  if (r.recommended()) return kOk;
+  return r.advice.borderline >= 0 ? kBorderline : kDoesNotFit;
 }
 
 }  // namespace segadvise::cli

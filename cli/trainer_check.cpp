@@ -84,7 +84,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::os
     v.trainer = &ta;
     rc = ta.best >= 0 ? kOk : kDoesNotFit;
   } else if (r.advice) {
-    rc = r.advice->recommended() ? kOk : r.advice->advice.borderline >= 0 ? kBorderline : kDoesNotFit;
+    rc = advice_exit_code(*r.advice);
   }
   if (r.advice && o.emit == tr.trainer && !o.output.empty()) {
     if (ta.best < 0) {
