@@ -122,7 +122,10 @@ TEST_CASE("printed SimpleTuner keys carry no null: the trainer skips a null and 
   using segadvise::Schedule;
   const auto keys = [](const char* name) { return simpletuner_keys(Schedule::parse(name)); };
   const nlohmann::json layer = keys("layer");
-  for (const auto& [k, v] : layer.items()) CHECK_MESSAGE(!v.is_null(), k);
+  for (auto it = layer.begin(); it != layer.end(); ++it) {  // (no structured binding: doctest captures it)
+    const std::string key = it.key();
+    CHECK_MESSAGE(!it.value().is_null(), key);
+  }
   CHECK(layer["gradient_checkpointing_interval"] == 1);  // 1 = unset to the trainer (semantics §4)
   CHECK(!layer.contains("gradient_checkpointing_segment_stride"));  // ignored without an interval
   CHECK(keys("none")["gradient_checkpointing_interval"] == 1);
