@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 
 namespace segadvise {
@@ -291,21 +292,74 @@ bool PlanOptimizer::keeping_everything_fits(double budget_bytes) const {
   return true;
 }
 
+// The constraint per segment: base + P + L <= budget, with a relative 1e-12 for the cost model's
+// own sums (another order of additions): a plan exactly at the budget stays in.
+// Attention offload under checkpointing holds staging copies (costmodel.cpp, simulate_activations):
+// at most offload_staging_blocks x the largest offloadable block's attention, kept out of the budget.
+double PlanOptimizer::limit_bytes(int flag, double budget_bytes) const {
+  double staging = 0;
+  if (flag == 1)
+    for (const BlockCost& b : chain_.blocks)
+      if (b.attention_offloadable && b.checkpointable)
+        staging = std::max(staging, coef_.offload_staging_blocks * scaled(b, coef_).attention_bytes);
+  return budget_bytes - base_bytes_ - staging + std::abs(budget_bytes) * 1e-12;
+}
+
+// The grid in one backward pass over positions, decision by decision: a decision moves every
+// time cell by the same number of cells (its seconds, rounded down: never more time than it
+// adds), so each decision updates a contiguous run of cells (a loop the compiler vectorises).
+// Bytes are exact: only the non-keep decisions of a completion (its checkpoint calls and FFN-only
+// blocks) lose up to a cell of time each, so the bound stays close on long chains too (a grid
+// over bytes lost up to a cell at every block: no bound at all on Stable Cascade's 192
+// micro-blocks).
+PlanOptimizer::Grid PlanOptimizer::build_grid(int flag, double limit, double horizon_s) const {
+  Grid g;
+  if (!(limit >= 0) || !std::isfinite(limit) || !(horizon_s > 0) || !std::isfinite(horizon_s)) return g;
+  const int n = static_cast<int>(chain_.blocks.size());
+  const auto& decisions = decisions_[flag];
+  std::size_t total = 0;
+  for (const auto& ds : decisions) total += ds.size();
+  const double cells = kOptimalGridWork / static_cast<double>(std::max<std::size_t>(1, total));
+  g.cells = static_cast<int>(std::clamp(cells, double(kOptimalGridMinCells), double(kOptimalGridMaxCells)));
+  g.cell = horizon_s / g.cells;
+  g.slack_bytes = 1e-9 * limit + 1e-3;
+  const std::size_t stride = static_cast<std::size_t>(g.cells) + 1;
+  g.most.assign((static_cast<std::size_t>(n) + 1) * stride, -kInf);
+  std::fill(g.most.begin() + static_cast<std::ptrdiff_t>(n * stride), g.most.end(), kInf);
+  for (int j = n - 1; j >= 0; --j) {
+    double* most = &g.most[static_cast<std::size_t>(j) * stride];
+    for (const Decision& d : decisions[j]) {
+      const double cap = limit - d.local_bytes;  // the decision itself needs P + local <= limit
+      if (cap < 0) {
+        if (d.mode == BlockMode::Checkpoint) break;  // longer calls need at least as much
+        continue;
+      }
+      const double shift = std::floor(d.seconds / g.cell - 1e-9);
+      if (shift > g.cells) continue;
+      const int sh = std::max(0, static_cast<int>(shift));
+      const double r = d.retained_bytes;
+      const double* next = &g.most[static_cast<std::size_t>(d.end) * stride];
+      for (int t = sh; t <= g.cells; ++t) most[t] = std::max(most[t], std::min(cap, next[t - sh] - r));
+    }
+  }
+  return g;
+}
+
+// True when no completion from `position` retaining P adds at most `seconds_left`: P exceeds the
+// most a prefix may retain there with that much time (its cell rounded up), beyond rounding slack
+bool PlanOptimizer::Grid::rules_out(int position, double retained_bytes, double seconds_left) const {
+  if (seconds_left < 0) return true;
+  const double c = seconds_left / cell + 1e-9;
+  const int q = c >= cells ? cells : static_cast<int>(c);
+  return retained_bytes > most[static_cast<std::size_t>(position) * (static_cast<std::size_t>(cells) + 1) + q] + slack_bytes;
+}
+
 PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Objective objective, double upper_bound_s,
-                                           std::size_t max_labels) const {
+                                           std::size_t max_labels, const Grid* grid) const {
   const int n = static_cast<int>(chain_.blocks.size());
   const auto& decisions = decisions_[flag];
   Solution sol;
-  // the constraint per segment: base + P + L <= budget, with a relative 1e-12 for the cost model's
-  // own sums (another order of additions): a plan exactly at the budget stays in
-  // attention offload under checkpointing holds staging copies (costmodel.cpp, simulate_activations):
-  // at most offload_staging_blocks x the largest offloadable block's attention, kept out of the budget
-  double staging = 0;
-  if (flag == 1)
-    for (int i = 0; i < n; ++i)
-      if (chain_.blocks[i].attention_offloadable && chain_.blocks[i].checkpointable)
-        staging = std::max(staging, coef_.offload_staging_blocks * scaled(chain_.blocks[i], coef_).attention_bytes);
-  const double limit = budget_bytes - base_bytes_ - staging + std::abs(budget_bytes) * 1e-12;
+  const double limit = limit_bytes(flag, budget_bytes);
   if (limit < 0) return sol;
   // labels hold positions and decision indices in 16 bits (at most 3 + 2 n decisions per position)
   if (n > 32000) throw std::length_error("the optimal planner handles chains of up to 32000 blocks");
@@ -338,31 +392,36 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
     v.resize(w);
   };
 
+  // past max_labels, thin a Pareto set on a memory grid over its range of retained bytes: per cell
+  // the fastest label (the one with the most bytes of its cell: the set is sorted by bytes, time
+  // falling)
+  auto thin = [&](std::vector<Label>& v) {
+    if (max_labels == 0 || v.size() <= max_labels) return;
+    const double lo = v.front().retained, hi = v.back().retained;
+    const double width = std::max(cell, (hi - lo) / static_cast<double>(max_labels));
+    std::size_t w = 0;
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      const bool last_of_cell =
+          k + 1 == v.size() || std::floor((v[k + 1].retained - lo) / width) != std::floor((v[k].retained - lo) / width);
+      if (last_of_cell) v[w++] = v[k];
+    }
+    v.resize(w);
+    sol.exact = false;
+  };
+
   // per destination, a prefix-minimum (Fenwick) tree of times over a grid of retained bytes: a
   // candidate some label in a lower bucket dominates is dropped before it is stored
   constexpr int kBuckets = 1024;
   const double bucket_bytes = std::max(1.0, limit < kInf ? limit / kBuckets : 1e15);
   std::vector<double> fenwick(static_cast<std::size_t>(n + 1) * (kBuckets + 1), kInf);
   const bool bound = objective == Objective::Time && upper_bound_s < kInf;
+  const bool use_grid = grid && grid->cells > 0;
   const double cutoff = upper_bound_s + std::abs(upper_bound_s) * 1e-9 + 1e-12;
   std::size_t first_at_n = 0;
   for (int i = 0; i <= n; ++i) {
     std::vector<Label>& here = pending[i];
     pareto(here);
-    if (max_labels > 0 && here.size() > max_labels) {
-      // thin on a memory grid over this position's range of retained bytes: per cell the fastest
-      // label (the one with the most bytes of its cell: the set is sorted by bytes, time falling)
-      const double lo = here.front().retained, hi = here.back().retained;
-      const double width = std::max(cell, (hi - lo) / static_cast<double>(max_labels));
-      std::size_t w = 0;
-      for (std::size_t k = 0; k < here.size(); ++k) {
-        const bool last_of_cell = k + 1 == here.size() ||
-                                  std::floor((here[k + 1].retained - lo) / width) != std::floor((here[k].retained - lo) / width);
-        if (last_of_cell) here[w++] = here[k];
-      }
-      here.resize(w);
-      sol.exact = false;
-    }
+    thin(here);
     const std::size_t first = arena.size();
     arena.insert(arena.end(), here.begin(), here.end());
     std::vector<Label>().swap(here);
@@ -388,6 +447,7 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
         double below = kInf;
         for (int x = bucket; x > 0; x -= x & -x) below = std::min(below, tree[x]);
         if (below <= next) continue;
+        if (bound && use_grid && grid->rules_out(d.end, next_retained, cutoff - next)) continue;
         if (bound && next + lower_bound_s(flag, d.end, next_retained, limit) > cutoff) continue;
         for (int x = bucket + 1; x <= kBuckets; x += x & -x) tree[x] = std::min(tree[x], next);
         auto& dest = pending[d.end];
@@ -451,6 +511,7 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   // When keeping every block fits, that pass would find the all-keep plan's 0 s (no decision adds
   // negative time): take the bound without the pass (for Stable Cascade the pass was most of advise).
   double upper = kInf;
+  std::vector<Grid> grids(2);
   if (keeping_everything_fits(budget_bytes)) {
     upper = 0.0;
   } else {
@@ -458,9 +519,12 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
       const Solution quick = run(f, budget_bytes, Objective::Time, kInf, 48);
       if (quick.found) upper = std::min(upper, quick.objective);
     }
+    // the grids' horizon: run()'s cutoff
+    if (upper < kInf)
+      for (int f : flags_) grids[f] = build_grid(f, limit_bytes(f, budget_bytes), upper * (1 + 1e-9) + 1e-12);
   }
   for (int f : flags_) {
-    Solution s = run(f, budget_bytes, Objective::Time, upper, options_.max_labels);
+    Solution s = run(f, budget_bytes, Objective::Time, upper, options_.max_labels, &grids[f]);
     out.labels += s.labels;
     out.exact = out.exact && s.exact;
     if (!s.found) continue;

@@ -18,8 +18,10 @@
 //   DP keeps, per position, the Pareto set of (P, time) labels and extends each by every decision
 //   starting there. Branch and bound keeps it fast: a quick pass with few labels per position (on
 //   a memory grid) gives a feasible plan, its time an upper bound; then the exact pass drops every
-//   label whose time plus a lower bound on its completion (a fractional-knapsack relaxation: the
-//   bytes still to free, at the cheapest rates the remaining blocks offer) exceeds it. Labels are
+//   label whose time plus a lower bound on its completion exceeds it. Two lower bounds: a
+//   fractional-knapsack relaxation (the bytes still to free, at the cheapest rates the remaining
+//   blocks offer), and the DP itself run backwards on a grid of time with exact bytes (Grid: the
+//   most bytes a prefix may retain and still finish within so much time). Labels are
 //   never discretised unless a position holds more than `max_labels` of them; then they are
 //   thinned on a memory grid (the result stays feasible — every label carries its exact bytes —
 //   and `exact` says that thinning happened).
@@ -125,11 +127,25 @@ class PlanOptimizer {
     double base_seconds = 0, base_freed = 0;  // every block at its cheapest option
     std::vector<double> freed, seconds, rate;  // hull increments by rising rate, cumulative
   };
+  // A bound on completions, on a grid of time, for one attention-offload setting and one budget:
+  // most[i][q] is at least the most bytes a prefix ending at block i may retain and still be
+  // completed, within the budget, by decisions adding at most q cells of time (each decision's
+  // seconds rounded down to cells). A label whose bytes exceed that for the time its cutoff leaves
+  // cannot lead to a plan under the cutoff (rules_out), and the exact pass drops it.
+  struct Grid {
+    double cell = 0;         // seconds per cell: the horizon (the cutoff) / cells
+    int cells = 0;           // 0: no grid
+    double slack_bytes = 0;  // rounding of the sums that formed `most`
+    std::vector<double> most;  // (n + 1) x (cells + 1): [position * (cells + 1) + cell]
+    bool rules_out(int position, double retained_bytes, double seconds_left) const;
+  };
   void build_decisions(bool attention_offload);
   void build_bounds(int flag);
   double lower_bound_s(int flag, int position, double retained_bytes, double limit_bytes) const;
-  Solution run(int flag, double budget_bytes, Objective objective, double upper_bound_s,
-               std::size_t max_labels) const;
+  double limit_bytes(int flag, double budget_bytes) const;
+  Grid build_grid(int flag, double limit_bytes, double horizon_s) const;
+  Solution run(int flag, double budget_bytes, Objective objective, double upper_bound_s, std::size_t max_labels,
+               const Grid* grid = nullptr) const;
   Plan to_plan(int flag, const std::vector<int>& decisions) const;
   OptimalPlan solve_activation(double budget_bytes) const;
   bool keeping_everything_fits(double budget_bytes) const;
