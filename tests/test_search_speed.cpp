@@ -55,22 +55,22 @@ TEST_CASE("scoring a schedule gives evaluate's figures bit for bit, for every sc
 
 namespace {
 
-void check_same_prediction(const Prediction& pair, const Prediction& alone) {
-  CHECK(same_bits(pair.peak_vram_bytes, alone.peak_vram_bytes));
-  CHECK(same_bits(pair.step_time_s, alone.step_time_s));
-  CHECK(same_bits(pair.memory.activation_peak_bytes, alone.memory.activation_peak_bytes));
-  CHECK(same_bits(pair.memory.host_activation_bytes, alone.memory.host_activation_bytes));
-  CHECK(same_bits(pair.time.recompute_s, alone.time.recompute_s));
-  CHECK(same_bits(pair.time.transfer_s, alone.time.transfer_s));
-  CHECK(pair.fits == alone.fits);
+void check_same_prediction(const Prediction& fast, const Prediction& alone) {
+  CHECK(same_bits(fast.peak_vram_bytes, alone.peak_vram_bytes));
+  CHECK(same_bits(fast.step_time_s, alone.step_time_s));
+  CHECK(same_bits(fast.memory.activation_peak_bytes, alone.memory.activation_peak_bytes));
+  CHECK(same_bits(fast.memory.host_activation_bytes, alone.memory.host_activation_bytes));
+  CHECK(same_bits(fast.time.recompute_s, alone.time.recompute_s));
+  CHECK(same_bits(fast.time.transfer_s, alone.time.transfer_s));
+  CHECK(fast.fits == alone.fits);
 }
 
 }  // namespace
 
-TEST_CASE("two plans predicted in one walk give each plan's own figures bit for bit") {
-  // every supported plan of every family, paired with the next one (per-block plans walk
-  // interleaved; a pair with a multi-block or attention-offload plan takes the one-plan path)
-  int interleaved = 0;
+TEST_CASE("a scorer that resumes each plan's walk where it differs from the last gives each plan's figures bit for bit") {
+  // every supported plan of every family, in enumeration order (per-block plans resume mid-chain;
+  // a multi-block or attention-offload plan takes the one-plan path), then the same plans backwards
+  int resumed = 0;
   for (const Family& fam : builtin_families()) {
     const Context ctx(request_for(fam, "l40s"));
     std::vector<Plan> plans;
@@ -78,34 +78,34 @@ TEST_CASE("two plans predicted in one walk give each plan's own figures bit for 
       PlanResult r = realize(fam, ctx.chain, s, ctx.setup);
       if (r.supported) plans.push_back(std::move(r.plan));
     }
-    for (std::size_t i = 0; i + 1 < plans.size(); ++i) {
-      INFO(fam.id, " plans ", i, " and ", i + 1);
-      Prediction p[2];
-      predict_figures_pair(ctx.prepared, plans[i], plans[i + 1], ctx.headroom_bytes, p);
-      check_same_prediction(p[0], predict_figures(ctx.prepared, plans[i], ctx.headroom_bytes));
-      check_same_prediction(p[1], predict_figures(ctx.prepared, plans[i + 1], ctx.headroom_bytes));
-      const std::size_t n = ctx.chain.blocks.size();
-      if (!plans[i].offload_attention && !plans[i + 1].offload_attention && plans[i].segments.size() == n &&
-          plans[i + 1].segments.size() == n)
-        ++interleaved;
+    for (bool backwards : {false, true}) {
+      PlanScorer scorer(ctx.prepared);
+      for (std::size_t k = 0; k < plans.size(); ++k) {
+        const std::size_t i = backwards ? plans.size() - 1 - k : k;
+        INFO(fam.id, " plan ", i, backwards ? " (backwards)" : "");
+        check_same_prediction(scorer.figures(plans[i], ctx.headroom_bytes),
+                              predict_figures(ctx.prepared, plans[i], ctx.headroom_bytes));
+        const std::size_t n = ctx.chain.blocks.size();
+        if (k > 0 && !plans[i].offload_attention && plans[i].segments.size() == n) ++resumed;
+      }
     }
   }
-  CHECK(interleaved > 1000);  // Stable Cascade C's micro-block plans alone are ~18k
+  CHECK(resumed > 1000);  // Stable Cascade C's micro-block plans alone are ~18k
 }
 
-TEST_CASE("advise scoring in pairs ranks as evaluating every schedule one by one") {
+TEST_CASE("advise scoring plan after plan ranks as evaluating every schedule one by one") {
   for (const char* id : {"stable-cascade-c", "flux1", "wan2.1-1.3b"}) {
     const Context ctx(request_for(find_family(id), "l40s"));
     const std::vector<Schedule> all = enumerate_schedules(schedule_space(ctx));
-    const Advice paired = advise_schedules(ctx, true);
+    const Advice scored = advise_schedules(ctx, true);
     const Advice alone = advise(all, [&](const Schedule& s) { return evaluate(ctx, s); }, ctx.headroom_bytes, true);
     INFO(id);
-    REQUIRE(paired.candidates.size() == alone.candidates.size());
-    CHECK(paired.recommended == alone.recommended);
-    CHECK(paired.borderline == alone.borderline);
+    REQUIRE(scored.candidates.size() == alone.candidates.size());
+    CHECK(scored.recommended == alone.recommended);
+    CHECK(scored.borderline == alone.borderline);
     for (std::size_t i = 0; i < alone.candidates.size(); ++i) {
-      CHECK(paired.candidates[i].schedule.name() == alone.candidates[i].schedule.name());
-      CHECK(same_bits(paired.candidates[i].prediction.step_time_s, alone.candidates[i].prediction.step_time_s));
+      CHECK(scored.candidates[i].schedule.name() == alone.candidates[i].schedule.name());
+      CHECK(same_bits(scored.candidates[i].prediction.step_time_s, alone.candidates[i].prediction.step_time_s));
     }
   }
 }

@@ -140,17 +140,18 @@ Sink walk_timeline(const PreparedChain& pc, const Plan& plan, Sink note, Activat
       else
         seg_retained += sb[s.begin].boundary_bytes;
     }
-    retained[j] = seg_retained;
+    retained[j] = retained_sum;  // what the segments before j retain: alive during j's backward
     retained_sum += seg_retained;
   }
   tl.retained_after_forward_bytes = retained_sum;
   tl.host_bytes = host;
 
-  // backward
-  double before = retained_sum;
+  // backward (what earlier segments retain is the forward's prefix sum, not the total less what
+  // later segments freed: the same bytes, and a plan's figures then depend on its blocks in order
+  // only, which lets a scorer reuse the walk of a plan sharing its first blocks: PlanScorer)
   for (std::size_t jj = segments; jj-- > 0;) {
     const Segment& s = seg[jj];
-    before -= retained[jj];
+    const double before = retained[jj];
     if (s.mode == BlockMode::Checkpoint) {
       // recompute the whole segment, then back-propagate from its last block
       double recomputed = 0;
@@ -240,15 +241,14 @@ PeakSink single_block_peak(const PreparedChain& pc, const Plan& plan, Activation
     } else {
       kept = b.boundary_bytes;
     }
-    r[i] = kept;
+    r[i] = retained_sum;  // before block i (walk_timeline: the prefix)
     retained_sum += kept;
   }
   tl.retained_after_forward_bytes = retained_sum;
   tl.host_bytes = host;
-  double before = retained_sum;
   for (int i = n - 1; i >= 0; --i) {
     const ScaledBlock& b = sb[i];
-    before -= r[i];
+    const double before = r[i];
     const double grads = 2 * b.boundary_bytes;
     double v;
     if (seg[i].mode == BlockMode::Checkpoint) {
@@ -273,33 +273,37 @@ PeakSink single_block_peak(const PreparedChain& pc, const Plan& plan, Activation
 }
 
 // The figures predict() needs of a plan of one-block segments without attention offload, in one
-// pass each way: single_block_peak's positions (its peak: a maximum is the same in any order) and
-// predict()'s recompute and transfer sums, each formed over the blocks in the same order as there,
-// so every figure is bit-identical to the timeline walk plus predict()'s loop over segments.
+// pass: single_block_peak's positions (its peak: a maximum is the same in any order; a block's
+// backward position needs only what the blocks before it retain) and predict()'s recompute and
+// transfer sums, each formed over the blocks in the same order as there, so every figure is
+// bit-identical to the timeline walk plus predict()'s loop over segments.
 struct SingleBlockFigures {
   double peak_bytes = 0, retained_bytes = 0, host_bytes = 0;
   double recompute_s = 0, offload_bytes = 0, recomputed_blocks = 0;
 };
 
-// One plan's running sums in single_block_figures_of. Every chain (retained, host, recompute,
-// offload, peak) lives in a register: a double counter of recomputed blocks that went to memory and
-// back once per block was a third of the pass; the count is an int (exact, as the double was).
-struct FusedLane {
-  const Segment* seg;
-  double* kept;  // what each block leaves behind, for the backward walk
-  double retained_sum = 0, host = 0, recompute_s = 0, offload_bytes = 0, peak = 0;
-  int recomputed = 0;
-};
+// One plan's running sums before a block (PlanScorer keeps one per block). The count of recomputed
+// blocks is an int: exact, as the double it replaced, and off the chain of double additions.
+using FusedState = PlanScorer::State;
 
-// Block i forward, for one lane (the sums and their order as in walk_timeline and predict())
-inline void fused_forward(const PreparedChain& pc, const BlockCost* blocks, const ScaledBlock& b, double base, int i,
-                          FusedLane& l) {
+// Block i forward and backward (the sums and their order as in walk_timeline and predict())
+inline void fused_block(const PreparedChain& pc, const BlockCost* blocks, const ScaledBlock& b, double base, int i,
+                        const Segment& seg, FusedState& l) {
   const double saved = b.saved();
-  const double live = base + l.retained_sum + saved + b.transient_bytes + b.boundary_bytes;
+  const double live = base + l.retained + saved + b.transient_bytes + b.boundary_bytes;
   l.peak = live > l.peak ? live : l.peak;
+  const BlockMode mode = seg.mode;
+  const double grads = 2 * b.boundary_bytes;
+  double back;
+  if (mode == BlockMode::Checkpoint) {
+    back = base + l.retained + b.boundary_bytes + saved + grads + b.transient_bytes;
+  } else {
+    const double live_block = mode == BlockMode::CheckpointFfn ? saved + b.ffn_input_bytes : saved;
+    back = base + l.retained + live_block + grads + b.transient_bytes;
+  }
+  l.peak = back > l.peak ? back : l.peak;
   double kept = 0;
-  const BlockMode mode = l.seg[i].mode;
-  const bool to_host = l.seg[i].offload_to_host;
+  const bool to_host = seg.offload_to_host;
   if (mode == BlockMode::Keep) {
     kept = saved;
   } else if (mode == BlockMode::CheckpointFfn) {
@@ -322,28 +326,13 @@ inline void fused_forward(const PreparedChain& pc, const BlockCost* blocks, cons
       kept = b.boundary_bytes;
     }
   }
-  l.kept[i] = kept;
-  l.retained_sum += kept;
+  l.retained += kept;
 }
 
-// Block i backward, for one lane; `before` runs down from the retained sum
-inline void fused_backward(const ScaledBlock& b, double base, int i, double& before, FusedLane& l) {
-  before -= l.kept[i];
-  const double grads = 2 * b.boundary_bytes;
-  double v;
-  if (l.seg[i].mode == BlockMode::Checkpoint) {
-    v = base + before + b.boundary_bytes + b.saved() + grads + b.transient_bytes;
-  } else {
-    const double live_block = l.seg[i].mode == BlockMode::CheckpointFfn ? b.saved() + b.ffn_input_bytes : b.saved();
-    v = base + before + live_block + grads + b.transient_bytes;
-  }
-  l.peak = v > l.peak ? v : l.peak;
-}
-
-SingleBlockFigures figures_of(const FusedLane& l) {
+SingleBlockFigures figures_of(const FusedState& l) {
   SingleBlockFigures f;
   f.peak_bytes = l.peak;
-  f.retained_bytes = l.retained_sum;
+  f.retained_bytes = l.retained;
   f.host_bytes = l.host;
   f.recompute_s = l.recompute_s;
   f.offload_bytes = l.offload_bytes;
@@ -351,37 +340,14 @@ SingleBlockFigures figures_of(const FusedLane& l) {
   return f;
 }
 
-// Lanes plans (1 or 2) of the chain's length, walked in one loop: each plan's sums form in its own
-// registers in the order above, so every figure is bit-identical to walking the plan alone; two
-// plans' dependency chains (4 cycles an addition) interleave instead of waiting on each other.
-template <int Lanes>
-void single_block_figures_of(const PreparedChain& pc, const Plan* const* plans, SingleBlockFigures* out) {
+SingleBlockFigures single_block_figures(const PreparedChain& pc, const Plan& plan) {
   const ScaledBlock* sb = pc.scaled.data();
   const BlockCost* blocks = pc.chain->blocks.data();
-  const int n = static_cast<int>(plans[0]->segments.size());
   const double base = pc.chain->outside_activation_bytes;
-  thread_local std::vector<double> kept_buffer;
-  kept_buffer.resize(static_cast<std::size_t>(Lanes) * n);
-  FusedLane a{plans[0]->segments.data(), kept_buffer.data()};
-  FusedLane b{plans[Lanes - 1]->segments.data(), kept_buffer.data() + (Lanes - 1) * static_cast<std::size_t>(n)};
-  for (int i = 0; i < n; ++i) {
-    fused_forward(pc, blocks, sb[i], base, i, a);
-    if (Lanes == 2) fused_forward(pc, blocks, sb[i], base, i, b);
-  }
-  double before_a = a.retained_sum, before_b = b.retained_sum;
-  for (int i = n - 1; i >= 0; --i) {
-    fused_backward(sb[i], base, i, before_a, a);
-    if (Lanes == 2) fused_backward(sb[i], base, i, before_b, b);
-  }
-  out[0] = figures_of(a);
-  if (Lanes == 2) out[1] = figures_of(b);
-}
-
-SingleBlockFigures single_block_figures(const PreparedChain& pc, const Plan& plan) {
-  const Plan* plans[1] = {&plan};
-  SingleBlockFigures f;
-  single_block_figures_of<1>(pc, plans, &f);
-  return f;
+  FusedState st;
+  const int n = static_cast<int>(plan.segments.size());
+  for (int i = 0; i < n; ++i) fused_block(pc, blocks, sb[i], base, i, plan.segments[i], st);
+  return figures_of(st);
 }
 
 }  // namespace
@@ -612,18 +578,32 @@ Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double hea
   return predict_plan(pc, plan, headroom_bytes, false);
 }
 
-void predict_figures_pair(const PreparedChain& pc, const Plan& first, const Plan& second, double headroom_bytes,
-                          Prediction out[2]) {
-  if (!fusable(pc, first) || !fusable(pc, second)) {
-    out[0] = predict_figures(pc, first, headroom_bytes);
-    out[1] = predict_figures(pc, second, headroom_bytes);
-    return;
+Prediction PlanScorer::figures(const Plan& plan, double headroom_bytes) {
+  const PreparedChain& pc = *pc_;
+  if (!fusable(pc, plan)) return predict_figures(pc, plan, headroom_bytes);
+  const std::size_t n = plan.segments.size();
+  if (states_.size() != n + 1) {
+    states_.assign(n + 1, State{});
+    walked_.clear();
   }
-  const Plan* plans[2] = {&first, &second};
-  SingleBlockFigures fig[2];
-  single_block_figures_of<2>(pc, plans, fig);
-  out[0] = predict_plan(pc, first, headroom_bytes, false, &fig[0]);
-  out[1] = predict_plan(pc, second, headroom_bytes, false, &fig[1]);
+  // the first block where this plan differs from the last one walked: the walk resumes there
+  std::size_t p = 0;
+  if (walked_.size() == n)
+    while (p < n && walked_[p].mode == plan.segments[p].mode &&
+           walked_[p].offload_to_host == plan.segments[p].offload_to_host)
+      ++p;
+  walked_.resize(n);
+  const ScaledBlock* sb = pc.scaled.data();
+  const BlockCost* blocks = pc.chain->blocks.data();
+  const double base = pc.chain->outside_activation_bytes;
+  State st = states_[p];
+  for (std::size_t i = p; i < n; ++i) {
+    fused_block(pc, blocks, sb[i], base, static_cast<int>(i), plan.segments[i], st);
+    states_[i + 1] = st;
+    walked_[i] = plan.segments[i];
+  }
+  const SingleBlockFigures fig = figures_of(st);
+  return predict_plan(pc, plan, headroom_bytes, false, &fig);
 }
 
 namespace {

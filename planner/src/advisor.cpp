@@ -143,28 +143,15 @@ ScheduleScore ranged_score(const Context& ctx, const Schedule& s, const Predicti
   return {true, r.prediction.peak_vram_bytes, r.prediction.step_time_s, r.prediction.usable_vram_bytes, r.fit};
 }
 
-// score() of `count` schedules, two at a time: their plans' timelines are walked in one loop
-// (predict_figures_pair: the same figures, bit for bit)
+// score() of `count` schedules in order: consecutive plans share their first blocks, whose walk
+// PlanScorer reuses (the same figures, bit for bit)
 void score_batch(const Context& ctx, const Schedule* s, std::size_t count, ScheduleScore* out) {
-  // realized in place: the segment buffers serve every pair (a batch runs on one thread)
-  thread_local PlanResult a, b;
-  std::size_t i = 0;
-  for (; i + 2 <= count; i += 2) {
-    realize_into(*ctx.family, ctx.chain, s[i], ctx.setup, a);
-    realize_into(*ctx.family, ctx.chain, s[i + 1], ctx.setup, b);
-    if (a.supported && b.supported) {
-      Prediction p[2];
-      predict_figures_pair(ctx.prepared, a.plan, b.plan, ctx.headroom_bytes, p);
-      out[i] = ranged_score(ctx, s[i], p[0]);
-      out[i + 1] = ranged_score(ctx, s[i + 1], p[1]);
-      continue;
-    }
-    out[i] = a.supported ? ranged_score(ctx, s[i], predict_figures(ctx.prepared, a.plan, ctx.headroom_bytes))
-                         : ScheduleScore{};
-    out[i + 1] = b.supported ? ranged_score(ctx, s[i + 1], predict_figures(ctx.prepared, b.plan, ctx.headroom_bytes))
-                             : ScheduleScore{};
+  thread_local PlanResult plan;  // realized in place: the segment buffer serves every schedule
+  PlanScorer scorer(ctx.prepared);
+  for (std::size_t i = 0; i < count; ++i) {
+    realize_into(*ctx.family, ctx.chain, s[i], ctx.setup, plan);
+    out[i] = plan.supported ? ranged_score(ctx, s[i], scorer.figures(plan.plan, ctx.headroom_bytes)) : ScheduleScore{};
   }
-  for (; i < count; ++i) out[i] = score(ctx, s[i]);
 }
 
 }  // namespace

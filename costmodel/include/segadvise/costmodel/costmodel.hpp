@@ -97,11 +97,28 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
 // predict() without naming the peak's phase (memory.peak_phase stays empty): every figure is the
 // same, bit for bit; advise scores thousands of plans and names only those it prints.
 Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double headroom_bytes);
-// predict_figures() of two plans, bit for bit: two plans of one-block segments without attention
-// offload (every per-block and micro-block schedule) are walked in one loop, their dependency
-// chains interleaved (advise scores ~18k such plans for Stable Cascade's 192 micro-blocks).
-void predict_figures_pair(const PreparedChain& pc, const Plan& first, const Plan& second, double headroom_bytes,
-                          Prediction out[2]);
+// predict_figures() of plan after plan, bit for bit. A plan of one-block segments without attention
+// offload (every per-block and micro-block schedule) is walked from the first block where it differs
+// from the previous plan walked: its figures before that block are the previous plan's (the
+// timeline's sums run over the blocks in order). advise scores ~18k such plans for Stable Cascade's
+// 192 micro-blocks, in an order where consecutive plans share their first blocks (an interval with
+// its strides, rising). One scorer per thread and per prepared chain.
+class PlanScorer {
+ public:
+  explicit PlanScorer(const PreparedChain& pc) : pc_(&pc) {}
+  Prediction figures(const Plan& plan, double headroom_bytes);
+
+  // the running sums before a block
+  struct State {
+    double retained = 0, host = 0, recompute_s = 0, offload_bytes = 0, peak = 0;
+    int recomputed = 0;
+  };
+
+ private:
+  const PreparedChain* pc_;
+  std::vector<Segment> walked_;  // the last plan of one-block segments walked
+  std::vector<State> states_;    // states_[i]: its sums before block i
+};
 
 // A prediction for a schedule the trainer ignores or rejects.
 Prediction unsupported_prediction(const std::string& reason);
