@@ -340,6 +340,106 @@ SingleBlockFigures figures_of(const FusedState& l) {
   return f;
 }
 
+// What a plan's attention offload makes the same for all of its segments (walk_timeline, predict()):
+// the share of a kept block's attention side that stays on the GPU, the share that moves, and the
+// base under every position (the staging copies included).
+struct OffloadView {
+  bool on = false;
+  double kept_share = 1.0, share = 0.0, base = 0.0;
+};
+
+OffloadView offload_view(const PreparedChain& pc, const Plan& plan) {
+  OffloadView o;
+  o.on = plan.offload_attention;
+  o.kept_share = o.on ? 1 - offload_share(plan, *pc.coef) : 1.0;
+  o.share = o.on ? offload_share(plan, *pc.coef) : 0.0;
+  const auto& blocks = pc.chain->blocks;
+  double staging = 0;
+  if (o.on)
+    for (const auto& s : plan.segments)
+      if (s.mode != BlockMode::Keep)
+        for (int i = s.begin; i < s.end; ++i)
+          if (blocks[i].attention_offloadable) staging = std::max(staging, pc.scaled[i].attention_bytes);
+  o.base = pc.chain->outside_activation_bytes + pc.coef->offload_staging_blocks * staging;
+  return o;
+}
+
+// Segment s forward and backward, with predict()'s sums: the positions and sums of walk_timeline
+// and of predict()'s loop over segments, each formed in the same order as there, so every figure is
+// bit-identical (what earlier segments retain is the forward's prefix sum in both).
+inline void fused_segment(const PreparedChain& pc, const BlockCost* blocks, const ScaledBlock* sb,
+                          const OffloadView& o, const Segment& s, FusedState& l) {
+  const double base = o.base;
+  auto attention_on_gpu = [&](int i) {
+    return (o.on && blocks[i].attention_offloadable) ? sb[i].attention_bytes * o.kept_share : sb[i].attention_bytes;
+  };
+  const double before = l.retained;
+  double seg_retained = 0;
+  for (int i = s.begin; i < s.end; ++i) {
+    const ScaledBlock& b = sb[i];
+    const double live = base + before + seg_retained + b.saved() + b.transient_bytes + b.boundary_bytes;
+    l.peak = live > l.peak ? live : l.peak;
+    if (s.mode == BlockMode::Keep) {
+      const double on_gpu = attention_on_gpu(i);
+      seg_retained += on_gpu + b.ffn_bytes + b.rest_bytes;
+      l.host += b.attention_bytes - on_gpu;
+    } else if (s.mode == BlockMode::CheckpointFfn) {
+      const double on_gpu = attention_on_gpu(i);
+      const double kept = on_gpu + b.rest_bytes;
+      l.host += b.attention_bytes - on_gpu;
+      if (s.offload_to_host) {
+        seg_retained += kept;
+        l.host += b.ffn_input_bytes;
+      } else {
+        seg_retained += kept + b.ffn_input_bytes;
+      }
+    }
+  }
+  if (s.mode == BlockMode::Checkpoint) {
+    if (s.offload_to_host)
+      l.host += sb[s.begin].boundary_bytes;
+    else
+      seg_retained += sb[s.begin].boundary_bytes;
+    double recomputed = 0;
+    for (int i = s.begin; i < s.end; ++i) recomputed += sb[i].saved();
+    for (int i = s.end - 1; i >= s.begin; --i) {
+      const double grads = 2 * sb[i].boundary_bytes;
+      const double v = base + before + sb[s.begin].boundary_bytes + recomputed + grads + sb[i].transient_bytes;
+      l.peak = v > l.peak ? v : l.peak;
+      recomputed -= sb[i].saved();
+    }
+  } else {
+    for (int i = s.end - 1; i >= s.begin; --i) {
+      const ScaledBlock& b = sb[i];
+      const double grads = 2 * b.boundary_bytes;
+      double live_block = b.saved();
+      if (s.mode == BlockMode::CheckpointFfn) live_block += b.ffn_input_bytes;
+      double earlier_in_segment = 0;
+      for (int k = s.begin; k < i; ++k)
+        earlier_in_segment += attention_on_gpu(k) + sb[k].rest_bytes +
+                              (s.mode == BlockMode::Keep ? sb[k].ffn_bytes : (s.offload_to_host ? 0 : sb[k].ffn_input_bytes));
+      const double v = base + before + earlier_in_segment + live_block + grads + b.transient_bytes;
+      l.peak = v > l.peak ? v : l.peak;
+    }
+  }
+  l.retained += seg_retained;
+  // predict()'s loop over segments
+  for (int i = s.begin; i < s.end; ++i) {
+    if (s.mode == BlockMode::Checkpoint) {
+      l.recompute_s += pc.forward_s[i];
+      if (o.on && blocks[i].attention_offloadable) l.offload_bytes += sb[i].attention_bytes;
+      continue;
+    }
+    if (s.mode == BlockMode::CheckpointFfn) {
+      l.recompute_s += pc.ffn_forward_s[i];
+      if (s.offload_to_host) l.offload_bytes += blocks[i].ffn_input_bytes;
+    }
+    if (o.on && blocks[i].attention_offloadable) l.offload_bytes += sb[i].attention_bytes * o.share;
+  }
+  if (s.mode == BlockMode::Checkpoint && s.offload_to_host) l.offload_bytes += sb[s.begin].boundary_bytes;
+  if (s.mode != BlockMode::Keep) l.recomputed += s.end - s.begin;
+}
+
 SingleBlockFigures single_block_figures(const PreparedChain& pc, const Plan& plan) {
   const ScaledBlock* sb = pc.scaled.data();
   const BlockCost* blocks = pc.chain->blocks.data();
@@ -580,27 +680,51 @@ Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double hea
 
 Prediction PlanScorer::figures(const Plan& plan, double headroom_bytes) {
   const PreparedChain& pc = *pc_;
-  if (!fusable(pc, plan)) return predict_figures(pc, plan, headroom_bytes);
   const std::size_t n = plan.segments.size();
-  if (states_.size() != n + 1) {
-    states_.assign(n + 1, State{});
-    walked_.clear();
+  // attention offload makes every segment's figures depend on what the whole plan checkpoints (the
+  // offloaded share, the staging copies): the walk resumes only under the same view. Plans of
+  // one-block segments without it walk block by block (fused_block, the lighter pass).
+  const OffloadView o = offload_view(pc, plan);
+  const bool single = !o.on && n == pc.chain->blocks.size();
+  if (single != walked_single_ || o.on != walked_view_[0] || o.share != walked_view_[1] || o.base != walked_view_[2]) {
+    walked_.clear();  // the other walk's states do not serve
+    walked_single_ = single;
+    walked_view_[0] = o.on;
+    walked_view_[1] = o.share;
+    walked_view_[2] = o.base;
   }
-  // the first block where this plan differs from the last one walked: the walk resumes there
+  if (states_.size() < n + 1) states_.resize(n + 1);
+  // the first segment where this plan differs from the last one walked: the walk resumes there
+  // (one-block segments: segment j is block j, only modes differ)
   std::size_t p = 0;
-  if (walked_.size() == n)
-    while (p < n && walked_[p].mode == plan.segments[p].mode &&
-           walked_[p].offload_to_host == plan.segments[p].offload_to_host)
+  const std::size_t common = std::min(n, walked_.size());
+  const Segment* was = walked_.data();
+  const Segment* now = plan.segments.data();
+  if (single)
+    while (p < common && was[p].mode == now[p].mode && was[p].offload_to_host == now[p].offload_to_host) ++p;
+  else
+    while (p < common && was[p].begin == now[p].begin && was[p].end == now[p].end && was[p].mode == now[p].mode &&
+           was[p].offload_to_host == now[p].offload_to_host)
       ++p;
   walked_.resize(n);
   const ScaledBlock* sb = pc.scaled.data();
   const BlockCost* blocks = pc.chain->blocks.data();
   const double base = pc.chain->outside_activation_bytes;
-  State st = states_[p];
-  for (std::size_t i = p; i < n; ++i) {
-    fused_block(pc, blocks, sb[i], base, static_cast<int>(i), plan.segments[i], st);
-    states_[i + 1] = st;
-    walked_[i] = plan.segments[i];
+  State st = p == 0 ? State{} : states_[p];
+  State* states = states_.data();
+  Segment* walked = walked_.data();
+  if (single) {
+    for (std::size_t j = p; j < n; ++j) {
+      fused_block(pc, blocks, sb[j], base, static_cast<int>(j), now[j], st);
+      states[j + 1] = st;
+      walked[j] = now[j];
+    }
+  } else {
+    for (std::size_t j = p; j < n; ++j) {
+      fused_segment(pc, blocks, sb, o, now[j], st);
+      states[j + 1] = st;
+      walked[j] = now[j];
+    }
   }
   const SingleBlockFigures fig = figures_of(st);
   return predict_plan(pc, plan, headroom_bytes, false, &fig);
@@ -618,7 +742,9 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   const GpuCoefficients& g = pc.gpu_coef ? *pc.gpu_coef : coef.for_gpu(gpu.id);
   const StaticMemory& sm = pc.static_memory;
   // unnamed one-block plans without attention offload: one fused pass (single_block_figures)
-  const bool fused = !name_peak && fusable(pc, plan);
+  // figures given (PlanScorer, any plan without attention offload), or one fused pass for a plan of
+  // one-block segments nobody names the peak of
+  const bool fused = figures != nullptr || (!name_peak && fusable(pc, plan));
   SingleBlockFigures fig;
   ActivationTimeline tl;
   if (fused) {

@@ -97,12 +97,14 @@ Prediction predict(const PreparedChain& pc, const Plan& plan, double headroom_by
 // predict() without naming the peak's phase (memory.peak_phase stays empty): every figure is the
 // same, bit for bit; advise scores thousands of plans and names only those it prints.
 Prediction predict_figures(const PreparedChain& pc, const Plan& plan, double headroom_bytes);
-// predict_figures() of plan after plan, bit for bit. A plan of one-block segments without attention
-// offload (every per-block and micro-block schedule) is walked from the first block where it differs
-// from the previous plan walked: its figures before that block are the previous plan's (the
-// timeline's sums run over the blocks in order). advise scores ~18k such plans for Stable Cascade's
-// 192 micro-blocks, in an order where consecutive plans share their first blocks (an interval with
-// its strides, rising). One scorer per thread and per prepared chain.
+// predict_figures() of plan after plan, bit for bit. A plan is walked from the first segment where
+// it differs from the previous plan walked (under the same attention offload: the share it moves
+// and its staging copies): its figures before that segment are the previous plan's (the timeline's
+// sums run over the segments in order, and a segment's backward needs only what the segments before
+// it retain). advise scores ~18k per-block
+// plans for Stable Cascade's 192 micro-blocks and ~10k segmented plans for MiniMax H3, in an order
+// where consecutive plans share their first segments (an interval with its strides, rising). One
+// scorer per thread and per prepared chain.
 class PlanScorer {
  public:
   explicit PlanScorer(const PreparedChain& pc) : pc_(&pc) {}
@@ -116,8 +118,10 @@ class PlanScorer {
 
  private:
   const PreparedChain* pc_;
-  std::vector<Segment> walked_;  // the last plan of one-block segments walked
-  std::vector<State> states_;    // states_[i]: its sums before block i
+  std::vector<Segment> walked_;  // the last plan walked
+  bool walked_single_ = false;   // it was of one-block segments without attention offload
+  double walked_view_[3] = {0, 0, 0};  // its attention offload: on, the share moved, the base
+  std::vector<State> states_;    // states_[j]: its sums before segment j
 };
 
 // A prediction for a schedule the trainer ignores or rejects.
