@@ -309,6 +309,11 @@ TEST_CASE("the Pareto front of optimal plans falls in time as memory grows and i
   CHECK(front.knee > 0);
   CHECK(front.knee < static_cast<int>(front.points.size()) - 1);
   CHECK(front.points.front().peak_vram_bytes == doctest::Approx(opt.min_peak_vram_bytes()).epsilon(1e-9));
+  // every point is an optimal plan: none faster fits under its peak (the budgets are solved side by
+  // side on threads; each answer is the one-budget search's)
+  for (const FrontPoint& p : front.points)
+    CHECK(opt.solve_for_peak(p.peak_vram_bytes).prediction.step_time_s == doctest::Approx(p.step_time_s).epsilon(1e-12));
+  CHECK(front.points.back().step_time_s == doctest::Approx(opt.solve_for_peak(1e300).prediction.step_time_s).epsilon(1e-12));
 
   FrontPlot plot;
   plot.title = "wan <14B>";

@@ -1,12 +1,14 @@
 #include "segadvise/planner/optimal.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
@@ -594,18 +596,29 @@ ParetoFront PlanOptimizer::pareto_front(int max_points) const {
   if (chain_.blocks.empty()) return front;
   max_points = std::max(2, max_points);
   const double lo = activation_for_peak_vram(min_peak_vram_bytes());
-  double budget = kInf, hi = -1;
-  while (static_cast<int>(front.points.size()) < max_points) {
-    const OptimalPlan p = solve_activation(budget);
-    if (!p.found) break;
-    front.points.push_back({p.prediction.peak_vram_bytes, p.prediction.step_time_s, p.plan});
-    const double a = p.dp_activation_peak_bytes;
-    if (hi < 0) hi = a;
-    if (a <= lo * (1 + 1e-9)) break;
-    const double step = (hi - lo) / (max_points - 1);
-    // the next budget: a step below this plan's peak, never below the smallest peak
-    budget = std::max(lo, std::min(a * (1 - 1e-9), a - step));
-  }
+  const OptimalPlan fastest = solve_activation(kInf);
+  if (!fastest.found) return front;
+  front.points.push_back({fastest.prediction.peak_vram_bytes, fastest.prediction.step_time_s, fastest.plan});
+  const double hi = fastest.dp_activation_peak_bytes;
+  // budgets evenly from the fastest plan's peak down to the smallest peak, each solved on its own
+  // (the searches are independent: they run side by side on the machine's cores; one after another,
+  // each a step below the last plan's peak, Stable Cascade C's front took 2.2 s on 2 cores)
+  std::vector<double> budgets;
+  if (hi > lo * (1 + 1e-9))
+    for (int k = 1; k < max_points; ++k) budgets.push_back(std::max(lo, hi - k * (hi - lo) / (max_points - 1)));
+  std::vector<OptimalPlan> solved(budgets.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t k; (k = next.fetch_add(1)) < budgets.size();) solved[k] = solve_activation(budgets[k]);
+  };
+  const std::size_t threads =
+      std::min<std::size_t>(budgets.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  for (const OptimalPlan& p : solved)
+    if (p.found) front.points.push_back({p.prediction.peak_vram_bytes, p.prediction.step_time_s, p.plan});
   std::reverse(front.points.begin(), front.points.end());
   // drop points another point dominates (equal peaks from the two attention-offload settings)
   std::vector<FrontPoint> kept;
