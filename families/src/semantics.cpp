@@ -221,16 +221,21 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
     };
     // one segment per block, written through plain pointers: through push_back, every bool store
     // (which may alias anything) made the compiler reload the vectors' pointers once per block
+    // n segments left by the previous plan partition the n blocks one each: their ranges stand
+    const bool ranges_stand = plan.segments.size() == static_cast<std::size_t>(n);
     plan.segments.resize(n);  // in place when the previous plan was one of n blocks
     Segment* out = plan.segments.data();
     const BlockCost* blocks = chain.blocks.data();
+    if (!ranges_stand)
+      for (int i = 0; i < n; ++i) {
+        out[i].begin = i;
+        out[i].end = i + 1;
+      }
     for (int i = 0; i < n; ++i) {
       const bool ck = blocks[i].checkpointable &&
                       (every || selected_by_remainder(
                                     remainder(global_index ? blocks[i].global_position : blocks[i].list_position), k,
                                     sched.stride));
-      out[i].begin = i;
-      out[i].end = i + 1;
       out[i].mode = !ck ? BlockMode::Keep
                         : (ffn_only && blocks[i].has_ffn_boundary) ? BlockMode::CheckpointFfn : BlockMode::Checkpoint;
       out[i].offload_to_host = ck && offload;
