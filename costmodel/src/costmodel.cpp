@@ -272,8 +272,8 @@ PeakSink single_block_peak(const PreparedChain& pc, const Plan& plan, Activation
   return peak;
 }
 
-// The figures predict() needs of a plan of one-block segments without attention offload, in one
-// pass: single_block_peak's positions (its peak: a maximum is the same in any order; a block's
+// The figures predict() needs of a plan, in one pass (fused_block for one-block segments without
+// attention offload, fused_segment for any segment): single_block_peak's positions (its peak: a maximum is the same in any order; a block's
 // backward position needs only what the blocks before it retain) and predict()'s recompute and
 // transfer sums, each formed over the blocks in the same order as there, so every figure is
 // bit-identical to the timeline walk plus predict()'s loop over segments.
@@ -282,7 +282,7 @@ struct SingleBlockFigures {
   double recompute_s = 0, offload_bytes = 0, recomputed_blocks = 0;
 };
 
-// One plan's running sums before a block (PlanScorer keeps one per block). The count of recomputed
+// One plan's running sums before a segment (PlanScorer keeps one per segment). The count of recomputed
 // blocks is an int: exact, as the double it replaced, and off the chain of double additions.
 using FusedState = PlanScorer::State;
 
@@ -707,6 +707,7 @@ Prediction PlanScorer::figures(const Plan& plan, double headroom_bytes) {
            was[p].offload_to_host == now[p].offload_to_host)
       ++p;
   walked_.resize(n);
+  resumed_at_ = p;
   const ScaledBlock* sb = pc.scaled.data();
   const BlockCost* blocks = pc.chain->blocks.data();
   const double base = pc.chain->outside_activation_bytes;
@@ -741,9 +742,8 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   const Coefficients& coef = *pc.coef;
   const GpuCoefficients& g = pc.gpu_coef ? *pc.gpu_coef : coef.for_gpu(gpu.id);
   const StaticMemory& sm = pc.static_memory;
-  // unnamed one-block plans without attention offload: one fused pass (single_block_figures)
-  // figures given (PlanScorer, any plan without attention offload), or one fused pass for a plan of
-  // one-block segments nobody names the peak of
+  // figures given (PlanScorer: any plan), or one fused pass for a plan of one-block segments without
+  // attention offload nobody names the peak of (single_block_figures)
   const bool fused = figures != nullptr || (!name_peak && fusable(pc, plan));
   SingleBlockFigures fig;
   ActivationTimeline tl;

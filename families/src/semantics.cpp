@@ -221,8 +221,11 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
     };
     // one segment per block, written through plain pointers: through push_back, every bool store
     // (which may alias anything) made the compiler reload the vectors' pointers once per block
-    // n segments left by the previous plan partition the n blocks one each: their ranges stand
-    const bool ranges_stand = plan.segments.size() == static_cast<std::size_t>(n);
+    // n segments of a previous plan ending at block n partition these n blocks one each (a plan's
+    // segments partition its chain in order): their ranges stand. A plan of another chain ends
+    // elsewhere or has another count.
+    const bool ranges_stand = plan.segments.size() == static_cast<std::size_t>(n) && n > 0 &&
+                              plan.segments.front().begin == 0 && plan.segments.back().end == n;
     plan.segments.resize(n);  // in place when the previous plan was one of n blocks
     Segment* out = plan.segments.data();
     const BlockCost* blocks = chain.blocks.data();

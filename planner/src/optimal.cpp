@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
 #include <thread>
 
@@ -336,8 +337,9 @@ PlanOptimizer::Grid PlanOptimizer::build_grid(int flag, double limit, double hor
         if (d.mode == BlockMode::Checkpoint) break;  // longer calls need at least as much
         continue;
       }
+      // (every decision adds time, never less: seconds >= 0, so rounding down never adds time)
       const double shift = std::floor(d.seconds / g.cell - 1e-9);
-      if (shift > g.cells) continue;
+      if (!(shift <= g.cells)) continue;  // beyond the horizon (or not a number)
       const int sh = std::max(0, static_cast<int>(shift));
       const double r = d.retained_bytes;
       const double* next = &g.most[static_cast<std::size_t>(d.end) * stride];
@@ -607,16 +609,26 @@ ParetoFront PlanOptimizer::pareto_front(int max_points) const {
   if (hi > lo * (1 + 1e-9))
     for (int k = 1; k < max_points; ++k) budgets.push_back(std::max(lo, hi - k * (hi - lo) / (max_points - 1)));
   std::vector<OptimalPlan> solved(budgets.size());
+  std::vector<std::exception_ptr> failed(budgets.size());  // rethrown after every thread is joined
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t k; (k = next.fetch_add(1)) < budgets.size();) solved[k] = solve_activation(budgets[k]);
+    for (std::size_t k; (k = next.fetch_add(1)) < budgets.size();) {
+      try {
+        solved[k] = solve_activation(budgets[k]);
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    }
   };
+  // at most 8, as advise scores schedules (each search holds its own label and Fenwick arrays)
   const std::size_t threads =
-      std::min<std::size_t>(budgets.size(), std::max(1u, std::thread::hardware_concurrency()));
+      std::min<std::size_t>({budgets.size(), std::max(1u, std::thread::hardware_concurrency()), 8});
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& th : pool) th.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
   for (const OptimalPlan& p : solved)
     if (p.found) front.points.push_back({p.prediction.peak_vram_bytes, p.prediction.step_time_s, p.plan});
   std::reverse(front.points.begin(), front.points.end());

@@ -109,8 +109,10 @@ class PlanScorer {
  public:
   explicit PlanScorer(const PreparedChain& pc) : pc_(&pc) {}
   Prediction figures(const Plan& plan, double headroom_bytes);
+  // the segment the last figures() resumed its walk at (0: walked from the start)
+  std::size_t resumed_at() const { return resumed_at_; }
 
-  // the running sums before a block
+  // the running sums before a segment
   struct State {
     double retained = 0, host = 0, recompute_s = 0, offload_bytes = 0, peak = 0;
     int recomputed = 0;
@@ -122,6 +124,7 @@ class PlanScorer {
   bool walked_single_ = false;   // it was of one-block segments without attention offload
   double walked_view_[3] = {0, 0, 0};  // its attention offload: on, the share moved, the base
   std::vector<State> states_;    // states_[j]: its sums before segment j
+  std::size_t resumed_at_ = 0;
 };
 
 // A prediction for a schedule the trainer ignores or rejects.

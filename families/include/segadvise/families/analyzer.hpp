@@ -71,7 +71,8 @@ std::optional<Schedule> schedule_as_run(const Family& fam, const Schedule& sched
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& schedule, const TrainingSetup& setup);
 // realize() into `out`, reusing its segment buffer (advise realizes thousands of schedules: a fresh
 // vector per schedule was ~10% of Stable Cascade's advise); `out` ends as realize() would return it.
-// `out` holds nothing or a plan (whose segments partition the chain in order, as every plan does).
+// `out` holds nothing or a plan of any chain (whose segments partition that chain in order, as every
+// plan's do).
 void realize_into(const Family& fam, const BlockChain& chain, const Schedule& schedule, const TrainingSetup& setup,
                   PlanResult& out);
 // "12 of 40 blocks checkpointed in 6 calls, …" (not stored in the Plan: advise realizes thousands)
