@@ -205,3 +205,34 @@ TEST_CASE("realizing into a buffer another chain's plan left gives the plan real
       }
     }
 }
+
+TEST_CASE("a per-block family's plan checkpoints exactly the blocks its selector position picks") {
+  // the trainer's rule (simpletuner-semantics §2.7), position by position with a division, against
+  // realize's remainder counted along: every schedule of every per-block and micro-block family
+  int checked = 0;
+  for (const Family& fam : builtin_families()) {
+    const CheckpointSemantics& cs = fam.checkpointing;
+    if (cs.interval != IntervalRule::PerBlock && cs.interval != IntervalRule::MicroBlocks) continue;
+    const Context ctx(request_for(fam, "h100"));
+    const bool global = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
+    PlanResult r;
+    for (const Schedule& s : enumerate_schedules(schedule_space(ctx))) {
+      if (!s.checkpointing || s.offload_attention || s.backend != Backend::Torch) continue;
+      realize_into(fam, ctx.chain, s, ctx.setup, r);
+      if (!r.supported) continue;
+      const int k = s.interval <= 1 ? 1 : s.interval;
+      REQUIRE(r.plan.segments.size() == ctx.chain.blocks.size());
+      for (std::size_t i = 0; i < ctx.chain.blocks.size(); ++i) {
+        const BlockCost& b = ctx.chain.blocks[i];
+        const int pos = global ? b.global_position : b.list_position;
+        const bool picked = k == 1 || (s.stride > 0 ? pos % s.stride < k : pos % k == 0);
+        INFO(fam.id, " ", s.name(), " block ", i);
+        CHECK((r.plan.segments[i].mode != BlockMode::Keep) == (b.checkpointable && picked));
+        CHECK(r.plan.segments[i].begin == static_cast<int>(i));
+        CHECK(r.plan.segments[i].end == static_cast<int>(i) + 1);
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked > 9000);  // Stable Cascade C's micro-block schedules alone are ~9k per backend
+}

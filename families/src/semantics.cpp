@@ -11,13 +11,6 @@ namespace segadvise {
 
 namespace {
 
-// Is the block at selector position i checkpointed, given rem = i % (stride > 0 ? stride : interval)
-bool selected_by_remainder(int rem, int interval, int stride) {
-  if (interval <= 1 && stride <= 0) return true;
-  if (stride > 0) return rem < std::max(1, interval);
-  return rem == 0;
-}
-
 // The one-block segment [i, i+1), written field by field in place: a Segment built aside and copied
 // in stalls on store forwarding once per block, which was most of advise's time on long chains.
 void push_single(std::vector<Segment>& segments, int i, BlockMode mode, bool offload) {
@@ -210,23 +203,21 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
     }
   } else {
     const bool every = every_block_fallback || semantics == IntervalRule::Ignored || k == 1;
-    // the selector remainder, counted along (positions mostly rise by one): a division per
-    // block was a third of realize on Stable Cascade's 192 micro-blocks
+    // the selector remainder pos % modulus, counted along (positions mostly rise by one): a
+    // division per block was a third of realize on Stable Cascade's 192 micro-blocks. It is counted
+    // for every block, checkpointable or not (it depends on the position alone), and the choice is
+    // formed without branches: a branch per block on a pattern that changes with every schedule
+    // was most of realize's time.
     const int modulus = sched.stride > 0 ? sched.stride : std::max(1, sched.interval);
-    int last_pos = -2, last_rem = 0;
-    auto remainder = [&](int pos) {
-      last_rem = (pos == last_pos + 1 && last_pos >= 0) ? (last_rem + 1 == modulus ? 0 : last_rem + 1) : pos % modulus;
-      last_pos = pos;
-      return last_rem;
-    };
-    // one segment per block, written through plain pointers: through push_back, every bool store
-    // (which may alias anything) made the compiler reload the vectors' pointers once per block
+    const bool strided = sched.stride > 0;  // selected_by_remainder() with k > 1 (k == 1: every)
     // n segments of a previous plan ending at block n partition these n blocks one each (a plan's
     // segments partition its chain in order): their ranges stand. A plan of another chain ends
     // elsewhere or has another count.
     const bool ranges_stand = plan.segments.size() == static_cast<std::size_t>(n) && n > 0 &&
                               plan.segments.front().begin == 0 && plan.segments.back().end == n;
     plan.segments.resize(n);  // in place when the previous plan was one of n blocks
+    // one segment per block, written through plain pointers: through push_back, every bool store
+    // (which may alias anything) made the compiler reload the vectors' pointers once per block
     Segment* out = plan.segments.data();
     const BlockCost* blocks = chain.blocks.data();
     if (!ranges_stand)
@@ -234,14 +225,19 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
         out[i].begin = i;
         out[i].end = i + 1;
       }
+    const BlockMode ffn_mode = ffn_only ? BlockMode::CheckpointFfn : BlockMode::Checkpoint;
+    int last_pos = -2, rem = 0;
     for (int i = 0; i < n; ++i) {
-      const bool ck = blocks[i].checkpointable &&
-                      (every || selected_by_remainder(
-                                    remainder(global_index ? blocks[i].global_position : blocks[i].list_position), k,
-                                    sched.stride));
-      out[i].mode = !ck ? BlockMode::Keep
-                        : (ffn_only && blocks[i].has_ffn_boundary) ? BlockMode::CheckpointFfn : BlockMode::Checkpoint;
-      out[i].offload_to_host = ck && offload;
+      const BlockCost& b = blocks[i];
+      const int pos = global_index ? b.global_position : b.list_position;
+      const int next = rem + 1 == modulus ? 0 : rem + 1;
+      rem = pos == last_pos + 1 && last_pos >= 0 ? next : pos % modulus;
+      last_pos = pos;
+      const bool selected = every | (strided ? rem < k : rem == 0);
+      const bool ck = b.checkpointable & selected;
+      const BlockMode when_ck = b.has_ffn_boundary ? ffn_mode : BlockMode::Checkpoint;
+      out[i].mode = ck ? when_ck : BlockMode::Keep;
+      out[i].offload_to_host = ck & offload;
     }
   }
 }
