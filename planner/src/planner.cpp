@@ -86,22 +86,12 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
   Advice a;
   // Score in parallel: `evaluate` only reads shared state. Large spaces (Stable Cascade's 192
   // micro-blocks give ~18k schedules) would otherwise take most of advise's time budget.
-  struct Slot {
-    bool supported = false;
-    Scored s{};
-  };
-  std::vector<Slot> slots(schedules.size());
   std::vector<ScheduleScore> scores(schedules.size());
   auto work = [&](std::size_t begin, std::size_t end) {
     if (score)
       score(schedules.data() + begin, end - begin, scores.data() + begin);
     else
       for (std::size_t i = begin; i < end; ++i) scores[i] = score_of(evaluate(schedules[i]));
-    for (std::size_t i = begin; i < end; ++i) {
-      const ScheduleScore& c = scores[i];
-      slots[i].supported = c.supported;
-      slots[i].s = {i, c.peak_vram_bytes, c.step_time_s, c.usable_vram_bytes, c.verdict};
-    }
   };
   const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t threads = schedules.size() < 2000 ? 1 : std::min<std::size_t>(hw, 8);
@@ -118,14 +108,16 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
   }
   std::vector<Scored> scored;
   scored.reserve(schedules.size());
-  for (const auto& slot : slots) {
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    const ScheduleScore& c = scores[i];
     ++a.evaluated_count;
-    if (!slot.supported) {
+    if (!c.supported) {
       ++a.unsupported_count;
       continue;
     }
-    scored.push_back(slot.s);
+    scored.push_back({i, c.peak_vram_bytes, c.step_time_s, c.usable_vram_bytes, c.verdict});
   }
+  std::vector<ScheduleScore>().swap(scores);  // freed before the candidates are built
   a.supported_count = static_cast<int>(scored.size());
   std::stable_sort(scored.begin(), scored.end(), [](const Scored& x, const Scored& y) {
     if (x.time_s != y.time_s) return x.time_s < y.time_s;
