@@ -236,7 +236,9 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
       const bool selected = every | (strided ? rem < k : rem == 0);
       const bool ck = b.checkpointable & selected;
       const BlockMode when_ck = b.has_ffn_boundary ? ffn_mode : BlockMode::Checkpoint;
-      out[i].mode = ck ? when_ck : BlockMode::Keep;
+      // Keep is 0: the mode is the checkpointed mode times ck (a select GCC turned into a branch)
+      static_assert(static_cast<int>(BlockMode::Keep) == 0);
+      out[i].mode = static_cast<BlockMode>(static_cast<int>(when_ck) * static_cast<int>(ck));
       out[i].offload_to_host = ck & offload;
     }
   }
