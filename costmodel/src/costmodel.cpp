@@ -80,104 +80,148 @@ struct MaxSink {
   void operator()(int, int, double live) { peak = live > peak ? live : peak; }
 };
 
+// What a plan's attention offload makes the same for all of its segments: the share of a kept
+// block's attention side that stays on the GPU, the share that moves, and the base under every
+// position (the staging copies included).
+// With checkpointing on, attention offload frees only part of a kept block's attention side
+// (the sweep: Wan 1.3B and SD3 seg2-stride4 lose ~60% of it with offload, none+offload ~all of it).
+// Attention offload under checkpointing (the sweep's activation-offload rows: every block
+// checkpointed plus offload): the offload hooks sit inside the attention call, so they, not the
+// checkpoint, take the attention tensors of checkpointed blocks too; the device keeps copies in
+// flight and pooled buffers of a few blocks (offload_staging_blocks x the largest such block).
+// The sweep: LTXVideo2 2.3 bf16 48.0 -> 58.4 GiB, LongCat Video 23.7 -> 37.4, Wan 1.3B 4.7 -> 8.8.
+struct OffloadView {
+  bool on = false;
+  double kept_share = 1.0, share = 0.0, base = 0.0;
+  double attention_on_gpu(const PreparedChain& pc, int i) const {
+    const double a = pc.scaled[i].attention_bytes;
+    return (on && pc.chain->blocks[i].attention_offloadable) ? a * kept_share : a;
+  }
+};
+
+OffloadView offload_view(const PreparedChain& pc, const Plan& plan) {
+  OffloadView o;
+  o.on = plan.offload_attention;
+  o.kept_share = o.on ? 1 - offload_share(plan, *pc.coef) : 1.0;
+  o.share = o.on ? offload_share(plan, *pc.coef) : 0.0;
+  const auto& blocks = pc.chain->blocks;
+  double staging = 0;
+  if (o.on)
+    for (const auto& s : plan.segments)
+      if (s.mode != BlockMode::Keep)
+        for (int i = s.begin; i < s.end; ++i)
+          if (blocks[i].attention_offloadable) staging = std::max(staging, pc.scaled[i].attention_bytes);
+  o.base = pc.chain->outside_activation_bytes + pc.coef->offload_staging_blocks * staging;
+  return o;
+}
+
+// Segment s forward, on top of `before` (what earlier segments retain): its blocks' positions, what
+// it moves to the host (added to `host`), and what it leaves behind (returned).
+template <class Sink>
+inline double segment_forward(const PreparedChain& pc, const OffloadView& o, const Segment& s, double before,
+                              double& host, Sink& note) {
+  const ScaledBlock* sb = pc.scaled.data();
+  double seg_retained = 0;
+  for (int i = s.begin; i < s.end; ++i) {
+    const ScaledBlock& b = sb[i];
+    note(0, i, o.base + before + seg_retained + b.saved() + b.transient_bytes + b.boundary_bytes);
+    if (s.mode == BlockMode::Keep) {
+      const double on_gpu = o.attention_on_gpu(pc, i);
+      seg_retained += on_gpu + b.ffn_bytes + b.rest_bytes;
+      host += b.attention_bytes - on_gpu;
+    } else if (s.mode == BlockMode::CheckpointFfn) {
+      const double on_gpu = o.attention_on_gpu(pc, i);
+      const double kept = on_gpu + b.rest_bytes;
+      host += b.attention_bytes - on_gpu;
+      if (s.offload_to_host) {
+        seg_retained += kept;
+        host += b.ffn_input_bytes;
+      } else {
+        seg_retained += kept + b.ffn_input_bytes;
+      }
+    }
+  }
+  if (s.mode == BlockMode::Checkpoint) {
+    if (s.offload_to_host)
+      host += sb[s.begin].boundary_bytes;
+    else
+      seg_retained += sb[s.begin].boundary_bytes;
+  }
+  return seg_retained;
+}
+
+// Segment s backward, while the segments before it retain `before` bytes (the forward's prefix sum,
+// not the total less what later segments freed: the same bytes, and a plan's figures then depend
+// on its segments in order only, which lets PlanScorer reuse the walk of a plan sharing its first
+// segments): its blocks' positions, last block first.
+template <class Sink>
+inline void segment_backward(const PreparedChain& pc, const OffloadView& o, const Segment& s, double before,
+                             Sink& note) {
+  const ScaledBlock* sb = pc.scaled.data();
+  if (s.mode == BlockMode::Checkpoint) {
+    // recompute the whole segment, then back-propagate from its last block
+    double recomputed = 0;
+    for (int i = s.begin; i < s.end; ++i) recomputed += sb[i].saved();
+    for (int i = s.end - 1; i >= s.begin; --i) {
+      const double grads = 2 * sb[i].boundary_bytes;
+      note(1, i, o.base + before + sb[s.begin].boundary_bytes + recomputed + grads + sb[i].transient_bytes);
+      recomputed -= sb[i].saved();
+    }
+    return;
+  }
+  for (int i = s.end - 1; i >= s.begin; --i) {
+    const ScaledBlock& b = sb[i];
+    const double grads = 2 * b.boundary_bytes;
+    double live_block = b.saved();  // offloaded attention comes back for this block's backward
+    if (s.mode == BlockMode::CheckpointFfn) live_block += b.ffn_input_bytes;
+    // blocks of this segment after i are already freed; blocks before i still hold theirs
+    double earlier_in_segment = 0;
+    for (int k = s.begin; k < i; ++k)
+      earlier_in_segment += o.attention_on_gpu(pc, k) + sb[k].rest_bytes +
+                            (s.mode == BlockMode::Keep ? sb[k].ffn_bytes : (s.offload_to_host ? 0 : sb[k].ffn_input_bytes));
+    note(2, i, o.base + before + earlier_in_segment + live_block + grads + b.transient_bytes);
+  }
+}
+
+// predict()'s sums over segment s: recompute time, bytes moved over PCIe, recomputed blocks
+inline void segment_sums(const PreparedChain& pc, const OffloadView& o, const Segment& s, double& recompute_s,
+                         double& offload_bytes, int& recomputed) {
+  const auto& blocks = pc.chain->blocks;
+  for (int i = s.begin; i < s.end; ++i) {
+    if (s.mode == BlockMode::Checkpoint) {
+      recompute_s += pc.forward_s[i];
+      // the offload hooks take a checkpointed block's attention tensors in forward (see
+      // OffloadView); they come back for the recompute
+      if (o.on && blocks[i].attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes;
+      continue;
+    }
+    if (s.mode == BlockMode::CheckpointFfn) {
+      recompute_s += pc.ffn_forward_s[i];
+      if (s.offload_to_host) offload_bytes += blocks[i].ffn_input_bytes;
+    }
+    if (o.on && blocks[i].attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes * o.share;
+  }
+  if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += pc.scaled[s.begin].boundary_bytes;
+  if (s.mode != BlockMode::Keep) recomputed += s.end - s.begin;
+}
+
 // The sink goes in and comes back by value: held by reference, the running peak went to memory and
 // back once per position (a store-forwarding chain that was a third of advise's scoring).
 template <class Sink>
 Sink walk_timeline(const PreparedChain& pc, const Plan& plan, Sink note, ActivationTimeline& tl) {
-  const auto& blocks = pc.chain->blocks;
-  const ScaledBlock* sb = pc.scaled.data();
-  // With checkpointing on, attention offload frees only part of a kept block's attention side
-  // (the sweep: Wan 1.3B and SD3 seg2-stride4 lose ~60% of it with offload, none+offload ~all of it)
-  const bool offload = plan.offload_attention;
-  const double kept_share = offload ? 1 - offload_share(plan, *pc.coef) : 1.0;
-  auto attention_on_gpu = [&](int i) {
-    return (offload && blocks[i].attention_offloadable) ? sb[i].attention_bytes * kept_share : sb[i].attention_bytes;
-  };
-  // Attention offload under checkpointing (the sweep's activation-offload rows: every block
-  // checkpointed plus offload): the offload hooks sit inside the attention call, so they, not the
-  // checkpoint, take the attention tensors of checkpointed blocks too; the device keeps copies in
-  // flight and pooled buffers of a few blocks (offload_staging_blocks x the largest such block).
-  // The sweep: LTXVideo2 2.3 bf16 48.0 -> 58.4 GiB, LongCat Video 23.7 -> 37.4, Wan 1.3B 4.7 -> 8.8.
-  double staging = 0;
-  if (offload)
-    for (const auto& s : plan.segments)
-      if (s.mode != BlockMode::Keep)
-        for (int i = s.begin; i < s.end; ++i)
-          if (blocks[i].attention_offloadable) staging = std::max(staging, sb[i].attention_bytes);
-  const double base = pc.chain->outside_activation_bytes + pc.coef->offload_staging_blocks * staging;
+  const OffloadView o = offload_view(pc, plan);
   const std::size_t segments = plan.segments.size();
   const Segment* seg = plan.segments.data();
-
-  // forward
-  thread_local std::vector<double> retained;
-  retained.assign(segments, 0.0);
+  thread_local std::vector<double> before;  // what the segments before j retain
+  before.assign(segments, 0.0);
   double retained_sum = 0, host = 0;
   for (std::size_t j = 0; j < segments; ++j) {
-    const Segment& s = seg[j];
-    double seg_retained = 0;
-    for (int i = s.begin; i < s.end; ++i) {
-      const ScaledBlock& b = sb[i];
-      note(0, i, base + retained_sum + seg_retained + b.saved() + b.transient_bytes + b.boundary_bytes);
-      if (s.mode == BlockMode::Keep) {
-        const double on_gpu = attention_on_gpu(i);
-        seg_retained += on_gpu + b.ffn_bytes + b.rest_bytes;
-        host += b.attention_bytes - on_gpu;
-      } else if (s.mode == BlockMode::CheckpointFfn) {
-        const double on_gpu = attention_on_gpu(i);
-        const double kept = on_gpu + b.rest_bytes;
-        host += b.attention_bytes - on_gpu;
-        if (s.offload_to_host) {
-          seg_retained += kept;
-          host += b.ffn_input_bytes;
-        } else {
-          seg_retained += kept + b.ffn_input_bytes;
-        }
-      }
-    }
-    if (s.mode == BlockMode::Checkpoint) {
-      if (s.offload_to_host)
-        host += sb[s.begin].boundary_bytes;
-      else
-        seg_retained += sb[s.begin].boundary_bytes;
-    }
-    retained[j] = retained_sum;  // what the segments before j retain: alive during j's backward
-    retained_sum += seg_retained;
+    before[j] = retained_sum;
+    retained_sum += segment_forward(pc, o, seg[j], retained_sum, host, note);
   }
   tl.retained_after_forward_bytes = retained_sum;
   tl.host_bytes = host;
-
-  // backward (what earlier segments retain is the forward's prefix sum, not the total less what
-  // later segments freed: the same bytes, and a plan's figures then depend on its blocks in order
-  // only, which lets a scorer reuse the walk of a plan sharing its first blocks: PlanScorer)
-  for (std::size_t jj = segments; jj-- > 0;) {
-    const Segment& s = seg[jj];
-    const double before = retained[jj];
-    if (s.mode == BlockMode::Checkpoint) {
-      // recompute the whole segment, then back-propagate from its last block
-      double recomputed = 0;
-      for (int i = s.begin; i < s.end; ++i) recomputed += sb[i].saved();
-      for (int i = s.end - 1; i >= s.begin; --i) {
-        const double grads = 2 * sb[i].boundary_bytes;
-        note(1, i, base + before + sb[s.begin].boundary_bytes + recomputed + grads + sb[i].transient_bytes);
-        recomputed -= sb[i].saved();
-      }
-    } else {
-      for (int i = s.end - 1; i >= s.begin; --i) {
-        const ScaledBlock& b = sb[i];
-        const double grads = 2 * b.boundary_bytes;
-        double live_block = b.saved();  // offloaded attention comes back for this block's backward
-        if (s.mode == BlockMode::CheckpointFfn) live_block += b.ffn_input_bytes;
-        // blocks of this segment after i are already freed; blocks before i still hold theirs
-        double earlier_in_segment = 0;
-        for (int k = s.begin; k < i; ++k) {
-          earlier_in_segment += attention_on_gpu(k) + sb[k].rest_bytes +
-                                (s.mode == BlockMode::Keep ? sb[k].ffn_bytes
-                                                           : (s.offload_to_host ? 0 : sb[k].ffn_input_bytes));
-        }
-        note(2, i, base + before + earlier_in_segment + live_block + grads + b.transient_bytes);
-      }
-    }
-  }
+  for (std::size_t jj = segments; jj-- > 0;) segment_backward(pc, o, seg[jj], before[jj], note);
   return note;
 }
 
@@ -340,104 +384,16 @@ SingleBlockFigures figures_of(const FusedState& l) {
   return f;
 }
 
-// What a plan's attention offload makes the same for all of its segments (walk_timeline, predict()):
-// the share of a kept block's attention side that stays on the GPU, the share that moves, and the
-// base under every position (the staging copies included).
-struct OffloadView {
-  bool on = false;
-  double kept_share = 1.0, share = 0.0, base = 0.0;
-};
-
-OffloadView offload_view(const PreparedChain& pc, const Plan& plan) {
-  OffloadView o;
-  o.on = plan.offload_attention;
-  o.kept_share = o.on ? 1 - offload_share(plan, *pc.coef) : 1.0;
-  o.share = o.on ? offload_share(plan, *pc.coef) : 0.0;
-  const auto& blocks = pc.chain->blocks;
-  double staging = 0;
-  if (o.on)
-    for (const auto& s : plan.segments)
-      if (s.mode != BlockMode::Keep)
-        for (int i = s.begin; i < s.end; ++i)
-          if (blocks[i].attention_offloadable) staging = std::max(staging, pc.scaled[i].attention_bytes);
-  o.base = pc.chain->outside_activation_bytes + pc.coef->offload_staging_blocks * staging;
-  return o;
-}
-
-// Segment s forward and backward, with predict()'s sums: the positions and sums of walk_timeline
-// and of predict()'s loop over segments, each formed in the same order as there, so every figure is
-// bit-identical (what earlier segments retain is the forward's prefix sum in both).
-inline void fused_segment(const PreparedChain& pc, const BlockCost* blocks, const ScaledBlock* sb,
-                          const OffloadView& o, const Segment& s, FusedState& l) {
-  const double base = o.base;
-  auto attention_on_gpu = [&](int i) {
-    return (o.on && blocks[i].attention_offloadable) ? sb[i].attention_bytes * o.kept_share : sb[i].attention_bytes;
-  };
+// Segment s forward and backward in one go, with predict()'s sums (PlanScorer): the same segment
+// walks and sums as walk_timeline and predict(), so every figure is bit-identical.
+inline void fused_segment(const PreparedChain& pc, const OffloadView& o, const Segment& s, FusedState& l) {
   const double before = l.retained;
-  double seg_retained = 0;
-  for (int i = s.begin; i < s.end; ++i) {
-    const ScaledBlock& b = sb[i];
-    const double live = base + before + seg_retained + b.saved() + b.transient_bytes + b.boundary_bytes;
-    l.peak = live > l.peak ? live : l.peak;
-    if (s.mode == BlockMode::Keep) {
-      const double on_gpu = attention_on_gpu(i);
-      seg_retained += on_gpu + b.ffn_bytes + b.rest_bytes;
-      l.host += b.attention_bytes - on_gpu;
-    } else if (s.mode == BlockMode::CheckpointFfn) {
-      const double on_gpu = attention_on_gpu(i);
-      const double kept = on_gpu + b.rest_bytes;
-      l.host += b.attention_bytes - on_gpu;
-      if (s.offload_to_host) {
-        seg_retained += kept;
-        l.host += b.ffn_input_bytes;
-      } else {
-        seg_retained += kept + b.ffn_input_bytes;
-      }
-    }
-  }
-  if (s.mode == BlockMode::Checkpoint) {
-    if (s.offload_to_host)
-      l.host += sb[s.begin].boundary_bytes;
-    else
-      seg_retained += sb[s.begin].boundary_bytes;
-    double recomputed = 0;
-    for (int i = s.begin; i < s.end; ++i) recomputed += sb[i].saved();
-    for (int i = s.end - 1; i >= s.begin; --i) {
-      const double grads = 2 * sb[i].boundary_bytes;
-      const double v = base + before + sb[s.begin].boundary_bytes + recomputed + grads + sb[i].transient_bytes;
-      l.peak = v > l.peak ? v : l.peak;
-      recomputed -= sb[i].saved();
-    }
-  } else {
-    for (int i = s.end - 1; i >= s.begin; --i) {
-      const ScaledBlock& b = sb[i];
-      const double grads = 2 * b.boundary_bytes;
-      double live_block = b.saved();
-      if (s.mode == BlockMode::CheckpointFfn) live_block += b.ffn_input_bytes;
-      double earlier_in_segment = 0;
-      for (int k = s.begin; k < i; ++k)
-        earlier_in_segment += attention_on_gpu(k) + sb[k].rest_bytes +
-                              (s.mode == BlockMode::Keep ? sb[k].ffn_bytes : (s.offload_to_host ? 0 : sb[k].ffn_input_bytes));
-      const double v = base + before + earlier_in_segment + live_block + grads + b.transient_bytes;
-      l.peak = v > l.peak ? v : l.peak;
-    }
-  }
-  l.retained += seg_retained;
-  // predict()'s loop over segments
-  for (int i = s.begin; i < s.end; ++i) {
-    if (s.mode == BlockMode::Checkpoint) {
-      l.recompute_s += pc.forward_s[i];
-      if (o.on && blocks[i].attention_offloadable) l.offload_bytes += sb[i].attention_bytes;
-      continue;
-    }
-    if (s.mode == BlockMode::CheckpointFfn) {
-      l.recompute_s += pc.ffn_forward_s[i];
-      if (s.offload_to_host) l.offload_bytes += blocks[i].ffn_input_bytes;
-    }
-    if (o.on && blocks[i].attention_offloadable) l.offload_bytes += sb[i].attention_bytes * o.share;
-  }
-  if (s.mode == BlockMode::Checkpoint && s.offload_to_host) l.offload_bytes += sb[s.begin].boundary_bytes;
-  if (s.mode != BlockMode::Keep) l.recomputed += s.end - s.begin;
+  MaxSink max{l.peak};
+  const double kept = segment_forward(pc, o, s, before, l.host, max);
+  segment_backward(pc, o, s, before, max);
+  l.peak = max.peak;
+  l.retained += kept;
+  segment_sums(pc, o, s, l.recompute_s, l.offload_bytes, l.recomputed);
 }
 
 SingleBlockFigures single_block_figures(const PreparedChain& pc, const Plan& plan) {
@@ -722,7 +678,7 @@ Prediction PlanScorer::figures(const Plan& plan, double headroom_bytes) {
     }
   } else {
     for (std::size_t j = p; j < n; ++j) {
-      fused_segment(pc, blocks, sb, o, now[j], st);
+      fused_segment(pc, o, now[j], st);
       states[j + 1] = st;
       walked[j] = now[j];
     }
@@ -781,32 +737,16 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
 
   // recompute_s sums in a local (through t it went to memory and back once per block)
   double offload_bytes = 0, recomputed_blocks = 0, recompute_s = t.recompute_s;
-  const double share = plan.offload_attention ? offload_share(plan, coef) : 0.0;
   if (fused) {
     // the same sums, formed in the same block order by the fused pass (t.recompute_s starts at 0)
     recompute_s = fig.recompute_s;
     offload_bytes = fig.offload_bytes;
     recomputed_blocks = fig.recomputed_blocks;
-  }
-  static const std::vector<Segment> summed;  // the fused pass did the loop below
-  for (const auto& s : fused ? summed : plan.segments) {
-    for (int i = s.begin; i < s.end; ++i) {
-      if (s.mode == BlockMode::Checkpoint) {
-        recompute_s += pc.forward_s[i];
-        // the offload hooks take a checkpointed block's attention tensors in forward (see
-        // walk_timeline); they come back for the recompute
-        if (plan.offload_attention && chain.blocks[i].attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes;
-        continue;
-      }
-      const BlockCost& b = chain.blocks[i];
-      if (s.mode == BlockMode::CheckpointFfn) {
-        recompute_s += pc.ffn_forward_s[i];
-        if (s.offload_to_host) offload_bytes += b.ffn_input_bytes;
-      }
-      if (plan.offload_attention && b.attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes * share;
-    }
-    if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += pc.scaled[s.begin].boundary_bytes;
-    if (s.mode != BlockMode::Keep) recomputed_blocks += s.end - s.begin;
+  } else {
+    const OffloadView o = offload_view(pc, plan);
+    int recomputed = 0;
+    for (const auto& seg : plan.segments) segment_sums(pc, o, seg, recompute_s, offload_bytes, recomputed);
+    recomputed_blocks = recomputed;
   }
   t.recompute_s = recompute_s;
   // out in forward, back in backward
