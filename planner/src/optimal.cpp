@@ -1,18 +1,16 @@
 #include "segadvise/planner/optimal.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
-#include <exception>
 #include <stdexcept>
-#include <thread>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "parallel.hpp"
 
 namespace segadvise {
 
@@ -616,26 +614,8 @@ ParetoFront PlanOptimizer::pareto_front(int max_points) const {
   if (hi > lo * (1 + 1e-9))
     for (int k = 1; k < max_points; ++k) budgets.push_back(std::max(lo, hi - k * (hi - lo) / (max_points - 1)));
   std::vector<OptimalPlan> solved(budgets.size());
-  std::vector<std::exception_ptr> failed(budgets.size());  // rethrown after every thread is joined
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t k; (k = next.fetch_add(1)) < budgets.size();) {
-      try {
-        solved[k] = solve_activation(budgets[k]);
-      } catch (...) {
-        failed[k] = std::current_exception();
-      }
-    }
-  };
-  // at most 8, as advise scores schedules (each search holds its own label and Fenwick arrays)
-  const std::size_t threads =
-      std::min<std::size_t>({budgets.size(), std::max(1u, std::thread::hardware_concurrency()), 8});
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-  for (const std::exception_ptr& e : failed)
-    if (e) std::rethrow_exception(e);
+  for_each_parallel(budgets.size(), planner_threads(budgets.size()),
+                    [&](std::size_t k) { solved[k] = solve_activation(budgets[k]); });
   for (const OptimalPlan& p : solved)
     if (p.found) front.points.push_back({p.prediction.peak_vram_bytes, p.prediction.step_time_s, p.plan});
   std::reverse(front.points.begin(), front.points.end());

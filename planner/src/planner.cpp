@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <set>
-#include <thread>
+
+#include "parallel.hpp"
 
 namespace segadvise {
 
@@ -93,19 +94,14 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
     else
       for (std::size_t i = begin; i < end; ++i) scores[i] = score_of(evaluate(schedules[i]));
   };
-  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t threads = schedules.size() < 2000 ? 1 : std::min<std::size_t>(hw, 8);
-  if (threads == 1) {
-    work(0, schedules.size());
-  } else {
-    std::vector<std::thread> pool;
-    const std::size_t chunk = (schedules.size() + threads - 1) / threads;
-    for (std::size_t t = 0; t < threads; ++t) {
-      const std::size_t b = t * chunk, e = std::min(schedules.size(), b + chunk);
-      if (b < e) pool.emplace_back(work, b, e);
-    }
-    for (auto& th : pool) th.join();
-  }
+  // one contiguous chunk per thread: consecutive schedules share their first blocks, whose walk a
+  // scorer reuses (PlanScorer)
+  const std::size_t threads = schedules.size() < 2000 ? 1 : planner_threads(schedules.size());
+  const std::size_t chunk = (schedules.size() + threads - 1) / threads;
+  for_each_parallel(threads, threads, [&](std::size_t t) {
+    const std::size_t b = t * chunk, e = std::min(schedules.size(), b + chunk);
+    if (b < e) work(b, e);
+  });
   std::vector<Scored> scored;
   scored.reserve(schedules.size());
   for (std::size_t i = 0; i < scores.size(); ++i) {
