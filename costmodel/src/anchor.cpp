@@ -259,18 +259,17 @@ Prediction apply_anchor(const Anchor& a, const Schedule& schedule, const Predict
 
 // ---------------------------------------------------------------------------------------------
 
+Band::Band(double log_lo_edge, double log_hi_edge, int residuals)
+    : log_lo(log_lo_edge), log_hi(log_hi_edge), lo(std::exp(log_lo_edge)), hi(std::exp(log_hi_edge)), n(residuals) {}
+
 Band conformal_band(std::vector<double> r, double coverage) {
-  Band b;
-  b.n = static_cast<int>(r.size());
-  if (r.empty()) return b;
+  if (r.empty()) return Band{};
   std::sort(r.begin(), r.end());
   const double n1 = static_cast<double>(r.size() + 1);
   const long lo = std::max(1L, static_cast<long>(std::floor(n1 * (1 - coverage) / 2 + 1e-9)));
   const long hi = std::min(static_cast<long>(r.size()), static_cast<long>(std::ceil(n1 * (1 + coverage) / 2 - 1e-9)));
   // the band always holds the prediction itself, so a "fits" verdict implies the point verdict
-  b.log_lo = std::min(0.0, r[lo - 1]);
-  b.log_hi = std::max(0.0, r[hi - 1]);
-  return b;
+  return Band(std::min(0.0, r[lo - 1]), std::max(0.0, r[hi - 1]), static_cast<int>(r.size()));
 }
 
 namespace {
@@ -278,21 +277,21 @@ namespace {
 Band band_from_json(const nlohmann::json& j, const std::string& origin, const std::string& key) {
   if (!j.contains(key) || !j[key].is_object()) throw InputError(origin + ": field '" + key + "' is missing");
   const nlohmann::json& b = j[key];
-  Band out;
-  for (const auto& [field, dst] : {std::pair<const char*, double*>{"log_lo", &out.log_lo}, {"log_hi", &out.log_hi}}) {
+  double edge[2];
+  const char* fields[2] = {"log_lo", "log_hi"};
+  for (int k = 0; k < 2; ++k) {
+    const char* field = fields[k];
     if (!b.contains(field) || !b[field].is_number() || !std::isfinite(b[field].get<double>()))
       throw InputError(origin + ": field '" + key + "." + field + "' must be a finite number");
-    *dst = b[field].get<double>();
+    edge[k] = b[field].get<double>();
   }
-  if (out.log_lo > 0 || out.log_hi < 0)
-    throw InputError(origin + ": field '" + key + "': log_lo must be <= 0 <= log_hi");
-  out.n = b.value("n", 0);
-  return out;
+  if (edge[0] > 0 || edge[1] < 0) throw InputError(origin + ": field '" + key + "': log_lo must be <= 0 <= log_hi");
+  return Band(edge[0], edge[1], b.value("n", 0));
 }
 
 nlohmann::json band_json(const Band& b) {
   return {{"log_lo", b.log_lo}, {"log_hi", b.log_hi}, {"n", b.n},
-          {"ratio", {std::exp(b.log_lo), std::exp(b.log_hi)}}};
+          {"ratio", {b.lo, b.hi}}};
 }
 
 }  // namespace
@@ -336,27 +335,6 @@ FitVerdict fit_verdict(const Range& peak, double usable_bytes, double headroom_b
   return FitVerdict::Borderline;
 }
 
-namespace {
-
-// exp of a band edge, remembered per thread: advise ranges thousands of schedules with the same four
-// edges (four exp calls a schedule were ~3% of Stable Cascade's advise); exp of the same argument is
-// the same value, so every range is bit-identical
-double band_factor(double log_edge) {
-  struct Memo {
-    double log_edge, factor;
-  };
-  thread_local Memo memo[4] = {{0, 1}, {0, 1}, {0, 1}, {0, 1}};
-  thread_local int next = 0;
-  for (const Memo& m : memo)
-    if (m.log_edge == log_edge) return m.factor;
-  const double factor = std::exp(log_edge);
-  memo[next] = {log_edge, factor};
-  next = (next + 1) % 4;
-  return factor;
-}
-
-}  // namespace
-
 RangedPrediction ranged_prediction(const RangeModel& ranges, const Anchor& a, const Schedule& schedule,
                                    const Prediction& p, double headroom_bytes) {
   RangedPrediction r;
@@ -367,8 +345,8 @@ RangedPrediction ranged_prediction(const RangeModel& ranges, const Anchor& a, co
   r.time_anchored = a.time_anchored;
   const Band& pb = a.peak_anchored ? ranges.peak_anchored : ranges.peak;
   const Band& tb = a.time_anchored ? ranges.time_anchored : ranges.time;
-  r.peak_vram_bytes = {q.peak_vram_bytes * band_factor(pb.log_lo), q.peak_vram_bytes * band_factor(pb.log_hi)};
-  r.step_time_s = {q.step_time_s * band_factor(tb.log_lo), q.step_time_s * band_factor(tb.log_hi)};
+  r.peak_vram_bytes = {q.peak_vram_bytes * pb.lo, q.peak_vram_bytes * pb.hi};
+  r.step_time_s = {q.step_time_s * tb.lo, q.step_time_s * tb.hi};
   // no run holds less than its resident weights (counted from parameters and dtypes; a measurement
   // below them is refused as bad input): the lower end never goes under them
   r.peak_vram_bytes.lo = std::min(q.peak_vram_bytes, std::max(r.peak_vram_bytes.lo, q.memory.weights_bytes));

@@ -244,7 +244,7 @@ bool nothing_can_fit(const Context& ctx) {
   const StaticMemory& sm = pc.static_memory;
   const double peak_bytes = sm.weights_bytes + sm.trainable_bytes + sm.gradient_bytes + sm.optimizer_bytes +
                             activation_bytes + activation_bytes * ctx.coef.fragmentation;
-  const double hi_bytes = peak_bytes * std::exp(ctx.ranges.peak.log_hi);
+  const double hi_bytes = peak_bytes * ctx.ranges.peak.hi;
   return !(hi_bytes + ctx.headroom_bytes <= pc.usable_vram_bytes);
 }
 

@@ -96,7 +96,10 @@ const Measurement* measured_ok(const Anchor& a, const Schedule& schedule);
 // at `coverage` (two-sided: the (1-c)/2 and (1+c)/2 order statistics with the (n+1) correction).
 
 struct Band {
+  Band() = default;
+  Band(double log_lo_edge, double log_hi_edge, int residuals);  // the factors follow the edges
   double log_lo = 0, log_hi = 0;  // range = prediction * exp(log_lo) .. prediction * exp(log_hi)
+  double lo = 1, hi = 1;          // exp(log_lo), exp(log_hi), formed once: advise ranges thousands of schedules
   int n = 0;                      // residuals it was derived from
 };
 // The (1-c)/2 and (1+c)/2 conformal quantiles of the residuals (log ratios measured/predicted).
