@@ -123,6 +123,24 @@ TEST_CASE("fitting synthetic runs made with known coefficients recovers them wit
   CHECK(c.launch_s == doctest::Approx(2e-6).epsilon(0.01));
 }
 
+TEST_CASE("leave-one-family-out gives the same predictions on one thread and on three") {
+  Coefficients truth;
+  truth.launch_s = 2e-6;
+  const PreparedSet set = prepare(synthetic(truth));
+  FitOptions opt;
+  opt.max_iterations = 20;
+  opt.threads = 1;
+  const AccuracyReport one = accuracy_leave_family_out(set, truth, opt);
+  opt.threads = 3;
+  const AccuracyReport three = accuracy_leave_family_out(set, truth, opt);
+  REQUIRE(one.predictions.size() == set.runs.size());
+  REQUIRE(three.predictions.size() == set.runs.size());
+  for (std::size_t i = 0; i < set.runs.size(); ++i) {
+    CHECK(one.predictions[i].peak_gib == three.predictions[i].peak_gib);
+    CHECK(one.predictions[i].step_s == three.predictions[i].step_s);
+  }
+}
+
 TEST_CASE("fitting synthetic runs recovers an activation scale per block kind within 1%") {
   Coefficients truth;
   truth.activation_scale["mmdit_double.attention"] = 1.6;

@@ -1,15 +1,14 @@
 #include "segadvise/calibration/calibrate.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <functional>
 #include <map>
-#include <thread>
 #include <tuple>
 
 #include "segadvise/calibration/lsq.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/parallel.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 
@@ -516,20 +515,13 @@ AccuracyReport accuracy_leave_family_out(const PreparedSet& set, const Coefficie
   const std::vector<std::string> groups(group_set.begin(), group_set.end());
   // the fits are independent (each writes only its family's predictions): opt.threads workers take
   // families in turn; the result does not depend on the number of workers
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t k = next++; k < groups.size(); k = next++) {
-      FitOptions o = opt;
-      o.exclude_groups.insert(groups[k]);
-      const FitResult fr = fit_coefficients(set, start, o);
-      for (std::size_t i = 0; i < set.runs.size(); ++i)
-        if (set.runs[i].group == groups[k]) preds[i] = predict_run(set, set.runs[i], fr.coef, opt.headroom_bytes);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, opt.threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  for_each_parallel(groups.size(), static_cast<std::size_t>(std::max(1, opt.threads)), [&](std::size_t k) {
+    FitOptions o = opt;
+    o.exclude_groups.insert(groups[k]);
+    const FitResult fr = fit_coefficients(set, start, o);
+    for (std::size_t i = 0; i < set.runs.size(); ++i)
+      if (set.runs[i].group == groups[k]) preds[i] = predict_run(set, set.runs[i], fr.coef, opt.headroom_bytes);
+  });
   return score(set, std::move(preds), opt.headroom_bytes, "leave-one-family-out");
 }
 

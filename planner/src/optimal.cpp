@@ -10,7 +10,7 @@
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
-#include "parallel.hpp"
+#include "segadvise/costmodel/parallel.hpp"
 
 namespace segadvise {
 
@@ -614,7 +614,7 @@ ParetoFront PlanOptimizer::pareto_front(int max_points) const {
   if (hi > lo * (1 + 1e-9))
     for (int k = 1; k < max_points; ++k) budgets.push_back(std::max(lo, hi - k * (hi - lo) / (max_points - 1)));
   std::vector<OptimalPlan> solved(budgets.size());
-  for_each_parallel(budgets.size(), planner_threads(budgets.size()),
+  for_each_parallel(budgets.size(), worker_threads(budgets.size()),
                     [&](std::size_t k) { solved[k] = solve_activation(budgets[k]); });
   for (const OptimalPlan& p : solved)
     if (p.found) front.points.push_back({p.prediction.peak_vram_bytes, p.prediction.step_time_s, p.plan});

@@ -4,7 +4,7 @@
 #include <limits>
 #include <set>
 
-#include "parallel.hpp"
+#include "segadvise/costmodel/parallel.hpp"
 
 namespace segadvise {
 
@@ -96,7 +96,7 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
   };
   // one contiguous chunk per thread: consecutive schedules share their first blocks, whose walk a
   // scorer reuses (PlanScorer)
-  const std::size_t threads = schedules.size() < 2000 ? 1 : planner_threads(schedules.size());
+  const std::size_t threads = schedules.size() < 2000 ? 1 : worker_threads(schedules.size());
   const std::size_t chunk = (schedules.size() + threads - 1) / threads;
   for_each_parallel(threads, threads, [&](std::size_t t) {
     const std::size_t b = t * chunk, e = std::min(schedules.size(), b + chunk);

@@ -1,5 +1,5 @@
-// Work items spread over threads, for the planner's independent searches (schedule scoring,
-// the optimal plans of a Pareto front). Internal to the planner library.
+// Work items spread over threads: independent searches (advise's schedule scoring, the optimal
+// plans of a Pareto front, the fits of a leave-one-family-out accuracy run).
 #pragma once
 
 #include <algorithm>
@@ -13,7 +13,7 @@ namespace segadvise {
 
 // The threads worth starting for `items` independent items: the machine's cores, at most 8 (each
 // search holds its own buffers), never more than the items.
-inline std::size_t planner_threads(std::size_t items) {
+inline std::size_t worker_threads(std::size_t items) {
   return std::min<std::size_t>({items, std::max(1u, std::thread::hardware_concurrency()), 8});
 }
 
