@@ -2,6 +2,7 @@
 #include "segadvise/costmodel/multi_gpu.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/precision.hpp"
@@ -211,31 +212,43 @@ void set_memory(const RankStateInput& in, const RankState& r, Prediction& p) {
 
 }  // namespace
 
-void apply_multi_gpu(const PreparedChain& pc, Prediction& p, double headroom_bytes) {
+std::shared_ptr<const MultiGpuPlanFree> prepare_multi_gpu(const PreparedChain& pc) {
   const TrainingSetup& setup = *pc.setup;
   const MultiGpuSetup& mg = setup.multi_gpu;
-  const RankStateInput in = rank_input(pc);
-  const RankState r = rank_state(in);
+  auto f = std::make_shared<MultiGpuPlanFree>();
+  f->in = rank_input(pc);
+  f->rank = rank_state(f->in);
+  f->link = link_for(*pc.gpu, mg);
+  f->volume = comm_per_step(f->in);
+  f->cost = comm_cost(f->volume, f->link, mg.nodes);
+  f->samples_per_step = samples_per_step(setup);
+  const double full_copy = shards_weights(f->in.strategy) || zero_stage(f->in.strategy) > 0
+                               ? pc.static_memory.weights_bytes + pc.static_memory.trainable_bytes
+                               : 0;
+  f->host_ram_per_node_bytes = mg.gpus_per_node * std::max(f->rank.host_bytes, full_copy);
+  for (double a : pc.attention_s) f->attention_s += a;
+  f->attention_s *= 1 + kAttentionBackwardPasses;
+  return f;
+}
+
+void apply_multi_gpu(const PreparedChain& pc, Prediction& p, double headroom_bytes) {
+  const MultiGpuPlanFree& f = pc.multi_gpu ? *pc.multi_gpu : *prepare_multi_gpu(pc);
+  const MultiGpuSetup& mg = pc.setup->multi_gpu;
+  const RankStateInput& in = f.in;
+  const RankState& r = f.rank;
   set_memory(in, r, p);
   p.fits = p.peak_vram_bytes + headroom_bytes <= p.usable_vram_bytes;
 
-  const LinkSpec link = link_for(*pc.gpu, mg);
   MultiGpuInfo& info = p.multi_gpu;
   info.active = true;
   info.world = in.world;
   info.shard_ranks = r.shard_ranks;
-  info.volume = comm_per_step(in);
-  info.cost = comm_cost(info.volume, link, mg.nodes);
-  info.samples_per_step = samples_per_step(setup);
-  const double full_copy = shards_weights(in.strategy) || zero_stage(in.strategy) > 0
-                               ? pc.static_memory.weights_bytes + pc.static_memory.trainable_bytes
-                               : 0;
-  info.host_ram_per_node_bytes = mg.gpus_per_node * std::max(r.host_bytes, full_copy);
-  double attention_s = 0;
-  for (double a : pc.attention_s) attention_s += a;
-  attention_s *= 1 + kAttentionBackwardPasses;
+  info.volume = f.volume;
+  info.cost = f.cost;
+  info.samples_per_step = f.samples_per_step;
+  info.host_ram_per_node_bytes = f.host_ram_per_node_bytes;
   TimeBreakdown& t = p.time;
-  t.communication_s = exposed_s(in, info.volume, link, mg.nodes, p, attention_s);
+  t.communication_s = exposed_s(in, info.volume, f.link, mg.nodes, p, f.attention_s);
   if (optimizer_on_host(in)) {
     const double params = pc.static_memory.trainable_params / r.shard_ranks;
     info.host_optimizer_s = params * kHostAdamBytesPerParam / kHostOptimizerBytesPerS;

@@ -3,6 +3,7 @@
 // with fitted efficiencies. Derivations are in costmodel/src/costmodel.cpp.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "segadvise/costmodel/types.hpp"
@@ -72,6 +73,8 @@ double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef);
 
 // Everything about a chain that does not depend on the schedule, computed once: advise evaluates
 // thousands of schedules over the same chain. Holds references: keep the inputs alive.
+struct MultiGpuPlanFree;  // multi_gpu.hpp
+
 struct PreparedChain {
   const BlockChain* chain = nullptr;
   const TrainingSetup* setup = nullptr;
@@ -89,6 +92,9 @@ struct PreparedChain {
   double usable_vram_bytes = 0;
   const GpuCoefficients* gpu_coef = nullptr;  // coef->for_gpu(gpu->id), looked up once
   double optimizer_update_bytes_per_param = 0;  // optimizer_info(setup->optimizer), looked up once
+  // on several GPUs, what no plan changes: the rank's model state, the step's collectives and
+  // their cost (advise predicts thousands of plans of one setup; per plan, this was ~80% of it)
+  std::shared_ptr<const MultiGpuPlanFree> multi_gpu;
 };
 PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
                       const Coefficients& coef);

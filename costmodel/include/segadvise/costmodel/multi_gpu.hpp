@@ -28,6 +28,18 @@ LinkSpec link_for(const GpuSpec& gpu, const MultiGpuSetup& mg);
 // boundary bytes, transient bytes, FLOPs, launches stay) divided by k. Weights stay.
 BlockChain split_sequence(const BlockChain& chain, int k);
 
+// What apply_multi_gpu needs that no plan changes, formed once per prepared chain (prepare()).
+struct MultiGpuPlanFree {
+  RankStateInput in;
+  RankState rank;
+  LinkSpec link;
+  CommVolume volume;
+  CommCost cost;
+  double samples_per_step = 0, host_ram_per_node_bytes = 0;
+  double attention_s = 0;  // forward and backward attention time, what context parallel may hide under
+};
+std::shared_ptr<const MultiGpuPlanFree> prepare_multi_gpu(const PreparedChain& pc);
+
 // Turns the single-GPU prediction `p` of pc's (split) chain into the busiest rank's: model state
 // per rank, exposed communication, CPU optimizer step, and MultiGpuInfo.
 void apply_multi_gpu(const PreparedChain& pc, Prediction& p, double headroom_bytes);
