@@ -136,6 +136,25 @@ TEST_CASE("what would fit skips a setup only when advise would recommend nothing
   CHECK_FALSE(nothing_can_fit(Context(request_for(find_family("sd1x"), "l40s"))));
 }
 
+TEST_CASE("on several GPUs what would fit is searched: the one-GPU bound does not hold for a rank") {
+  // flux1 full fine-tune at 2048x2048, batch 64, FSDP2 on 8 H100: the replica's static memory alone
+  // misses the card, the rank's shard does not (the bound had skipped every change: no alternative)
+  AdvisorRequest r = request_for(find_family("flux1"), "h100");
+  r.setup.model_type = ModelType::Full;
+  r.setup.base_precision = "no_change";
+  r.setup.width = r.setup.height = 2048;
+  r.setup.batch = 64;
+  r.setup.multi_gpu.gpus_per_node = 8;
+  r.setup.multi_gpu.strategy = Strategy::fsdp2;
+  const Context ctx(r);
+  CHECK_FALSE(nothing_can_fit(ctx));
+  const std::vector<Alternative> alts = what_would_fit(ctx);
+  // a smaller batch fits on each rank (batch 2 here: layer+unsloth, ~33 GiB of 77.9 usable)
+  REQUIRE_FALSE(alts.empty());
+  CHECK(alts.front().change.rfind("train_batch_size ", 0) == 0);
+  CHECK(alts.front().prediction.fits);
+}
+
 TEST_CASE("a checkpointed sequence longer than 256 blocks enumerates intervals and strides up to 32") {
   Family fam = find_family("wan2.1-1.3b");  // one list `blocks`, segmented, per-list positions
   REQUIRE(fam.block_lists.size() == 1);

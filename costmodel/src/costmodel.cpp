@@ -597,7 +597,7 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
   pc.usable_vram_bytes = usable_vram_bytes(gpu, coef);
   pc.gpu_coef = &g;
   pc.optimizer_update_bytes_per_param = optimizer_info(setup.optimizer).update_bytes_per_param;
-  if (setup.multi_gpu.active()) pc.multi_gpu = prepare_multi_gpu(pc);
+  if (setup.multi_gpu.active()) pc.multi_gpu = multi_gpu_plan_free(pc);
   return pc;
 }
 

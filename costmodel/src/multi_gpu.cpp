@@ -212,7 +212,7 @@ void set_memory(const RankStateInput& in, const RankState& r, Prediction& p) {
 
 }  // namespace
 
-std::shared_ptr<const MultiGpuPlanFree> prepare_multi_gpu(const PreparedChain& pc) {
+std::shared_ptr<const MultiGpuPlanFree> multi_gpu_plan_free(const PreparedChain& pc) {
   const TrainingSetup& setup = *pc.setup;
   const MultiGpuSetup& mg = setup.multi_gpu;
   auto f = std::make_shared<MultiGpuPlanFree>();
@@ -232,7 +232,7 @@ std::shared_ptr<const MultiGpuPlanFree> prepare_multi_gpu(const PreparedChain& p
 }
 
 void apply_multi_gpu(const PreparedChain& pc, Prediction& p, double headroom_bytes) {
-  const MultiGpuPlanFree& f = pc.multi_gpu ? *pc.multi_gpu : *prepare_multi_gpu(pc);
+  const MultiGpuPlanFree& f = pc.multi_gpu ? *pc.multi_gpu : *multi_gpu_plan_free(pc);
   const MultiGpuSetup& mg = pc.setup->multi_gpu;
   const RankStateInput& in = f.in;
   const RankState& r = f.rank;

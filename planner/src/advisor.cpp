@@ -236,6 +236,9 @@ OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_
 // the bound never exceeds the figure it bounds: the advise it saves would recommend nothing.
 bool nothing_can_fit(const Context& ctx) {
   if (!ctx.anchor.points.empty()) return false;  // anchored figures are scaled: no bound here
+  // on several GPUs a rank holds a share of the model state (FSDP2, ZeRO): the one-GPU static memory
+  // below is no bound there
+  if (ctx.setup.multi_gpu.active()) return false;
   const PreparedChain& pc = ctx.prepared;
   double activation_bytes = 0;
   for (const ScaledBlock& b : pc.scaled)

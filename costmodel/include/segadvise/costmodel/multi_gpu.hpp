@@ -28,7 +28,7 @@ LinkSpec link_for(const GpuSpec& gpu, const MultiGpuSetup& mg);
 // boundary bytes, transient bytes, FLOPs, launches stay) divided by k. Weights stay.
 BlockChain split_sequence(const BlockChain& chain, int k);
 
-// What apply_multi_gpu needs that no plan changes, formed once per prepared chain (prepare()).
+// What apply_multi_gpu needs that no plan changes, formed once per prepared chain (prepare() calls it).
 struct MultiGpuPlanFree {
   RankStateInput in;
   RankState rank;
@@ -38,7 +38,7 @@ struct MultiGpuPlanFree {
   double samples_per_step = 0, host_ram_per_node_bytes = 0;
   double attention_s = 0;  // forward and backward attention time, what context parallel may hide under
 };
-std::shared_ptr<const MultiGpuPlanFree> prepare_multi_gpu(const PreparedChain& pc);
+std::shared_ptr<const MultiGpuPlanFree> multi_gpu_plan_free(const PreparedChain& pc);
 
 // Turns the single-GPU prediction `p` of pc's (split) chain into the busiest rank's: model state
 // per rank, exposed communication, CPU optimizer step, and MultiGpuInfo.
