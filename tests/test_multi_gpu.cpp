@@ -31,14 +31,14 @@ Prediction predicted(AdvisorRequest r, const MultiGpuSetup& m, const std::string
 
 }  // namespace
 
-TEST_CASE("with no multi-GPU setting the prediction is the single-GPU one, bit for bit") {
+TEST_CASE("with no multi-GPU setting nothing of the multi-GPU model is applied") {
   const AdvisorRequest r = request_for("flux", "h100");
   const Prediction one = predict_report(r, Schedule::parse("layer")).candidate.prediction;
   CHECK_FALSE(r.setup.multi_gpu.active());
   CHECK_FALSE(one.multi_gpu.active);
   CHECK(one.time.communication_s == 0);
   CHECK(one.memory.gathered_bytes == 0);
-  // DDP on one GPU is not active either way: the trainer's accelerate does not wrap one process
+  // a default setup (one process, no strategy) is inactive
   MultiGpuSetup m;
   CHECK_FALSE(m.active());
 }
@@ -158,8 +158,14 @@ TEST_CASE("advise over strategies prefers DDP for a LoRA that fits and never pic
   CHECK(d.options[d.best].runs);
   CHECK(d.options[d.best].fits);
   CHECK(d.options[d.best].multi_gpu.strategy == Strategy::ddp);
-  for (const auto& o : d.options)
-    if (zero_stage(o.multi_gpu.strategy) > 0 && o.multi_gpu.strategy != Strategy::fsdp2) CHECK_FALSE(o.runs);
+  // the trainer rejects a LoRA with DeepSpeed: no ZeRO option is offered for one
+  for (const auto& o : d.options) CHECK_FALSE((zero_stage(o.multi_gpu.strategy) > 0 && o.multi_gpu.strategy != Strategy::fsdp2));
+  // a full fine-tune is offered the ZeRO stages
+  r.setup.model_type = ModelType::Full;
+  const DistributedAdvice full = advise_distributed(Context(r));
+  int zero = 0;
+  for (const auto& o : full.options) zero += zero_stage(o.multi_gpu.strategy) > 0 && o.multi_gpu.strategy != Strategy::fsdp2;
+  CHECK(zero > 0);
 }
 
 TEST_CASE("links: NVLink where the card has it, PCIe otherwise, half of PCIe without P2P") {

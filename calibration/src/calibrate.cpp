@@ -296,8 +296,8 @@ FitResult fit_coefficients(const PreparedSet& set, const Coefficients& start, co
       if (r->run->status == "ok") {
         res.push_back(opt.peak_weight * soft_l1(std::log(peak / (r->run->peak_gib * kGiB)), c));
         // a regionally compiled run's sec/step is not eager PyTorch's (fused kernels, fewer launches,
-        // recompiles: Krea 2 bf16 H100 0.30 s compiled; Cosmos 3 2.6 s): it does not inform the
-        // eager time coefficients (its peak still does)
+        // recompiles: Krea 2 bf16 H100 `layer` 0.268 s compiled against 0.371 s eager in the sweep;
+        // Cosmos 3 2.6 s): it does not inform the eager time coefficients (its peak still does)
         const double time_weight = r->setup.regional_compile ? 0.0 : opt.time_weight;
         res.push_back(time_weight * soft_l1(std::log(std::max(p.step_time_s, 1e-6) / r->run->sec_per_step), c));
         // a run that completed must be predicted below the usable memory

@@ -6,9 +6,6 @@
 
 namespace segadvise {
 
-extern const EmbeddedFile kPlannerData[];  // planner/data (planner/CMakeLists.txt)
-extern const std::size_t kPlannerDataCount;
-
 namespace {
 
 using nlohmann::json;

@@ -415,7 +415,8 @@ void Rank::backward_units(std::vector<State>& ins, std::vector<State>& outs) {
     wait_unit(i);
     gather_unit(i - 1);  // prefetch the next unit of the backward
     if (shards_grads_()) {
-      u.grad_flat = torch::zeros({world() * u.train_shard}, st_.build.dtype);
+      const auto to = torch::TensorOptions().dtype(st_.build.dtype).device(st_.device);
+      u.grad_flat = torch::zeros({world() * u.train_shard}, to);
       bind_grads(u);
       acct_.add(&HeldBytes::grads_bytes, nbytes(u.grad_flat));
     }
@@ -559,7 +560,6 @@ RankRun run_rank(const Family& fam, const TrainingSetup& setup, const Distribute
   if (opt.world < 1 || opt.rank < 0 || opt.rank >= opt.world)
     throw InputError("validate --gpus: rank " + std::to_string(opt.rank) + " of " + std::to_string(opt.world));
   if (opt.steps < 1) throw InputError("validate --gpus: --steps must be at least 1");
-  install_hooks();
   torch::set_num_threads(1);  // N ranks share the cores; one thread keeps every reduction's order fixed
   Rank r(fam, setup, opt);
   return r.run(fam, setup);

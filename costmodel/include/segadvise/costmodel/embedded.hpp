@@ -20,5 +20,7 @@ extern const EmbeddedFile kCalibrationData[];  // calibration/data
 extern const std::size_t kCalibrationDataCount;
 extern const EmbeddedFile kRunPhaseData[];  // families/data/phases (text encoders, VAEs, validation rules)
 extern const std::size_t kRunPhaseDataCount;
+extern const EmbeddedFile kPlannerData[];  // planner/data (planner/CMakeLists.txt)
+extern const std::size_t kPlannerDataCount;
 
 }  // namespace segadvise
