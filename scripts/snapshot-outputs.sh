@@ -11,15 +11,14 @@ root="$(realpath "${3:-$here/../shared/reference/simpletuner-examples}")"
 mkdir -p "$out"/advise "$out"/predict "$out"/check "$out"/fixtures
 run() {  # run FILE CMD...
   local f=$1; shift
-  { "$@" 2>&1; echo "exit=$?"; } > "$f"
+  { "$@" 2>&1; echo "exit=$?"; } | sed "s|$here|<repo>|g" > "$f"  # the same text from any checkout
 }
-families=$("$bin" list --format json 2>/dev/null | python3 -c '
+families=$("$bin" list models --format json | python3 -c '
 import json, sys
-j = json.load(sys.stdin)
-fams = j["families"] if isinstance(j, dict) else j
-print(" ".join(f["id"] if isinstance(f, dict) else f for f in fams))')
+print(" ".join(f["id"] for f in json.load(sys.stdin)))')
+[ -n "$families" ] || { echo "snapshot: no families listed by $bin" >&2; exit 2; }
 for m in $families; do
-  for g in h100 l40s 4090 a100-40gb 3090 h200; do
+  for g in h100 l40s 4090 a100-40g 3090 h200; do
     run "$out/advise/$m-$g.txt" "$bin" advise --model "$m" --gpu "$g"
   done
   run "$out/advise/$m-l40s.json" "$bin" advise --model "$m" --gpu l40s --format json
@@ -37,7 +36,7 @@ fi
 for f in "$here"/tests/fixtures/trainers/*/*; do
   case "$f" in *.md|*dataset*.toml) continue;; esac
   n="$(basename "$(dirname "$f")")-$(basename "$f")"
-  (cd "$(dirname "$f")" && run "$out/fixtures/$n-h100.txt" "$bin" check "$f" --gpu h100 --advise &&
-   run "$out/fixtures/$n-4090.json" "$bin" check "$f" --gpu 4090 --advise --format json)
+  (cd "$(dirname "$f")" && b=$(basename "$f") && run "$out/fixtures/$n-h100.txt" "$bin" check "$b" --gpu h100 --advise &&
+   run "$out/fixtures/$n-4090.json" "$bin" check "$b" --gpu 4090 --advise --format json)
 done
 echo "snapshot: $(find "$out" -type f | wc -l) outputs in $out"
