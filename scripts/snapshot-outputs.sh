@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the outputs a refactoring must keep byte-identical into OUT_DIR, one file per command:
-# advise of every family on six GPUs (table and JSON), predict of four schedules of every family,
+# advise of every family on six GPUs (table and JSON), predict of six schedules of every family,
 # check of every SimpleTuner example config (JSON) and of every trainer fixture (table and JSON),
 # each file holding stdout, stderr and the exit code. Compare two snapshots with `diff -r`.
 # usage: scripts/snapshot-outputs.sh SEGADVISE_BIN OUT_DIR [EXAMPLES_ROOT]
@@ -22,8 +22,8 @@ for m in $families; do
     run "$out/advise/$m-$g.txt" "$bin" advise --model "$m" --gpu "$g"
   done
   run "$out/advise/$m-l40s.json" "$bin" advise --model "$m" --gpu l40s --format json
-  for s in none layer interval:2 interval:3+stride:6; do
-    run "$out/predict/$m-${s//[:+]/_}.txt" "$bin" predict --model "$m" --gpu h100 --schedule "$s"
+  for s in none layer interval2 seg3-stride6 activation-offload layer+unsloth; do
+    run "$out/predict/$m-${s//+/_}.txt" "$bin" predict --model "$m" --gpu h100 --schedule "$s"
   done
 done
 if [ -d "$root/simpletuner/examples" ]; then
