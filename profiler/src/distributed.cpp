@@ -9,8 +9,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
+// USE_C10D_GLOO: LibTorch's Gloo process group and its headers were found (profiler/CMakeLists.txt).
+// A LibTorch without them (a PyTorch wheel ships no gloo/ headers) builds everything but the ranks.
+#ifdef USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -33,13 +37,16 @@ namespace segadvise::profiler {
 using torch::Tensor;
 
 namespace {
-
-constexpr int64_t kPieceBytes = 64 * 1024;    // receive buffer of a reduction
-constexpr uint32_t kFirstTag = 1u << 20;      // point-to-point tags, far from Gloo's collective slots
-
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+}  // namespace
+
+#ifdef USE_C10D_GLOO
+namespace {
+
+constexpr int64_t kPieceBytes = 64 * 1024;    // receive buffer of a reduction
+constexpr uint32_t kFirstTag = 1u << 20;      // point-to-point tags, far from Gloo's collective slots
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -564,6 +571,12 @@ RankRun run_rank(const Family& fam, const TrainingSetup& setup, const Distribute
   Rank r(fam, setup, opt);
   return r.run(fam, setup);
 }
+#else
+RankRun run_rank(const Family&, const TrainingSetup&, const DistributedOptions&) {
+  throw std::runtime_error("validate --gpus: this segadvise-torch was built against a LibTorch without Gloo "
+                           "headers (c10d's ProcessGroupGloo); rebuild with libgloo-dev or a LibTorch that has them");
+}
+#endif
 
 nlohmann::json to_json(const RankRun& r) {
   const auto held = [](const HeldBytes& h) {
