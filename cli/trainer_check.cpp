@@ -1,5 +1,5 @@
 // `segadvise check FILE` for musubi-tuner, ai-toolkit, OneTrainer and diffusers configs: read with the
-// trainer's semantics (trainer_readers/), predicted, and with --advise --emit SAME_TRAINER --output NEW
+// trainer's semantics (segadvise/trainers/), predicted, and with --advise --emit SAME_TRAINER --output NEW
 // written back with only the memory knobs changed (trainer_writer).
 #include "trainer_check.hpp"
 #include "measured.hpp"
@@ -11,7 +11,7 @@
 #include "printer.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
-#include "trainer_readers/trainer_writer.hpp"
+#include "segadvise/trainers/trainer_writer.hpp"
 
 namespace segadvise::cli {
 
@@ -82,7 +82,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::os
   if (r.advice && emit != "simpletuner") {
     ta = advise_for_trainer(r.context, emit, r.advice->recommended());
     v.trainer = &ta;
-    rc = ta.best >= 0 ? kOk : kDoesNotFit;
+    rc = exit_code_of(true, ta.verdict);  // the plan's verdict, as advise's
   } else if (r.advice) {
     rc = advice_exit_code(*r.advice);
   }

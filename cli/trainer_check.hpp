@@ -5,8 +5,8 @@
 #include <ostream>
 #include <string>
 
-#include "config_reader.hpp"
-#include "trainer_readers/trainer_config.hpp"
+#include "check_options.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 
 namespace segadvise::cli {
 

@@ -1,10 +1,10 @@
 // Which trainer a config belongs to, from its name and content, and the one entry point.
 #include <filesystem>
 
-#include "../config_reader.hpp"
-#include "reader_util.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 using readers::lower;
 
@@ -52,12 +52,15 @@ std::string detect_trainer(const std::string& path) {
 
 TrainerRead read_trainer_config(const std::string& path, const TrainerReadOptions& o) {
   const std::string t = o.trainer.empty() ? detect_trainer(path) : o.trainer;
-  if (t == "ai-toolkit") return readers::read_ai_toolkit(path, o);
-  if (t == "onetrainer") return readers::read_onetrainer(path, o);
-  if (t == "musubi") return readers::read_musubi(path, o);
-  if (t == "diffusers") return readers::read_diffusers(path, o);
-  if (t == "simpletuner") throw InputError(path + ": a SimpleTuner config is read by read_simpletuner_config");
-  throw InputError("--trainer: '" + t + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  TrainerRead r;
+  if (t == "ai-toolkit") r = readers::read_ai_toolkit(path, o);
+  else if (t == "onetrainer") r = readers::read_onetrainer(path, o);
+  else if (t == "musubi") r = readers::read_musubi(path, o);
+  else if (t == "diffusers") r = readers::read_diffusers(path, o);
+  else if (t == "simpletuner") throw InputError(path + ": a SimpleTuner config is read by read_simpletuner_config");
+  else throw InputError("--trainer: '" + t + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  r.setup.trainer = t;  // its own rules judge the setup, not SimpleTuner's
+  return r;
 }
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

@@ -1,7 +1,8 @@
 // SimpleTuner config.json -> TrainingSetup + Schedule, as the trainer reads it.
 // Every rule cites shared/reference/simpletuner-semantics.md (SimpleTuner bc8e6ab).
-#include "config_reader.hpp"
-#include "multi_gpu_config.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/multi_gpu_config.hpp"
+#include "segadvise/trainers/setup_rules.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,9 +14,10 @@
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/trainer_facts.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 using nlohmann::ordered_json;
 namespace fs = std::filesystem;
@@ -453,17 +455,11 @@ void read_precision(const Fields& cfg, const Family& fam, ConfigRead& r) {
   else if (hadamard)
     r.warnings.push_back(cfg.where("sdnq_use_hadamard") + ": only used with an SDNQ base_model_precision (here " +
                          precision + "): ignored");
-  const bool quantized = precision_info(precision).quantized;
-  if (s.model_type == ModelType::Full && quantized && !cfg.boolean("i_know_what_i_am_doing", false) &&
-      !cfg.boolean("controlnet", false))
-    r.rejections.push_back("base_model_precision " + precision +
-                           " with model_type full: the trainer stops (quantized bases train only LoRA/LyCORIS "
-                           "unless i_know_what_i_am_doing is set)");
-  if (s.mixed_precision == "fp8" && quantized && precision != "fp8-torchao")
-    r.rejections.push_back("mixed_precision fp8 with base_model_precision " + precision +
-                           ": the trainer stops (fp8 mixed precision needs no_change or fp8-torchao)");
-  if (precision == "fp8-quanto" && (fam.trainer_family == "wan" || fam.trainer_family == "ltxvideo"))
-    r.rejections.push_back("base_model_precision fp8-quanto on " + fam.trainer_family + ": the trainer stops");
+  s.trainer = "simpletuner";
+  for (const auto& key : quantized_full_override_keys())
+    if (cfg.boolean(key, false)) s.quantized_full_allowed = true;
+  // the combinations the trainer stops on: the rule predict and advise apply too (setup_rules.hpp)
+  for (auto& why : setup_rejections(fam, s)) r.rejections.push_back(std::move(why));
 }
 
 // training (§0 defaults: model_type full, lora_type standard, rank 16, adamw_bf16, bf16)
@@ -754,4 +750,32 @@ RunSetup read_run_setup(const nlohmann::ordered_json& raw, const std::string& or
   return r;
 }
 
-}  // namespace segadvise::cli
+nlohmann::json schedule_keys(const Schedule& s) {
+  nlohmann::json j;
+  j["gradient_checkpointing"] = s.checkpointing;
+  if (s.checkpointing) {
+    j["gradient_checkpointing_interval"] = s.interval > 1 ? nlohmann::json(s.interval) : nlohmann::json(nullptr);
+    j["gradient_checkpointing_segment_stride"] = s.stride > 0 ? nlohmann::json(s.stride) : nlohmann::json(nullptr);
+    j["gradient_checkpointing_backend"] = to_string(s.backend);
+  } else {
+    j["gradient_checkpointing_interval"] = nullptr;
+    j["gradient_checkpointing_segment_stride"] = nullptr;
+    j["gradient_checkpointing_backend"] = "torch";
+  }
+  j["gradient_checkpointing_offload_attention"] = s.offload_attention;
+  return j;
+}
+
+nlohmann::json simpletuner_keys(const Schedule& s) {
+  nlohmann::json j = schedule_keys(s);
+  if (j["gradient_checkpointing_interval"].is_null()) j["gradient_checkpointing_interval"] = 1;
+  if (j["gradient_checkpointing_segment_stride"].is_null()) j.erase("gradient_checkpointing_segment_stride");
+  return j;
+}
+
+std::vector<std::string> keys_to_remove(const Schedule& s) {
+  if (s.checkpointing && s.interval > 1 && s.stride <= 0) return {"gradient_checkpointing_segment_stride"};
+  return {};
+}
+
+}  // namespace segadvise

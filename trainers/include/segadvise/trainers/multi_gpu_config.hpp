@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "config_reader.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 // Reads the keys of `r.raw` into r.setup.multi_gpu, with the reader's rejections and warnings
 // (FSDP with DeepSpeed, FSDP v1 with context parallel, fsdp_activation_checkpointing turning the
@@ -19,4 +19,4 @@ void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, cons
 // fsdp_config and deepspeed_config on top of `base`. InputError naming the file and key.
 MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup base, std::vector<std::string>& warnings);
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

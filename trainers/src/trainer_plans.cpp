@@ -1,13 +1,13 @@
-#include "trainer_plans.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
-#include "emitters.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 using nlohmann::ordered_json;
 
@@ -32,22 +32,46 @@ TrainingSetup plain(const TrainingSetup& base) {
 
 bool quantized(const TrainingSetup& s) { return precision_info(s.base_precision).quantized; }
 
+// The grid and mappings segadvise plans a trainer with: the "plans" object of trainers/data/<id>.json.
+FieldReader plans_of(const TrainerFacts& facts) {
+  return FieldReader{facts.raw, facts.origin, ""}.sub("plans", true);
+}
+
+std::vector<double> numbers(const FieldReader& r, const std::string& field, double lo, double hi) {
+  const nlohmann::json* v = r.get(field, true);
+  if (!v->is_array() || v->empty()) r.fail(field, "must be a non-empty list of numbers");
+  std::vector<double> out;
+  for (const auto& x : *v) out.push_back(checked_number(x, r.where(field), lo, hi));
+  return out;
+}
+
+// The segadvise precision a trainer's own value maps to (`table`: a list of {key: value, "precision": p}).
+std::string precision_for(const TrainerFacts& facts, const char* table, const char* key, const std::string& value) {
+  for (const auto& e : facts.raw.at(table))
+    if (e.at(key) == value) return e.at("precision").get<std::string>();
+  throw InputError(facts.origin + ": " + table + " has no " + key + " '" + value + "'");
+}
+
 void note_precision(const TrainingSetup& user, const std::string& as, const std::string& trainer, std::vector<std::string>& notes) {
   if (user.base_precision == as || (!quantized(user) && as == "no_change")) return;
   notes.push_back("base_model_precision " + precision_key(user) + " has no equivalent in " + trainer + ": predicted with " +
                   (as == "no_change" ? std::string("a bf16 base") : as) + " (its nearest knob)");
 }
 
-std::vector<KnobCombo> musubi(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
+std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
+                              std::vector<std::string>& notes) {
+  const FieldReader plans = plans_of(facts);
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
   const bool fp8 = quantized(user);
-  base.base_precision = fp8 ? "fp8wo-torchao" : "no_change";
+  base.base_precision = fp8 ? plans.str("fp8_base_precision", "", true) : "no_change";
   note_precision(user, base.base_precision, "musubi-tuner", notes);
   std::vector<int> swaps = {0};
   const int max = tf.blocks_to_swap_max;
-  if (max > 0) swaps = {0, max / 4, max / 2, (3 * max) / 4, max};
-  else notes.push_back("musubi-tuner's block-swap maximum for this model is not recorded: block swap is not offered");
+  if (max > 0) {
+    swaps.clear();
+    for (const double q : numbers(plans, "blocks_to_swap_quarters", 0, 4)) swaps.push_back(static_cast<int>(q) * max / 4);
+  } else notes.push_back("musubi-tuner's block-swap maximum for this model is not recorded: block swap is not offered");
   swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
   std::vector<KnobCombo> out;
   for (int gc = 0; gc < 3; ++gc)
@@ -75,12 +99,20 @@ std::vector<KnobCombo> musubi(const TrainerFamily& tf, const TrainingSetup& user
   return out;
 }
 
-std::vector<KnobCombo> ai_toolkit(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
+std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
+                                  std::vector<std::string>& notes) {
+  const FieldReader plans = plans_of(facts);
+  const std::string qtype = plans.str("qtype", "", true), qtype_offloaded = plans.str("qtype_with_layer_offloading", "", true);
+  const std::string q_precision = precision_for(facts, "qtypes", "qtype", qtype);
+  const std::string q_offloaded_precision = precision_for(facts, "qtypes", "qtype", qtype_offloaded);
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // train.dtype bf16 is emitted
   const bool q = quantized(user);
   std::vector<int> pcts = {0};
-  if (tf.layer_offloading) pcts = {0, 25, 50, 75, 100};
+  if (tf.layer_offloading) {
+    pcts.clear();
+    for (const double p : numbers(plans, "layer_offloading_percents", 0, 100)) pcts.push_back(static_cast<int>(p));
+  }
   else notes.push_back("model.layer_offloading does nothing on this family in ai-toolkit (" + tf.source + "): not offered");
   if (q && tf.layer_offloading) notes.push_back("quantizer: model.qtype qfloat8 is optimum-quanto; with layer_offloading ai-toolkit uses float8 = torchao "
                          "Float8WeightOnlyConfig instead (config_modules.py:714-715), and the emitted qtype says so");
@@ -93,8 +125,8 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFamily& tf, const TrainingSetup& 
       c.knobs["train.gradient_checkpointing"] = gc == 1;
       if (q) {
         c.knobs["model.quantize"] = true;
-        c.knobs["model.qtype"] = pct > 0 ? "float8" : "qfloat8";
-        c.setup.base_precision = pct > 0 ? "fp8wo-torchao" : "fp8-quanto";
+        c.knobs["model.qtype"] = pct > 0 ? qtype_offloaded : qtype;
+        c.setup.base_precision = pct > 0 ? q_offloaded_precision : q_precision;
       } else {
         c.setup.base_precision = "no_change";
       }
@@ -108,29 +140,32 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFamily& tf, const TrainingSetup& 
       c.label = std::string(gc ? "gradient checkpointing" : "no checkpointing") + (pct > 0 ? ", " + std::to_string(pct) + "% of layers offloaded" : "");
       out.push_back(c);
     }
-  if (q) note_precision(user, "fp8-quanto", "ai-toolkit", notes);
+  if (q) note_precision(user, q_precision, "ai-toolkit", notes);
   return out;
 }
 
-std::string onetrainer_dtype(const TrainingSetup& user, std::string& precision) {
-  if (user.base_precision == "nf4-bnb") {
-    precision = "nf4-bnb";
-    return "NFLOAT_4";
-  }
-  precision = quantized(user) ? "fp8wo-torchao" : "no_change";
-  return quantized(user) ? "FLOAT_8" : "BFLOAT_16";  // BFLOAT_16 explicitly: a part's default is FLOAT_32
+// BFLOAT_16 explicitly for an unquantized base: a part's default is FLOAT_32
+std::string onetrainer_dtype(const TrainerFacts& facts, const TrainingSetup& user, std::string& precision) {
+  const FieldReader plans = plans_of(facts);
+  const std::string dtype = plans.str(user.base_precision == "nf4-bnb" ? "weight_dtype_nf4"
+                                      : quantized(user)                ? "weight_dtype_quantized"
+                                                                       : "weight_dtype_unquantized",
+                                      "", true);
+  precision = precision_for(facts, "weight_dtypes", "dtype", dtype);
+  return dtype;
 }
 
-std::vector<KnobCombo> onetrainer(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
+std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
+                                  std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted
   std::string precision;
-  const std::string dtype = onetrainer_dtype(user, precision);
+  const std::string dtype = onetrainer_dtype(facts, user, precision);
   base.base_precision = precision;
   note_precision(user, precision, "OneTrainer", notes);
   const std::string& part = tf.part;
   std::vector<double> fracs = {0};
-  if (tf.part_offloading) fracs = {0, 0.25, 0.5, 0.75, 1.0};
+  if (tf.part_offloading) fracs = numbers(plans_of(facts), "offload_fractions", 0, 1);
   else notes.push_back("OneTrainer's " + part + " has no layer or activation offloading (" + tf.source + "): not offered");
   std::vector<KnobCombo> out;
   for (int gc = 0; gc < 2; ++gc)
@@ -282,6 +317,20 @@ std::string diffusers_text(const TrainerFacts& facts, const Family& fam, const K
 
 }  // namespace
 
+const std::vector<std::string>& emitter_names() {
+  static const std::vector<std::string> n = {"simpletuner", "musubi", "ai-toolkit", "onetrainer", "diffusers"};
+  return n;
+}
+
+void check_emit_name(const std::string& name) {
+  if (name.empty()) return;
+  const auto& n = emitter_names();
+  if (std::find(n.begin(), n.end(), name) != n.end()) return;
+  std::string near;
+  for (const auto& x : nearest_names(name, n)) near += (near.empty() ? "" : ", ") + x;
+  throw InputError("--emit: '" + name + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers; nearest: " + near);
+}
+
 int square_edge_for_area(int width, int height) {
   const double edge = std::sqrt(double(width) * height);
   return std::max(64, static_cast<int>(std::lround(edge / 64.0)) * 64);
@@ -291,10 +340,12 @@ std::vector<KnobCombo> trainer_combos(const TrainerFacts& facts, const Family& f
                                       std::vector<std::string>& notes) {
   const TrainerFamily* tf = facts.find(fam);
   if (!tf) return {};
-  if (facts.id == "musubi") return musubi(*tf, base, notes);
-  if (facts.id == "ai-toolkit") return ai_toolkit(*tf, base, notes);
-  if (facts.id == "onetrainer") return onetrainer(*tf, base, notes);
-  return diffusers(*tf, base, notes);
+  std::vector<KnobCombo> out = facts.id == "musubi"       ? musubi(facts, *tf, base, notes)
+                               : facts.id == "ai-toolkit" ? ai_toolkit(facts, *tf, base, notes)
+                               : facts.id == "onetrainer" ? onetrainer(facts, *tf, base, notes)
+                                                          : diffusers(*tf, base, notes);
+  for (auto& c : out) c.setup.trainer = facts.id;  // its own rules judge it, not SimpleTuner's
+  return out;
 }
 
 std::string trainer_config_text(const TrainerFacts& facts, const Family& fam, const KnobCombo& c) {
@@ -332,7 +383,7 @@ TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, co
   const TrainerFamily* tf = facts.find(fam);
   a.family_supported = tf != nullptr;
   if (!tf) {
-    a.notes.push_back(facts.name + " does not train " + fam.name + " (families/data/trainer/" + trainer +
+    a.notes.push_back(facts.name + " does not train " + fam.name + " (trainers/data/" + trainer +
                       ".json): nothing to emit");
     return a;
   }
@@ -345,17 +396,24 @@ TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, co
     p.knobs = c.knobs;
     p.schedule = c.schedule;
     p.setup = c.setup;
-    p.prediction = predict(c.setup, c.schedule);
+    const PlanPrediction pp = predict(c.setup, c.schedule);
+    p.prediction = pp.prediction;
+    p.verdict = pp.prediction.supported ? pp.verdict : FitVerdict::DoesNotFit;
     if (p.prediction.supported) a.plans.push_back(std::move(p));  // a backend the family lacks never counts
   }
   std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
     return x.prediction.step_time_s < y.prediction.step_time_s;
   });
+  int borderline = -1;
   for (std::size_t i = 0; i < a.plans.size(); ++i) {
-    const Prediction& p = a.plans[i].prediction;
-    if (a.best < 0 && p.fits) a.best = static_cast<int>(i);
-    if (a.smallest < 0 || p.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes) a.smallest = static_cast<int>(i);
+    const TrainerPlan& p = a.plans[i];
+    if (a.best < 0 && p.verdict == FitVerdict::Fits) a.best = static_cast<int>(i);
+    if (borderline < 0 && p.verdict == FitVerdict::Borderline) borderline = static_cast<int>(i);
+    if (a.smallest < 0 || p.prediction.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes)
+      a.smallest = static_cast<int>(i);
   }
+  if (a.best < 0) a.best = borderline;
+  if (a.best >= 0) a.verdict = a.plans[a.best].verdict;
   const int shown = a.best >= 0 ? a.best : a.smallest;
   if (shown >= 0) {
     const TrainerPlan& p = a.plans[shown];
@@ -363,9 +421,13 @@ TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, co
     a.config_text = trainer_config_text(facts, fam, c);
     if (a.best < 0)
       a.notes.push_back("nothing within " + facts.name + "'s knobs fits with " + headroom + " headroom; the lines are its smallest plan");
+    else if (a.verdict == FitVerdict::Borderline)
+      a.notes.push_back("no plan within " + facts.name + "'s knobs fits with confidence with " + headroom +
+                        " headroom; the lines are its fastest borderline plan (its 90% peak range straddles the usable "
+                        "memory: a measured run settles it)");
   }
   a.manual = trainer_manual_steps(facts, fam);
   return a;
 }
 
-}  // namespace segadvise::cli
+}  // namespace segadvise
