@@ -14,6 +14,7 @@
 #include "segadvise/trainers/trainer_plans.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/trainers/trainer.hpp"
 
 namespace segadvise::cli {
 
@@ -48,7 +49,7 @@ TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer,
     const Candidate c = evaluate(ctx.with_setup(setup), s);
     return PlanPrediction{c.prediction, c.verdict()};
   };
-  TrainerAdvice a = plan_for_trainer(trainer, *ctx.family, ctx.setup, predict, gib_str(ctx.headroom_bytes));
+  TrainerAdvice a = segadvise::trainer(trainer).plan(*ctx.family, ctx.setup, predict, gib_str(ctx.headroom_bytes));
   const std::string& name = a.trainer_name;
 
   // what SimpleTuner's own schedule space would gain

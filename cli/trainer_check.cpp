@@ -11,7 +11,7 @@
 #include "printer.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
-#include "segadvise/trainers/trainer_writer.hpp"
+#include "segadvise/trainers/trainer.hpp"
 
 namespace segadvise::cli {
 
@@ -46,12 +46,12 @@ ordered_json memory_knobs(const TrainerRead& r, const ordered_json& plan) {
   return k;
 }
 
-int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::ostream& out) {
+int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std::ostream& out) {
   TrainerReadOptions ro;
-  ro.trainer = trainer;
+  ro.trainer = trainer_id;
   ro.model = o.flags.model;
   ro.cwd = o.read.cwd;
-  const TrainerRead tr = read_trainer_config(o.config, ro);
+  const TrainerRead tr = trainer(trainer_id).read(o.config, ro);
   if (!o.output.empty() && o.emit != tr.trainer)
     throw InputError("--output '" + o.output + "': only with --emit " + tr.trainer + " (it writes this " + tr.trainer + " config back)");
   const auto printer = make_printer(o.flags.format, out);
@@ -91,7 +91,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::os
       v.nothing_to_write = true;
     } else {
       const TrainerPlan& best = ta.plans[ta.best];
-      const Rewritten w = rewrite_trainer_config(tr, memory_knobs(tr, best.knobs));
+      const Rewritten w = trainer(tr.trainer).rewrite(tr, memory_knobs(tr, best.knobs));
       write_file_atomically(o.output, w.text);
       v.rewritten = CheckView::Written{o.output, best.label, w.notes};
     }

@@ -1,5 +1,6 @@
-// The trainers library through the advisor: one rule for what SimpleTuner stops on answers predict,
-// advise and check alike, and a trainer's plan within its own knobs is judged by advise's verdict.
+// The trainers library through the advisor: one component per trainer behind one interface, one rule
+// for what SimpleTuner stops on answers predict, advise and check alike, and a trainer's plan within
+// its own knobs is judged by advise's verdict.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -10,7 +11,9 @@
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/trainers/setup_rules.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
+#include "test_util.hpp"
 
 using namespace segadvise;
 namespace fs = std::filesystem;
@@ -171,4 +174,55 @@ TEST_CASE("a trainer's plan is picked by advise's verdict: a confident fit, else
   CHECK(no.best == -1);
   CHECK(no.verdict == FitVerdict::DoesNotFit);
   CHECK(no.plans[no.smallest].schedule.checkpointing);
+}
+
+TEST_CASE("the registry holds one component per trainer; each detects and reads its own files") {
+  std::vector<std::string> ids;
+  for (const Trainer* t : all_trainers()) ids.push_back(t->id());
+  CHECK(ids == std::vector<std::string>{"simpletuner", "musubi", "ai-toolkit", "onetrainer", "diffusers"});
+  CHECK(ids == emitter_names());
+  CHECK(trainer("musubi").name() == "musubi-tuner");
+  CHECK(trainer("simpletuner").facts() == nullptr);
+  CHECK(trainer("onetrainer").facts() == &trainer_facts("onetrainer"));
+  CHECK(test::input_error_of([] { trainer("kohya"); }).find("--trainer: 'kohya' is not one of") != std::string::npos);
+
+  const std::string fixtures = std::string(SEGADVISE_FIXTURES_DIR);
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"simpletuner", fixtures + "/check/flux-480-square.json"},
+      {"musubi", fixtures + "/trainers/musubi/wan14b_train.sh"},
+      {"musubi", fixtures + "/trainers/musubi/flux_config.toml"},
+      {"ai-toolkit", fixtures + "/trainers/ai-toolkit/train_lora_flux_24gb.yaml"},
+      {"onetrainer", fixtures + "/trainers/onetrainer/flux_lora.json"},
+      {"diffusers", fixtures + "/trainers/diffusers/flux_lora.sh"}};
+  for (const auto& [id, path] : files) {
+    int detected = 0;
+    for (const Trainer* t : all_trainers())
+      if (t->detects(path)) {
+        CHECK_MESSAGE(t->id() == id, path);
+        ++detected;
+      }
+    CHECK_MESSAGE(detected == 1, path);
+    CHECK(detect_trainer(path) == id);
+  }
+  TrainerReadOptions o;
+  o.model = "wan14b";
+  o.cwd = "/nonexistent-working-directory";
+  const TrainerRead m = trainer("musubi").read(fixtures + "/trainers/musubi/wan14b_train.sh", o);
+  CHECK(m.trainer == "musubi");
+  CHECK(m.setup.trainer == "musubi");  // musubi's rules judge it, not SimpleTuner's
+  const TrainerRead st = trainer("simpletuner").read(fixtures + "/check/flux-480-square.json", TrainerReadOptions{});
+  CHECK(st.trainer == "simpletuner");
+  CHECK(st.family == &find_family("flux"));
+  CHECK(st.setup.base_precision == "int8-quanto");
+  CHECK(st.rejections.empty());
+}
+
+TEST_CASE("each component answers for its own setup rules") {
+  TrainingSetup s;
+  s.base_precision = "fp8-quanto";
+  const Family& wan = find_family("wan14b");
+  CHECK(trainer("simpletuner").setup_rejections(wan, s) ==
+        std::vector<std::string>{"base_model_precision fp8-quanto on wan: the trainer stops"});
+  for (const char* other : {"musubi", "ai-toolkit", "onetrainer", "diffusers"})
+    CHECK(trainer(other).setup_rejections(wan, s).empty());
 }

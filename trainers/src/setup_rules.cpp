@@ -6,6 +6,7 @@
 #include "segadvise/costmodel/embedded.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/trainers/trainer.hpp"
 
 namespace segadvise {
 
@@ -64,8 +65,11 @@ bool contains(const std::vector<std::string>& v, const std::string& x) { return 
 const std::vector<std::string>& quantized_full_override_keys() { return rules().lifted_by; }
 
 std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& s) {
+  return trainer(s.trainer).setup_rejections(fam, s);
+}
+
+std::vector<std::string> simpletuner_setup_rejections(const Family& fam, const TrainingSetup& s) {
   std::vector<std::string> out;
-  if (s.trainer != "simpletuner") return out;
   const Rules& r = rules();
   const std::string& precision = s.base_precision;
   const bool quantized = precision_info(precision).quantized;

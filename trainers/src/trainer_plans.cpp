@@ -1,11 +1,19 @@
+// The five trainers' components (trainer.hpp): what each offers for memory (its knob combinations,
+// from trainers/data/<id>.json where a knob depends on the family), the config lines it reads, what
+// is left to set by hand, its plan, and the registry.
+#include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <sstream>
 
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/trainers/reader_util.hpp"
+#include "segadvise/trainers/setup_rules.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 
 namespace segadvise {
 
@@ -317,10 +325,6 @@ std::string diffusers_text(const TrainerFacts& facts, const Family& fam, const K
 
 }  // namespace
 
-const std::vector<std::string>& emitter_names() {
-  static const std::vector<std::string> n = {"simpletuner", "musubi", "ai-toolkit", "onetrainer", "diffusers"};
-  return n;
-}
 
 void check_emit_name(const std::string& name) {
   if (name.empty()) return;
@@ -336,61 +340,215 @@ int square_edge_for_area(int width, int height) {
   return std::max(64, static_cast<int>(std::lround(edge / 64.0)) * 64);
 }
 
-std::vector<KnobCombo> trainer_combos(const TrainerFacts& facts, const Family& fam, const TrainingSetup& base,
-                                      std::vector<std::string>& notes) {
-  const TrainerFamily* tf = facts.find(fam);
-  if (!tf) return {};
-  std::vector<KnobCombo> out = facts.id == "musubi"       ? musubi(facts, *tf, base, notes)
-                               : facts.id == "ai-toolkit" ? ai_toolkit(facts, *tf, base, notes)
-                               : facts.id == "onetrainer" ? onetrainer(facts, *tf, base, notes)
-                                                          : diffusers(*tf, base, notes);
-  for (auto& c : out) c.setup.trainer = facts.id;  // its own rules judge it, not SimpleTuner's
-  return out;
-}
+// ---- the components ---------------------------------------------------------------------------
 
-std::string trainer_config_text(const TrainerFacts& facts, const Family& fam, const KnobCombo& c) {
-  if (facts.id == "musubi") return musubi_text(fam, c);
-  if (facts.id == "ai-toolkit") return ai_toolkit_text(fam, c);
-  if (facts.id == "onetrainer") return onetrainer_text(facts, fam, c);
-  return diffusers_text(facts, fam, c);
-}
+namespace {
 
-std::vector<std::string> trainer_manual_steps(const TrainerFacts& facts, const Family& fam) {
-  const TrainerFamily* tf = facts.find(fam);
+std::vector<std::string> musubi_manual(const TrainerFamily* tf) {
   const std::string script = tf && !tf->scripts.empty() ? tf->scripts.front() : "the training script";
-  if (facts.id == "musubi")
-    return {"run " + script + (tf && !tf->script_verified ? " (script name not verified)" : "") + " with these flags",
-            "--dit, --vae and the text-encoder paths", "--network_module (the LoRA module for this architecture)",
-            "the dataset's image/video directory and cache_directory in dataset.toml",
-            "--output_dir, --output_name, --learning_rate, --max_train_steps", "cache latents and text-encoder outputs first"};
-  if (facts.id == "ai-toolkit")
+  return {"run " + script + (tf && !tf->script_verified ? " (script name not verified)" : "") + " with these flags",
+          "--dit, --vae and the text-encoder paths", "--network_module (the LoRA module for this architecture)",
+          "the dataset's image/video directory and cache_directory in dataset.toml",
+          "--output_dir, --output_name, --learning_rate, --max_train_steps", "cache latents and text-encoder outputs first"};
+}
+
+std::string extension(const std::string& path) { return readers::lower(std::filesystem::path(path).extension().string()); }
+bool command_line_file(const std::string& path) {
+  const std::string ext = extension(path);
+  return ext != ".json" && ext != ".yaml" && ext != ".yml" && ext != ".toml";
+}
+
+// The four trainers whose knobs and per-family support are data (trainers/data/<id>.json).
+class FactsTrainer : public Trainer {
+ public:
+  explicit FactsTrainer(std::string id) : id_(std::move(id)) {}
+  std::string id() const override { return id_; }
+  std::string name() const override { return facts()->name; }
+  const TrainerFacts* facts() const override { return &trainer_facts(id_); }
+  TrainerRead read(const std::string& path, const TrainerReadOptions& o) const override {
+    TrainerRead r = read_file(path, o);
+    r.setup.trainer = id_;  // its own rules judge the setup, not SimpleTuner's
+    return r;
+  }
+  std::vector<KnobCombo> knob_space(const Family& fam, const TrainingSetup& base,
+                                    std::vector<std::string>& notes) const override {
+    const TrainerFamily* tf = facts()->find(fam);
+    if (!tf) return {};
+    std::vector<KnobCombo> out = combos(*tf, base, notes);
+    for (auto& c : out) c.setup.trainer = id_;
+    return out;
+  }
+  Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const override {
+    return rewrite_trainer_config(r, knobs);
+  }
+
+ protected:
+  virtual TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const = 0;
+  virtual std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                        std::vector<std::string>& notes) const = 0;
+
+ private:
+  std::string id_;
+};
+
+class Musubi final : public FactsTrainer {
+ public:
+  Musubi() : FactsTrainer("musubi") {}
+  bool detects(const std::string& path) const override {
+    return extension(path) == ".toml" || (command_line_file(path) && readers::command_line_trainer(path) == "musubi");
+  }
+  std::string config_text(const Family& fam, const KnobCombo& c) const override { return musubi_text(fam, c); }
+  std::vector<std::string> manual_steps(const Family& fam) const override { return musubi_manual(facts()->find(fam)); }
+
+ protected:
+  TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
+    return readers::read_musubi(path, o);
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                std::vector<std::string>& notes) const override {
+    return musubi(*facts(), tf, base, notes);
+  }
+};
+
+class AiToolkit final : public FactsTrainer {
+ public:
+  AiToolkit() : FactsTrainer("ai-toolkit") {}
+  bool detects(const std::string& path) const override {
+    const std::string ext = extension(path);
+    return ext == ".yaml" || ext == ".yml";
+  }
+  std::string config_text(const Family& fam, const KnobCombo& c) const override { return ai_toolkit_text(fam, c); }
+  std::vector<std::string> manual_steps(const Family&) const override {
     return {"model.name_or_path (and model.arch for this architecture)", "datasets[].folder_path", "config.name, training_folder",
             "train.steps, train.lr, train.optimizer", "the sample section"};
-  if (facts.id == "onetrainer")
+  }
+
+ protected:
+  TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
+    return readers::read_ai_toolkit(path, o);
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                std::vector<std::string>& notes) const override {
+    return ai_toolkit(*facts(), tf, base, notes);
+  }
+};
+
+class OneTrainer final : public FactsTrainer {
+ public:
+  OneTrainer() : FactsTrainer("onetrainer") {}
+  bool detects(const std::string& path) const override {
+    return extension(path) == ".json" && readers::json_config_trainer(path) == "onetrainer";
+  }
+  std::string config_text(const Family& fam, const KnobCombo& c) const override { return onetrainer_text(*facts(), fam, c); }
+  std::vector<std::string> manual_steps(const Family&) const override {
     return {"base_model_name", "the concepts (concept_file_name)", "output_model_destination and output_model_format",
             "learning_rate, epochs, optimizer"};
-  return {"--pretrained_model_name_or_path", "--instance_data_dir (or --dataset_name) and --instance_prompt",
-          "--output_dir, --learning_rate, --max_train_steps"};
-}
+  }
 
-TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, const TrainingSetup& setup,
-                               const PredictFn& predict, const std::string& headroom) {
-  const TrainerFacts& facts = trainer_facts(trainer);
+ protected:
+  TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
+    return readers::read_onetrainer(path, o);
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                std::vector<std::string>& notes) const override {
+    return onetrainer(*facts(), tf, base, notes);
+  }
+};
+
+class Diffusers final : public FactsTrainer {
+ public:
+  Diffusers() : FactsTrainer("diffusers") {}
+  bool detects(const std::string& path) const override {
+    return command_line_file(path) && readers::command_line_trainer(path) == "diffusers";
+  }
+  std::string config_text(const Family& fam, const KnobCombo& c) const override { return diffusers_text(*facts(), fam, c); }
+  std::vector<std::string> manual_steps(const Family&) const override {
+    return {"--pretrained_model_name_or_path", "--instance_data_dir (or --dataset_name) and --instance_prompt",
+            "--output_dir, --learning_rate, --max_train_steps"};
+  }
+
+ protected:
+  TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
+    return readers::read_diffusers(path, o);
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                std::vector<std::string>& notes) const override {
+    return diffusers(tf, base, notes);
+  }
+};
+
+// SimpleTuner: its config reader is read_simpletuner_config (the data backends, the run's other
+// phases); its schedule space and plan are the advisor's (planner/advisor.hpp), which no knob
+// combination here repeats.
+class SimpleTuner final : public Trainer {
+ public:
+  std::string id() const override { return "simpletuner"; }
+  std::string name() const override { return "SimpleTuner"; }
+  bool detects(const std::string& path) const override {
+    return extension(path) == ".json" && readers::json_config_trainer(path) == "simpletuner";
+  }
+  TrainerRead read(const std::string& path, const TrainerReadOptions& o) const override {
+    ReadOptions ro;
+    ro.cwd = o.cwd;
+    const ConfigRead c = read_simpletuner_config(path, ro);
+    TrainerRead r;
+    r.trainer = id();
+    r.config_path = c.config_path;
+    r.inputs = {c.config_path, c.data_backend_path};
+    r.family = c.family;
+    r.setup = c.setup;
+    r.schedule = c.schedule;
+    r.shape_source = c.backends.empty() ? "" : c.backends.front().note;
+    r.rejections = c.rejections;
+    r.warnings = c.warnings;
+    return r;
+  }
+  std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& setup) const override {
+    return simpletuner_setup_rejections(fam, setup);
+  }
+  std::vector<KnobCombo> knob_space(const Family&, const TrainingSetup&, std::vector<std::string>&) const override {
+    return {};
+  }
+  std::string config_text(const Family&, const KnobCombo& c) const override {
+    return simpletuner_keys(c.schedule).dump(2) + "\n";
+  }
+  std::vector<std::string> manual_steps(const Family&) const override { return {}; }
+  TrainerAdvice plan(const Family&, const TrainingSetup&, const PredictFn&, const std::string&) const override {
+    throw InputError("--emit simpletuner: the SimpleTuner keys are the recommendation itself");
+  }
+  // `knobs`: SimpleTuner keys (null: remove the key); a key keeps the spelling it has in the file
+  Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const override {
+    const std::string text = readers::read_text_file(r.config_path, "config");
+    nlohmann::ordered_json raw = read_json_file(r.config_path, "config");
+    for (auto it = knobs.begin(); it != knobs.end(); ++it) {
+      const std::string key = raw.contains("--" + it.key()) ? "--" + it.key() : it.key();
+      if (it.value().is_null()) raw.erase(key);
+      else raw[key] = it.value();
+    }
+    return Rewritten{raw.dump(json_indent(text)) + "\n", {}};
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> Trainer::setup_rejections(const Family&, const TrainingSetup&) const { return {}; }
+
+TrainerAdvice Trainer::plan(const Family& fam, const TrainingSetup& setup, const PredictFn& predict,
+                            const std::string& headroom) const {
+  const TrainerFacts& f = *facts();
   TrainerAdvice a;
-  a.trainer = trainer;
-  a.trainer_name = facts.name;
-  a.config_format = facts.config_format;
-  const TrainerFamily* tf = facts.find(fam);
-  a.family_supported = tf != nullptr;
-  if (!tf) {
-    a.notes.push_back(facts.name + " does not train " + fam.name + " (trainers/data/" + trainer +
-                      ".json): nothing to emit");
+  a.trainer = id();
+  a.trainer_name = f.name;
+  a.config_format = f.config_format;
+  a.family_supported = f.find(fam) != nullptr;
+  if (!a.family_supported) {
+    a.notes.push_back(f.name + " does not train " + fam.name + " (trainers/data/" + id() + ".json): nothing to emit");
     return a;
   }
   if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload)
-    a.notes.push_back("the config's weight streaming (RamTorch / block swap / group offload) is replaced by " + facts.name +
+    a.notes.push_back("the config's weight streaming (RamTorch / block swap / group offload) is replaced by " + f.name +
                       "'s own knob where it has one");
-  for (auto& c : trainer_combos(facts, fam, setup, a.notes)) {
+  for (auto& c : knob_space(fam, setup, a.notes)) {
     TrainerPlan p;
     p.label = c.label;
     p.knobs = c.knobs;
@@ -417,17 +575,60 @@ TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, co
   const int shown = a.best >= 0 ? a.best : a.smallest;
   if (shown >= 0) {
     const TrainerPlan& p = a.plans[shown];
-    KnobCombo c{p.label, p.knobs, p.schedule, p.setup};
-    a.config_text = trainer_config_text(facts, fam, c);
+    a.config_text = config_text(fam, KnobCombo{p.label, p.knobs, p.schedule, p.setup});
     if (a.best < 0)
-      a.notes.push_back("nothing within " + facts.name + "'s knobs fits with " + headroom + " headroom; the lines are its smallest plan");
+      a.notes.push_back("nothing within " + f.name + "'s knobs fits with " + headroom + " headroom; the lines are its smallest plan");
     else if (a.verdict == FitVerdict::Borderline)
-      a.notes.push_back("no plan within " + facts.name + "'s knobs fits with confidence with " + headroom +
+      a.notes.push_back("no plan within " + f.name + "'s knobs fits with confidence with " + headroom +
                         " headroom; the lines are its fastest borderline plan (its 90% peak range straddles the usable "
                         "memory: a measured run settles it)");
   }
-  a.manual = trainer_manual_steps(facts, fam);
+  a.manual = manual_steps(fam);
   return a;
+}
+
+const std::vector<const Trainer*>& all_trainers() {
+  static const SimpleTuner simpletuner;
+  static const Musubi musubi_trainer;
+  static const AiToolkit ai_toolkit_trainer;
+  static const OneTrainer onetrainer_trainer;
+  static const Diffusers diffusers_trainer;
+  static const std::vector<const Trainer*> all = {&simpletuner, &musubi_trainer, &ai_toolkit_trainer,
+                                                  &onetrainer_trainer, &diffusers_trainer};
+  return all;
+}
+
+const Trainer& trainer(const std::string& id) {
+  for (const Trainer* t : all_trainers())
+    if (t->id() == id) return *t;
+  throw InputError("--trainer: '" + id + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+}
+
+const std::vector<std::string>& emitter_names() {
+  static const std::vector<std::string> n = [] {
+    std::vector<std::string> out;
+    for (const Trainer* t : all_trainers()) out.push_back(t->id());
+    return out;
+  }();
+  return n;
+}
+
+std::vector<KnobCombo> trainer_combos(const TrainerFacts& facts, const Family& fam, const TrainingSetup& base,
+                                      std::vector<std::string>& notes) {
+  return trainer(facts.id).knob_space(fam, base, notes);
+}
+
+std::string trainer_config_text(const TrainerFacts& facts, const Family& fam, const KnobCombo& c) {
+  return trainer(facts.id).config_text(fam, c);
+}
+
+std::vector<std::string> trainer_manual_steps(const TrainerFacts& facts, const Family& fam) {
+  return trainer(facts.id).manual_steps(fam);
+}
+
+TrainerAdvice plan_for_trainer(const std::string& id, const Family& fam, const TrainingSetup& setup,
+                               const PredictFn& predict, const std::string& headroom) {
+  return trainer(id).plan(fam, setup, predict, headroom);
 }
 
 }  // namespace segadvise

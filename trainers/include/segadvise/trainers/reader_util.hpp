@@ -48,6 +48,11 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
 TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o);
 
+// Detection (trainer.hpp's components): the trainer a JSON config belongs to (simpletuner or
+// onetrainer; InputError when it is not an object), and a command line's by its script ("" when none).
+std::string json_config_trainer(const std::string& path);
+std::string command_line_trainer(const std::string& path);
+
 // Sets the setup's model and the family's geometry rules (frames), and starts the notes.
 void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer);
 

@@ -13,9 +13,11 @@
 
 namespace segadvise {
 
-// The reasons `setup.trainer` stops before training (empty: it starts). Only SimpleTuner's rules
-// are data here; the other trainers' readers record their own stops.
+// The reasons `setup.trainer` stops before training (empty: it starts): trainer(setup.trainer)'s
+// rules. Only SimpleTuner's are data here; the other trainers' readers record their own stops.
 std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& setup);
+// SimpleTuner's (its component's setup_rejections).
+std::vector<std::string> simpletuner_setup_rejections(const Family& fam, const TrainingSetup& setup);
 
 // The SimpleTuner config keys that lift the stop on a full fine-tune of a quantized base
 // (TrainingSetup::quantized_full_allowed).

@@ -72,6 +72,9 @@ RunSetup read_run_setup(const nlohmann::ordered_json& raw, const std::string& or
 // Reads the config and its data backend(s). Throws InputError (file, key, value) for bad input.
 ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt);
 
+// The indentation of a JSON text: spaces before its first indented key (4 when none is).
+int json_indent(const std::string& text);
+
 // The five checkpointing keys SimpleTuner reads.
 const std::vector<std::string>& checkpointing_keys();
 
