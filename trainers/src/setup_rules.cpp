@@ -20,6 +20,8 @@ struct RefusedPrecision {
 };
 
 struct Rules {
+  std::vector<FlavourPrecision> flavours;
+  std::vector<NotModelled> not_modelled;
   bool quantized_full_stops = true;
   std::vector<std::string> lifted_by;
   std::vector<std::string> fp8_mixed_bases;
@@ -53,6 +55,29 @@ const Rules& rules() {
       e.str("source", "", true);
       out.refused.push_back(std::move(p));
     }
+    const json* fl = r.get("flavour_precision", true);
+    if (!fl->is_array()) r.fail("flavour_precision", "must be a list");
+    for (std::size_t i = 0; i < fl->size(); ++i) {
+      const FieldReader e{(*fl)[i], origin, "flavour_precision[" + std::to_string(i) + "]."};
+      FlavourPrecision f;
+      f.model_family = e.str("model_family", "", true);
+      f.flavours = e.strings("flavours");
+      f.flavour_suffix = e.str("flavour_suffix", "");
+      if (f.flavours.empty() == f.flavour_suffix.empty()) e.fail("flavours", "or flavour_suffix: exactly one of them");
+      f.precision = e.str("precision", "", true);
+      precision_info(f.precision);
+      f.unless = e.str("unless", "");
+      f.note = e.str("note", "", true);
+      e.str("source", "", true);
+      out.flavours.push_back(std::move(f));
+    }
+    const json* nm = r.get("not_modelled", true);
+    if (!nm->is_array()) r.fail("not_modelled", "must be a list");
+    for (std::size_t i = 0; i < nm->size(); ++i) {
+      const FieldReader e{(*nm)[i], origin, "not_modelled[" + std::to_string(i) + "]."};
+      out.not_modelled.push_back(
+          {e.str("model_family", "", true), e.str("key", "", true), e.str("value", "", true), e.str("why", "", true)});
+    }
     return out;
   }();
   return x;
@@ -63,6 +88,16 @@ bool contains(const std::vector<std::string>& v, const std::string& x) { return 
 }  // namespace
 
 const std::vector<std::string>& quantized_full_override_keys() { return rules().lifted_by; }
+const std::vector<FlavourPrecision>& flavour_precisions() { return rules().flavours; }
+const std::vector<NotModelled>& simpletuner_not_modelled() { return rules().not_modelled; }
+
+bool FlavourPrecision::matches(const std::string& family, const std::string& flavour) const {
+  if (family != model_family) return false;
+  if (!flavour_suffix.empty())
+    return flavour.size() > flavour_suffix.size() &&
+           flavour.compare(flavour.size() - flavour_suffix.size(), flavour_suffix.size(), flavour_suffix) == 0;
+  return contains(flavours, flavour);
+}
 
 std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& s) {
   return trainer(s.trainer).setup_rejections(fam, s);

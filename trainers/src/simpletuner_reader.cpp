@@ -434,20 +434,16 @@ void read_precision(const Fields& cfg, const Family& fam, ConfigRead& r) {
     throw InputError(cfg.where("base_model_precision") + ": " + e.what());
   }
   if (precision == "bf16") precision = "no_change";
-  // flavours whose checkpoint is already low precision (§2.2, families' notes): Ideogram's default
-  // `fp8` flavour stays native fp8 at no_change unless ideogram_fp8_base_upcast dequantizes it;
-  // Boogu's `-fp8` flavours at no_change are forced to fp8-torchao
+  // flavours whose checkpoint is already low precision (trainers/data/simpletuner-setup.json)
   const std::string flavour = cfg.str("model_flavour", "");
-  if (precision == "no_change" && fam.trainer_family == "ideogram" && (flavour.empty() || flavour == "fp8") &&
-      !cfg.boolean("ideogram_fp8_base_upcast", false)) {
-    precision = "fp8-native";
-    s.notes.push_back("ideogram fp8 flavour at base_model_precision no_change: the base stays native fp8 "
-                      "(set ideogram_fp8_base_upcast to train on bf16 weights)");
-  }
-  if (precision == "no_change" && fam.trainer_family == "boogu_image" && flavour.size() > 4 &&
-      flavour.compare(flavour.size() - 4, 4, "-fp8") == 0) {
-    precision = "fp8-torchao";
-    s.notes.push_back("boogu_image " + flavour + " at base_model_precision no_change: the trainer forces fp8-torchao");
+  for (const FlavourPrecision& f : flavour_precisions()) {
+    if (precision != "no_change" || !f.matches(fam.trainer_family, flavour)) continue;
+    if (!f.unless.empty() && cfg.boolean(f.unless, false)) continue;
+    precision = f.precision;
+    std::string note = f.note;
+    const auto at = note.find("{flavour}");
+    if (at != std::string::npos) note.replace(at, 9, flavour);
+    s.notes.push_back(note);
   }
   s.base_precision = precision;
   const bool hadamard = cfg.boolean("sdnq_use_hadamard", false);
@@ -646,10 +642,8 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
     r.warnings.push_back(path + ": " + d + " is written both with and without `--`: the later one is used");
 
   const Family& fam = resolve_family(cfg, path, r.warnings);
-  if (fam.trainer_family == "minimaxmusic" && cfg.str("minimax_music_train_component", "") == "language_model")
-    throw InputError(cfg.where("minimax_music_train_component") +
-                     ": language_model trains MiniMax Music 3's Qwen3 8B autoregressive stage, which segadvise does "
-                     "not model (only the 2.4B diffusion transformer is in families/data)");
+  for (const NotModelled& n : simpletuner_not_modelled())  // trainers/data/simpletuner-setup.json
+    if (fam.trainer_family == n.model_family && cfg.str(n.key, "") == n.value) throw InputError(cfg.where(n.key) + ": " + n.why);
   r.family = &fam;
   r.run = read_run_setup(r.raw, path);
   TrainingSetup& s = r.setup;

@@ -23,4 +23,23 @@ std::vector<std::string> simpletuner_setup_rejections(const Family& fam, const T
 // (TrainingSetup::quantized_full_allowed).
 const std::vector<std::string>& quantized_full_override_keys();
 
+// The precision a flavour's checkpoint really trains at when the config leaves base_model_precision
+// at no_change (trainers/data/simpletuner-setup.json flavour_precision).
+struct FlavourPrecision {
+  std::string model_family;           // SimpleTuner model_family
+  std::vector<std::string> flavours;  // exact model_flavour values ("" : unset, the default flavour)
+  std::string flavour_suffix;         // or: a flavour ending with this
+  std::string precision;
+  std::string unless;                 // a config key that keeps no_change when true ("" : none)
+  std::string note;                   // for the setup's notes; {flavour} is the config's flavour
+  bool matches(const std::string& family, const std::string& flavour) const;
+};
+const std::vector<FlavourPrecision>& flavour_precisions();
+
+// A config value that trains a part of the model segadvise does not model (InputError naming the key).
+struct NotModelled {
+  std::string model_family, key, value, why;
+};
+const std::vector<NotModelled>& simpletuner_not_modelled();
+
 }  // namespace segadvise
