@@ -17,35 +17,6 @@ namespace segadvise::cli {
 
 using nlohmann::ordered_json;
 
-namespace {
-
-bool has_attention_flag(const TrainerRead& r) {
-  for (const auto& x : r.rejections)
-    if (x.find("no attention flag") != std::string::npos) return false;
-  return true;
-}
-
-}  // namespace
-
-ordered_json memory_knobs(const TrainerRead& r, const ordered_json& plan) {
-  ordered_json k = ordered_json::object();
-  auto take = [&](const std::string& key) { k[key] = plan.contains(key) ? plan.at(key) : ordered_json(nullptr); };
-  if (r.trainer == "musubi") {
-    for (const char* key : {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap", "fp8_base", "fp8_scaled"}) take(key);
-    if (!has_attention_flag(r)) k["sdpa"] = true;
-  } else if (r.trainer == "ai-toolkit") {
-    for (const char* key : {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
-                            "model.layer_offloading_transformer_percent"}) take(key);
-    if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
-    if (!plan.contains("model.layer_offloading")) k["model.layer_offloading"] = false;
-  } else if (r.trainer == "onetrainer") {
-    k = plan;
-  } else {
-    take("gradient_checkpointing");
-  }
-  return k;
-}
-
 int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std::ostream& out) {
   TrainerReadOptions ro;
   ro.trainer = trainer_id;
@@ -91,7 +62,8 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
       v.nothing_to_write = true;
     } else {
       const TrainerPlan& best = ta.plans[ta.best];
-      const Rewritten w = trainer(tr.trainer).rewrite(tr, memory_knobs(tr, best.knobs));
+      const Trainer& t = trainer(tr.trainer);
+      const Rewritten w = t.rewrite(tr, t.memory_knobs(tr, best.knobs));
       write_file_atomically(o.output, w.text);
       v.rewritten = CheckView::Written{o.output, best.label, w.notes};
     }

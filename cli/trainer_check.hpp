@@ -14,7 +14,4 @@ namespace segadvise::cli {
 // writes it back with only the memory knobs changed (atomically). Returns the exit code.
 int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::ostream& out);
 
-// The memory knobs of a trainer plan to set in the user's file (null: remove the key or flag).
-nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan);
-
 }  // namespace segadvise::cli

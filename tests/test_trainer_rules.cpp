@@ -226,3 +226,17 @@ TEST_CASE("each component answers for its own setup rules") {
   for (const char* other : {"musubi", "ai-toolkit", "onetrainer", "diffusers"})
     CHECK(trainer(other).setup_rejections(wan, s).empty());
 }
+
+TEST_CASE("a component names the memory knobs of its plan that go into the user's own file") {
+  const nlohmann::ordered_json plan = {{"sdpa", true}, {"mixed_precision", "bf16"}, {"gradient_checkpointing", true},
+                                       {"blocks_to_swap", 9}, {"network_dim", 32}};
+  TrainerRead r;
+  const nlohmann::ordered_json k = trainer("musubi").memory_knobs(r, plan);
+  // the memory knobs only, a knob the plan leaves out is removed (null); the shape and the LoRA rank stay the user's
+  CHECK(k == nlohmann::ordered_json{{"gradient_checkpointing", true}, {"gradient_checkpointing_cpu_offload", nullptr},
+                                    {"blocks_to_swap", 9}, {"fp8_base", nullptr}, {"fp8_scaled", nullptr}});
+  r.rejections.push_back("no attention flag (--sdpa, ...): the trainer stops");
+  CHECK(trainer("musubi").memory_knobs(r, plan)["sdpa"] == true);
+  CHECK(trainer("diffusers").memory_knobs(r, plan) == nlohmann::ordered_json{{"gradient_checkpointing", true}});
+  CHECK(trainer("onetrainer").memory_knobs(r, plan) == plan);
+}

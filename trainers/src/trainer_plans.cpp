@@ -352,6 +352,13 @@ std::vector<std::string> musubi_manual(const TrainerFamily* tf) {
           "--output_dir, --output_name, --learning_rate, --max_train_steps", "cache latents and text-encoder outputs first"};
 }
 
+// `keys` of `plan` (null where the plan does not set one: the key is removed)
+nlohmann::ordered_json knobs_of(const nlohmann::ordered_json& plan, std::initializer_list<const char*> keys) {
+  nlohmann::ordered_json k = nlohmann::ordered_json::object();
+  for (const char* key : keys) k[key] = plan.contains(key) ? plan.at(key) : nlohmann::ordered_json(nullptr);
+  return k;
+}
+
 std::string extension(const std::string& path) { return readers::lower(std::filesystem::path(path).extension().string()); }
 bool command_line_file(const std::string& path) {
   const std::string ext = extension(path);
@@ -399,6 +406,13 @@ class Musubi final : public FactsTrainer {
   }
   std::string config_text(const Family& fam, const KnobCombo& c) const override { return musubi_text(fam, c); }
   std::vector<std::string> manual_steps(const Family& fam) const override { return musubi_manual(facts()->find(fam)); }
+  nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const override {
+    nlohmann::ordered_json k = knobs_of(
+        plan, {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap", "fp8_base", "fp8_scaled"});
+    for (const auto& x : r.rejections)  // the reader's "no attention flag": the plan's one is added
+      if (x.find("no attention flag") != std::string::npos) k["sdpa"] = true;
+    return k;
+  }
 
  protected:
   TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
@@ -421,6 +435,13 @@ class AiToolkit final : public FactsTrainer {
   std::vector<std::string> manual_steps(const Family&) const override {
     return {"model.name_or_path (and model.arch for this architecture)", "datasets[].folder_path", "config.name, training_folder",
             "train.steps, train.lr, train.optimizer", "the sample section"};
+  }
+  nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
+    nlohmann::ordered_json k = knobs_of(plan, {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
+                                               "model.layer_offloading_transformer_percent"});
+    if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
+    if (!plan.contains("model.layer_offloading")) k["model.layer_offloading"] = false;
+    return k;
   }
 
  protected:
@@ -465,6 +486,9 @@ class Diffusers final : public FactsTrainer {
   std::vector<std::string> manual_steps(const Family&) const override {
     return {"--pretrained_model_name_or_path", "--instance_data_dir (or --dataset_name) and --instance_prompt",
             "--output_dir, --learning_rate, --max_train_steps"};
+  }
+  nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
+    return knobs_of(plan, {"gradient_checkpointing"});
   }
 
  protected:

@@ -11,7 +11,9 @@ namespace segadvise {
 
 // Reads the keys of `r.raw` into r.setup.multi_gpu, with the reader's rejections and warnings
 // (FSDP with DeepSpeed, FSDP v1 with context parallel, fsdp_activation_checkpointing turning the
-// model's checkpointing off, fsdp_limit_all_gathers doing nothing under FSDP2, …).
+// model's checkpointing off, fsdp_limit_all_gathers doing nothing under FSDP2, …): only what depends on
+// keys the setup does not hold. What the setup alone decides (FSDP2 with Quanto, LoRA with DeepSpeed,
+// context parallel) is multi_gpu_rules.hpp's, which the advisor applies to every prediction.
 // `accelerate_yaml`: --accelerate-config ("" : the config's accelerate_config key, if any).
 void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, const std::string& cwd);
 

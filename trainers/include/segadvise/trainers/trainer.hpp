@@ -47,6 +47,12 @@ class Trainer {
   // lines and notes (plan_for_trainer).
   virtual TrainerAdvice plan(const Family& fam, const TrainingSetup& setup, const PredictFn& predict,
                              const std::string& headroom) const;
+  // The keys of a plan's knobs to set in the user's own file `r` (null: remove the key or flag): the
+  // memory knobs, not the shape or the flags a plan repeats for completeness. Default: all of them.
+  virtual nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const {
+    (void)r;
+    return plan;
+  }
   // `r`'s own file with only `knobs` changed (trainer_writer.hpp).
   virtual Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const = 0;
 };
