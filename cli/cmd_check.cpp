@@ -13,7 +13,7 @@
 
 #include "commands.hpp"
 #include "measured.hpp"
-#include "config_reader.hpp"
+#include "check_options.hpp"
 #include "emitters.hpp"
 #include "gpu_detect.hpp"
 #include "phases_output.hpp"

@@ -197,9 +197,6 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
   if (f.ramtorch_percent >= 0) s.ramtorch_percent = f.ramtorch_percent;
   if (f.blocks_to_swap != -1) s.blocks_to_swap = f.blocks_to_swap;
   if (f.text_tokens != -1) s.text_tokens = f.text_tokens;
-  if (s.model_type == ModelType::Full && precision_info(s.base_precision).quantized)
-    throw InputError("--precision " + s.base_precision +
-                     " with --model-type full: the trainer stops (quantized bases train only LoRA/LyCORIS)");
   return s;
 }
 
@@ -231,34 +228,6 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
 AdvisorRequest make_request(const SetupFlags& f) {
   const Family& fam = find_family(f.model);
   return make_request(fam, apply_flags(fam, default_setup(fam), f), f);
-}
-
-nlohmann::json schedule_keys(const Schedule& s) {
-  nlohmann::json j;
-  j["gradient_checkpointing"] = s.checkpointing;
-  if (s.checkpointing) {
-    j["gradient_checkpointing_interval"] = s.interval > 1 ? nlohmann::json(s.interval) : nlohmann::json(nullptr);
-    j["gradient_checkpointing_segment_stride"] = s.stride > 0 ? nlohmann::json(s.stride) : nlohmann::json(nullptr);
-    j["gradient_checkpointing_backend"] = to_string(s.backend);
-  } else {
-    j["gradient_checkpointing_interval"] = nullptr;
-    j["gradient_checkpointing_segment_stride"] = nullptr;
-    j["gradient_checkpointing_backend"] = "torch";
-  }
-  j["gradient_checkpointing_offload_attention"] = s.offload_attention;
-  return j;
-}
-
-nlohmann::json simpletuner_keys(const Schedule& s) {
-  nlohmann::json j = schedule_keys(s);
-  if (j["gradient_checkpointing_interval"].is_null()) j["gradient_checkpointing_interval"] = 1;
-  if (j["gradient_checkpointing_segment_stride"].is_null()) j.erase("gradient_checkpointing_segment_stride");
-  return j;
-}
-
-std::vector<std::string> keys_to_remove(const Schedule& s) {
-  if (s.checkpointing && s.interval > 1 && s.stride <= 0) return {"gradient_checkpointing_segment_stride"};
-  return {};
 }
 
 std::string gib_str(double bytes, int decimals) {

@@ -90,22 +90,6 @@ AdvisorRequest make_request(const SetupFlags& f);
 // W:H (16:9) or a number (1.78), both parts positive; InputError naming `flag` otherwise.
 double parse_aspect(const std::string& s, const std::string& flag = "--aspect");
 
-// The trainer's config keys for a schedule; null = unset (the trainer's default). For rewriting a whole
-// config file, where an unset key is removed.
-nlohmann::json schedule_keys(const Schedule& s);
-
-// The same keys as printed for a user to merge into a config: no nulls, since SimpleTuner skips a
-// JSON null when it reads a config (trainer-knobs.md, cli_utils.py), so a value already in the config
-// would stay in force. An unset interval is written as 1, which the trainer reads as unset
-// (simpletuner-semantics.md §4), and the stride is left out (ignored without an interval). An unset
-// stride beside an interval has no value that means "unset" (stride = interval changes per-block
-// families' meaning: i % S < N checkpoints every block), so it is left out and named by
-// keys_to_remove.
-nlohmann::json simpletuner_keys(const Schedule& s);
-
-// The keys a config must not keep for the printed keys to mean the schedule (see above).
-std::vector<std::string> keys_to_remove(const Schedule& s);
-
 std::string gib_str(double bytes, int decimals = 1);
 std::string secs_str(double s);
 void check_format(const std::string& format);

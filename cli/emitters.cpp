@@ -1,7 +1,7 @@
 // Emitters for trainers other than SimpleTuner. What each trainer can do about memory, per family, is
-// data (families/data/trainer/*.json, with the trainers' file and line); the combinations, their
-// config lines and what is left to set by hand come from trainer_plans.cpp. Here: the evaluation of
-// each combination against the context, and what SimpleTuner's own plan would gain.
+// data (trainers/data/*.json, with the trainers' file and line); the combinations, their config lines
+// and what is left to set by hand come from the trainers library (trainer_plans.hpp). Here: the
+// evaluation of each combination against the context, and what SimpleTuner's own plan would gain.
 #include "emitters.hpp"
 
 #include <algorithm>
@@ -11,9 +11,10 @@
 #include <sstream>
 
 #include "output.hpp"
-#include "trainer_plans.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/trainers/trainer.hpp"
 
 namespace segadvise::cli {
 
@@ -27,21 +28,17 @@ std::string fmt(const char* f, double x) {
   return buf;
 }
 
+// the table's "fits" column: the verdict advise gives a schedule
+const char* fits_word(FitVerdict v) {
+  switch (v) {
+    case FitVerdict::Fits: return "yes";
+    case FitVerdict::Borderline: return "borderline";
+    case FitVerdict::DoesNotFit: return "no";
+  }
+  return "no";
+}
+
 }  // namespace
-
-const std::vector<std::string>& emitter_names() {
-  static const std::vector<std::string> n = {"simpletuner", "musubi", "ai-toolkit", "onetrainer", "diffusers"};
-  return n;
-}
-
-void check_emit_name(const std::string& name) {
-  if (name.empty()) return;
-  const auto& n = emitter_names();
-  if (std::find(n.begin(), n.end(), name) != n.end()) return;
-  std::string near;
-  for (const auto& x : nearest_names(name, n)) near += (near.empty() ? "" : ", ") + x;
-  throw InputError("--emit: '" + name + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers; nearest: " + near);
-}
 
 TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best) {
   check_emit_name(trainer);
@@ -49,9 +46,10 @@ TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer,
   const auto predict = [&ctx](const TrainingSetup& setup, const Schedule& s) {
     // the trainer's own checkpointing has no family-specific interval semantics: realize only decides
     // which blocks are checkpointable
-    return evaluate(ctx.with_setup(setup), s).prediction;
+    const Candidate c = evaluate(ctx.with_setup(setup), s);
+    return PlanPrediction{c.prediction, c.verdict()};
   };
-  TrainerAdvice a = plan_for_trainer(trainer, *ctx.family, ctx.setup, predict, gib_str(ctx.headroom_bytes));
+  TrainerAdvice a = segadvise::trainer(trainer).plan(*ctx.family, ctx.setup, predict, gib_str(ctx.headroom_bytes));
   const std::string& name = a.trainer_name;
 
   // what SimpleTuner's own schedule space would gain
@@ -86,9 +84,11 @@ nlohmann::json to_json(const TrainerAdvice& a) {
                      {"schedule", p.schedule.name()},
                      {"peak_vram_gib", p.prediction.peak_vram_bytes / kGiB},
                      {"step_time_s", p.prediction.step_time_s},
-                     {"fits", p.prediction.fits}});
+                     {"fits", p.verdict == FitVerdict::Fits},
+                     {"verdict", to_string(p.verdict)}});
   j["plans"] = plans;
   j["best"] = a.best >= 0 ? nlohmann::json(a.best) : nlohmann::json(nullptr);
+  j["verdict"] = to_string(a.verdict);
   j["config_format"] = a.config_format;
   j["config"] = a.config_text;
   j["notes"] = a.notes;
@@ -102,7 +102,7 @@ void print_trainer_advice(std::ostream& out, const TrainerAdvice& a, bool markdo
   for (std::size_t i = 0; i < a.plans.size(); ++i) {
     const auto& p = a.plans[i];
     t.add({(static_cast<int>(i) == a.best ? "* " : "") + p.label, gib_str(p.prediction.peak_vram_bytes),
-           secs_str(p.prediction.step_time_s), p.prediction.fits ? "yes" : "no"});
+           secs_str(p.prediction.step_time_s), fits_word(p.verdict)});
   }
   t.print(out, markdown);
   out << "\n";

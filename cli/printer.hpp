@@ -9,9 +9,9 @@
 #include <ostream>
 #include <string>
 
-#include "config_reader.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 #include "emitters.hpp"
-#include "trainer_readers/trainer_config.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/planner/advisor.hpp"
 
 namespace segadvise::cli {

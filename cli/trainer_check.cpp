@@ -1,5 +1,5 @@
 // `segadvise check FILE` for musubi-tuner, ai-toolkit, OneTrainer and diffusers configs: read with the
-// trainer's semantics (trainer_readers/), predicted, and with --advise --emit SAME_TRAINER --output NEW
+// trainer's semantics (segadvise/trainers/), predicted, and with --advise --emit SAME_TRAINER --output NEW
 // written back with only the memory knobs changed (trainer_writer).
 #include "trainer_check.hpp"
 #include "measured.hpp"
@@ -11,47 +11,18 @@
 #include "printer.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
-#include "trainer_readers/trainer_writer.hpp"
+#include "segadvise/trainers/trainer.hpp"
 
 namespace segadvise::cli {
 
 using nlohmann::ordered_json;
 
-namespace {
-
-bool has_attention_flag(const TrainerRead& r) {
-  for (const auto& x : r.rejections)
-    if (x.find("no attention flag") != std::string::npos) return false;
-  return true;
-}
-
-}  // namespace
-
-ordered_json memory_knobs(const TrainerRead& r, const ordered_json& plan) {
-  ordered_json k = ordered_json::object();
-  auto take = [&](const std::string& key) { k[key] = plan.contains(key) ? plan.at(key) : ordered_json(nullptr); };
-  if (r.trainer == "musubi") {
-    for (const char* key : {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap", "fp8_base", "fp8_scaled"}) take(key);
-    if (!has_attention_flag(r)) k["sdpa"] = true;
-  } else if (r.trainer == "ai-toolkit") {
-    for (const char* key : {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
-                            "model.layer_offloading_transformer_percent"}) take(key);
-    if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
-    if (!plan.contains("model.layer_offloading")) k["model.layer_offloading"] = false;
-  } else if (r.trainer == "onetrainer") {
-    k = plan;
-  } else {
-    take("gradient_checkpointing");
-  }
-  return k;
-}
-
-int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::ostream& out) {
+int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std::ostream& out) {
   TrainerReadOptions ro;
-  ro.trainer = trainer;
+  ro.trainer = trainer_id;
   ro.model = o.flags.model;
   ro.cwd = o.read.cwd;
-  const TrainerRead tr = read_trainer_config(o.config, ro);
+  const TrainerRead tr = trainer(trainer_id).read(o.config, ro);
   if (!o.output.empty() && o.emit != tr.trainer)
     throw InputError("--output '" + o.output + "': only with --emit " + tr.trainer + " (it writes this " + tr.trainer + " config back)");
   const auto printer = make_printer(o.flags.format, out);
@@ -82,7 +53,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::os
   if (r.advice && emit != "simpletuner") {
     ta = advise_for_trainer(r.context, emit, r.advice->recommended());
     v.trainer = &ta;
-    rc = ta.best >= 0 ? kOk : kDoesNotFit;
+    rc = exit_code_of(true, ta.verdict);  // the plan's verdict, as advise's
   } else if (r.advice) {
     rc = advice_exit_code(*r.advice);
   }
@@ -91,7 +62,8 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::os
       v.nothing_to_write = true;
     } else {
       const TrainerPlan& best = ta.plans[ta.best];
-      const Rewritten w = rewrite_trainer_config(tr, memory_knobs(tr, best.knobs));
+      const Trainer& t = trainer(tr.trainer);
+      const Rewritten w = t.rewrite(tr, t.memory_knobs(tr, best.knobs));
       write_file_atomically(o.output, w.text);
       v.rewritten = CheckView::Written{o.output, best.label, w.notes};
     }

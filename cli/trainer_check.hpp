@@ -5,16 +5,13 @@
 #include <ostream>
 #include <string>
 
-#include "config_reader.hpp"
-#include "trainer_readers/trainer_config.hpp"
+#include "check_options.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 
 namespace segadvise::cli {
 
 // Reads o.config as `trainer` ("" detects it), predicts it and, with --advise --emit SAME --output,
 // writes it back with only the memory knobs changed (atomically). Returns the exit code.
 int run_trainer_check(const CheckOptions& o, const std::string& trainer, std::ostream& out);
-
-// The memory knobs of a trainer plan to set in the user's file (null: remove the key or flag).
-nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan);
 
 }  // namespace segadvise::cli

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_TORCH=${SEGADVISE_WITH_TORCH:-ON}
 pkgs=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev doctest-dev libboost-graph-dev python3
-  libyaml-cpp-dev libtoml11-dev  # ai-toolkit job YAML, musubi-tuner TOML (cli/trainer_readers)
+  libyaml-cpp-dev libtoml11-dev  # ai-toolkit job YAML, musubi-tuner TOML (trainers/)
   librapidcheck-dev   # property tests (tests/test_properties.cpp)
   clang libclang-rt-14-dev)  # sanitizer build (build-asan) and libFuzzer targets (scripts/fuzz.sh)
 if [[ $WITH_TORCH == ON ]]; then

@@ -10,7 +10,8 @@
 
 #include "test_util.hpp"
 #include "commands.hpp"
-#include "config_reader.hpp"
+#include "check_options.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;

@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;

@@ -4,7 +4,7 @@
 // Fixtures: tests/fixtures/families/ (small configs written for these tests).
 #include <doctest/doctest.h>
 
-#include "config_reader.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 
 using namespace segadvise;
 
@@ -16,8 +16,8 @@ const std::string kFixtures = std::string(SEGADVISE_FIXTURES_DIR) + "/families/"
 
 TEST_CASE("flavours that ship low-precision weights are read at their real precision") {
   // Ideogram's fp8 flavour at no_change stays native fp8 unless upcast; Boogu -fp8 is forced to fp8-torchao
-  using segadvise::cli::read_simpletuner_config;
-  segadvise::cli::ReadOptions o;
+  using segadvise::read_simpletuner_config;
+  segadvise::ReadOptions o;
   o.cwd = "/nonexistent-working-directory";
   CHECK(read_simpletuner_config(kFixtures + "ideogram-fp8.json", o).setup.base_precision == "fp8-native");
   CHECK(read_simpletuner_config(kFixtures + "ideogram-fp8-upcast.json", o).setup.base_precision == "no_change");
@@ -25,10 +25,10 @@ TEST_CASE("flavours that ship low-precision weights are read at their real preci
 }
 
 TEST_CASE("MiniMax Music 3's autoregressive stage is a clear input error") {
-  segadvise::cli::ReadOptions o;
+  segadvise::ReadOptions o;
   o.cwd = "/nonexistent-working-directory";
   try {
-    segadvise::cli::read_simpletuner_config(kFixtures + "music3-lm.json", o);
+    segadvise::read_simpletuner_config(kFixtures + "music3-lm.json", o);
     FAIL("expected an InputError");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("minimax_music_train_component") != std::string::npos);
@@ -36,10 +36,10 @@ TEST_CASE("MiniMax Music 3's autoregressive stage is a clear input error") {
 }
 
 TEST_CASE("DeepFloyd IF stays a clear input error naming what is missing") {
-  segadvise::cli::ReadOptions o;
+  segadvise::ReadOptions o;
   o.cwd = "/nonexistent-working-directory";
   try {
-    segadvise::cli::read_simpletuner_config(kFixtures + "deepfloyd.json", o);
+    segadvise::read_simpletuner_config(kFixtures + "deepfloyd.json", o);
     FAIL("expected an InputError");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("U-Net channel widths") != std::string::npos);

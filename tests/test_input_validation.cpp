@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "config_reader.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 #include "test_util.hpp"
 #include "segadvise/calibration/dataset.hpp"
 #include "segadvise/calibration/ranges.hpp"
@@ -18,10 +18,9 @@
 #include "segadvise/families/family.hpp"
 #include "segadvise/families/profile.hpp"
 #include "segadvise/families/trainer_facts.hpp"
-#include "segadvise/families/trainers.hpp"
+#include "segadvise/trainers/facts.hpp"
 
 using namespace segadvise;
-using namespace segadvise::cli;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -305,7 +304,7 @@ TEST_CASE("block kinds are parsed once: an unknown kind names file, field and va
   CHECK(traits(BlockKind::MmditDouble).joint_tokens);
 }
 
-TEST_CASE("trainer facts come from families/data/trainer") {
+TEST_CASE("trainer facts come from families/data/trainer (SimpleTuner's names) and trainers/data (the other trainers)") {
   // simpletuner-semantics §1.5: Wan's framerate 15 (num_frames defaults to 15 x 5 = 75)
   CHECK(simpletuner_facts().default_framerates.at("wan") == 15);
   CHECK(simpletuner_facts().default_flavours.at("flux") == "krea");

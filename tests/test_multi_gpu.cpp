@@ -6,7 +6,7 @@
 
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/multi_gpu.hpp"
-#include "segadvise/families/multi_gpu_rules.hpp"
+#include "segadvise/trainers/multi_gpu_rules.hpp"
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
 

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "config_reader.hpp"
-#include "multi_gpu_config.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/multi_gpu_config.hpp"
 #include "multi_gpu_output.hpp"
 #include "test_util.hpp"
 

@@ -1,5 +1,6 @@
-// The other trainers: their limits and per-family support as data (families/data/trainer/), and
-// reading their own configs with their semantics. Fixtures: tests/fixtures/trainers/ (README there
+// The other trainers: their limits and per-family support as data (trainers/data/), reading their
+// own configs with their semantics, their knob combinations and config lines (the trainers library,
+// no CLI). Fixtures: tests/fixtures/trainers/ (README there
 // names the source of each); the real example folder ../shared/reference/trainer-examples/ is read
 // too when present (those cases skip cleanly when it is not).
 #include <doctest/doctest.h>
@@ -12,18 +13,17 @@
 #include <regex>
 #include <sstream>
 
+#include "advisor_request.hpp"
 #include "test_util.hpp"
-#include "commands.hpp"
-#include "config_reader.hpp"
-#include "emitters.hpp"
-#include "segadvise/families/trainers.hpp"
-#include "trainer_plans.hpp"
-#include "trainer_readers/trainer_config.hpp"
-#include "trainer_readers/reader_util.hpp"
-#include "trainer_readers/trainer_writer.hpp"
+#include "segadvise/planner/advisor.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/facts.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
+#include "segadvise/trainers/reader_util.hpp"
+#include "segadvise/trainers/trainer_writer.hpp"
 
 using namespace segadvise;
-using namespace segadvise::cli;
 namespace fs = std::filesystem;
 
 namespace {
@@ -57,9 +57,9 @@ std::string slurp(const std::string& path) {
 
 // predicts a read config on an H100 the way `check` does; throws InputError for bad input
 Prediction predict(const TrainerRead& r) {
-  SetupFlags f;
-  f.gpu = "h100";
-  const Context ctx(make_request(*r.family, r.setup, f));
+  AdvisorRequest req = test::request_for(r.family->id, "h100");
+  req.setup = r.setup;
+  const Context ctx(req);
   return evaluate(ctx, r.schedule).prediction;
 }
 
@@ -545,7 +545,7 @@ TEST_CASE("the trainer's fastest plan that fits is chosen from its own combinati
     p.peak_vram_bytes = (sc.checkpointing ? 10 : 30) * kGiB - (s.ramtorch ? s.ramtorch_percent / 10 : 0) * kGiB;
     p.step_time_s = (sc.checkpointing ? 1.25 : 1.0) + (s.ramtorch ? 0.5 * s.ramtorch_percent / 100 : 0);
     p.fits = p.peak_vram_bytes < 24 * kGiB;
-    return p;
+    return PlanPrediction{p, p.fits ? FitVerdict::Fits : FitVerdict::DoesNotFit};
   };
   const TrainerAdvice d = plan_for_trainer("diffusers", find_family("flux"), TrainingSetup{}, fake, "1.0 GiB");
   REQUIRE(d.plans.size() == 2);
@@ -562,96 +562,6 @@ TEST_CASE("the trainer's fastest plan that fits is chosen from its own combinati
   CHECK(!m.family_supported);
   CHECK(m.plans.empty());
   CHECK(m.config_text.empty());
-}
-
-// ---- check FILE for the other trainers ---------------------------------------------------------
-
-namespace {
-
-int check_json(const std::string& rel, nlohmann::json& j, const std::string& emit = "", const std::string& output = "",
-               const std::string& gpu = "4090") {
-  CheckOptions o;
-  o.config = kDir + rel;
-  o.flags.gpu = gpu;
-  o.flags.format = "json";
-  // zero-width bands: these cases judge the readers, not the ranges (the point verdict decides)
-  o.flags.ranges = std::string(SEGADVISE_FIXTURES_DIR) + "/check/point-ranges.json";
-  o.read.cwd = "/nonexistent-working-directory";
-  o.emit = emit;
-  o.output = output;
-  o.advise = !emit.empty();
-  std::ostringstream out;
-  const int rc = run_check(o, out);
-  j = nlohmann::json::parse(out.str());
-  return rc;
-}
-
-}  // namespace
-
-TEST_CASE("check detects the trainer and predicts its config; a rejection is supported: false") {
-  nlohmann::json j;
-  CHECK(check_json("ai-toolkit/train_lora_flux_24gb.yaml", j) == 0);
-  CHECK(j["trainer"] == "ai-toolkit");
-  CHECK(j["prediction"]["supported"] == true);
-  CHECK(j["prediction"]["peak_vram_gib"].get<double>() > 0);
-  CHECK(check_json("musubi/flux_train.sh", j) == 1);
-  CHECK(j["prediction"]["supported"] == false);
-  CHECK(j["prediction"]["reason"].get<std::string>().find("maximum 34") != std::string::npos);
-}
-
-TEST_CASE("check --advise --emit SAME --output writes the user's file back with only the memory knobs changed") {
-  const fs::path out = fs::temp_directory_path() / "segadvise-roundtrip-wan.sh";
-  fs::remove(out);
-  nlohmann::json j;
-  check_json("musubi/wan14b_train.sh", j, "musubi", out.string());
-  REQUIRE(j["emitted"].is_object());
-  const std::string written = slurp(out.string());
-  const std::string original = slurp(kDir + "musubi/wan14b_train.sh");
-  CHECK(written.find("--dit /models/wan2.1_t2v_14B_bf16.safetensors") != std::string::npos);
-  CHECK(written.find("--output_dir out --output_name wan14b-lora") != std::string::npos);
-  CHECK(written.find("# A musubi-tuner Wan 2.1 14B LoRA run") == 0);  // the comment is kept
-  // the written file reads back as the plan that was chosen (its dataset_config is relative, so it is
-  // read with the fixtures folder as the working directory)
-  TrainerReadOptions ro;
-  ro.cwd = kDir + "musubi";
-  const TrainerRead back = read_trainer_config(out.string(), ro);
-  const std::string plan = j["emitted"]["plan"];
-  const auto swap_at = plan.find("--blocks_to_swap ");
-  const int n = swap_at == std::string::npos ? 0 : std::stoi(plan.substr(swap_at + 17));
-  CHECK(back.setup.blocks_to_swap == n);
-  CHECK(back.setup.lora_rank == 32);  // not a memory knob: as written
-  CHECK(written != original);
-  fs::remove(out);
-}
-
-TEST_CASE("round trip of a OneTrainer config and an ai-toolkit job") {
-  const fs::path ot = fs::temp_directory_path() / "segadvise-roundtrip-ot.json";
-  const fs::path at = fs::temp_directory_path() / "segadvise-roundtrip-at.yaml";
-  nlohmann::json j;
-  check_json("onetrainer/flux_old_keys.json", j, "onetrainer", ot.string(), "h100");
-  REQUIRE(j["emitted"].is_object());
-  const auto w = nlohmann::json::parse(slurp(ot.string()));
-  CHECK(w["__version"] == 11);
-  CHECK(!w.contains("layer_offload_fraction"));
-  CHECK(w["transformer"].contains("offload_fraction"));
-  CHECK(w["base_model_name"] == "black-forest-labs/FLUX.1-dev");
-  check_json("ai-toolkit/train_lora_flux_24gb.yaml", j, "ai-toolkit", at.string());
-  REQUIRE(j["emitted"].is_object());
-  bool said = false;
-  for (const auto& n : j["emitted"]["notes"]) said |= n.get<std::string>().find("does not keep comments") != std::string::npos;
-  CHECK(said);
-  TrainerReadOptions ro;
-  const TrainerRead back = read_trainer_config(at.string(), ro);
-  CHECK(back.family->id == "flux1");
-  CHECK(back.setup.mixed_precision == "bf16");
-  fs::remove(ot);
-  fs::remove(at);
-}
-
-TEST_CASE("--output with another trainer's --emit is bad input") {
-  nlohmann::json j;
-  CHECK_THROWS_WITH_AS(check_json("musubi/wan14b_train.sh", j, "onetrainer", "/tmp/x.json"),
-                       doctest::Contains("only with --emit musubi"), InputError);
 }
 
 TEST_CASE("every key of the emitted files exists in its trainer's key list with a value of the accepted type") {

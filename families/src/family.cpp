@@ -152,6 +152,8 @@ Family parse_family(const json& j, const std::string& origin) {
   s.ffn_backend = c.boolean("ffn_backend", false);
   s.attention_offload = c.boolean("attention_offload", false);
   s.max_swappable_blocks = c.integer("max_swappable_blocks", 0, false, 0, kMaxBlocks);
+  s.segmented_with_ffn_backend = c.boolean("segmented_with_ffn_backend", false);
+  s.segmented_with_block_swap = c.boolean("segmented_with_block_swap", false);
   s.compiled_blocks_keep_activations = c.boolean("compiled_blocks_keep_activations", false);
   s.notes = c.str("notes", "");
   f.lora_targets = r.strings("lora_targets");

@@ -160,8 +160,8 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
   bool every_block_fallback = false;
   if (semantics == IntervalRule::Segmented) {
     std::string why;
-    if (ffn_only && fam.trainer_family != "krea2" && fam.trainer_family != "flux2") why = "an -ffn backend";
-    if (setup.blocks_to_swap > 0 && fam.trainer_family != "hunyuanvideo") why = "Musubi block swap";
+    if (ffn_only && !cs.segmented_with_ffn_backend) why = "an -ffn backend";
+    if (setup.blocks_to_swap > 0 && !cs.segmented_with_block_swap) why = "Musubi block swap";
     if (!why.empty()) {
       semantics = IntervalRule::PerBlock;
       every_block_fallback = cs.fallback == FallbackRule::EveryBlock;

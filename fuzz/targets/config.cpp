@@ -6,7 +6,7 @@
 #include <string>
 
 #include "../predict_check.hpp"
-#include "config_reader.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 
 using namespace segadvise;
 
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string sep = "\n----\n";
   const auto cut = text.find(sep);
   const std::string config = text.substr(0, cut);
-  cli::ReadOptions opt;
+  ReadOptions opt;
   opt.cwd = fuzz::scratch_dir();
   if (cut != std::string::npos) {
     const std::string backend = text.substr(cut + sep.size());
@@ -25,8 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path =
       fuzz::write_scratch("config.json", reinterpret_cast<const uint8_t*>(config.data()), config.size());
   try {
-    const cli::ConfigRead r = cli::read_simpletuner_config(path, opt);
-    (void)cli::with_schedule(r.raw, Schedule::parse("interval2")).dump();
+    const ConfigRead r = read_simpletuner_config(path, opt);
+    (void)with_schedule(r.raw, Schedule::parse("interval2")).dump();
     if (!r.family) return 0;
     const BlockChain chain = analyze(*r.family, r.setup);
     fuzz::check_schedule(*r.family, chain, r.setup, r.schedule);

@@ -9,7 +9,8 @@
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/multi_gpu.hpp"
-#include "segadvise/families/multi_gpu_rules.hpp"
+#include "segadvise/trainers/multi_gpu_rules.hpp"
+#include "segadvise/trainers/setup_rules.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/planner/search_policy.hpp"
 
@@ -41,7 +42,7 @@ Candidate model_candidate(const S& st, const Schedule& s) {
 // Built in place and never moved: `prepared` points at the chain, setup, GPU and coefficients
 // beside it.
 // context parallel: each rank runs 1/K of the sequence; the model width sizes the CP collectives
-// the trainer's multi-GPU rules (families/multi_gpu_rules.hpp): its silent changes become the setup
+// the trainer's multi-GPU rules (trainers/multi_gpu_rules.hpp): its silent changes become the setup
 static void apply_rules(const Family& fam, TrainingSetup& setup, std::vector<std::string>& warnings,
                         std::string& rejection) {
   MultiGpuRuling ru = multi_gpu_rules(fam, setup);
@@ -63,7 +64,7 @@ struct Context::State {
   BlockChain chain;
   double headroom_bytes;
   std::vector<std::string> warnings;
-  std::string multi_gpu_rejection;  // why the trainer would not start this multi-GPU setup ("" : it runs)
+  std::string multi_gpu_rejection;  // why the trainer would not start this setup, one GPU or several ("" : it runs)
   PreparedChain prepared;
   RangeModel ranges;
   Anchor anchor;
@@ -77,6 +78,9 @@ struct Context::State {
         headroom_bytes(headroom),
         ranges(std::move(bands)) {
     if (!family) throw InputError("advisor: the request names no model family");
+    // the trainer's setup rules (trainers/setup_rules.hpp): it stops before any schedule runs
+    for (const auto& why : setup_rejections(*family, setup))
+      multi_gpu_rejection += (multi_gpu_rejection.empty() ? "" : "; ") + why;
     if (setup.multi_gpu.active()) {
       // the anchor splits a single-GPU breakdown (anchor.hpp); a rank's gathered units, buckets and
       // communication are outside that split, so a measurement would be applied to the wrong parts
@@ -146,6 +150,10 @@ ScheduleScore ranged_score(const Context& ctx, const Schedule& s, const Predicti
 // score() of `count` schedules in order: consecutive plans share their first blocks, whose walk
 // PlanScorer reuses (the same figures, bit for bit)
 void score_batch(const Context& ctx, const Schedule* s, std::size_t count, ScheduleScore* out) {
+  if (!ctx.multi_gpu_rejection.empty()) {  // the trainer stops before any schedule runs (as evaluate)
+    std::fill(out, out + count, ScheduleScore{});
+    return;
+  }
   thread_local PlanResult plan;  // realized in place: the segment buffer serves every schedule
   PlanScorer scorer(ctx.prepared);
   for (std::size_t i = 0; i < count; ++i) {
@@ -157,6 +165,7 @@ void score_batch(const Context& ctx, const Schedule* s, std::size_t count, Sched
 }  // namespace
 
 ScheduleScore score(const Context& ctx, const Schedule& s) {
+  if (!ctx.multi_gpu_rejection.empty()) return {};  // the trainer stops before any schedule runs (as evaluate)
   const PlanResult plan = realize(*ctx.family, ctx.chain, s, ctx.setup);
   if (!plan.supported) return {};
   return ranged_score(ctx, s, predict_figures(ctx.prepared, plan.plan, ctx.headroom_bytes));

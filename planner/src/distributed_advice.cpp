@@ -1,7 +1,7 @@
 // advise over the trainer's multi-GPU setups (distributed_advice.hpp).
 #include "segadvise/planner/distributed_advice.hpp"
 
-#include "segadvise/families/multi_gpu_rules.hpp"
+#include "segadvise/trainers/multi_gpu_rules.hpp"
 
 namespace segadvise {
 

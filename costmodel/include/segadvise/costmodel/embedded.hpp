@@ -1,4 +1,4 @@
-// Data files compiled into the binary by cmake/embed_data.cmake (families/data, calibration/data),
+// Data files compiled into the binary by cmake/embed_data.cmake (families/data, trainers/data, calibration/data),
 // so segadvise needs no data path at run time.
 #pragma once
 
@@ -14,8 +14,10 @@ struct EmbeddedFile {
 // The generated tables (one per data folder).
 extern const EmbeddedFile kEmbeddedData[];  // families/data
 extern const std::size_t kEmbeddedDataCount;
-extern const EmbeddedFile kTrainerData[];  // families/data/trainer
+extern const EmbeddedFile kTrainerData[];  // families/data/trainer (SimpleTuner's model names and bucketing)
 extern const std::size_t kTrainerDataCount;
+extern const EmbeddedFile kTrainerRuleData[];  // trainers/data (each trainer's knobs and rules)
+extern const std::size_t kTrainerRuleDataCount;
 extern const EmbeddedFile kCalibrationData[];  // calibration/data
 extern const std::size_t kCalibrationDataCount;
 extern const EmbeddedFile kRunPhaseData[];  // families/data/phases (text encoders, VAEs, validation rules)

@@ -82,6 +82,10 @@ struct TrainingSetup {
   bool use_ema = false;
   bool ema_on_gpu = false;
   MultiGpuSetup multi_gpu;  // one GPU unless a multi-GPU flag or key says otherwise
+  // The trainer that runs it (simpletuner, musubi, ai-toolkit, onetrainer, diffusers): its setup
+  // rules (segadvise/trainers/setup_rules.hpp) judge every prediction of the setup.
+  std::string trainer = "simpletuner";
+  bool quantized_full_allowed = false;  // SimpleTuner's i_know_what_i_am_doing / controlnet: a full fine-tune of a quantized base runs
   std::vector<std::string> notes;  // how the setup was derived, shown to the user
 };
 

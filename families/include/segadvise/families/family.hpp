@@ -62,6 +62,11 @@ struct CheckpointSemantics {
   bool ffn_backend = false;
   bool attention_offload = false;
   int max_swappable_blocks = 0;
+  // A segmented family keeps its segmented path where the others fall back to the per-block one
+  // (semantics.cpp): with an -ffn backend (its segmented forward does not check for one), with
+  // Musubi block swap active (its forward does not switch on it).
+  bool segmented_with_ffn_backend = false;
+  bool segmented_with_block_swap = false;
   // measured: under dynamo_use_regional_compilation checkpointing changes neither peak nor time
   // (the compiled blocks keep their activations); see semantics.cpp
   bool compiled_blocks_keep_activations = false;

@@ -1,6 +1,7 @@
-// Trainer facts as data (families/data/trainer/*.json, compiled in): SimpleTuner's default
-// flavours, model_family aliases, frame rates and optimizer aliases. The other trainers' facts (the
-// emitters' and config readers') are in trainers.hpp. Each file names its source.
+// SimpleTuner's names for the models as data (families/data/trainer/*.json, compiled in): default
+// flavours, model_family aliases, frame rates, optimizer aliases and its area bucketing, which the
+// family lookup and the resolution rules use. What each trainer reads, rejects and offers is the
+// trainers library's (segadvise/trainers/). Each file names its source.
 #pragma once
 
 #include <map>

@@ -66,8 +66,9 @@ class Context {
   const PreparedChain& prepared;
   const RangeModel& ranges;
   const Anchor& anchor;  // from the request's measurements (no points: nothing measured)
-  // multi-GPU: why the trainer would not start this setup (families/multi_gpu_rules.hpp), "" when it
-  // runs; every schedule is then unsupported with this reason. The rules' changes are in `setup`.
+  // why the trainer would not start this setup (trainers/setup_rules.hpp, and for several GPUs
+  // trainers/multi_gpu_rules.hpp), "" when it runs; every schedule is then unsupported with this
+  // reason. The multi-GPU rules' changes are in `setup`.
   const std::string& multi_gpu_rejection;
 
  private:

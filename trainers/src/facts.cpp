@@ -1,6 +1,6 @@
-// Loads families/data/trainer/{musubi,ai-toolkit,onetrainer,diffusers}.json (compiled in with the other
-// trainer facts, kTrainerData) and validates every field.
-#include "segadvise/families/trainers.hpp"
+// Loads trainers/data/{musubi,ai-toolkit,onetrainer,diffusers}.json (compiled in with the other
+// trainer facts, kTrainerRuleData) and validates every field.
+#include "segadvise/trainers/facts.hpp"
 
 #include <algorithm>
 
@@ -108,10 +108,10 @@ const std::vector<TrainerFacts>& builtin_trainers() {
   static const std::vector<TrainerFacts> all = [] {
     std::vector<TrainerFacts> v;
     for (const char* file : {"musubi.json", "ai-toolkit.json", "onetrainer.json", "diffusers.json"}) {
-      const std::string origin = std::string("families/data/trainer/") + file;
+      const std::string origin = std::string("trainers/data/") + file;
       const EmbeddedFile* found = nullptr;
-      for (std::size_t i = 0; i < kTrainerDataCount; ++i)
-        if (std::string(kTrainerData[i].name) == file) found = &kTrainerData[i];
+      for (std::size_t i = 0; i < kTrainerRuleDataCount; ++i)
+        if (std::string(kTrainerRuleData[i].name) == file) found = &kTrainerRuleData[i];
       if (!found) throw InputError(origin + ": not compiled in");
       v.push_back(parse_trainer(parse_json_text(found->text, origin), origin));
     }

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "segadvise/families/trainers.hpp"
-#include "trainer_config.hpp"
+#include "segadvise/trainers/facts.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 
-namespace segadvise::cli::readers {
+namespace segadvise::readers {
 
 // A shell command line as the shell splits it: quotes, backslash escapes, `\`-newline continuations,
 // comments. Each token keeps the 1-based line it starts on.
@@ -48,7 +48,12 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
 TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o);
 
+// Detection (trainer.hpp's components): the trainer a JSON config belongs to (simpletuner or
+// onetrainer; InputError when it is not an object), and a command line's by its script ("" when none).
+std::string json_config_trainer(const std::string& path);
+std::string command_line_trainer(const std::string& path);
+
 // Sets the setup's model and the family's geometry rules (frames), and starts the notes.
 void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer);
 
-}  // namespace segadvise::cli::readers
+}  // namespace segadvise::readers

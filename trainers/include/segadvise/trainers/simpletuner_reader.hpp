@@ -6,14 +6,14 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <vector>
 
-#include "common.hpp"
+#include "segadvise/costmodel/types.hpp"
+#include "segadvise/families/family.hpp"
 #include "segadvise/families/phases.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 // Parses a JSON file keeping key order. Throws InputError naming the file, and for malformed JSON
 // the line and column (1-based) of the error.
@@ -72,6 +72,9 @@ RunSetup read_run_setup(const nlohmann::ordered_json& raw, const std::string& or
 // Reads the config and its data backend(s). Throws InputError (file, key, value) for bad input.
 ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt);
 
+// The indentation of a JSON text: spaces before its first indented key (4 when none is).
+int json_indent(const std::string& text);
+
 // The five checkpointing keys SimpleTuner reads.
 const std::vector<std::string>& checkpointing_keys();
 
@@ -80,18 +83,20 @@ const std::vector<std::string>& checkpointing_keys();
 // new value is the trainer's default is removed rather than added).
 nlohmann::ordered_json with_schedule(const nlohmann::ordered_json& raw, const Schedule& s);
 
-// `segadvise check` itself (cmd_check.cpp registers the flags).
-struct CheckOptions {
-  std::string config;
-  SetupFlags flags;  // gpu, vram, headroom, format, calibration, profile
-  ReadOptions read;
-  bool advise = false;
-  bool show_all = false;
-  bool step_only = false;  // --step-only: the verdict and exit code use the training step alone
-  std::string emit;    // trainer for --emit
-  std::string output;  // --output for --emit simpletuner (or the config's own trainer)
-  std::string trainer;  // --trainer: simpletuner, musubi, ai-toolkit, onetrainer, diffusers ("" : detected)
-};
-int run_check(const CheckOptions& o, std::ostream& out);
+// The trainer's config keys for a schedule; null = unset (the trainer's default). For rewriting a whole
+// config file, where an unset key is removed.
+nlohmann::json schedule_keys(const Schedule& s);
 
-}  // namespace segadvise::cli
+// The same keys as printed for a user to merge into a config: no nulls, since SimpleTuner skips a
+// JSON null when it reads a config (trainer-knobs.md, cli_utils.py), so a value already in the config
+// would stay in force. An unset interval is written as 1, which the trainer reads as unset
+// (simpletuner-semantics.md §4), and the stride is left out (ignored without an interval). An unset
+// stride beside an interval has no value that means "unset" (stride = interval changes per-block
+// families' meaning: i % S < N checkpoints every block), so it is left out and named by
+// keys_to_remove.
+nlohmann::json simpletuner_keys(const Schedule& s);
+
+// The keys a config must not keep for the printed keys to mean the schedule (see above).
+std::vector<std::string> keys_to_remove(const Schedule& s);
+
+}  // namespace segadvise

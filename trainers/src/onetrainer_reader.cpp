@@ -1,13 +1,13 @@
 // OneTrainer config or preset JSON, laid over TrainConfig.default_values() the way BaseConfig.from_dict
-// does (facts: families/data/trainer/onetrainer.json): per-part checkpointing and offloading since
+// does (facts: trainers/data/onetrainer.json): per-part checkpointing and offloading since
 // 2026-07-05, the migrations a file without __version goes through, FLOAT_32 part defaults.
 #include <algorithm>
 #include <sstream>
 
-#include "../config_reader.hpp"
-#include "reader_util.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 
-namespace segadvise::cli::readers {
+namespace segadvise::readers {
 
 namespace {
 
@@ -224,4 +224,4 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   return r;
 }
 
-}  // namespace segadvise::cli::readers
+}  // namespace segadvise::readers

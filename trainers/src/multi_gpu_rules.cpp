@@ -1,5 +1,5 @@
-// SimpleTuner's multi-GPU rules as data (families/data/trainer/simpletuner-multi-gpu.json) and code.
-#include "segadvise/families/multi_gpu_rules.hpp"
+// SimpleTuner's multi-GPU rules as data (trainers/data/simpletuner-multi-gpu.json) and code.
+#include "segadvise/trainers/multi_gpu_rules.hpp"
 
 #include <algorithm>
 #include <map>
@@ -31,10 +31,10 @@ std::map<std::string, std::string> string_map(const FieldReader& r, const json& 
 
 const Facts& facts() {
   static const Facts f = [] {
-    const std::string origin = "families/data/trainer/simpletuner-multi-gpu.json";
+    const std::string origin = "trainers/data/simpletuner-multi-gpu.json";
     json j;
-    for (std::size_t i = 0; i < kTrainerDataCount; ++i)
-      if (std::string(kTrainerData[i].name) == "simpletuner-multi-gpu.json") j = parse_json_text(kTrainerData[i].text, origin);
+    for (std::size_t i = 0; i < kTrainerRuleDataCount; ++i)
+      if (std::string(kTrainerRuleData[i].name) == "simpletuner-multi-gpu.json") j = parse_json_text(kTrainerRuleData[i].text, origin);
     if (j.is_null()) throw InputError(origin + ": not compiled in");
     const FieldReader r{j, origin, ""};
     Facts x;

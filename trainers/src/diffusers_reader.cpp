@@ -1,11 +1,11 @@
 // A diffusers example training command line (examples/**/train_*.py), read with the scripts'
-// argparse defaults (facts: families/data/trainer/diffusers.json).
+// argparse defaults (facts: trainers/data/diffusers.json).
 #include <algorithm>
 
-#include "reader_util.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
 
-namespace segadvise::cli::readers {
+namespace segadvise::readers {
 
 namespace {
 
@@ -89,4 +89,4 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   return r;
 }
 
-}  // namespace segadvise::cli::readers
+}  // namespace segadvise::readers

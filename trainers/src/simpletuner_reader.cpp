@@ -1,7 +1,8 @@
 // SimpleTuner config.json -> TrainingSetup + Schedule, as the trainer reads it.
 // Every rule cites shared/reference/simpletuner-semantics.md (SimpleTuner bc8e6ab).
-#include "config_reader.hpp"
-#include "multi_gpu_config.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/multi_gpu_config.hpp"
+#include "segadvise/trainers/setup_rules.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,9 +14,10 @@
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/trainer_facts.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 using nlohmann::ordered_json;
 namespace fs = std::filesystem;
@@ -432,20 +434,16 @@ void read_precision(const Fields& cfg, const Family& fam, ConfigRead& r) {
     throw InputError(cfg.where("base_model_precision") + ": " + e.what());
   }
   if (precision == "bf16") precision = "no_change";
-  // flavours whose checkpoint is already low precision (§2.2, families' notes): Ideogram's default
-  // `fp8` flavour stays native fp8 at no_change unless ideogram_fp8_base_upcast dequantizes it;
-  // Boogu's `-fp8` flavours at no_change are forced to fp8-torchao
+  // flavours whose checkpoint is already low precision (trainers/data/simpletuner-setup.json)
   const std::string flavour = cfg.str("model_flavour", "");
-  if (precision == "no_change" && fam.trainer_family == "ideogram" && (flavour.empty() || flavour == "fp8") &&
-      !cfg.boolean("ideogram_fp8_base_upcast", false)) {
-    precision = "fp8-native";
-    s.notes.push_back("ideogram fp8 flavour at base_model_precision no_change: the base stays native fp8 "
-                      "(set ideogram_fp8_base_upcast to train on bf16 weights)");
-  }
-  if (precision == "no_change" && fam.trainer_family == "boogu_image" && flavour.size() > 4 &&
-      flavour.compare(flavour.size() - 4, 4, "-fp8") == 0) {
-    precision = "fp8-torchao";
-    s.notes.push_back("boogu_image " + flavour + " at base_model_precision no_change: the trainer forces fp8-torchao");
+  for (const FlavourPrecision& f : flavour_precisions()) {
+    if (precision != "no_change" || !f.matches(fam.trainer_family, flavour)) continue;
+    if (!f.unless.empty() && cfg.boolean(f.unless, false)) continue;
+    precision = f.precision;
+    std::string note = f.note;
+    const auto at = note.find("{flavour}");
+    if (at != std::string::npos) note.replace(at, 9, flavour);
+    s.notes.push_back(note);
   }
   s.base_precision = precision;
   const bool hadamard = cfg.boolean("sdnq_use_hadamard", false);
@@ -453,17 +451,11 @@ void read_precision(const Fields& cfg, const Family& fam, ConfigRead& r) {
   else if (hadamard)
     r.warnings.push_back(cfg.where("sdnq_use_hadamard") + ": only used with an SDNQ base_model_precision (here " +
                          precision + "): ignored");
-  const bool quantized = precision_info(precision).quantized;
-  if (s.model_type == ModelType::Full && quantized && !cfg.boolean("i_know_what_i_am_doing", false) &&
-      !cfg.boolean("controlnet", false))
-    r.rejections.push_back("base_model_precision " + precision +
-                           " with model_type full: the trainer stops (quantized bases train only LoRA/LyCORIS "
-                           "unless i_know_what_i_am_doing is set)");
-  if (s.mixed_precision == "fp8" && quantized && precision != "fp8-torchao")
-    r.rejections.push_back("mixed_precision fp8 with base_model_precision " + precision +
-                           ": the trainer stops (fp8 mixed precision needs no_change or fp8-torchao)");
-  if (precision == "fp8-quanto" && (fam.trainer_family == "wan" || fam.trainer_family == "ltxvideo"))
-    r.rejections.push_back("base_model_precision fp8-quanto on " + fam.trainer_family + ": the trainer stops");
+  s.trainer = "simpletuner";
+  for (const auto& key : quantized_full_override_keys())
+    if (cfg.boolean(key, false)) s.quantized_full_allowed = true;
+  // the combinations the trainer stops on: the rule predict and advise apply too (setup_rules.hpp)
+  for (auto& why : setup_rejections(fam, s)) r.rejections.push_back(std::move(why));
 }
 
 // training (§0 defaults: model_type full, lora_type standard, rank 16, adamw_bf16, bf16)
@@ -650,10 +642,8 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
     r.warnings.push_back(path + ": " + d + " is written both with and without `--`: the later one is used");
 
   const Family& fam = resolve_family(cfg, path, r.warnings);
-  if (fam.trainer_family == "minimaxmusic" && cfg.str("minimax_music_train_component", "") == "language_model")
-    throw InputError(cfg.where("minimax_music_train_component") +
-                     ": language_model trains MiniMax Music 3's Qwen3 8B autoregressive stage, which segadvise does "
-                     "not model (only the 2.4B diffusion transformer is in families/data)");
+  for (const NotModelled& n : simpletuner_not_modelled())  // trainers/data/simpletuner-setup.json
+    if (fam.trainer_family == n.model_family && cfg.str(n.key, "") == n.value) throw InputError(cfg.where(n.key) + ": " + n.why);
   r.family = &fam;
   r.run = read_run_setup(r.raw, path);
   TrainingSetup& s = r.setup;
@@ -754,4 +744,32 @@ RunSetup read_run_setup(const nlohmann::ordered_json& raw, const std::string& or
   return r;
 }
 
-}  // namespace segadvise::cli
+nlohmann::json schedule_keys(const Schedule& s) {
+  nlohmann::json j;
+  j["gradient_checkpointing"] = s.checkpointing;
+  if (s.checkpointing) {
+    j["gradient_checkpointing_interval"] = s.interval > 1 ? nlohmann::json(s.interval) : nlohmann::json(nullptr);
+    j["gradient_checkpointing_segment_stride"] = s.stride > 0 ? nlohmann::json(s.stride) : nlohmann::json(nullptr);
+    j["gradient_checkpointing_backend"] = to_string(s.backend);
+  } else {
+    j["gradient_checkpointing_interval"] = nullptr;
+    j["gradient_checkpointing_segment_stride"] = nullptr;
+    j["gradient_checkpointing_backend"] = "torch";
+  }
+  j["gradient_checkpointing_offload_attention"] = s.offload_attention;
+  return j;
+}
+
+nlohmann::json simpletuner_keys(const Schedule& s) {
+  nlohmann::json j = schedule_keys(s);
+  if (j["gradient_checkpointing_interval"].is_null()) j["gradient_checkpointing_interval"] = 1;
+  if (j["gradient_checkpointing_segment_stride"].is_null()) j.erase("gradient_checkpointing_segment_stride");
+  return j;
+}
+
+std::vector<std::string> keys_to_remove(const Schedule& s) {
+  if (s.checkpointing && s.interval > 1 && s.stride <= 0) return {"gradient_checkpointing_segment_stride"};
+  return {};
+}
+
+}  // namespace segadvise

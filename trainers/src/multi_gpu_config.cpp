@@ -1,13 +1,13 @@
 // Multi-GPU keys of a SimpleTuner config and an accelerate YAML (multi_gpu_config.hpp).
-#include "multi_gpu_config.hpp"
+#include "segadvise/trainers/multi_gpu_config.hpp"
 
-#include "config_reader.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include "segadvise/costmodel/json_input.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 namespace {
 
@@ -175,4 +175,4 @@ void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, cons
                          " with one process: the config leaves the process count to the launcher; pass --gpus N");
 }
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

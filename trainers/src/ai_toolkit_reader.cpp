@@ -1,13 +1,13 @@
 // ai-toolkit job YAML (config.process[0]: model, train, network, datasets), read as
-// toolkit/config_modules.py reads it (facts: families/data/trainer/ai-toolkit.json).
+// toolkit/config_modules.py reads it (facts: trainers/data/ai-toolkit.json).
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 
-#include "reader_util.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
 
-namespace segadvise::cli::readers {
+namespace segadvise::readers {
 
 namespace {
 
@@ -216,4 +216,4 @@ TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o
   return r;
 }
 
-}  // namespace segadvise::cli::readers
+}  // namespace segadvise::readers

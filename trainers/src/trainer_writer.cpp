@@ -1,14 +1,14 @@
-#include "trainer_writer.hpp"
+#include "segadvise/trainers/trainer_writer.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <regex>
 
-#include "../config_reader.hpp"
-#include "reader_util.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 using nlohmann::ordered_json;
 
@@ -132,4 +132,4 @@ Rewritten rewrite_trainer_config(const TrainerRead& r, const ordered_json& knobs
   return rewrite_flags(r, knobs);
 }
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

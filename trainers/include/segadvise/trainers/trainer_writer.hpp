@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer_config.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 struct Rewritten {
   std::string text;
@@ -24,4 +24,4 @@ Rewritten rewrite_trainer_config(const TrainerRead& r, const nlohmann::ordered_j
 std::string set_command_line_flag(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);
 std::string set_toml_key(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

@@ -5,13 +5,15 @@
 
 #include <string>
 
-#include "config_reader.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 // Reads the keys of `r.raw` into r.setup.multi_gpu, with the reader's rejections and warnings
 // (FSDP with DeepSpeed, FSDP v1 with context parallel, fsdp_activation_checkpointing turning the
-// model's checkpointing off, fsdp_limit_all_gathers doing nothing under FSDP2, …).
+// model's checkpointing off, fsdp_limit_all_gathers doing nothing under FSDP2, …): only what depends on
+// keys the setup does not hold. What the setup alone decides (FSDP2 with Quanto, LoRA with DeepSpeed,
+// context parallel) is multi_gpu_rules.hpp's, which the advisor applies to every prediction.
 // `accelerate_yaml`: --accelerate-config ("" : the config's accelerate_config key, if any).
 void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, const std::string& cwd);
 
@@ -19,4 +21,4 @@ void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, cons
 // fsdp_config and deepspeed_config on top of `base`. InputError naming the file and key.
 MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup base, std::vector<std::string>& warnings);
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

@@ -1,15 +1,15 @@
 // musubi-tuner: a training command line, or a --config_file TOML (sections flattened,
 // parser_common.py:780-810), with the --dataset_config TOML that holds batch size, resolution and
-// frames (dataset/config_utils.py). Facts: families/data/trainer/musubi.json.
+// frames (dataset/config_utils.py). Facts: trainers/data/musubi.json.
 #include <toml.hpp>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "reader_util.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
 
-namespace segadvise::cli::readers {
+namespace segadvise::readers {
 
 namespace {
 
@@ -260,4 +260,4 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
   return r;
 }
 
-}  // namespace segadvise::cli::readers
+}  // namespace segadvise::readers

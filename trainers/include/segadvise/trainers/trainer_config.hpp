@@ -1,6 +1,6 @@
 // Reading the other trainers' own configs the way each trainer does (musubi-tuner, ai-toolkit,
 // OneTrainer, diffusers example scripts): which checkpointing it runs, which offload, which precision
-// its quantizer really uses, which defaults apply. The facts come from families/data/trainer/*.json;
+// its quantizer really uses, which defaults apply. The facts come from trainers/data/*.json;
 // docs/check.md lists, per trainer, what is read and what is assumed.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 struct TrainerReadOptions {
   std::string trainer;  // forced by --trainer; "" detects it from the file
@@ -37,11 +37,11 @@ struct TrainerRead {
 // Throws InputError naming the file when nothing matches.
 std::string detect_trainer(const std::string& path);
 
-// Reads a musubi / ai-toolkit / OneTrainer / diffusers config (not SimpleTuner: config_reader.hpp).
+// Reads a musubi / ai-toolkit / OneTrainer / diffusers config (not SimpleTuner: simpletuner_reader.hpp).
 // Malformed files throw InputError naming the file, the line and the key.
 TrainerRead read_trainer_config(const std::string& path, const TrainerReadOptions& o);
 
 // The trainers this reads.
 const std::vector<std::string>& readable_trainers();
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

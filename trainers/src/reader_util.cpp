@@ -1,4 +1,4 @@
-#include "reader_util.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace segadvise::cli::readers {
+namespace segadvise::readers {
 
 namespace fs = std::filesystem;
 
@@ -161,4 +161,4 @@ void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer) 
   r.setup.notes.push_back("read as " + trainer + " reads " + r.config_path);
 }
 
-}  // namespace segadvise::cli::readers
+}  // namespace segadvise::readers

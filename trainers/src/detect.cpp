@@ -1,16 +1,14 @@
-// Which trainer a config belongs to, from its name and content, and the one entry point.
+// Which trainer a config belongs to: each component (trainer.hpp) answers for its own files, from
+// their name and content (the helpers below); read_trainer_config reads one through its component.
 #include <filesystem>
 
-#include "../config_reader.hpp"
-#include "reader_util.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/reader_util.hpp"
+#include "segadvise/trainers/trainer.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
-using readers::lower;
-
-namespace {
-
-std::string detect_json(const std::string& path) {
+std::string readers::json_config_trainer(const std::string& path) {
   const nlohmann::ordered_json j = read_json_file(path, "config");
   if (!j.is_object()) throw InputError(path + ": a JSON config must be an object");
   if (j.contains("model_family") || j.contains("--model_family")) return "simpletuner";
@@ -19,7 +17,7 @@ std::string detect_json(const std::string& path) {
   return "simpletuner";  // its reader names what is missing
 }
 
-std::string detect_command_line(const std::string& path) {
+std::string readers::command_line_trainer(const std::string& path) {
   const std::string text = readers::read_text_file(path, "config");
   for (const auto& t : readers::shell_tokens(text, path)) {
     const std::string name = readers::file_name(t.text);
@@ -32,10 +30,8 @@ std::string detect_command_line(const std::string& path) {
     if (name.find("_train_network.py") != std::string::npos) return "musubi";
     if (name.rfind("train_", 0) == 0) return "diffusers";
   }
-  throw InputError(path + ": no musubi (*_train_network.py) or diffusers (train_*.py) script on the command line; use --trainer");
+  return "";
 }
-
-}  // namespace
 
 const std::vector<std::string>& readable_trainers() {
   static const std::vector<std::string> t = {"simpletuner", "musubi", "ai-toolkit", "onetrainer", "diffusers"};
@@ -43,21 +39,15 @@ const std::vector<std::string>& readable_trainers() {
 }
 
 std::string detect_trainer(const std::string& path) {
-  const std::string ext = lower(std::filesystem::path(path).extension().string());
-  if (ext == ".yaml" || ext == ".yml") return "ai-toolkit";
-  if (ext == ".toml") return "musubi";
-  if (ext == ".json") return detect_json(path);
-  return detect_command_line(path);
+  for (const Trainer* t : all_trainers())
+    if (t->detects(path)) return t->id();
+  throw InputError(path + ": no musubi (*_train_network.py) or diffusers (train_*.py) script on the command line; use --trainer");
 }
 
 TrainerRead read_trainer_config(const std::string& path, const TrainerReadOptions& o) {
   const std::string t = o.trainer.empty() ? detect_trainer(path) : o.trainer;
-  if (t == "ai-toolkit") return readers::read_ai_toolkit(path, o);
-  if (t == "onetrainer") return readers::read_onetrainer(path, o);
-  if (t == "musubi") return readers::read_musubi(path, o);
-  if (t == "diffusers") return readers::read_diffusers(path, o);
   if (t == "simpletuner") throw InputError(path + ": a SimpleTuner config is read by read_simpletuner_config");
-  throw InputError("--trainer: '" + t + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  return trainer(t).read(path, o);
 }
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

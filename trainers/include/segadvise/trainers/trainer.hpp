@@ -1,0 +1,65 @@
+// One component per trainer (SimpleTuner, musubi-tuner, ai-toolkit, OneTrainer, the diffusers example
+// scripts) behind one interface: whether a file is its config, reading it the way the trainer does
+// (setup, schedule, rejections, warnings), the setups it stops on, its knobs for memory and its plan
+// within them, the config lines it takes, and its own file written back with only the memory knobs
+// changed. The facts are data (trainers/data/*.json); the registry is trainer(id) and all_trainers().
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "segadvise/costmodel/types.hpp"
+#include "segadvise/families/family.hpp"
+#include "segadvise/trainers/facts.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"
+#include "segadvise/trainers/trainer_writer.hpp"
+
+namespace segadvise {
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  virtual std::string id() const = 0;    // simpletuner | musubi | ai-toolkit | onetrainer | diffusers
+  virtual std::string name() const = 0;  // SimpleTuner, musubi-tuner, …
+  // Its knob and per-family facts (trainers/data/<id>.json); nullptr for SimpleTuner, whose schedule
+  // space is the advisor's and whose model names are the families' (families/data/trainer/).
+  virtual const TrainerFacts* facts() const { return nullptr; }
+
+  // Whether `path` is this trainer's config, by its name and content (InputError for a file that
+  // cannot be read or a JSON config that is not an object).
+  virtual bool detects(const std::string& path) const = 0;
+  // The config as the trainer reads it. InputError naming the file, line and key for bad input.
+  virtual TrainerRead read(const std::string& path, const TrainerReadOptions& o) const = 0;
+  // What it stops on before training, judged on the setup alone (setup_rules.hpp).
+  virtual std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& setup) const;
+
+  // Its knob combinations for the family (none where it does not train it); `notes` receives
+  // precision mappings and shape changes.
+  virtual std::vector<KnobCombo> knob_space(const Family& fam, const TrainingSetup& base,
+                                            std::vector<std::string>& notes) const = 0;
+  // The config lines for one combination (emit).
+  virtual std::string config_text(const Family& fam, const KnobCombo& c) const = 0;
+  // What the emitted lines leave for the user to set by hand.
+  virtual std::vector<std::string> manual_steps(const Family& fam) const = 0;
+  // Every combination predicted; the fastest confident fit, else the fastest borderline one, its
+  // lines and notes (plan_for_trainer).
+  virtual TrainerAdvice plan(const Family& fam, const TrainingSetup& setup, const PredictFn& predict,
+                             const std::string& headroom) const;
+  // The keys of a plan's knobs to set in the user's own file `r` (null: remove the key or flag): the
+  // memory knobs, not the shape or the flags a plan repeats for completeness. Default: all of them.
+  virtual nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const {
+    (void)r;
+    return plan;
+  }
+  // `r`'s own file with only `knobs` changed (trainer_writer.hpp).
+  virtual Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const = 0;
+};
+
+// The component of `id`; InputError naming the value and the known trainers.
+const Trainer& trainer(const std::string& id);
+// simpletuner, musubi, ai-toolkit, onetrainer, diffusers: the order detect_trainer tries them in.
+const std::vector<const Trainer*>& all_trainers();
+
+}  // namespace segadvise

@@ -1,0 +1,658 @@
+// The five trainers' components (trainer.hpp): what each offers for memory (its knob combinations,
+// from trainers/data/<id>.json where a knob depends on the family), the config lines it reads, what
+// is left to set by hand, its plan, and the registry.
+#include "segadvise/trainers/trainer.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <cmath>
+#include <sstream>
+
+#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/trainers/reader_util.hpp"
+#include "segadvise/trainers/setup_rules.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+
+namespace segadvise {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+Schedule sched(bool ck, Backend b = Backend::Torch) {
+  Schedule s;
+  s.checkpointing = ck;
+  s.backend = b;
+  return s;
+}
+
+TrainingSetup plain(const TrainingSetup& base) {
+  TrainingSetup s = base;
+  s.sdnq_hadamard = false;
+  s.ramtorch = false;
+  s.ramtorch_percent = 100;
+  s.blocks_to_swap = 0;
+  s.group_offload = false;
+  return s;
+}
+
+bool quantized(const TrainingSetup& s) { return precision_info(s.base_precision).quantized; }
+
+// The grid and mappings segadvise plans a trainer with: the "plans" object of trainers/data/<id>.json.
+FieldReader plans_of(const TrainerFacts& facts) {
+  return FieldReader{facts.raw, facts.origin, ""}.sub("plans", true);
+}
+
+std::vector<double> numbers(const FieldReader& r, const std::string& field, double lo, double hi) {
+  const nlohmann::json* v = r.get(field, true);
+  if (!v->is_array() || v->empty()) r.fail(field, "must be a non-empty list of numbers");
+  std::vector<double> out;
+  for (const auto& x : *v) out.push_back(checked_number(x, r.where(field), lo, hi));
+  return out;
+}
+
+// The segadvise precision a trainer's own value maps to (`table`: a list of {key: value, "precision": p}).
+std::string precision_for(const TrainerFacts& facts, const char* table, const char* key, const std::string& value) {
+  for (const auto& e : facts.raw.at(table))
+    if (e.at(key) == value) return e.at("precision").get<std::string>();
+  throw InputError(facts.origin + ": " + table + " has no " + key + " '" + value + "'");
+}
+
+void note_precision(const TrainingSetup& user, const std::string& as, const std::string& trainer, std::vector<std::string>& notes) {
+  if (user.base_precision == as || (!quantized(user) && as == "no_change")) return;
+  notes.push_back("base_model_precision " + precision_key(user) + " has no equivalent in " + trainer + ": predicted with " +
+                  (as == "no_change" ? std::string("a bf16 base") : as) + " (its nearest knob)");
+}
+
+std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
+                              std::vector<std::string>& notes) {
+  const FieldReader plans = plans_of(facts);
+  TrainingSetup base = plain(user);
+  base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
+  const bool fp8 = quantized(user);
+  base.base_precision = fp8 ? plans.str("fp8_base_precision", "", true) : "no_change";
+  note_precision(user, base.base_precision, "musubi-tuner", notes);
+  std::vector<int> swaps = {0};
+  const int max = tf.blocks_to_swap_max;
+  if (max > 0) {
+    swaps.clear();
+    for (const double q : numbers(plans, "blocks_to_swap_quarters", 0, 4)) swaps.push_back(static_cast<int>(q) * max / 4);
+  } else notes.push_back("musubi-tuner's block-swap maximum for this model is not recorded: block swap is not offered");
+  swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
+  std::vector<KnobCombo> out;
+  for (int gc = 0; gc < 3; ++gc)
+    for (int n : swaps) {
+      KnobCombo c;
+      c.knobs["sdpa"] = true;  // one attention flag is required (trainer_base.py:1513)
+      c.knobs["mixed_precision"] = "bf16";
+      c.knobs["gradient_checkpointing"] = gc >= 1;
+      if (gc == 2) c.knobs["gradient_checkpointing_cpu_offload"] = true;
+      if (n > 0) c.knobs["blocks_to_swap"] = n;
+      if (fp8) {
+        c.knobs["fp8_base"] = true;
+        c.knobs["fp8_scaled"] = true;
+      }
+      if (base.model_type == ModelType::Lora) c.knobs["network_dim"] = base.lora_rank;
+      c.setup = base;
+      c.setup.model_type = ModelType::Lora;
+      c.setup.blocks_to_swap = musubi_swapped_chain_blocks(tf, n);
+      c.schedule = sched(gc >= 1, gc == 2 ? Backend::Unsloth : Backend::Torch);
+      c.label = gc == 0 ? "no checkpointing" : gc == 1 ? "gradient checkpointing" : "checkpointing + CPU offload";
+      if (n > 0) c.label += ", --blocks_to_swap " + std::to_string(n);
+      out.push_back(c);
+    }
+  if (user.model_type == ModelType::Full) notes.push_back("musubi-tuner's *_train_network.py scripts train a LoRA: planned as LoRA rank " + std::to_string(base.lora_rank));
+  return out;
+}
+
+std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
+                                  std::vector<std::string>& notes) {
+  const FieldReader plans = plans_of(facts);
+  const std::string qtype = plans.str("qtype", "", true), qtype_offloaded = plans.str("qtype_with_layer_offloading", "", true);
+  const std::string q_precision = precision_for(facts, "qtypes", "qtype", qtype);
+  const std::string q_offloaded_precision = precision_for(facts, "qtypes", "qtype", qtype_offloaded);
+  TrainingSetup base = plain(user);
+  base.mixed_precision = "bf16";  // train.dtype bf16 is emitted
+  const bool q = quantized(user);
+  std::vector<int> pcts = {0};
+  if (tf.layer_offloading) {
+    pcts.clear();
+    for (const double p : numbers(plans, "layer_offloading_percents", 0, 100)) pcts.push_back(static_cast<int>(p));
+  }
+  else notes.push_back("model.layer_offloading does nothing on this family in ai-toolkit (" + tf.source + "): not offered");
+  if (q && tf.layer_offloading) notes.push_back("quantizer: model.qtype qfloat8 is optimum-quanto; with layer_offloading ai-toolkit uses float8 = torchao "
+                         "Float8WeightOnlyConfig instead (config_modules.py:714-715), and the emitted qtype says so");
+  std::vector<KnobCombo> out;
+  for (int gc = 0; gc < 2; ++gc)
+    for (int pct : pcts) {
+      KnobCombo c;
+      c.setup = base;
+      c.knobs["train.dtype"] = "bf16";  // default fp32 (config_modules.py:395)
+      c.knobs["train.gradient_checkpointing"] = gc == 1;
+      if (q) {
+        c.knobs["model.quantize"] = true;
+        c.knobs["model.qtype"] = pct > 0 ? qtype_offloaded : qtype;
+        c.setup.base_precision = pct > 0 ? q_offloaded_precision : q_precision;
+      } else {
+        c.setup.base_precision = "no_change";
+      }
+      if (pct > 0) {
+        c.knobs["model.layer_offloading"] = true;
+        c.knobs["model.layer_offloading_transformer_percent"] = pct / 100.0;
+        c.setup.ramtorch = true;
+        c.setup.ramtorch_percent = pct;
+      }
+      c.schedule = sched(gc == 1);
+      c.label = std::string(gc ? "gradient checkpointing" : "no checkpointing") + (pct > 0 ? ", " + std::to_string(pct) + "% of layers offloaded" : "");
+      out.push_back(c);
+    }
+  if (q) note_precision(user, q_precision, "ai-toolkit", notes);
+  return out;
+}
+
+// BFLOAT_16 explicitly for an unquantized base: a part's default is FLOAT_32
+std::string onetrainer_dtype(const TrainerFacts& facts, const TrainingSetup& user, std::string& precision) {
+  const FieldReader plans = plans_of(facts);
+  const std::string dtype = plans.str(user.base_precision == "nf4-bnb" ? "weight_dtype_nf4"
+                                      : quantized(user)                ? "weight_dtype_quantized"
+                                                                       : "weight_dtype_unquantized",
+                                      "", true);
+  precision = precision_for(facts, "weight_dtypes", "dtype", dtype);
+  return dtype;
+}
+
+std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
+                                  std::vector<std::string>& notes) {
+  TrainingSetup base = plain(user);
+  base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted
+  std::string precision;
+  const std::string dtype = onetrainer_dtype(facts, user, precision);
+  base.base_precision = precision;
+  note_precision(user, precision, "OneTrainer", notes);
+  const std::string& part = tf.part;
+  std::vector<double> fracs = {0};
+  if (tf.part_offloading) fracs = numbers(plans_of(facts), "offload_fractions", 0, 1);
+  else notes.push_back("OneTrainer's " + part + " has no layer or activation offloading (" + tf.source + "): not offered");
+  std::vector<KnobCombo> out;
+  for (int gc = 0; gc < 2; ++gc)
+    for (bool act : {false, true})
+      for (double frac : fracs) {
+        if (act && (!gc || !tf.part_offloading)) continue;
+        KnobCombo c;
+        c.knobs["__version"] = 11;  // without it every migration runs (TrainConfig.py:752-762, 830-842)
+        c.knobs[part + ".weight_dtype"] = dtype;
+        c.knobs[part + ".gradient_checkpointing"] = gc == 1;
+        c.knobs[part + ".offload_fraction"] = frac;
+        c.knobs[part + ".activation_offloading"] = act;
+        c.knobs["async_offloading"] = true;
+        c.knobs["train_dtype"] = "BFLOAT_16";
+        if (frac > 0 && base.model_type == ModelType::Full) c.knobs["optimizer.fused_back_pass"] = true;  // create.py:141-144
+        c.setup = base;
+        c.setup.ramtorch = frac > 0;
+        c.setup.ramtorch_percent = frac > 0 ? frac * 100 : 100;
+        c.schedule = sched(gc == 1, act ? Backend::Unsloth : Backend::Torch);
+        std::ostringstream l;
+        l << (gc ? "gradient checkpointing" : "no checkpointing");
+        if (frac > 0) l << ", " << static_cast<int>(frac * 100) << "% of layers offloaded";
+        if (act) l << ", activations offloaded";
+        c.label = l.str();
+        out.push_back(c);
+      }
+  return out;
+}
+
+std::vector<KnobCombo> diffusers(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
+  TrainingSetup base = plain(user);
+  base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
+  base.base_precision = "no_change";
+  note_precision(user, "no_change", "the diffusers example scripts", notes);
+  if (base.width != base.height) {
+    const int edge = std::max(base.width, base.height);
+    const double ratio = double(edge) * edge / (double(base.width) * base.height);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "--resolution is one int: the script trains a %dx%d square (%.2fx the tokens of %dx%d); planned for that square",
+                  edge, edge, ratio, base.width, base.height);
+    notes.push_back(buf);
+    if (tf.aspect_ratio_buckets) notes.push_back("this script also takes --aspect_ratio_buckets for non-square training (not emitted; its value format is not recorded)");
+    base.width = base.height = edge;
+  }
+  std::vector<KnobCombo> out;
+  for (int gc = 0; gc < 2; ++gc) {
+    KnobCombo c;
+    c.knobs["gradient_checkpointing"] = gc == 1;
+    c.setup = base;
+    c.schedule = sched(gc == 1);
+    c.label = gc ? "--gradient_checkpointing" : "no checkpointing";
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string flag_line(const ordered_json& knobs) {
+  std::string flags;
+  for (auto it = knobs.begin(); it != knobs.end(); ++it) {
+    if (it.value().is_boolean()) {
+      if (it.value().get<bool>()) flags += " --" + it.key();
+    } else {
+      flags += " --" + it.key() + " " + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+    }
+  }
+  return flags.empty() ? flags : flags.substr(1);
+}
+
+std::string musubi_text(const Family& fam, const KnobCombo& c) {
+  const TrainingSetup& s = c.setup;
+  std::ostringstream o;
+  o << "# flags (or the same keys in a --config_file TOML)\n" << flag_line(c.knobs) << " --dataset_config dataset.toml\n";
+  o << "# dataset.toml: the shape this was planned for (dataset/config_utils.py)\n[general]\nresolution = [" << s.width << ", "
+    << s.height << "]\nbatch_size = " << s.batch << "\nenable_bucket = true\n\n[[datasets]]\n";
+  if (fam.modality == "video") o << "video_directory = \"/path/to/videos\"\ntarget_frames = [" << s.frames << "]\nframe_extraction = \"head\"\n";
+  else o << "image_directory = \"/path/to/images\"\n";
+  o << "cache_directory = \"/path/to/cache\"\n";
+  return o.str();
+}
+
+void yaml_scalar(std::ostringstream& o, const ordered_json& v) {
+  if (v.is_string()) o << '"' << v.get<std::string>() << '"';
+  else o << v.dump();
+}
+
+std::string ai_toolkit_text(const Family& fam, const KnobCombo& c) {
+  const TrainingSetup& s = c.setup;
+  std::ostringstream o;
+  o << "job: extension\nconfig:\n  name: \"segadvise_plan\"\n  process:\n    - type: \"sd_trainer\"\n      model:\n"
+    << "        name_or_path: \"/path/to/model\"\n";
+  for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it)
+    if (it.key().rfind("model.", 0) == 0) {
+      o << "        " << it.key().substr(6) << ": ";
+      yaml_scalar(o, it.value());
+      o << "\n";
+    }
+  o << "      train:\n        batch_size: " << s.batch << "\n";
+  for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it)
+    if (it.key().rfind("train.", 0) == 0) {
+      o << "        " << it.key().substr(6) << ": ";
+      yaml_scalar(o, it.value());
+      o << "\n";
+    }
+  if (s.model_type == ModelType::Lora)
+    o << "      network:\n        type: \"lora\"\n        linear: " << s.lora_rank << "\n        linear_alpha: " << s.lora_rank << "\n";
+  o << "      datasets:\n        - folder_path: \"/path/to/images\"\n          resolution: [" << square_edge_for_area(s.width, s.height) << "]\n";
+  if (fam.modality == "video") o << "          num_frames: " << s.frames << "\n";
+  return o.str();
+}
+
+std::string onetrainer_text(const TrainerFacts& facts, const Family& fam, const KnobCombo& c) {
+  const TrainingSetup& s = c.setup;
+  const TrainerFamily* tf = facts.find(fam);
+  ordered_json j = ordered_json::object();
+  j["__version"] = 11;
+  j["model_type"] = tf && !tf->model_types.empty() ? tf->model_types.front() : "";
+  j["training_method"] = s.model_type == ModelType::Lora ? "LORA" : "FINE_TUNE";
+  j["base_model_name"] = "/path/to/model";
+  j["train_dtype"] = "BFLOAT_16";
+  j["resolution"] = std::to_string(square_edge_for_area(s.width, s.height));
+  if (fam.modality == "video") j["frames"] = std::to_string(s.frames);
+  j["batch_size"] = s.batch;
+  if (s.model_type == ModelType::Lora) j["lora_rank"] = s.lora_rank;
+  for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) {
+    const std::string& k = it.key();
+    const auto dot = k.find('.');
+    if (dot == std::string::npos) j[k] = it.value();
+    else j[k.substr(0, dot)][k.substr(dot + 1)] = it.value();
+  }
+  return j.dump(4) + "\n";
+}
+
+std::string diffusers_text(const TrainerFacts& facts, const Family& fam, const KnobCombo& c) {
+  const TrainingSetup& s = c.setup;
+  const TrainerFamily* tf = facts.find(fam);
+  std::string script = "train_*.py";
+  if (tf)
+    for (const auto& sc : tf->scripts)
+      if ((sc.find("lora") != std::string::npos) == (s.model_type == ModelType::Lora)) {
+        script = sc;
+        break;
+      }
+  const std::string flags = flag_line(c.knobs);
+  std::string line = "accelerate launch " + script + (flags.empty() ? "" : " " + flags);
+  line += " --mixed_precision bf16 --resolution " + std::to_string(s.width) + " --train_batch_size " + std::to_string(s.batch);
+  if (s.model_type == ModelType::Lora) line += " --rank " + std::to_string(s.lora_rank);
+  return line + "\n";
+}
+
+}  // namespace
+
+
+void check_emit_name(const std::string& name) {
+  if (name.empty()) return;
+  const auto& n = emitter_names();
+  if (std::find(n.begin(), n.end(), name) != n.end()) return;
+  std::string near;
+  for (const auto& x : nearest_names(name, n)) near += (near.empty() ? "" : ", ") + x;
+  throw InputError("--emit: '" + name + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers; nearest: " + near);
+}
+
+int square_edge_for_area(int width, int height) {
+  const double edge = std::sqrt(double(width) * height);
+  return std::max(64, static_cast<int>(std::lround(edge / 64.0)) * 64);
+}
+
+// ---- the components ---------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> musubi_manual(const TrainerFamily* tf) {
+  const std::string script = tf && !tf->scripts.empty() ? tf->scripts.front() : "the training script";
+  return {"run " + script + (tf && !tf->script_verified ? " (script name not verified)" : "") + " with these flags",
+          "--dit, --vae and the text-encoder paths", "--network_module (the LoRA module for this architecture)",
+          "the dataset's image/video directory and cache_directory in dataset.toml",
+          "--output_dir, --output_name, --learning_rate, --max_train_steps", "cache latents and text-encoder outputs first"};
+}
+
+// `keys` of `plan` (null where the plan does not set one: the key is removed)
+nlohmann::ordered_json knobs_of(const nlohmann::ordered_json& plan, std::initializer_list<const char*> keys) {
+  nlohmann::ordered_json k = nlohmann::ordered_json::object();
+  for (const char* key : keys) k[key] = plan.contains(key) ? plan.at(key) : nlohmann::ordered_json(nullptr);
+  return k;
+}
+
+std::string extension(const std::string& path) { return readers::lower(std::filesystem::path(path).extension().string()); }
+bool command_line_file(const std::string& path) {
+  const std::string ext = extension(path);
+  return ext != ".json" && ext != ".yaml" && ext != ".yml" && ext != ".toml";
+}
+
+// The four trainers whose knobs and per-family support are data (trainers/data/<id>.json).
+class FactsTrainer : public Trainer {
+ public:
+  explicit FactsTrainer(std::string id) : id_(std::move(id)) {}
+  std::string id() const override { return id_; }
+  std::string name() const override { return facts()->name; }
+  const TrainerFacts* facts() const override { return &trainer_facts(id_); }
+  TrainerRead read(const std::string& path, const TrainerReadOptions& o) const override {
+    TrainerRead r = read_file(path, o);
+    r.setup.trainer = id_;  // its own rules judge the setup, not SimpleTuner's
+    return r;
+  }
+  std::vector<KnobCombo> knob_space(const Family& fam, const TrainingSetup& base,
+                                    std::vector<std::string>& notes) const override {
+    const TrainerFamily* tf = facts()->find(fam);
+    if (!tf) return {};
+    std::vector<KnobCombo> out = combos(*tf, base, notes);
+    for (auto& c : out) c.setup.trainer = id_;
+    return out;
+  }
+  Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const override {
+    return rewrite_trainer_config(r, knobs);
+  }
+
+ protected:
+  virtual TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const = 0;
+  virtual std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                        std::vector<std::string>& notes) const = 0;
+
+ private:
+  std::string id_;
+};
+
+class Musubi final : public FactsTrainer {
+ public:
+  Musubi() : FactsTrainer("musubi") {}
+  bool detects(const std::string& path) const override {
+    return extension(path) == ".toml" || (command_line_file(path) && readers::command_line_trainer(path) == "musubi");
+  }
+  std::string config_text(const Family& fam, const KnobCombo& c) const override { return musubi_text(fam, c); }
+  std::vector<std::string> manual_steps(const Family& fam) const override { return musubi_manual(facts()->find(fam)); }
+  nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const override {
+    nlohmann::ordered_json k = knobs_of(
+        plan, {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap", "fp8_base", "fp8_scaled"});
+    for (const auto& x : r.rejections)  // the reader's "no attention flag": the plan's one is added
+      if (x.find("no attention flag") != std::string::npos) k["sdpa"] = true;
+    return k;
+  }
+
+ protected:
+  TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
+    return readers::read_musubi(path, o);
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                std::vector<std::string>& notes) const override {
+    return musubi(*facts(), tf, base, notes);
+  }
+};
+
+class AiToolkit final : public FactsTrainer {
+ public:
+  AiToolkit() : FactsTrainer("ai-toolkit") {}
+  bool detects(const std::string& path) const override {
+    const std::string ext = extension(path);
+    return ext == ".yaml" || ext == ".yml";
+  }
+  std::string config_text(const Family& fam, const KnobCombo& c) const override { return ai_toolkit_text(fam, c); }
+  std::vector<std::string> manual_steps(const Family&) const override {
+    return {"model.name_or_path (and model.arch for this architecture)", "datasets[].folder_path", "config.name, training_folder",
+            "train.steps, train.lr, train.optimizer", "the sample section"};
+  }
+  nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
+    nlohmann::ordered_json k = knobs_of(plan, {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
+                                               "model.layer_offloading_transformer_percent"});
+    if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
+    if (!plan.contains("model.layer_offloading")) k["model.layer_offloading"] = false;
+    return k;
+  }
+
+ protected:
+  TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
+    return readers::read_ai_toolkit(path, o);
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                std::vector<std::string>& notes) const override {
+    return ai_toolkit(*facts(), tf, base, notes);
+  }
+};
+
+class OneTrainer final : public FactsTrainer {
+ public:
+  OneTrainer() : FactsTrainer("onetrainer") {}
+  bool detects(const std::string& path) const override {
+    return extension(path) == ".json" && readers::json_config_trainer(path) == "onetrainer";
+  }
+  std::string config_text(const Family& fam, const KnobCombo& c) const override { return onetrainer_text(*facts(), fam, c); }
+  std::vector<std::string> manual_steps(const Family&) const override {
+    return {"base_model_name", "the concepts (concept_file_name)", "output_model_destination and output_model_format",
+            "learning_rate, epochs, optimizer"};
+  }
+
+ protected:
+  TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
+    return readers::read_onetrainer(path, o);
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                std::vector<std::string>& notes) const override {
+    return onetrainer(*facts(), tf, base, notes);
+  }
+};
+
+class Diffusers final : public FactsTrainer {
+ public:
+  Diffusers() : FactsTrainer("diffusers") {}
+  bool detects(const std::string& path) const override {
+    return command_line_file(path) && readers::command_line_trainer(path) == "diffusers";
+  }
+  std::string config_text(const Family& fam, const KnobCombo& c) const override { return diffusers_text(*facts(), fam, c); }
+  std::vector<std::string> manual_steps(const Family&) const override {
+    return {"--pretrained_model_name_or_path", "--instance_data_dir (or --dataset_name) and --instance_prompt",
+            "--output_dir, --learning_rate, --max_train_steps"};
+  }
+  nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
+    return knobs_of(plan, {"gradient_checkpointing"});
+  }
+
+ protected:
+  TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
+    return readers::read_diffusers(path, o);
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
+                                std::vector<std::string>& notes) const override {
+    return diffusers(tf, base, notes);
+  }
+};
+
+// SimpleTuner: its config reader is read_simpletuner_config (the data backends, the run's other
+// phases); its schedule space and plan are the advisor's (planner/advisor.hpp), which no knob
+// combination here repeats.
+class SimpleTuner final : public Trainer {
+ public:
+  std::string id() const override { return "simpletuner"; }
+  std::string name() const override { return "SimpleTuner"; }
+  bool detects(const std::string& path) const override {
+    return extension(path) == ".json" && readers::json_config_trainer(path) == "simpletuner";
+  }
+  TrainerRead read(const std::string& path, const TrainerReadOptions& o) const override {
+    ReadOptions ro;
+    ro.cwd = o.cwd;
+    const ConfigRead c = read_simpletuner_config(path, ro);
+    TrainerRead r;
+    r.trainer = id();
+    r.config_path = c.config_path;
+    r.inputs = {c.config_path, c.data_backend_path};
+    r.family = c.family;
+    r.setup = c.setup;
+    r.schedule = c.schedule;
+    r.shape_source = c.backends.empty() ? "" : c.backends.front().note;
+    r.rejections = c.rejections;
+    r.warnings = c.warnings;
+    return r;
+  }
+  std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& setup) const override {
+    return simpletuner_setup_rejections(fam, setup);
+  }
+  std::vector<KnobCombo> knob_space(const Family&, const TrainingSetup&, std::vector<std::string>&) const override {
+    return {};
+  }
+  std::string config_text(const Family&, const KnobCombo& c) const override {
+    return simpletuner_keys(c.schedule).dump(2) + "\n";
+  }
+  std::vector<std::string> manual_steps(const Family&) const override { return {}; }
+  TrainerAdvice plan(const Family&, const TrainingSetup&, const PredictFn&, const std::string&) const override {
+    throw InputError("--emit simpletuner: the SimpleTuner keys are the recommendation itself");
+  }
+  // `knobs`: SimpleTuner keys (null: remove the key); a key keeps the spelling it has in the file
+  Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const override {
+    const std::string text = readers::read_text_file(r.config_path, "config");
+    nlohmann::ordered_json raw = read_json_file(r.config_path, "config");
+    for (auto it = knobs.begin(); it != knobs.end(); ++it) {
+      const std::string key = raw.contains("--" + it.key()) ? "--" + it.key() : it.key();
+      if (it.value().is_null()) raw.erase(key);
+      else raw[key] = it.value();
+    }
+    return Rewritten{raw.dump(json_indent(text)) + "\n", {}};
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> Trainer::setup_rejections(const Family&, const TrainingSetup&) const { return {}; }
+
+TrainerAdvice Trainer::plan(const Family& fam, const TrainingSetup& setup, const PredictFn& predict,
+                            const std::string& headroom) const {
+  const TrainerFacts& f = *facts();
+  TrainerAdvice a;
+  a.trainer = id();
+  a.trainer_name = f.name;
+  a.config_format = f.config_format;
+  a.family_supported = f.find(fam) != nullptr;
+  if (!a.family_supported) {
+    a.notes.push_back(f.name + " does not train " + fam.name + " (trainers/data/" + id() + ".json): nothing to emit");
+    return a;
+  }
+  if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload)
+    a.notes.push_back("the config's weight streaming (RamTorch / block swap / group offload) is replaced by " + f.name +
+                      "'s own knob where it has one");
+  for (auto& c : knob_space(fam, setup, a.notes)) {
+    TrainerPlan p;
+    p.label = c.label;
+    p.knobs = c.knobs;
+    p.schedule = c.schedule;
+    p.setup = c.setup;
+    const PlanPrediction pp = predict(c.setup, c.schedule);
+    p.prediction = pp.prediction;
+    p.verdict = pp.prediction.supported ? pp.verdict : FitVerdict::DoesNotFit;
+    if (p.prediction.supported) a.plans.push_back(std::move(p));  // a backend the family lacks never counts
+  }
+  std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
+    return x.prediction.step_time_s < y.prediction.step_time_s;
+  });
+  int borderline = -1;
+  for (std::size_t i = 0; i < a.plans.size(); ++i) {
+    const TrainerPlan& p = a.plans[i];
+    if (a.best < 0 && p.verdict == FitVerdict::Fits) a.best = static_cast<int>(i);
+    if (borderline < 0 && p.verdict == FitVerdict::Borderline) borderline = static_cast<int>(i);
+    if (a.smallest < 0 || p.prediction.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes)
+      a.smallest = static_cast<int>(i);
+  }
+  if (a.best < 0) a.best = borderline;
+  if (a.best >= 0) a.verdict = a.plans[a.best].verdict;
+  const int shown = a.best >= 0 ? a.best : a.smallest;
+  if (shown >= 0) {
+    const TrainerPlan& p = a.plans[shown];
+    a.config_text = config_text(fam, KnobCombo{p.label, p.knobs, p.schedule, p.setup});
+    if (a.best < 0)
+      a.notes.push_back("nothing within " + f.name + "'s knobs fits with " + headroom + " headroom; the lines are its smallest plan");
+    else if (a.verdict == FitVerdict::Borderline)
+      a.notes.push_back("no plan within " + f.name + "'s knobs fits with confidence with " + headroom +
+                        " headroom; the lines are its fastest borderline plan (its 90% peak range straddles the usable "
+                        "memory: a measured run settles it)");
+  }
+  a.manual = manual_steps(fam);
+  return a;
+}
+
+const std::vector<const Trainer*>& all_trainers() {
+  static const SimpleTuner simpletuner;
+  static const Musubi musubi_trainer;
+  static const AiToolkit ai_toolkit_trainer;
+  static const OneTrainer onetrainer_trainer;
+  static const Diffusers diffusers_trainer;
+  static const std::vector<const Trainer*> all = {&simpletuner, &musubi_trainer, &ai_toolkit_trainer,
+                                                  &onetrainer_trainer, &diffusers_trainer};
+  return all;
+}
+
+const Trainer& trainer(const std::string& id) {
+  for (const Trainer* t : all_trainers())
+    if (t->id() == id) return *t;
+  throw InputError("--trainer: '" + id + "' is not one of simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+}
+
+const std::vector<std::string>& emitter_names() {
+  static const std::vector<std::string> n = [] {
+    std::vector<std::string> out;
+    for (const Trainer* t : all_trainers()) out.push_back(t->id());
+    return out;
+  }();
+  return n;
+}
+
+std::vector<KnobCombo> trainer_combos(const TrainerFacts& facts, const Family& fam, const TrainingSetup& base,
+                                      std::vector<std::string>& notes) {
+  return trainer(facts.id).knob_space(fam, base, notes);
+}
+
+std::string trainer_config_text(const TrainerFacts& facts, const Family& fam, const KnobCombo& c) {
+  return trainer(facts.id).config_text(fam, c);
+}
+
+std::vector<std::string> trainer_manual_steps(const TrainerFacts& facts, const Family& fam) {
+  return trainer(facts.id).manual_steps(fam);
+}
+
+TrainerAdvice plan_for_trainer(const std::string& id, const Family& fam, const TrainingSetup& setup,
+                               const PredictFn& predict, const std::string& headroom) {
+  return trainer(id).plan(fam, setup, predict, headroom);
+}
+
+}  // namespace segadvise
