@@ -306,7 +306,7 @@ TEST_CASE("block kinds are parsed once: an unknown kind names file, field and va
 }
 
 TEST_CASE("trainer facts come from families/data/trainer") {
-  // simpletuner-semantics §1.5: Wan's framerate 15 (num_frames defaults to 15 x 5 = 75)
+  // SimpleTuner data_backend/config/image.py _validate_video_settings: Wan's framerate 15 (num_frames defaults to 15 x 5 = 75)
   CHECK(simpletuner_facts().default_framerates.at("wan") == 15);
   CHECK(simpletuner_facts().default_flavours.at("flux") == "krea");
   CHECK(simpletuner_facts().optimizer_aliases.at("bnb-adam").as == "adamw");

@@ -1,5 +1,5 @@
 // Multi-GPU predictions through the advisor: per-rank memory, the trainer's rules, the published
-// multi-GPU points of reference/simpletuner-distributed.md §5, and one GPU left unchanged.
+// multi-GPU points of SimpleTuner's documentation (docs/sources/multi-gpu.md §5), and one GPU left unchanged.
 #include <doctest/doctest.h>
 
 #include "advisor_request.hpp"

@@ -104,7 +104,7 @@ constexpr double kLycorisParamsPerWidth = 4;
 constexpr double kOutsideActivationTensors = 4;
 constexpr double kPatchFeatures = 64;
 
-// ---- bucketing (families/src/geometry.cpp; simpletuner-semantics §1.3) ----
+// ---- bucketing (families/src/geometry.cpp; SimpleTuner image_manipulation/training_sample.py) ----
 // area mode: the square crops that snap to usual sizes are data
 // (families/data/trainer/simpletuner-bucketing.json)
 // aspect_bucket_rounding: aspects are rounded to 2 decimals before bucketing
