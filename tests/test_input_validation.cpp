@@ -1,5 +1,5 @@
 // Bad input is an InputError naming the file, the field and a short prefix of the value: never a
-// crash, a hang, a wrapped-around number or a silent fallback (issue 14's reproducers, one per class).
+// crash, a hang, a wrapped-around number or a silent fallback (one reproducer per class).
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -221,7 +221,7 @@ TEST_CASE("checked numbers: overflow, NaN, range") {
 TEST_CASE("schedule names: overflow and seg2-stride0 are errors") {
   CHECK(has(error_of([] { Schedule::parse("interval99999999999999999999"); }), "interval"));
   CHECK(has(error_of([] { Schedule::parse("seg2-stride99999999999"); }), "stride"));
-  // stride 0 used to become interval2
+  // stride 0 is an error, not interval2
   CHECK(has(error_of([] { Schedule::parse("seg2-stride0"); }), "stride: \"0\" is not an integer in [1, 65536]"));
   CHECK(Schedule::parse("seg2-stride4").stride == 4);
 }

@@ -119,7 +119,7 @@ struct BlockCost {
   // Linear layers a quantizer converts, each one call per forward (and one per backward): a quantized
   // call adds host work (tensor-subclass dispatch, activation quantize kernels) the bf16 call lacks
   double quantizable_linears = 0;
-  // Inputs of the block's quantizable Linear layers, by side (calibration, issue [3/6]): a quantized
+  // Inputs of the block's quantizable Linear layers, by side (for calibration): a quantized
   // Linear's autograd keeps them (plus scaled copies) where a frozen bf16 Linear keeps nothing; the
   // cost model adds them times Coefficients::quantized_input_scale[precision] when the chain's
   // linears are quantized (BlockChain::quantized_kernel).
