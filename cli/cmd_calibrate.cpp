@@ -359,7 +359,7 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
     nlohmann::json params = nlohmann::json::array();
     for (const auto& p : fr.parameters)
       params.push_back({{"name", p.name}, {"value", p.value}, {"lo", p.lo}, {"hi", p.hi}, {"at_bound", p.at_bound}});
-    // a coefficient pinned at a bound stands in for a term the model lacks (issue 12, item 5)
+    // a coefficient pinned at a bound stands in for a term the model lacks
     std::vector<std::string> at_bound;
     for (const auto& p : fr.parameters)
       if (p.at_bound) at_bound.push_back(p.name);

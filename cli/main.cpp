@@ -13,9 +13,9 @@
 int main(int argc, char** argv) {
   using namespace segadvise;
   // advise allocates and frees buffers of 100 kB - 2 MB (schedule scores, optimal-plan labels, the
-  // printed JSON) many times: above glibc's default 128 kB each was a fresh mmap whose pages fault
-  // in again (page faults were 14% of Stable Cascade C's advise, 9% after). Keep them on the heap
-  // and keep the heap's top.
+  // printed JSON) many times: above glibc's default 128 kB each is a fresh mmap whose pages fault
+  // in again (a large share of Stable Cascade C's advise time). Keep them on the heap and keep the
+  // heap's top.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_TOP_PAD, 16 << 20);

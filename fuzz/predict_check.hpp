@@ -1,5 +1,5 @@
 // The invariant every accepted input must keep: a prediction for it is finite and non-negative
-// (issue 14: values that wrapped around or overflowed were answered as if fine).
+// (a value that wraps around or overflows must never be answered as if fine).
 #pragma once
 
 #include "fuzz_util.hpp"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints advise's whole-process latency for every shipped family (median of N runs: wall ms, and
 # CPU ms = user + system of the process, which another load on the machine does not inflate) and
-# the number of schedules it evaluated. Then the long cases of issue #14: user families of 800 blocks
+# the number of schedules it evaluated. Then the long cases: user families of 800 blocks
 # (one list) and 4,096 blocks (four lists of 1,024, the format's limit; both Wan 2.1 1.3B's block
 # repeated, written to a temporary folder), and Stable Cascade C with --front.
 # Usage: scripts/bench-advise.sh [build/segadvise] [runs] [gpu]

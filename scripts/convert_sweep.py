@@ -11,7 +11,7 @@ resolution: Wan's 832x480 is a pixel_area 480 bucket, ~640x352, in training) is 
 recorded_shape. Calibrating on the shape users get is what makes the fit transfer to `check`.
 
 The sweep's `mode` names are kept as they are; they mean what the sweep ran
-(shared/reference/simpletuner-sweep/README.md), and `segadvise` parses them that way: `activation-offload` is
+(docs/sources/measured-sweep.md), and `segadvise` parses them that way: `activation-offload` is
 per-block checkpointing PLUS attention offload (`gradient_checkpointing: true`,
 `gradient_checkpointing_offload_attention: true`), not offload without checkpointing (that one is `none-offload`).
 
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-# the keys each sweep mode set on top of the example config (simpletuner-sweep/README.md)
+# the keys each sweep mode set on top of the example config (docs/sources/measured-sweep.md)
 MODE_KEYS = {
     "none": {"gradient_checkpointing": False},
     "layer": {"gradient_checkpointing": True},
@@ -100,9 +100,9 @@ def main():
     if unknown:
         print("modes the sweep README does not describe (kept as named):", ", ".join(unknown), file=sys.stderr)
     doc = {
-        "source": "shared/reference/simpletuner-sweep/calibration-cases.json: " + sweep.get("source", "") +
-                  " (copied by scripts/convert_sweep.py)",
-        "note": sweep.get("note", "") + "; mode = the keys the sweep set (simpletuner-sweep/README.md): "
+        "source": sweep.get("source", "") +
+                  " (copied by scripts/convert_sweep.py; described in docs/sources/measured-sweep.md)",
+        "note": sweep.get("note", "") + "; mode = the keys the sweep set (docs/sources/measured-sweep.md): "
                 "activation-offload is per-block checkpointing plus attention offload",
         "runs": runs,
     }

@@ -117,7 +117,7 @@ expect 1 'quantize_via: "cpu"' -- check "$fixture" --vram-gib 20
 expect 0 'Verdict \(training step only\): fits' -- check "$fixture" --vram-gib 20 --step-only --ranges "$(dirname "$fixture")/point-ranges.json"
 expect 1 '"peak_phase": "model_load"' -- check "$fixture" --vram-gib 20 --format json
 
-# ---- outputs (issue 14): only regular files or new paths, modes kept, all files or none ----------
+# ---- outputs: only regular files or new paths, modes kept, all files or none ----------
 fixtures=$(cd "$(dirname "$0")/fixtures" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

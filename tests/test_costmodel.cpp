@@ -173,7 +173,7 @@ TEST_CASE("schedule names of the sweep parse and print back") {
        {"none", "layer", "interval2", "seg2-stride4", "activation-offload", "seg2-stride4-offload", "none-offload"})
     CHECK(Schedule::parse(n).name() == n);
   // the sweep's activation-offload rows are per-block checkpointing plus attention offload
-  // (simpletuner-sweep/README.md), not offload without checkpointing
+  // (docs/sources/measured-sweep.md), not offload without checkpointing
   const Schedule ao = Schedule::parse("activation-offload");
   CHECK(ao.checkpointing);
   CHECK(ao.offload_attention);

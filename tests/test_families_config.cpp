@@ -1,6 +1,5 @@
-// How `check` reads the trainer configs of the second source pass's families
-// (shared/reference/families-corrections.md): flavours that ship low-precision weights, the parts the
-// references do not describe (a clear input error naming what is missing).
+// How `check` reads the trainer configs of the families in docs/sources/families.md: flavours that
+// ship low-precision weights, the parts their published sources do not describe (a clear input error naming what is missing).
 // Fixtures: tests/fixtures/families/ (small configs written for these tests).
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-// The family data of the second source pass (shared/reference/families-corrections.md): every new or
-// corrected family checked against numbers derived by hand from its facts (derivation in comments),
+// The families whose facts were read line by line from their published configs and code
+// (docs/sources/families.md): every such family checked against numbers derived by hand from its facts (derivation in comments),
 // and the analyzer features those facts need (grouped-query attention, an attention width other
 // than the model width, local attention windows, audio cross-attention, packed rows, 17n+5 frames).
 #include <doctest/doctest.h>

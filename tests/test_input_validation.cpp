@@ -1,5 +1,5 @@
 // Bad input is an InputError naming the file, the field and a short prefix of the value: never a
-// crash, a hang, a wrapped-around number or a silent fallback (issue 14's reproducers, one per class).
+// crash, a hang, a wrapped-around number or a silent fallback (one reproducer per class).
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -220,7 +220,7 @@ TEST_CASE("checked numbers: overflow, NaN, range") {
 TEST_CASE("schedule names: overflow and seg2-stride0 are errors") {
   CHECK(has(error_of([] { Schedule::parse("interval99999999999999999999"); }), "interval"));
   CHECK(has(error_of([] { Schedule::parse("seg2-stride99999999999"); }), "stride"));
-  // stride 0 used to become interval2
+  // stride 0 is an error, not interval2
   CHECK(has(error_of([] { Schedule::parse("seg2-stride0"); }), "stride: \"0\" is not an integer in [1, 65536]"));
   CHECK(Schedule::parse("seg2-stride4").stride == 4);
 }
@@ -305,7 +305,7 @@ TEST_CASE("block kinds are parsed once: an unknown kind names file, field and va
 }
 
 TEST_CASE("trainer facts come from families/data/trainer (SimpleTuner's names) and trainers/data (the other trainers)") {
-  // simpletuner-semantics §1.5: Wan's framerate 15 (num_frames defaults to 15 x 5 = 75)
+  // SimpleTuner data_backend/config/image.py _validate_video_settings: Wan's framerate 15 (num_frames defaults to 15 x 5 = 75)
   CHECK(simpletuner_facts().default_framerates.at("wan") == 15);
   CHECK(simpletuner_facts().default_flavours.at("flux") == "krea");
   CHECK(simpletuner_facts().optimizer_aliases.at("bnb-adam").as == "adamw");

@@ -1,5 +1,5 @@
 // Multi-GPU predictions through the advisor: per-rank memory, the trainer's rules, the published
-// multi-GPU points of reference/simpletuner-distributed.md §5, and one GPU left unchanged.
+// multi-GPU points of SimpleTuner's documentation (docs/sources/multi-gpu.md §5), and one GPU left unchanged.
 #include <doctest/doctest.h>
 
 #include "advisor_request.hpp"
@@ -113,7 +113,7 @@ TEST_CASE("published: DDP is faster than FSDP2 for an LTX-2.3 LoRA on 8xH100 (FS
   // and the mechanism: FSDP2 gathers the whole frozen base twice per step (~74 GiB payload per
   // rank) where DDP all-reduces the adapter gradients (~0.2 GiB), over 300x the bytes. At the
   // example's 1280x704x49 shape the gathers hide behind compute on NVLink 4, so the predicted gap
-  // is small; the published factor needs an exposed gather rate far below NVLink (README).
+  // is small; the published factor needs an exposed gather rate far below NVLink (docs/multi-gpu.md).
   const AdvisorRequest r = request_for("ltx-2.3", "h100");
   const Prediction ddp = predicted(r, gpus(8, Strategy::ddp));
   const Prediction fsdp = predicted(r, gpus(8, Strategy::fsdp2));

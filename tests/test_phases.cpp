@@ -523,12 +523,12 @@ TEST_CASE("MiniMax H3 caches with Qwen3-VL-32B and always tiles its video VAE") 
   REQUIRE(d.text_encoders.size() == 1);
   const TextEncoderSpec& te = d.text_encoders[0];
   CHECK(te.id == "qwen3-vl-32b");
-  // 32e9 parameters (families-corrections.md: Qwen3-VL-32B) x 2 B in bf16 = 64e9 B
+  // 32e9 parameters (MiniMax H3's text encoder, Qwen3-VL-32B) x 2 B in bf16 = 64e9 B
   CHECK(text_encoder_bytes(te, "no_change") == doctest::Approx(64e9));
   // its hidden states at the family's 512 tokens: 512 x 5120 x (64 + 1) x 2 B = 340,787,200 B
   CHECK(text_encoder_activation_bytes(te, 1, 512) == doctest::Approx(340787200.0));
   CHECK(d.tiling_forced);  // run-phases §C: MiniMax-H3 forces tiling
-  // and the run no longer warns that the family has no phase data
+  // and the run does not warn that the family has no phase data
   TrainingSetup setup = default_setup(h3);
   setup.base_precision = "no_change";
   const BlockChain chain = analyze(h3, setup);

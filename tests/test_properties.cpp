@@ -1,4 +1,4 @@
-// Properties (issue 14, rapidcheck through a small doctest adapter): predictions are finite and
+// Properties (rapidcheck through a small doctest adapter): predictions are finite and
 // non-negative for any valid setup; the peak never falls as batch, resolution or frames grow; plan
 // JSON round-trips through a file; malformed schedule names and resolutions are InputErrors naming
 // the input. Case counts are kept moderate (the whole file runs in a few seconds); RC_PARAMS
@@ -203,7 +203,7 @@ rc::Gen<std::string> malformed_schedule() {
 
 }  // namespace
 
-// ("layer+" -> "unknown gradient_checkpointing_backend ''"); costmodel/src/types.cpp, issue 14 item 1
+// ("layer+" -> "unknown gradient_checkpointing_backend ''"); costmodel/src/types.cpp
 TEST_CASE("property: a malformed schedule name is an InputError naming it") {
   property("schedule errors", 300, [] {
     const std::string text = *malformed_schedule();

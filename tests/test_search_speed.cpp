@@ -226,7 +226,7 @@ TEST_CASE("realizing into a buffer another chain's plan left gives the plan real
 }
 
 TEST_CASE("a per-block family's plan checkpoints exactly the blocks its selector position picks") {
-  // the trainer's rule (simpletuner-semantics §2.7), position by position with a division, against
+  // the trainer's rule (SimpleTuner training/gradient_checkpointing_interval.py), position by position with a division, against
   // realize's remainder counted along: every schedule of every per-block and micro-block family
   int checked = 0;
   for (const Family& fam : builtin_families()) {

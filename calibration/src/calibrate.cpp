@@ -198,7 +198,7 @@ std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector
       // what a quantized Linear's recorded ops keep for backward, in bf16 copies of its input: dynamic
       // fp8 activation scaling records x.abs() (keeps x: 1), amax (keeps |x|: 1), the fp32 division
       // by the scale (keeps x in fp32: 2) and the clamp (its fp32 input: 2), 6 at most; a custom
-      // autograd kernel (SDNQ) may keep nothing. The shipped fit pinned the old cap of 3 (issue 12).
+      // autograd kernel (SDNQ) may keep nothing (a cap of 3 holds the fit at its bound).
       specs.push_back({"quantized_input_scale." + pk, 0.0, 6.0,
                        [pk](Coefficients& c) -> double& { return c.quantized_input_scale[pk]; }});
   }
@@ -207,9 +207,9 @@ std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector
     // FLOPs (1), cheaper kernels or overlap 0.5, extra passes up to 4
     specs.push_back({"backward_factor", 0.5, 4.0, [](Coefficients& c) -> double& { return c.backward_factor; }});
     // allocator slack x activation peak. At its cap 0.5 it acts as a global activation level (the
-    // per-kind scales are held near 1 by their prior). Freed to 1.5 it settled at 0.65: in-sample
+    // per-kind scales are held near 1 by their prior). Freed to 1.5 it settles at 0.65: in-sample
     // peak 14.0% -> 13.4%, but leave-one-family-out (with backward_host_ratio fitted) peak median
-    // 15.0% -> 15.5%, step time 38.6% -> 39.0%: it did not generalise, so the cap stays (issue 12)
+    // 15.0% -> 15.5%, step time 38.6% -> 39.0%: it does not generalise, so the cap is 0.5
     specs.push_back({"fragmentation", 0.0, 0.5, [](Coefficients& c) -> double& { return c.fragmentation; }});
     if (any_offload) {
       specs.push_back({"offload_overlap", 0.0, 1.0, [](Coefficients& c) -> double& { return c.offload_overlap; }});
@@ -223,9 +223,9 @@ std::vector<ParamSpec> parameter_specs(const PreparedSet& set, const std::vector
     // host time per kernel launch: 2-200 us covers eager PyTorch on current CPUs
     specs.push_back({"launch_s", 2e-6, 200e-6, [](Coefficients& c) -> double& { return c.launch_s; }});
     // backward_host_ratio (backward host time / forward host time) is not fitted: fitted in [0.1, 3]
-    // it settled at 0.33 and took backward_factor off its bound (0.5 -> 0.82), in-sample step time
-    // 26.6% -> 25.1%, but leave-one-family-out did not improve (38.6% -> 39.0%, with fragmentation
-    // freed as well); it stays at kBackwardLaunchesPerForward (issue 12)
+    // it settles at 0.33 and takes backward_factor off its bound (0.5 -> 0.82), in-sample step time
+    // 26.6% -> 25.1%, but leave-one-family-out does not improve (38.6% -> 39.0%, with fragmentation
+    // freed as well); it is kBackwardLaunchesPerForward
   }
   return specs;
 }

@@ -10,7 +10,7 @@ namespace segadvise {
 namespace {
 
 // bytes_per_param: weight bytes of one quantized linear parameter, including its scales.
-// simpletuner-semantics §2.2: int8 = 1 B + per-group scale. SDNQ's group size is 32 with a bf16 scale
+// SimpleTuner training/quantisation/__init__.py: int8 = 1 B + per-group scale. SDNQ's group size is 32 with a bf16 scale
 // (2/32 = 0.0625 B); quanto and TorchAO keep a per-row scale (negligible: ~2/in_features);
 // fp8-native keeps an fp32 per-output-row scale (4/in_features). 4-bit: 0.5 B + group scales.
 const std::vector<PrecisionInfo>& table() {

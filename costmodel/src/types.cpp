@@ -55,7 +55,7 @@ std::string Schedule::name() const {
     n = "interval" + std::to_string(interval);
   }
   // the sweep's `activation-offload` is per-block checkpointing plus attention offload
-  // (shared/reference/simpletuner-sweep/README.md)
+  // (docs/sources/measured-sweep.md)
   if (checkpointing && offload_attention) n = (n == "layer" ? "activation-offload" : n + "-offload");
   if (checkpointing && backend != Backend::Torch) n += "+" + to_string(backend);
   return n;

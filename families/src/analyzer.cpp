@@ -456,7 +456,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   chain.tokens_text = g.text_tokens;
   const double e = weight_dtype_bytes(setup);
   chain.activation_dtype_bytes = e;
-  // TorchAO and fp8-native never convert RamTorch modules (simpletuner-semantics §2.2)
+  // TorchAO and fp8-native never convert RamTorch modules (SimpleTuner training/quantisation/__init__.py)
   if (precision_info(setup.base_precision).quantized && !setup.ramtorch) chain.quantized_kernel = precision_key(setup);
 
   Training t;

@@ -263,7 +263,7 @@ const Family& find_family_by_trainer(const std::string& model_family_raw, const 
                                      const std::string& origin) {
   const std::string model_family = lower(model_family_raw), flavour = lower(flavour_raw);
   const auto& fams = builtin_families();
-  // the trainer registers a few alias names for the same class (simpletuner-semantics §3.1)
+  // the trainer registers a few alias names for the same class (SimpleTuner models/model_metadata.json)
   const auto& kTrainerAliases = simpletuner_facts().family_aliases;  // families/data/trainer/simpletuner.json
   std::string fam = model_family;
   if (auto it = kTrainerAliases.find(fam); it != kTrainerAliases.end()) fam = it->second;

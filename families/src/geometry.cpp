@@ -150,7 +150,7 @@ TokenGeometry token_geometry(const Family& fam, int width, int height, int frame
   g.latent_width = w / geo.vae_spatial;
   g.latent_height = h / geo.vae_spatial;
   if (video && geo.frame_rule == "17k+5" && frames >= 5) {
-    // MiniMax H3's VAE maps 17n+5 frames to 5n+2 latent frames (families-corrections.md)
+    // MiniMax H3's VAE maps 17n+5 frames to 5n+2 latent frames (diffusers transformer_minimax_h3.py, SimpleTuner minimaxh3/packing.py)
     g.latent_frames = (frames - 5) / 17 * 5 + 2;
   } else if (video) {
     g.latent_frames = geo.temporal_causal ? (frames - 1) / geo.vae_temporal + 1

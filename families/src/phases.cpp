@@ -1,4 +1,4 @@
-// The phases of a SimpleTuner run (shared/reference/simpletuner-run-phases.md, cited as §A1 … §E).
+// The phases of a SimpleTuner run (SimpleTuner bc8e6ab, cited as §A1 … §E of docs/sources/run-phases.md).
 // Every phase's peak is a sum of what is resident plus the largest working set while it runs; the
 // arithmetic of each is in the comment above its function.
 #include "segadvise/families/phases.hpp"
@@ -426,7 +426,7 @@ double base_bf16_bytes(const Ctx& c) {
 }
 
 // The part of the bf16 base that reaches the GPU when it is quantized there: RamTorch keeps its
-// share of the block weights on the host (its modules are never converted, simpletuner-semantics §2.2) [I].
+// share of the block weights on the host (its modules are never converted, SimpleTuner training/quantisation/__init__.py) [I].
 double base_bf16_on_gpu_bytes(const Ctx& c) {
   double blocks = 0;
   for (const auto& b : c.chain.blocks) blocks += b.params;

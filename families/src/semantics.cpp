@@ -1,6 +1,7 @@
 // Trainer semantics: what SimpleTuner really runs for a schedule on a family.
-// Source: shared/reference/simpletuner-semantics.md §2.7 (backends, interval, offload), §3.2
-// (per-family capability table, fallbacks), §4 (errors and silent fixes).
+// Source: SimpleTuner bc8e6ab, docs/sources/simpletuner.md §2.7 (backends, interval, offload: models/common.py,
+// training/gradient_checkpointing_interval.py), §3.2 (per-family capability table, fallbacks:
+// tests/test_segmented_checkpointing_model_support.py), §4 (errors and silent fixes: safety_check.py).
 #include <map>
 #include <optional>
 #include <string>

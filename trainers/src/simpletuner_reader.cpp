@@ -1,5 +1,5 @@
 // SimpleTuner config.json -> TrainingSetup + Schedule, as the trainer reads it.
-// Every rule cites shared/reference/simpletuner-semantics.md (SimpleTuner bc8e6ab).
+// Every rule cites SimpleTuner bc8e6ab (sections as in docs/sources/simpletuner.md).
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
 #include "segadvise/trainers/setup_rules.hpp"

@@ -163,7 +163,7 @@ AccuracyReport accuracy_in_sample(const PreparedSet& set, const Coefficients& co
 AccuracyReport accuracy_leave_family_out(const PreparedSet& set, const Coefficients& start, const FitOptions& opt);
 
 // ---------------------------------------------------------------------------------------------
-// Diagnostics (`accuracy --by family`, issue [3/7] item 2)
+// Diagnostics (`accuracy --by family`)
 
 // One family x precision x schedule cell of a report: the signed median error (predicted / measured
 // - 1: positive = over-predicted) of peak and step time over its completed runs, and the breakdown
@@ -185,7 +185,7 @@ std::vector<std::pair<std::string, double>> peak_components(const Prediction& p)
 std::vector<std::pair<std::string, double>> time_components(const Prediction& p);
 
 // ---------------------------------------------------------------------------------------------
-// Anchoring and ranges (issue [2/7])
+// Anchoring and ranges
 
 // The setup a run belongs to: family | precision | GPU (| variant that changes the setup); the
 // same key groups the decision metric.

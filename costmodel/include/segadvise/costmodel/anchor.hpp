@@ -1,4 +1,4 @@
-// Measured beats modelled (issue [2/7]): predictions anchored on measured runs of the user's own
+// Measured beats modelled: predictions anchored on measured runs of the user's own
 // setup (`--measured SCHEDULE:SEC:GIB`, `SCHEDULE:oom`), 90% ranges on every prediction, and the
 // three-valued fit verdict. Used by the planner (advise/predict/check) and by calibration
 // (`accuracy --anchor`, which scores this very arithmetic), so it lives beside the cost model.

@@ -104,7 +104,7 @@ constexpr double kLycorisParamsPerWidth = 4;
 constexpr double kOutsideActivationTensors = 4;
 constexpr double kPatchFeatures = 64;
 
-// ---- bucketing (families/src/geometry.cpp; simpletuner-semantics §1.3) ----
+// ---- bucketing (families/src/geometry.cpp; SimpleTuner image_manipulation/training_sample.py) ----
 // area mode: the square crops that snap to usual sizes are data
 // (families/data/trainer/simpletuner-bucketing.json)
 // aspect_bucket_rounding: aspects are rounded to 2 decimals before bucketing
@@ -120,9 +120,8 @@ constexpr int kParetoFrontPlans = 16;  // optimal plans on the printed Pareto fr
 // The optimal planner's grid bound (planner/src/optimal.cpp, build_grid): time cells x decisions
 // per grid is held near kOptimalGridWork (Kandinsky 5 image's 52 blocks: ~720 cells; Stable
 // Cascade's 192 micro-blocks capped at 32-block calls: ~160; a 4,096-block chain: the minimum),
-// within [kOptimalGridMinCells, kOptimalGridMaxCells]. Measured (instructions of a whole advise):
-// Kandinsky 5 image 212 M -> 147 M, Kandinsky 5 video 152 M -> 70 M; 2^22 or 2^23 with up to
-// 2,048 or 4,096 cells gained nothing.
+// within [kOptimalGridMinCells, kOptimalGridMaxCells]. A finer grid (2^22 or 2^23 with up to 2,048
+// or 4,096 cells) saves no instructions of a whole advise.
 constexpr double kOptimalGridWork = 1 << 21;
 constexpr int kOptimalGridMinCells = 32;
 constexpr int kOptimalGridMaxCells = 1024;

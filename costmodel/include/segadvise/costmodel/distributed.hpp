@@ -1,5 +1,5 @@
 // Per-rank model-state bytes and communication of one optimizer step under the distributed engines
-// SimpleTuner runs on (reference/simpletuner-distributed.md, cited below as "dist §n"): accelerate
+// SimpleTuner runs on (docs/sources/multi-gpu.md, cited below as "dist §n"): accelerate
 // DDP, PyTorch FSDP2 (fully_shard), DeepSpeed ZeRO-1/2/3, and diffusers context parallel.
 //
 // The caller (the cost model, the CPU validator) states the bytes the engine really keeps, in the

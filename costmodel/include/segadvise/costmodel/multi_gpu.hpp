@@ -1,4 +1,4 @@
-// A single-GPU prediction made per rank (reference simpletuner-distributed.md, "dist §n"): the
+// A single-GPU prediction made per rank (docs/sources/multi-gpu.md, "dist §n"): the
 // engine's model state per rank (distributed.hpp), the step's collectives against the GPU's links,
 // and how much of them compute hides. predict() calls apply_multi_gpu when the setup's multi_gpu
 // is active; the block chain it gets is already split by context parallel (split_sequence).

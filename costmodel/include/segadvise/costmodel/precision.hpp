@@ -1,5 +1,6 @@
 // Base-model precisions and optimizers: bytes per parameter, and which kernels run.
-// Source: shared/reference/simpletuner-semantics.md §2.1, §2.2 (SimpleTuner bc8e6ab), copied into
+// Source: SimpleTuner bc8e6ab helpers/training/__init__.py and training/quantisation/__init__.py
+// (docs/sources/simpletuner.md §2.1, §2.2), copied into
 // costmodel/src/precision.cpp with the derivation of every number.
 #pragma once
 

@@ -55,7 +55,7 @@ std::string to_string(LoraType t);   // "standard" | "lycoris"
 ModelType parse_model_type(const std::string& s, const std::string& where);
 LoraType parse_lora_type(const std::string& s, const std::string& where);
 
-// Everything that changes memory or time. Defaults are SimpleTuner's (simpletuner-semantics §0).
+// Everything that changes memory or time. Defaults are SimpleTuner's (its field registry, docs/sources/simpletuner.md §0).
 struct TrainingSetup {
   std::string model_id;  // families/ id
   int width = 1024;      // trained size after bucketing, pixels
@@ -123,7 +123,7 @@ struct BlockCost {
   // Linear layers a quantizer converts, each one call per forward (and one per backward): a quantized
   // call adds host work (tensor-subclass dispatch, activation quantize kernels) the bf16 call lacks
   double quantizable_linears = 0;
-  // Inputs of the block's quantizable Linear layers, by side (calibration, issue [3/6]): a quantized
+  // Inputs of the block's quantizable Linear layers, by side (for calibration): a quantized
   // Linear's autograd keeps them (plus scaled copies) where a frozen bf16 Linear keeps nothing; the
   // cost model adds them times Coefficients::quantized_input_scale[precision] when the chain's
   // linears are quantized (BlockChain::quantized_kernel).
@@ -147,7 +147,7 @@ struct BlockChain {
   double outside_matmul_flops = 0;
   double activation_dtype_bytes = 2;  // bf16 / fp16 activations; 4 when mixed_precision is no
   // precision_key() of the base when its block linears are quantized, "" otherwise (bf16 base, or
-  // RamTorch: TorchAO/fp8-native never convert RamTorch modules, simpletuner-semantics §2.2)
+  // RamTorch: TorchAO/fp8-native never convert RamTorch modules, SimpleTuner training/quantisation/__init__.py)
   std::string quantized_kernel;
   std::string source = "static";  // static | profile:<file>
 };

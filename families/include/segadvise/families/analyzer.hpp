@@ -12,7 +12,7 @@ namespace segadvise {
 
 // Python's round(): half to even (the trainer rounds buckets with it).
 long long round_half_even(double x);
-// round_A(x) of simpletuner-semantics §1.3: round(x/A)*A with a floor of A.
+// round_A(x) of SimpleTuner's image_manipulation/training_sample.py: round(x/A)*A with a floor of A.
 int round_to_alignment(double x, int alignment);
 
 struct ResolvedSize {
@@ -60,7 +60,7 @@ bool is_joint(const BlockListSpec& spec);
 // Per-block bytes, FLOPs and weights at the setup's shape. Derivations in analyzer.cpp.
 BlockChain analyze(const Family& fam, const TrainingSetup& setup);
 
-// What the trainer does with a schedule on this family (simpletuner-semantics §2.7, §3.2, §4).
+// What the trainer does with a schedule on this family (docs/sources/simpletuner.md §2.7, §3.2, §4).
 // The trainer's errors for a schedule on this family (§4: overlapping segments, attention offload
 // or an -ffn backend where the family has none): the reason, "" when the trainer accepts it.
 std::string trainer_error(const Family& fam, const Schedule& schedule);

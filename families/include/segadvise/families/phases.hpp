@@ -1,4 +1,4 @@
-// The whole SimpleTuner run, not only the training step (shared/reference/simpletuner-run-phases.md):
+// The whole SimpleTuner run, not only the training step (docs/sources/run-phases.md):
 // startup caching (text encoders and VAE on the GPU while captions and latents are cached), loading
 // and quantizing the base model, the training step, validation (the trained model and its optimizer
 // still resident, the VAE reloaded for the decode) and saving. Each phase gets a peak, what is

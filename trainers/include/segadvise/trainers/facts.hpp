@@ -1,6 +1,6 @@
 // What the other trainers (musubi-tuner, ai-toolkit, OneTrainer, diffusers example scripts) can do
 // about memory, per family, as data: trainers/data/*.json, each fact with the trainer's
-// file and line (shared/reference/trainer-knobs.md). Emitters and config readers consult these
+// file and line at the commit docs/sources/trainers.md names. Emitters and config readers consult these
 // tables; no trainer fact lives in code.
 #pragma once
 

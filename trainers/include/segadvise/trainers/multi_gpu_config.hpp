@@ -1,4 +1,4 @@
-// SimpleTuner's multi-GPU keys (reference/simpletuner-distributed.md §1, §2) and an accelerate
+// SimpleTuner's multi-GPU keys (docs/sources/multi-gpu.md §1, §2) and an accelerate
 // config YAML: num_processes, num_machines, fsdp_*, deepspeed_config (inline JSON or a file),
 // context_parallel_*, gradient_accumulation_steps, accelerate_config.
 #pragma once

@@ -1,5 +1,5 @@
 // Reading a SimpleTuner config.json and its data-backend file(s) the way the trainer does
-// (shared/reference/simpletuner-semantics.md §0, §1, §2, §4): the TrainingSetup and Schedule the run
+// (SimpleTuner bc8e6ab, docs/sources/simpletuner.md §0, §1, §2, §4): the TrainingSetup and Schedule the run
 // will use, the keys the trainer ignores or rejects, and writing the config back with only the
 // checkpointing keys changed.
 #pragma once
