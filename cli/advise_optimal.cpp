@@ -84,7 +84,8 @@ void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice
   if (u)
     out << "Gain of the optimal plan: " << gain_str(v) << " than " << u->schedule.name() << ".\n";
   else
-    out << "The optimal plan fits where no schedule of the trainer does.\n";
+    out << (v.verdict == FitVerdict::Fits ? "The optimal plan fits where no schedule of the trainer does.\n"
+                                          : "The optimal plan does not fit with confidence either.\n");
   if (!v.front.points.empty()) {
     const auto& a = v.front.points.front();
     const auto& b = v.front.points.back();

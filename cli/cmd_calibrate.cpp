@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "output.hpp"
+#include "segadvise/calibration/bands.hpp"
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/anchor.hpp"
@@ -38,11 +39,6 @@ std::string pct(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
   return b;
-}
-std::string join_names(const std::vector<Schedule>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : "+") + s.name();
-  return out;
 }
 std::string fixed(double x, int d = 2) {
   char b[32];
@@ -253,68 +249,6 @@ AnchorOptions anchor_options(const CalFlags& f) {
   return ao;
 }
 
-RangeModel bands_without(const Residuals& plain, const Residuals& anchored, const std::string& left_out, double coverage) {
-  RangeModel m;
-  m.coverage = coverage;
-  m.peak = band_without(plain.peak, left_out, coverage);
-  m.time = band_without(plain.time, left_out, coverage);
-  m.peak_anchored = band_without(anchored.peak, left_out, coverage);
-  m.time_anchored = band_without(anchored.time, left_out, coverage);
-  return m;
-}
-
-// Ranges and verdicts on top of plain predictions, anchored on `anchors` (none: as they are): point
-// predictions, residuals by family, then each family's runs banded by the other families' residuals
-// (anchored bands from the residuals of this same anchoring).
-AccuracyReport ranged_report(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
-                             const Residuals& plain_res, const CalFlags& f, const AnchorOptions& ao) {
-  const double headroom = f.headroom_gib * kGiB;
-  const RangeModel none;
-  const auto no_bands = [&](const std::string&) -> const RangeModel& { return none; };
-  const Residuals anch_res =
-      anchors.empty() ? Residuals{} : residuals(set, ranged_runs(set, plain.predictions, anchors, no_bands, headroom, ao));
-  std::map<std::string, RangeModel> by_family;
-  for (const auto& r : set.runs)
-    if (!by_family.count(r.group)) by_family[r.group] = bands_without(plain_res, anch_res, r.group, f.coverage);
-  const auto lofo = [&](const std::string& g) -> const RangeModel& { return by_family.at(g); };
-  return score(set, ranged_runs(set, plain.predictions, anchors, lofo, headroom, ao), headroom,
-               plain.method + (anchors.empty() ? "" : ", anchored on " + join_names(anchors)));
-}
-
-// The report for --anchor (or none), plus the summary rows: no measurement, anchored on layer, on
-// layer and none (and on --anchor); writes the bands from every family (--write-ranges, anchored
-// bands from --anchor or layer).
-AccuracyReport with_ranges(const PreparedSet& set, const AccuracyReport& plain, const std::vector<Schedule>& anchors,
-                           const CalFlags& f, std::vector<std::pair<std::string, Metrics>>& summary) {
-  const double headroom = f.headroom_gib * kGiB;
-  const AnchorOptions ao = anchor_options(f);
-  const RangeModel none;
-  const auto no_bands = [&](const std::string&) -> const RangeModel& { return none; };
-  const Residuals plain_res = residuals(set, ranged_runs(set, plain.predictions, {}, no_bands, headroom, ao));
-  const std::vector<Schedule> layer = {Schedule::parse("layer")};
-  const std::vector<Schedule> layer_none = {Schedule::parse("layer"), Schedule::parse("none")};
-  AccuracyReport rep = ranged_report(set, plain, anchors, plain_res, f, ao);
-  for (const auto& sc : {std::vector<Schedule>{}, layer, layer_none}) {
-    const bool same = join_names(sc) == join_names(anchors);
-    summary.emplace_back(sc.empty() ? "none" : join_names(sc),
-                         same ? rep.overall : ranged_report(set, plain, sc, plain_res, f, ao).overall);
-  }
-  if (!anchors.empty() && join_names(anchors) != "layer" && join_names(anchors) != "layer+none")
-    summary.emplace_back(join_names(anchors), rep.overall);
-  if (!f.write_ranges.empty()) {
-    const std::vector<Schedule>& file_anchors = anchors.empty() ? layer : anchors;
-    const Residuals anch_res = residuals(set, ranged_runs(set, plain.predictions, file_anchors, no_bands, headroom, ao));
-    RangeModel m = bands_without(plain_res, anch_res, "", f.coverage);
-    m.source = "written by `segadvise accuracy --leave-family-out --anchor " + join_names(file_anchors) +
-               " --write-ranges` from " + std::to_string(set.data.runs.size()) + " runs of " +
-               (set.data.source.empty() ? set.data.origin : set.data.source) +
-               ": split-conformal quantiles of log(measured / predicted), leave-one-family-out";
-    write_file_atomically(f.write_ranges, to_json(m).dump(2) + "\n");
-    std::cerr << "wrote " << f.write_ranges << "\n";
-  }
-  return rep;
-}
-
 void print_summary(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& summary, bool md) {
   out << "\n" << (md ? "#### " : "") << "With and without a measured run of each setup (anchor cells not scored)\n\n";
   Table t({"measured", "peak med", "peak p90", "s/step med", "s/step p90", "decision", "unsafe (point)",
@@ -455,9 +389,18 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
     } else {
       rep = accuracy_in_sample(set, coefficients_for(f->start), f->headroom_gib * kGiB);
     }
-    std::vector<std::pair<std::string, Metrics>> summary;
-    rep = with_ranges(set, rep, anchors, *f, summary);
-    print_accuracy(std::cout, rep, set, *f, summary);
+    BandOptions bo;
+    bo.headroom_bytes = f->headroom_gib * kGiB;
+    bo.coverage = f->coverage;
+    bo.anchor = anchor_options(*f);
+    bo.anchors = anchors;
+    bo.bands_from_every_family = !f->write_ranges.empty();
+    const BandedAccuracy banded = banded_accuracy(set, rep, bo);
+    if (banded.bands) {
+      write_file_atomically(f->write_ranges, to_json(*banded.bands).dump(2) + "\n");
+      std::cerr << "wrote " << f->write_ranges << "\n";
+    }
+    print_accuracy(std::cout, banded.report, set, *f, banded.summary);
     exit_code = kOk;
   });
 }

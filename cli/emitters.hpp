@@ -32,6 +32,7 @@ struct TrainerAdvice {
   bool family_supported = true;  // as far as known (see docs/check.md)
   std::vector<TrainerPlan> plans;  // every combination evaluated, fastest first
   int best = -1;                   // fastest that fits with headroom, -1 when none
+  FitVerdict verdict = FitVerdict::DoesNotFit;  // of plans[best]: what the trainer's plan answers
   int smallest = -1;               // smallest peak (what to try when nothing fits)
   std::string config_format;       // flags | yaml | json
   std::string config_text;         // lines for plans[best] (or plans[smallest])

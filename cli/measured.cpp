@@ -127,21 +127,4 @@ std::string settle_hint(const Candidate& c) {
          ":SEC:GIB (or " + c.schedule.name() + ":oom) to settle it";
 }
 
-int verdict_exit_code(const CheckReport& r) { return exit_code_of(r.candidate.prediction.supported, r.verdict()); }
-
-int exit_code_of(bool supported, FitVerdict v) {
-  if (!supported) return kDoesNotFit;
-  switch (v) {
-    case FitVerdict::Fits: return kOk;
-    case FitVerdict::Borderline: return kBorderline;
-    case FitVerdict::DoesNotFit: return kDoesNotFit;
-  }
-  return kDoesNotFit;
-}
-
-int advice_exit_code(const AdviceReport& r) {
-  if (r.recommended()) return kOk;
-  return r.advice.borderline >= 0 ? kBorderline : kDoesNotFit;
-}
-
 }  // namespace segadvise::cli

@@ -34,11 +34,4 @@ void print_verdict(std::ostream& out, const Candidate& c, bool markdown);
 // When nothing fits with confidence but some schedules are borderline: what to measure.
 std::string settle_hint(const Candidate& borderline);
 
-// check's exit code by the whole run's verdict (CheckReport::verdict): 0 fits, 1 does not fit (or
-// the trainer would not run it), 3 borderline (2 is bad input, raised as InputError)
-int verdict_exit_code(const CheckReport& r);
-int exit_code_of(bool supported, FitVerdict v);
-// advise's: a recommendation 0, only borderline schedules 3, nothing 1
-int advice_exit_code(const AdviceReport& r);
-
 }  // namespace segadvise::cli

@@ -136,14 +136,15 @@ void print_setup(std::ostream& out, const Context& ctx, bool markdown) {
   out << "\n";
 }
 
-void print_prediction(std::ostream& out, const Prediction& p, bool markdown) {
+void print_prediction(std::ostream& out, const Prediction& p, FitVerdict verdict, bool markdown) {
   if (!p.supported) {
     out << "not supported: " << p.reason << "\n";
     return;
   }
   const MemoryBreakdown& m = p.memory;
   const TimeBreakdown& t = p.time;
-  out << (p.fits ? "fits" : "does NOT fit") << ": peak " << gib_str(p.peak_vram_bytes) << " of "
+  out << (verdict == FitVerdict::Fits ? "fits" : verdict == FitVerdict::Borderline ? "borderline" : "does NOT fit")
+      << ": peak " << gib_str(p.peak_vram_bytes) << " of "
       << gib_str(p.usable_vram_bytes) << " usable, " << secs_str(p.step_time_s) << "/step\n\n";
   Table mem({"memory", "GiB"});
   auto g = [](double b) { return gib_str(b, 2).substr(0, gib_str(b, 2).size() - 4); };

@@ -24,6 +24,7 @@ class Table {
 
 nlohmann::json setup_json(const Context& ctx);
 void print_setup(std::ostream& out, const Context& ctx, bool markdown);
-void print_prediction(std::ostream& out, const Prediction& p, bool markdown);
+// `verdict`: the prediction's 90% range against the card (the first line's fits / borderline / does NOT fit)
+void print_prediction(std::ostream& out, const Prediction& p, FitVerdict verdict, bool markdown);
 
 }  // namespace segadvise::cli

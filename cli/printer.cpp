@@ -147,9 +147,9 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, bool md) {
         << "/step, peak " << gib_str(alt.prediction.peak_vram_bytes) << "\n";
 }
 
-nlohmann::json backends_json(const ConfigRead& cr) {
+nlohmann::json backends_json(const std::vector<BackendView>& views) {
   nlohmann::json backends = nlohmann::json::array();
-  for (const auto& b : cr.backends)
+  for (const auto& b : views)
     backends.push_back({{"id", b.id}, {"dataset_type", b.dataset_type}, {"width", b.width}, {"height", b.height},
                         {"frames", b.frames}, {"batch", b.batch}, {"note", b.note}});
   return backends;
@@ -166,7 +166,7 @@ void TablePrinter::prediction(const PredictionReport& r) {
        << (c.plan.supported ? describe(c.plan.plan, r.context.chain) : std::string("—")) << "\n\n";
   print_measurements(out_, r.context.anchor, md_);
   print_verdict(out_, c, md_);
-  print_prediction(out_, c.prediction, md_);
+  print_prediction(out_, c.prediction, c.verdict(), md_);
 }
 
 void TablePrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
@@ -197,16 +197,14 @@ void TablePrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
 void TablePrinter::check(const CheckView& v) {
   const CheckReport& r = *v.report;
   const Candidate& c = r.candidate;
-  if (v.other) {
-    const TrainerRead& tr = *v.other;
-    out_ << (md_ ? "## segadvise check: " : "segadvise check: ") << v.config << " (" << tr.trainer << ")\n";
-    for (std::size_t i = 1; i < tr.inputs.size(); ++i) out_ << (md_ ? "\nAlso read: `" : "  also read ") << tr.inputs[i] << (md_ ? "`" : "") << "\n";
-    out_ << (md_ ? "\nTraining shape: " : "  training shape: ") << tr.shape_source << "\n\n";
+  if (!v.config_trainer.empty()) {
+    out_ << (md_ ? "## segadvise check: " : "segadvise check: ") << v.config << " (" << v.config_trainer << ")\n";
+    for (std::size_t i = 1; i < v.inputs.size(); ++i) out_ << (md_ ? "\nAlso read: `" : "  also read ") << v.inputs[i] << (md_ ? "`" : "") << "\n";
+    out_ << (md_ ? "\nTraining shape: " : "  training shape: ") << v.shape_source << "\n\n";
   } else {
-    const ConfigRead& cr = *v.read;
     if (md_) out_ << "## segadvise check: " << v.config << "\n\n";
-    else out_ << "segadvise check: " << v.config << "\n  data backends " << cr.data_backend_path << "\n\n";
-    if (md_) out_ << "Data backends: `" << cr.data_backend_path << "`\n\n";
+    else out_ << "segadvise check: " << v.config << "\n  data backends " << v.data_backend_path << "\n\n";
+    if (md_) out_ << "Data backends: `" << v.data_backend_path << "`\n\n";
   }
   print_setup(out_, r.context, md_);
   out_ << (md_ ? "### Schedule in the config\n\n" : "Schedule in the config: ") << c.schedule.name() << " ("
@@ -214,7 +212,7 @@ void TablePrinter::check(const CheckView& v) {
        << "\n\n";
   print_measurements(out_, r.context.anchor, md_);
   print_verdict(out_, c, md_);
-  print_prediction(out_, c.prediction, md_);
+  print_prediction(out_, c.prediction, c.verdict(), md_);
   if (r.phases) {
     print_phases(out_, *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, md_);
     out_ << (md_ ? "\n**" : "\n") << "Verdict" << (r.step_only ? " (training step only)" : " (whole run)") << ": "
@@ -270,13 +268,13 @@ void JsonPrinter::check(const CheckView& v) {
   const Candidate& c = r.candidate;
   nlohmann::json j;
   j["config"] = v.config;
-  if (v.other) {
-    j["trainer"] = v.other->trainer;
-    j["inputs"] = v.other->inputs;
-    j["shape"] = v.other->shape_source;
+  if (!v.config_trainer.empty()) {
+    j["trainer"] = v.config_trainer;
+    j["inputs"] = v.inputs;
+    j["shape"] = v.shape_source;
   } else {
-    j["data_backend_config"] = v.read->data_backend_path;
-    j["backends"] = backends_json(*v.read);
+    j["data_backend_config"] = v.data_backend_path;
+    j["backends"] = backends_json(v.backends);
   }
   j["gpu"] = r.context.gpu.id;
   j["setup"] = setup_json(r.context);

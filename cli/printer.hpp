@@ -9,25 +9,37 @@
 #include <ostream>
 #include <string>
 
-#include "config_reader.hpp"
+#include <vector>
+
 #include "emitters.hpp"
-#include "trainer_readers/trainer_config.hpp"
 #include "segadvise/planner/advisor.hpp"
 
 namespace segadvise::cli {
 
-// What `check` prints: the report and what the CLI did around it.
+// One data backend of a SimpleTuner config: the largest shape it yields.
+struct BackendView {
+  std::string id, dataset_type;
+  int width = 0, height = 0, frames = 1, batch = 1;
+  std::string note;
+};
+
+// What `check` prints: where the config came from, the report and what the CLI did around it.
 struct CheckView {
-  std::string config;                   // the config's path as given
-  const ConfigRead* read = nullptr;     // data backends, the config's schedule
+  std::string config;  // the config's path as given
+  // another trainer's config (musubi, ai-toolkit, OneTrainer, diffusers): its name, every file read
+  // (the config first) and where the training shape comes from; "" : a SimpleTuner config
+  std::string config_trainer;
+  std::vector<std::string> inputs;
+  std::string shape_source;
+  // a SimpleTuner config: its data-backend file and training backends (the chosen one first)
+  std::string data_backend_path;
+  std::vector<BackendView> backends;
   const CheckReport* report = nullptr;
   const TrainerAdvice* trainer = nullptr;  // --emit for another trainer (nullptr: none)
   bool emit_simpletuner = false;            // --emit simpletuner: the config written back
   std::optional<nlohmann::ordered_json> updated;  // that config (nullopt: nothing fits, none written)
   std::string output;                             // where it was written ("" : printed)
   int indent = 4;                                 // the user's indentation, to print it alike
-  // Another trainer's config (musubi, ai-toolkit, OneTrainer, diffusers): `read` is then nullptr.
-  const TrainerRead* other = nullptr;
   struct Written {
     std::string path, plan;
     std::vector<std::string> notes;

@@ -353,7 +353,10 @@ TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, co
   });
   for (std::size_t i = 0; i < a.plans.size(); ++i) {
     const Prediction& p = a.plans[i].prediction;
-    if (a.best < 0 && p.fits) a.best = static_cast<int>(i);
+    if (a.best < 0 && p.fits) {
+      a.best = static_cast<int>(i);
+      a.verdict = FitVerdict::Fits;
+    }
     if (a.smallest < 0 || p.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes) a.smallest = static_cast<int>(i);
   }
   const int shown = a.best >= 0 ? a.best : a.smallest;

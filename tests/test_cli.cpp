@@ -139,3 +139,27 @@ TEST_CASE("printed SimpleTuner keys carry no null: the trainer skips a null and 
   // rewriting a whole config still removes unset keys (null = remove)
   CHECK(schedule_keys(Schedule::parse("layer"))["gradient_checkpointing_interval"].is_null());
 }
+
+TEST_CASE("every command's exit code is the one verdict's: 0 fits, 3 borderline, 1 does not fit") {
+  CHECK(exit_code(FitVerdict::Fits) == 0);
+  CHECK(exit_code(FitVerdict::Borderline) == 3);
+  CHECK(exit_code(FitVerdict::DoesNotFit) == 1);
+  // unmeasured, Flux's example setup on a 24 GB card is only borderline (its 90% ranges straddle it)
+  SetupFlags f;
+  f.model = "flux";
+  f.gpu = "4090";
+  const AdviceReport advice = advise_report(make_request(f), AdviceOptions{});
+  REQUIRE(advice.verdict() == FitVerdict::Borderline);
+  CHECK(exit_code(advice) == 3);
+  // another trainer's plan, when it is the answer, decides: a confident plan exits 0, none exits 1
+  CHECK(exit_code(advice, FitVerdict::Fits) == 0);
+  CHECK(exit_code(advice, FitVerdict::DoesNotFit) == 1);
+  // predict of the borderline schedule says the same
+  const PredictionReport p = predict_report(make_request(f), advice.advice.candidates[advice.advice.borderline].schedule);
+  CHECK(p.verdict() == FitVerdict::Borderline);
+  CHECK(exit_code(p) == 3);
+  // a schedule the trainer rejects does not fit
+  const PredictionReport bad = predict_report(make_request(f), Schedule::parse("seg4-stride2"));
+  CHECK_FALSE(bad.candidate.prediction.supported);
+  CHECK(exit_code(bad) == 1);
+}
