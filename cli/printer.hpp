@@ -1,6 +1,6 @@
 // One printer per output format: each command hands its report to one of them, once.
-// TablePrinter (aligned text), MarkdownPrinter (the same layout as markdown), JsonPrinter (the keys
-// scripts read: prediction.peak_vram_gib, prediction.step_time_s, prediction.fits, …).
+// TablePrinter (aligned text), MarkdownPrinter (markdown), JsonPrinter (the keys scripts read:
+// prediction.peak_vram_gib, prediction.step_time_s, prediction.fits, …).
 #pragma once
 
 #include <memory>
@@ -8,10 +8,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
-
+#include <utility>
 #include <vector>
 
 #include "emitters.hpp"
+#include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/planner/advisor.hpp"
 
 namespace segadvise::cli {
@@ -48,6 +49,22 @@ struct CheckView {
   bool nothing_to_write = false;     // --output asked, but nothing within the trainer's knobs fits
 };
 
+// What `calibrate` prints beside the coefficients: the fit, how long it took, where the file went.
+struct CalibrationView {
+  const FitResult* fit = nullptr;
+  double seconds = 0;
+  std::string output;  // "" : the coefficients went to stdout
+};
+
+// What `accuracy` prints: the report on the prepared runs and the with/without-measurement summary.
+struct AccuracyView {
+  const AccuracyReport* report = nullptr;
+  const PreparedSet* set = nullptr;
+  const std::vector<std::pair<std::string, Metrics>>* summary = nullptr;
+  bool by_family = false;  // --by family: signed errors per family x precision x schedule
+  bool runs = false;       // --runs: every run's figures
+};
+
 class Printer {
  public:
   virtual ~Printer() = default;
@@ -55,31 +72,50 @@ class Printer {
   // `trainer`: the recommendation within another trainer's knobs (--emit), nullptr for none
   virtual void advice(const AdviceReport& r, const TrainerAdvice* trainer) = 0;
   virtual void check(const CheckView& v) = 0;
+  virtual void calibration(const CalibrationView& v) = 0;
+  virtual void accuracy(const AccuracyView& v) = 0;
 };
 
-class TablePrinter : public Printer {
+class TextFormat;  // text_format.hpp
+
+// The text reports, laid out once and written through a TextFormat (the table layout or markdown).
+class TextPrinter : public Printer {
  public:
-  explicit TablePrinter(std::ostream& out, bool markdown = false) : out_(out), md_(markdown) {}
   void prediction(const PredictionReport& r) override;
   void advice(const AdviceReport& r, const TrainerAdvice* trainer) override;
   void check(const CheckView& v) override;
+  void calibration(const CalibrationView& v) override;
+  void accuracy(const AccuracyView& v) override;
+
+ protected:
+  TextPrinter(std::ostream& out, const TextFormat& fmt) : out_(out), fmt_(fmt) {}
 
  private:
   std::ostream& out_;
-  bool md_;
+  const TextFormat& fmt_;
 };
 
-class MarkdownPrinter : public TablePrinter {
+// Aligned columns and plain titles for a terminal.
+class TablePrinter final : public TextPrinter {
  public:
-  explicit MarkdownPrinter(std::ostream& out) : TablePrinter(out, true) {}
+  explicit TablePrinter(std::ostream& out);
 };
 
-class JsonPrinter : public Printer {
+// Markdown: headings, lists, fenced config blocks, pipe tables.
+class MarkdownPrinter final : public TextPrinter {
+ public:
+  explicit MarkdownPrinter(std::ostream& out);
+};
+
+// The JSON answers (json_report.hpp builds them).
+class JsonPrinter final : public Printer {
  public:
   explicit JsonPrinter(std::ostream& out) : out_(out) {}
   void prediction(const PredictionReport& r) override;
   void advice(const AdviceReport& r, const TrainerAdvice* trainer) override;
   void check(const CheckView& v) override;
+  void calibration(const CalibrationView& v) override;
+  void accuracy(const AccuracyView& v) override;
 
  private:
   std::ostream& out_;

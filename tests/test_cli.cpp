@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "gpu_detect.hpp"
 
@@ -11,6 +12,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "progress.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -162,4 +164,23 @@ TEST_CASE("every command's exit code is the one verdict's: 0 fits, 3 borderline,
   const PredictionReport bad = predict_report(make_request(f), Schedule::parse("seg4-stride2"));
   CHECK_FALSE(bad.candidate.prediction.supported);
   CHECK(exit_code(bad) == 1);
+}
+
+TEST_CASE("progress is shown on a terminal only: nothing in a pipe, one overwritten line on a terminal") {
+  std::ostringstream pipe;
+  {
+    Progress p(pipe, false);
+    p.update("accuracy: fitting without flux (1/26)");
+    p.finish();
+  }
+  CHECK(pipe.str().empty());
+  std::ostringstream tty;
+  {
+    Progress p(tty, true);
+    p.update("fitting without flux (1/26)");  // 27 columns
+    p.update("fitting without sd3 (2/26)");   // 26: one space clears the longer line's last column
+  }  // the destructor clears the line
+  CHECK(tty.str() == "\rfitting without flux (1/26)"
+                     "\rfitting without sd3 (2/26) \rfitting without sd3 (2/26)"
+                     "\r" + std::string(26, ' ') + "\r");
 }
