@@ -5,6 +5,7 @@
 #include "multi_gpu_output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/costmodel/precision.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
 
 namespace segadvise::cli {
@@ -406,6 +407,34 @@ nlohmann::json accuracy_json(const AccuracyView& v) {
       runs.push_back(r);
     }
     j["runs"] = runs;
+  }
+  return j;
+}
+
+nlohmann::json catalog_json(Catalog what) {
+  nlohmann::json j = nlohmann::json::array();
+  switch (what) {
+    case Catalog::Models:
+      for (const auto& f : builtin_families())
+        j.push_back({{"id", f.id}, {"name", f.name}, {"trainer_family", f.trainer_family}, {"flavours", f.flavours},
+                     {"aliases", f.aliases}, {"interval", to_string(f.checkpointing.interval)}, {"confidence", f.confidence}});
+      break;
+    case Catalog::Gpus:
+      for (const auto& g : builtin_gpus())
+        j.push_back({{"id", g.id}, {"name", g.name}, {"total_gib", g.total_bytes / kGiB},
+                     {"bf16_tflops", g.bf16_flops_per_s / 1e12}, {"mem_gbps", g.mem_bytes_per_s / 1e9},
+                     {"pcie_gbps", g.pcie_bytes_per_s / 1e9}});
+      break;
+    case Catalog::Precisions:
+      for (const auto& p : precision_names()) {
+        const PrecisionInfo i = precision_info(p);
+        j.push_back({{"name", p}, {"bytes_per_param", i.bytes_per_param}, {"backend", i.backend}});
+      }
+      break;
+    case Catalog::Optimizers:
+      for (const auto& o : optimizer_names())
+        j.push_back({{"name", o}, {"state_bytes_per_param", optimizer_info(o).state_bytes_per_param}});
+      break;
   }
   return j;
 }

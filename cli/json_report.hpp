@@ -16,6 +16,8 @@ nlohmann::json check_report_json(const CheckView& v);
 // calibrate's summary: where the coefficients went, each fitted parameter, how the fit ended
 nlohmann::json calibration_json(const CalibrationView& v);
 nlohmann::json accuracy_json(const AccuracyView& v);
+// list: the families, GPUs, precisions or optimizers compiled in
+nlohmann::json catalog_json(Catalog what);
 // The coefficients file calibrate writes: the coefficients and how they were fitted.
 nlohmann::json coefficients_file_json(const FitResult& fit);
 

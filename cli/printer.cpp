@@ -11,6 +11,7 @@
 #include "output.hpp"
 #include "phases_output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/costmodel/precision.hpp"
 #include "text_format.hpp"
 
 namespace segadvise::cli {
@@ -318,6 +319,46 @@ void TextPrinter::accuracy(const AccuracyView& v) {
   }
 }
 
+void TextPrinter::catalog(Catalog what) {
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out;
+  };
+  switch (what) {
+    case Catalog::Models: {
+      Table t({"id", "model", "trainer family:flavours", "aliases", "interval", "conf."});
+      for (const auto& f : builtin_families()) {
+        std::string flavours;
+        for (const auto& x : f.flavours) flavours += (flavours.empty() ? "" : "|") + x;
+        t.add({f.id, f.name, f.trainer_family + (f.flavours.empty() ? "" : ":" + flavours), join(f.aliases),
+               to_string(f.checkpointing.interval), f.confidence});
+      }
+      fmt_.table(out_, t);
+      break;
+    }
+    case Catalog::Gpus: {
+      Table t({"id", "name", "memory", "bf16 TFLOP/s", "memory GB/s", "PCIe GB/s"});
+      for (const auto& g : builtin_gpus())
+        t.add({g.id, g.name, gib_str(g.total_bytes), std::to_string(static_cast<int>(g.bf16_flops_per_s / 1e12)),
+               std::to_string(static_cast<int>(g.mem_bytes_per_s / 1e9)),
+               std::to_string(static_cast<int>(g.pcie_bytes_per_s / 1e9))});
+      fmt_.table(out_, t);
+      break;
+    }
+    case Catalog::Precisions:
+      for (const auto& p : precision_names()) {
+        const PrecisionInfo i = precision_info(p);
+        out_ << p << "  (" << i.bytes_per_param << " B/param, " << i.backend << ")\n";
+      }
+      break;
+    case Catalog::Optimizers:
+      for (const auto& o : optimizer_names())
+        out_ << o << "  (" << optimizer_info(o).state_bytes_per_param << " B state/param)\n";
+      break;
+  }
+}
+
 // ---- JSON --------------------------------------------------------------------------------------
 
 void JsonPrinter::prediction(const PredictionReport& r) { out_ << prediction_report_json(r).dump(2) << "\n"; }
@@ -331,6 +372,8 @@ void JsonPrinter::check(const CheckView& v) { out_ << check_report_json(v).dump(
 void JsonPrinter::calibration(const CalibrationView& v) { out_ << calibration_json(v).dump(2) << "\n"; }
 
 void JsonPrinter::accuracy(const AccuracyView& v) { out_ << accuracy_json(v).dump(2) << "\n"; }
+
+void JsonPrinter::catalog(Catalog what) { out_ << catalog_json(what).dump(2) << "\n"; }
 
 std::unique_ptr<Printer> make_printer(const std::string& format, std::ostream& out) {
   if (format == "table") return std::make_unique<TablePrinter>(out);

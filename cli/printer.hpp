@@ -65,6 +65,9 @@ struct AccuracyView {
   bool runs = false;       // --runs: every run's figures
 };
 
+// What `list` prints: one of the shipped catalogs.
+enum class Catalog { Models, Gpus, Precisions, Optimizers };
+
 class Printer {
  public:
   virtual ~Printer() = default;
@@ -74,6 +77,7 @@ class Printer {
   virtual void check(const CheckView& v) = 0;
   virtual void calibration(const CalibrationView& v) = 0;
   virtual void accuracy(const AccuracyView& v) = 0;
+  virtual void catalog(Catalog what) = 0;
 };
 
 class TextFormat;  // text_format.hpp
@@ -86,6 +90,7 @@ class TextPrinter : public Printer {
   void check(const CheckView& v) override;
   void calibration(const CalibrationView& v) override;
   void accuracy(const AccuracyView& v) override;
+  void catalog(Catalog what) override;
 
  protected:
   TextPrinter(std::ostream& out, const TextFormat& fmt) : out_(out), fmt_(fmt) {}
@@ -116,6 +121,7 @@ class JsonPrinter final : public Printer {
   void check(const CheckView& v) override;
   void calibration(const CalibrationView& v) override;
   void accuracy(const AccuracyView& v) override;
+  void catalog(Catalog what) override;
 
  private:
   std::ostream& out_;
