@@ -12,7 +12,9 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "printer.hpp"
 #include "progress.hpp"
+#include "text_format.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -183,4 +185,40 @@ TEST_CASE("progress is shown on a terminal only: nothing in a pipe, one overwrit
   CHECK(tty.str() == "\rfitting without flux (1/26)"
                      "\rfitting without sd3 (2/26) \rfitting without sd3 (2/26)"
                      "\r" + std::string(26, ' ') + "\r");
+}
+
+TEST_CASE("the table layout and markdown differ only through the TextFormat") {
+  const TextFormat& table = table_format();
+  const TextFormat& md = markdown_format();
+  CHECK(md.section(3, "Setup", "Setup (assumed where you gave no flag):\n") == "### Setup\n\n");
+  CHECK(table.section(3, "Setup", "Setup (assumed where you gave no flag):\n") == "Setup (assumed where you gave no flag):\n");
+  CHECK(md.item("warning: ") == "- ");
+  CHECK(table.item("warning: ") == "warning: ");
+  CHECK(md.strong("verdict: fits") == "**verdict: fits**");
+  CHECK(table.strong("verdict: fits") == "verdict: fits");
+  CHECK(md.code_block("json", "{}\n") == "```json\n{}\n```\n");
+  CHECK(table.code_block("json", "{}\n") == "{}\n");
+  Table t({"a", "bb"});
+  t.add({"ccc", "d"});
+  std::ostringstream aligned, pipes;
+  table.table(aligned, t);
+  md.table(pipes, t);
+  CHECK(aligned.str() == "a    bb\n-------\nccc  d\n");  // widths 3 and 2, two spaces between
+  CHECK(pipes.str() == "| a   | bb |\n| --- | -- |\n| ccc | d  |\n");
+}
+
+TEST_CASE("each format has its own printer: markdown headings only from the markdown one") {
+  SetupFlags f;
+  f.model = "sd3";
+  f.gpu = "h100";
+  const PredictionReport r = predict_report(make_request(f), Schedule::parse("layer"));
+  std::ostringstream table, md, json;
+  TablePrinter(table).prediction(r);
+  MarkdownPrinter(md).prediction(r);
+  JsonPrinter(json).prediction(r);
+  CHECK(table.str().find("### Setup") == std::string::npos);
+  CHECK(table.str().rfind("Setup (assumed where you gave no flag):\n", 0) == 0);
+  CHECK(md.str().rfind("### Setup\n\n", 0) == 0);
+  CHECK(md.str().find("| memory") != std::string::npos);
+  CHECK(nlohmann::json::parse(json.str())["prediction"]["fit"] == "fits");
 }
