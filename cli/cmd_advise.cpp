@@ -1,6 +1,7 @@
 // segadvise advise --model M --gpu G [...]: every schedule the family's trainer supports, the
 // Pareto front, the fastest that fits with headroom, its config keys; when nothing fits, by how much
-// and what would. Flags -> request -> advisor (advise_report) -> printer.
+// and what would. Flags -> request -> advisor (advise_report) -> printer. Exit code (exit_code.hpp): the
+// advice's verdict, or with --emit of another trainer its plan's.
 #include <iostream>
 
 #include "advise_optimal.hpp"

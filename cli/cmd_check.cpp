@@ -7,8 +7,9 @@
 // Flags and config -> request -> advisor (check_report, which advises once when asked) -> printer.
 // Exit codes, the worst phase's (each phase's 90% range, the step's own for the step): 0 fits (every
 // upper end plus headroom fits), 1 does not fit (even a lower end does not) or the trainer would not run
-// it, 3 borderline, 2 bad input. With --advise: 0 when a schedule fits with confidence, 3 when only borderline ones remain,
-// 1 when nothing fits.
+// it, 3 borderline, 2 bad input. With --advise: 0 when a schedule fits with confidence, 3 when only
+// borderline ones remain, 1 when nothing fits; with --emit of another trainer, that trainer's plan's
+// verdict (exit_code.hpp).
 #include <iostream>
 
 #include "commands.hpp"
