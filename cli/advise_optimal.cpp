@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "json_report.hpp"
 #include "output.hpp"
+#include "text_format.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/plan_json.hpp"
 #include "segadvise/planner/front_svg.hpp"
@@ -18,11 +20,6 @@ std::string ms_str(double s) {
   return buf;
 }
 
-// plan_to_json without the description (advise's JSON gives it beside the plan, as "description")
-nlohmann::json plan_segments_json(Plan plan) {
-  plan.description.clear();
-  return plan_to_json(plan);
-}
 
 std::string gain_str(const OptimalView& v) {
   char buf[64];
@@ -32,43 +29,11 @@ std::string gain_str(const OptimalView& v) {
 
 }  // namespace
 
-nlohmann::json optimal_json(const OptimalView& v) {
-  nlohmann::json j;
-  if (!v.optimal.found) {
-    j["plan"] = nullptr;
-    j["reason"] = v.optimal.reason;
-    return j;
-  }
-  j["plan"] = plan_segments_json(v.optimal.plan);
-  j["description"] = v.optimal.plan.description;
-  j["prediction"] = to_json(v.optimal.prediction);
-  j["exact"] = v.optimal.exact;
-  if (v.uniform >= 0) {
-    j["gain_s"] = v.gain_s;
-    j["gain_percent"] = 100 * v.gain_fraction;
-  } else {
-    j["gain_s"] = nullptr;  // no trainer schedule fits: the optimal plan is the only one
-  }
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : v.insight)
-    rows.push_back({{"decision", r.what}, {"gpu_gib_saved", r.gpu_bytes_saved / kGiB}, {"ms_added", r.seconds_added * 1e3}});
-  j["memory_insight"] = rows;
-  if (!v.front.points.empty()) {
-    nlohmann::json pts = nlohmann::json::array();
-    for (std::size_t i = 0; i < v.front.points.size(); ++i) {
-      const auto& p = v.front.points[i];
-      pts.push_back({{"peak_vram_gib", p.peak_vram_bytes / kGiB},
-                     {"step_time_s", p.step_time_s},
-                     {"knee", static_cast<int>(i) == v.front.knee},
-                     {"description", p.plan.description}});
-    }
-    j["pareto_front"] = pts;
-  }
-  return j;
-}
 
-void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice, bool md) {
-  out << "\n" << (md ? "### Best with your trainer's knobs vs optimal\n\n" : "Best with your trainer's knobs vs optimal per-block plan:\n");
+void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice, const TextFormat& fmt) {
+  out << "\n"
+      << fmt.section(3, "Best with your trainer's knobs vs optimal",
+                     "Best with your trainer's knobs vs optimal per-block plan:\n");
   const Candidate* u = v.uniform >= 0 ? &advice.candidates[v.uniform] : nullptr;
   const Prediction* o = v.optimal.found ? &v.optimal.prediction : nullptr;
   Table t({"", "best with your trainer's knobs", "optimal (per-block plan)"});
@@ -78,13 +43,14 @@ void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice
            : v.optimal.reason});
   t.add({"peak VRAM", u ? gib_str(u->prediction.peak_vram_bytes) : "-", o ? gib_str(o->peak_vram_bytes) : "-"});
   t.add({"s/step", u ? secs_str(u->prediction.step_time_s) : "-", o ? secs_str(o->step_time_s) : "-"});
-  t.print(out, md);
+  fmt.table(out, t);
   if (!o) return;
   out << "\n";
   if (u)
     out << "Gain of the optimal plan: " << gain_str(v) << " than " << u->schedule.name() << ".\n";
   else
-    out << "The optimal plan fits where no schedule of the trainer does.\n";
+    out << (v.verdict == FitVerdict::Fits ? "The optimal plan fits where no schedule of the trainer does.\n"
+                                          : "The optimal plan does not fit with confidence either.\n");
   if (!v.front.points.empty()) {
     const auto& a = v.front.points.front();
     const auto& b = v.front.points.back();
@@ -97,12 +63,12 @@ void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice
     out << ".\n";
   }
   if (!v.insight.empty()) {
-    out << "\n" << (md ? "#### Memory insight\n\n" : "Memory insight (each decision against keeping those blocks):\n");
+    out << "\n" << fmt.section(4, "Memory insight", "Memory insight (each decision against keeping those blocks):\n");
     Table m({"decision", "GPU memory saved", "time added"});
     const std::size_t shown = std::min<std::size_t>(v.insight.size(), 12);
     for (std::size_t i = 0; i < shown; ++i)
       m.add({v.insight[i].what, gib_str(v.insight[i].gpu_bytes_saved, 2), ms_str(v.insight[i].seconds_added)});
-    m.print(out, md);
+    fmt.table(out, m);
     if (v.insight.size() > shown)
       out << "… " << v.insight.size() - shown << " more decisions (--format json lists them all)\n";
   }

@@ -12,8 +12,9 @@
 
 namespace segadvise::cli {
 
-nlohmann::json optimal_json(const OptimalView& v);
-void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice, bool markdown);
+class TextFormat;  // text_format.hpp
+
+void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice, const TextFormat& fmt);
 // --plot FILE (SVG) and --plan-out FILE (plan JSON), written atomically; "" skips a file.
 void write_optimal_files(const OptimalView& v, const Context& ctx, const Advice& advice, const std::string& plot_file,
                          const std::string& plan_file);

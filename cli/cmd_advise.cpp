@@ -1,6 +1,7 @@
 // segadvise advise --model M --gpu G [...]: every schedule the family's trainer supports, the
 // Pareto front, the fastest that fits with headroom, its config keys; when nothing fits, by how much
-// and what would. Flags -> request -> advisor (advise_report) -> printer.
+// and what would. Flags -> request -> advisor (advise_report) -> printer. Exit code (exit_code.hpp): the
+// advice's verdict, or with --emit of another trainer its plan's.
 #include <iostream>
 
 #include "advise_optimal.hpp"
@@ -8,7 +9,6 @@
 #include "emitters.hpp"
 #include "measured.hpp"
 #include "printer.hpp"
-#include "segadvise/planner/distributed_advice.hpp"
 
 namespace segadvise::cli {
 
@@ -32,20 +32,14 @@ void setup_advise(CLI::App& app, int& exit_code) {
     opt.keep_all = *all;
     // the front of optimal plans costs ~100 ms (seconds on 192-block chains): only for --plot/--front
     opt.with_front = *front || !plot->empty();
-    AdvisorRequest req = make_request(*flags);
     // --gpus N with neither --strategy nor --context-parallel: every strategy x CP degree is advised
-    std::shared_ptr<const DistributedAdvice> dist;
-    if (req.setup.multi_gpu.world() > 1 && flags->strategy.empty() && flags->context_parallel == -1) {
-      dist = std::make_shared<const DistributedAdvice>(advise_distributed(Context(req)));
-      if (dist->best >= 0) req.setup.multi_gpu = dist->options[dist->best].multi_gpu;
-    }
-    AdviceReport r = advise_report(req, opt);
-    r.distributed = dist;
+    opt.search_multi_gpu = flags->strategy.empty() && flags->context_parallel == -1;
+    const AdviceReport r = advise_report(make_request(*flags), opt);
     write_optimal_files(r.optimal, r.context, r.advice, *plot, *plan_out);
     const bool other_trainer = !emit->empty() && *emit != "simpletuner";
     const TrainerAdvice trainer = other_trainer ? advise_for_trainer(r.context, *emit, r.recommended()) : TrainerAdvice{};
     printer->advice(r, other_trainer ? &trainer : nullptr);
-    exit_code = advice_exit_code(r);
+    exit_code = cli::exit_code(r, other_trainer ? std::optional<FitVerdict>(trainer.verdict) : std::nullopt);
   });
 }
 

@@ -7,8 +7,9 @@
 // Flags and config -> request -> advisor (check_report, which advises once when asked) -> printer.
 // Exit codes, the worst phase's (each phase's 90% range, the step's own for the step): 0 fits (every
 // upper end plus headroom fits), 1 does not fit (even a lower end does not) or the trainer would not run
-// it, 3 borderline, 2 bad input. With --advise: 0 when a schedule fits with confidence, 3 when only borderline ones remain,
-// 1 when nothing fits.
+// it, 3 borderline, 2 bad input. With --advise: 0 when a schedule fits with confidence, 3 when only
+// borderline ones remain, 1 when nothing fits; with --emit of another trainer, that trainer's plan's
+// verdict (exit_code.hpp).
 #include <iostream>
 
 #include "commands.hpp"
@@ -41,16 +42,15 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   req.advice_options.keep_all = o.show_all;
   req.run_setup = cr.run;
   req.step_only = o.step_only;
-  CheckReport r = check_report(req);
   // --gpu auto: this machine runs it, so its memory is known
-  const double host_bytes = o.flags.gpu == "auto" && r.phases ? detect_host_memory_bytes() : 0.0;
-  if (host_bytes > 0 && r.phases->host.peak_bytes > host_bytes)
-    r.warnings.push_back("host memory: the run needs about " + gib_str(r.phases->host.peak_bytes) + " (" +
-                         r.phases->host.set_by + "), this machine has " + gib_str(host_bytes));
+  if (o.flags.gpu == "auto") req.host_memory_bytes = detect_host_memory_bytes();
+  const CheckReport r = check_report(req);
 
   CheckView v;
   v.config = o.config;
-  v.read = &cr;
+  v.data_backend_path = cr.data_backend_path;
+  for (const BackendShape& b : cr.backends)
+    v.backends.push_back({b.id, b.dataset_type, b.width, b.height, b.frames, b.batch, b.note});
   v.report = &r;
   TrainerAdvice trainer;
   if (r.advice && !o.emit.empty() && o.emit != "simpletuner") {
@@ -68,8 +68,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
     if (!o.output.empty()) write_file_atomically(o.output, v.updated->dump(v.indent) + "\n");
   }
   printer->check(v);
-  if (r.advice) return advice_exit_code(*r.advice);
-  return verdict_exit_code(r);
+  return exit_code(r, v.trainer ? std::optional<FitVerdict>(trainer.verdict) : std::nullopt);
 }
 
 void setup_check(CLI::App& app, int& exit_code) {

@@ -30,7 +30,7 @@ void setup_predict(CLI::App& app, int& exit_code) {
     if (*offload) s.offload_attention = true;
     const PredictionReport r = predict_report(make_request(*flags), s);
     printer->prediction(r);
-    exit_code = r.fits() ? kOk : kDoesNotFit;
+    exit_code = cli::exit_code(r);
   });
 }
 

@@ -12,12 +12,9 @@
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
 #include "segadvise/planner/advisor.hpp"
+#include "exit_code.hpp"
 
 namespace segadvise::cli {
-
-// Exit codes: 0 answered (fits), 1 nothing fits / does not fit, 2 bad input, 3 borderline (check:
-// the 90% range straddles the usable memory; advise: only borderline schedules remain).
-enum ExitCode { kOk = 0, kDoesNotFit = 1, kBadInput = 2, kBorderline = 3 };
 
 struct SetupFlags {
   std::string model;

@@ -1,5 +1,6 @@
 #include "measured.hpp"
 #include "common.hpp"
+#include "text_format.hpp"
 
 #include <cstdio>
 
@@ -51,51 +52,13 @@ std::string verdict_text(const Candidate& c) {
   return "does not fit";
 }
 
-void add_range_json(nlohmann::json& j, const Candidate& c) {
-  if (!c.prediction.supported) {
-    j["fit"] = nullptr;
-    j["peak_vram_gib_range"] = nullptr;
-    j["step_time_s_range"] = nullptr;
-    return;
-  }
-  j["fit"] = to_string(c.verdict());
-  if (c.ranged) {
-    j["peak_vram_gib_range"] = {c.peak_range_bytes.lo / kGiB, c.peak_range_bytes.hi / kGiB};
-    j["step_time_s_range"] = {c.step_range_s.lo, c.step_range_s.hi};
-  } else {
-    j["peak_vram_gib_range"] = {c.prediction.peak_vram_bytes / kGiB, c.prediction.peak_vram_bytes / kGiB};
-    j["step_time_s_range"] = {c.prediction.step_time_s, c.prediction.step_time_s};
-  }
-  j["measured"] = c.measured;
-}
 
-nlohmann::json measurements_json(const Anchor& a) {
-  nlohmann::json used = nlohmann::json::array();
-  for (const AnchorPoint& p : a.points) {
-    nlohmann::json m = {{"text", p.measured.text}, {"schedule", p.measured.schedule.name()}};
-    if (p.measured.oom) m["measured"] = "oom";
-    else m["measured"] = {{"sec_per_step", p.measured.step_time_s}, {"peak_vram_gib", p.measured.peak_vram_bytes / kGiB}};
-    m["model"] = {{"sec_per_step", p.predicted.step_time_s}, {"peak_vram_gib", p.predicted.peak_vram_bytes / kGiB},
-                  {"usable_vram_gib", p.predicted.usable_vram_bytes / kGiB}};
-    used.push_back(m);
-  }
-  return {{"used", used},
-          {"peak_anchored", a.peak_anchored},
-          {"time_anchored", a.time_anchored},
-          {"raised_by_oom", a.raised_by_oom},
-          {"scales",
-           {{"fixed_memory", a.fixed_scale},
-            {"activations", a.activation_scale},
-            {"compute", a.compute_scale},
-            {"host_overhead", a.host_scale},
-            {"transfers", a.transfer_scale}}}};
-}
 
-void print_measurements(std::ostream& out, const Anchor& a, bool md) {
+void print_measurements(std::ostream& out, const Anchor& a, const TextFormat& fmt) {
   if (a.points.empty()) return;
-  out << (md ? "### Measurements\n\n" : "Measurements of this setup:\n");
+  out << fmt.section(3, "Measurements", "Measurements of this setup:\n");
   for (const AnchorPoint& p : a.points) {
-    out << (md ? "- " : "  ") << p.measured.schedule.name() << ": ";
+    out << fmt.item() << p.measured.schedule.name() << ": ";
     if (p.measured.oom) out << "ran out of memory (the model said " << num(p.predicted.peak_vram_bytes / kGiB, 1) << " GiB of "
                             << num(p.predicted.usable_vram_bytes / kGiB, 1) << " usable)\n";
     else
@@ -103,16 +66,16 @@ void print_measurements(std::ostream& out, const Anchor& a, bool md) {
           << " GiB measured; the model said " << num(p.predicted.step_time_s, 2) << " s, "
           << num(p.predicted.peak_vram_bytes / kGiB, 1) << " GiB\n";
   }
-  out << (md ? "\n" : "  ") << "every prediction below is anchored on them: fixed memory x" << num(a.fixed_scale, 2)
+  out << fmt.either("  ", "\n") << "every prediction below is anchored on them: fixed memory x" << num(a.fixed_scale, 2)
       << ", activations x" << num(a.activation_scale, 2) << (a.raised_by_oom ? " (raised to honour the OOM)" : "");
   if (a.time_anchored)
     out << "; compute x" << num(a.compute_scale, 2) << ", host overhead x" << num(a.host_scale, 2);
   out << "\n\n";
 }
 
-void print_verdict(std::ostream& out, const Candidate& c, bool md) {
+void print_verdict(std::ostream& out, const Candidate& c, const TextFormat& fmt) {
   if (!c.prediction.supported || !c.ranged) return;
-  out << (md ? "**" : "") << "verdict: " << verdict_text(c) << (md ? "**" : "") << " — peak " << peak_with_range(c)
+  out << fmt.strong("verdict: " + verdict_text(c)) << " — peak " << peak_with_range(c)
       << " against " << num(c.prediction.usable_vram_bytes / kGiB, 1) << " GiB usable; " << time_with_range(c, "/step")
       << "\n";
   if (c.fit == FitVerdict::Borderline)
@@ -125,23 +88,6 @@ std::string settle_hint(const Candidate& c) {
   return "nothing fits with confidence; '" + c.schedule.name() + "' is borderline (" + peak_with_range(c) +
          "): run it for a few steps and pass --measured " + c.schedule.name() +
          ":SEC:GIB (or " + c.schedule.name() + ":oom) to settle it";
-}
-
-int verdict_exit_code(const CheckReport& r) { return exit_code_of(r.candidate.prediction.supported, r.verdict()); }
-
-int exit_code_of(bool supported, FitVerdict v) {
-  if (!supported) return kDoesNotFit;
-  switch (v) {
-    case FitVerdict::Fits: return kOk;
-    case FitVerdict::Borderline: return kBorderline;
-    case FitVerdict::DoesNotFit: return kDoesNotFit;
-  }
-  return kDoesNotFit;
-}
-
-int advice_exit_code(const AdviceReport& r) {
-  if (r.recommended()) return kOk;
-  return r.advice.borderline >= 0 ? kBorderline : kDoesNotFit;
 }
 
 }  // namespace segadvise::cli

@@ -14,6 +14,8 @@
 
 namespace segadvise::cli {
 
+class TextFormat;  // text_format.hpp
+
 // Parses every --measured (InputError naming the one that is malformed).
 std::vector<Measurement> parse_measurements(const std::vector<std::string>& texts);
 
@@ -22,23 +24,11 @@ std::string peak_with_range(const Candidate& c);
 std::string time_with_range(const Candidate& c, const std::string& unit_suffix = "");  // "/step"
 std::string verdict_text(const Candidate& c);  // "fits", "borderline", "does not fit", "unsupported"
 
-// Adds peak_vram_gib_range, step_time_s_range, fit (and measured) to a prediction's JSON.
-void add_range_json(nlohmann::json& prediction, const Candidate& c);
-// The measurements used: each one's schedule, what was measured, what the model said, and the
-// scales they set.
-nlohmann::json measurements_json(const Anchor& a);
-void print_measurements(std::ostream& out, const Anchor& a, bool markdown);
+void print_measurements(std::ostream& out, const Anchor& a, const TextFormat& fmt);
 // "verdict: borderline — peak 16.4 GiB (90%: 14.8–18.9) against 43.2 GiB usable with 1.0 GiB
 // headroom; 1.85 s/step (90%: …)" before the breakdown
-void print_verdict(std::ostream& out, const Candidate& c, bool markdown);
+void print_verdict(std::ostream& out, const Candidate& c, const TextFormat& fmt);
 // When nothing fits with confidence but some schedules are borderline: what to measure.
 std::string settle_hint(const Candidate& borderline);
-
-// check's exit code by the whole run's verdict (CheckReport::verdict): 0 fits, 1 does not fit (or
-// the trainer would not run it), 3 borderline (2 is bad input, raised as InputError)
-int verdict_exit_code(const CheckReport& r);
-int exit_code_of(bool supported, FitVerdict v);
-// advise's: a recommendation 0, only borderline schedules 3, nothing 1
-int advice_exit_code(const AdviceReport& r);
 
 }  // namespace segadvise::cli

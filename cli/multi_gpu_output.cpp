@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "output.hpp"
+#include "text_format.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
 
 namespace segadvise::cli {
@@ -63,8 +64,6 @@ std::string accelerate_yaml(const MultiGpuSetup& m, const std::string& mixed_pre
   return y.str();
 }
 
-namespace {
-
 std::string option_name(const MultiGpuSetup& m) {
   std::string n = to_string(m.strategy);
   if (m.fsdp_cpu_offload) n += "+cpu-offload";
@@ -72,6 +71,8 @@ std::string option_name(const MultiGpuSetup& m) {
   if (m.context_parallel > 1) n += ", CP " + std::to_string(m.context_parallel) + " " + to_string(m.cp_comm);
   return n;
 }
+
+namespace {
 
 std::string fmt(const char* f, double x) {
   char buf[32];
@@ -81,10 +82,10 @@ std::string fmt(const char* f, double x) {
 
 }  // namespace
 
-void print_multi_gpu_advice(std::ostream& out, const AdviceReport& r, bool md) {
+void print_multi_gpu_advice(std::ostream& out, const AdviceReport& r, const TextFormat& f) {
   const MultiGpuSetup& m = r.context.setup.multi_gpu;
   if (r.distributed) {
-    out << (md ? "\n### Multi-GPU setups\n\n" : "\nMulti-GPU setups (per rank; best = most samples/s that fits):\n");
+    out << "\n" << f.section(3, "Multi-GPU setups", "Multi-GPU setups (per rank; best = most samples/s that fits):\n");
     Table t({"setup", "schedule", "peak", "s/step", "comm exposed", "samples/s", "fit"});
     const DistributedAdvice& d = *r.distributed;
     for (int i = 0; i < static_cast<int>(d.options.size()); ++i) {
@@ -98,41 +99,17 @@ void print_multi_gpu_advice(std::ostream& out, const AdviceReport& r, bool md) {
       t.add({name, o.candidate.schedule.name(), gib_str(p.peak_vram_bytes), secs_str(p.step_time_s),
              secs_str(p.time.communication_s), fmt("%.2f", o.samples_per_s), o.fits ? "fits" : o.reason});
     }
-    t.print(out, md);
+    f.table(out, t);
   }
-  out << (md ? "\n### Multi-GPU config\n\nSimpleTuner keys:\n\n```json\n" : "\nMulti-GPU keys for SimpleTuner:\n");
-  out << multi_gpu_simpletuner_keys(m, r.context.setup).dump(2) << "\n";
-  out << (md ? "```\n\naccelerate config (`--config_file`):\n\n```yaml\n" : "accelerate config (accelerate launch --config_file):\n");
-  out << accelerate_yaml(m, r.context.setup.mixed_precision);
+  out << "\n" << f.section(3, "Multi-GPU config", "") << f.either("Multi-GPU keys for SimpleTuner:\n", "SimpleTuner keys:\n\n")
+      << f.code_block("json", multi_gpu_simpletuner_keys(m, r.context.setup).dump(2) + "\n");
+  out << f.gap() << f.either("accelerate config (accelerate launch --config_file):\n", "accelerate config (`--config_file`):\n\n")
+      << f.code_block("yaml", accelerate_yaml(m, r.context.setup.mixed_precision));
   const auto ds = deepspeed_config(m, r.context.setup.batch);
-  if (!ds.is_null()) out << (md ? "```\n\nDeepSpeed JSON:\n\n```json\n" : "DeepSpeed JSON (deepspeed_config):\n") << ds.dump(2) << "\n";
-  if (md) out << "```\n";
+  if (!ds.is_null())
+    out << f.gap() << f.either("DeepSpeed JSON (deepspeed_config):\n", "DeepSpeed JSON:\n\n")
+        << f.code_block("json", ds.dump(2) + "\n");
 }
 
-nlohmann::json multi_gpu_advice_json(const AdviceReport& r) {
-  const MultiGpuSetup& m = r.context.setup.multi_gpu;
-  nlohmann::json j;
-  j["simpletuner"] = nlohmann::json::parse(multi_gpu_simpletuner_keys(m, r.context.setup).dump());
-  j["accelerate_config_yaml"] = accelerate_yaml(m, r.context.setup.mixed_precision);
-  j["deepspeed_config"] = nlohmann::json::parse(deepspeed_config(m, r.context.setup.batch).dump());
-  if (!r.distributed) return j;
-  nlohmann::json opts = nlohmann::json::array();
-  for (const DistributedOption& o : r.distributed->options) {
-    nlohmann::json x = {{"setup", option_name(o.multi_gpu)}, {"strategy", to_string(o.multi_gpu.strategy)},
-                        {"context_parallel", o.multi_gpu.context_parallel}, {"runs", o.runs}, {"fits", o.fits},
-                        {"reason", o.reason}};
-    if (o.samples_per_s > 0) {
-      x["schedule"] = o.candidate.schedule.name();
-      x["peak_vram_gib"] = o.candidate.prediction.peak_vram_bytes / kGiB;
-      x["step_time_s"] = o.candidate.prediction.step_time_s;
-      x["communication_s"] = o.candidate.prediction.time.communication_s;
-      x["samples_per_s"] = o.samples_per_s;
-    }
-    opts.push_back(x);
-  }
-  j["options"] = opts;
-  j["best"] = r.distributed->best;
-  return j;
-}
 
 }  // namespace segadvise::cli

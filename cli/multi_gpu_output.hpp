@@ -17,7 +17,11 @@ std::string accelerate_yaml(const MultiGpuSetup& m, const std::string& mixed_pre
 // The DeepSpeed JSON of a ZeRO strategy (null for ddp/fsdp2).
 nlohmann::ordered_json deepspeed_config(const MultiGpuSetup& m, int batch);
 
-void print_multi_gpu_advice(std::ostream& out, const AdviceReport& r, bool markdown);
-nlohmann::json multi_gpu_advice_json(const AdviceReport& r);
+// "fsdp2+cpu-offload, CP 2 allgather"
+std::string option_name(const MultiGpuSetup& m);
+
+class TextFormat;  // text_format.hpp
+
+void print_multi_gpu_advice(std::ostream& out, const AdviceReport& r, const TextFormat& fmt);
 
 }  // namespace segadvise::cli

@@ -5,6 +5,7 @@
 
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "text_format.hpp"
 
 namespace segadvise::cli {
 
@@ -96,24 +97,11 @@ void print_communication(std::ostream& out, const Prediction& p) {
 
 }  // namespace
 
-nlohmann::json setup_json(const Context& ctx) {
-  nlohmann::json j = to_json(ctx.setup);
-  j["model_name"] = ctx.family->name;
-  j["trainer_family"] = ctx.family->trainer_family;
-  j["confidence"] = ctx.family->confidence;
-  j["image_tokens"] = ctx.chain.tokens_image;
-  j["text_tokens"] = ctx.chain.tokens_text;
-  j["blocks"] = ctx.chain.blocks.size();
-  j["block_costs"] = ctx.chain.source;
-  j["gpu"] = ctx.gpu.name;
-  j["calibration"] = ctx.coef.source;
-  return j;
-}
 
-void print_setup(std::ostream& out, const Context& ctx, bool markdown) {
+void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt) {
   const TrainingSetup& s = ctx.setup;
-  const std::string b = markdown ? "- " : "  ";
-  out << (markdown ? "### Setup\n\n" : "Setup (assumed where you gave no flag):\n");
+  const std::string b = fmt.item();
+  out << fmt.section(3, "Setup", "Setup (assumed where you gave no flag):\n");
   out << b << "model      " << ctx.family->name << " [" << ctx.family->id << ", confidence " << ctx.family->confidence
       << "]\n";
   out << b << "shape      " << s.width << "x" << s.height;
@@ -136,14 +124,15 @@ void print_setup(std::ostream& out, const Context& ctx, bool markdown) {
   out << "\n";
 }
 
-void print_prediction(std::ostream& out, const Prediction& p, bool markdown) {
+void print_prediction(std::ostream& out, const Prediction& p, FitVerdict verdict, const TextFormat& fmt) {
   if (!p.supported) {
     out << "not supported: " << p.reason << "\n";
     return;
   }
   const MemoryBreakdown& m = p.memory;
   const TimeBreakdown& t = p.time;
-  out << (p.fits ? "fits" : "does NOT fit") << ": peak " << gib_str(p.peak_vram_bytes) << " of "
+  out << (verdict == FitVerdict::Fits ? "fits" : verdict == FitVerdict::Borderline ? "borderline" : "does NOT fit")
+      << ": peak " << gib_str(p.peak_vram_bytes) << " of "
       << gib_str(p.usable_vram_bytes) << " usable, " << secs_str(p.step_time_s) << "/step\n\n";
   Table mem({"memory", "GiB"});
   auto g = [](double b) { return gib_str(b, 2).substr(0, gib_str(b, 2).size() - 4); };
@@ -161,8 +150,8 @@ void print_prediction(std::ostream& out, const Prediction& p, bool markdown) {
   if (m.streamed_weights_bytes > 0) mem.add({"(weights streamed from host)", g(m.streamed_weights_bytes)});
   if (m.host_activation_bytes > 0) mem.add({"(activations offloaded to host)", g(m.host_activation_bytes)});
   if (m.host_state_bytes > 0) mem.add({"(model state offloaded to host)", g(m.host_state_bytes)});
-  mem.print(out, markdown);
-  out << (markdown ? "\n" : "") << "activation peak at: " << m.peak_phase << "\n\n";
+  fmt.table(out, mem);
+  out << fmt.gap() << "activation peak at: " << m.peak_phase << "\n\n";
   Table time({"time", "s/step"});
   auto s = [](double x) {
     char buf[32];
@@ -177,7 +166,7 @@ void print_prediction(std::ostream& out, const Prediction& p, bool markdown) {
   time.add({"fixed overhead", s(t.overhead_s)});
   if (p.multi_gpu.active) time.add({"exposed communication", s(t.communication_s)});
   time.add({"= step", s(p.step_time_s)});
-  time.print(out, markdown);
+  fmt.table(out, time);
   if (p.multi_gpu.active) print_communication(out, p);
   for (const auto& w : p.warnings) out << "warning: " << w << "\n";
 }

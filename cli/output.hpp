@@ -10,7 +10,7 @@
 
 namespace segadvise::cli {
 
-// A simple aligned table; markdown when `markdown`.
+// A simple aligned table, or a markdown one (TextFormat::table picks).
 class Table {
  public:
   explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
@@ -22,8 +22,10 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-nlohmann::json setup_json(const Context& ctx);
-void print_setup(std::ostream& out, const Context& ctx, bool markdown);
-void print_prediction(std::ostream& out, const Prediction& p, bool markdown);
+class TextFormat;  // text_format.hpp
+
+void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt);
+// `verdict`: the prediction's 90% range against the card (the first line's fits / borderline / does NOT fit)
+void print_prediction(std::ostream& out, const Prediction& p, FitVerdict verdict, const TextFormat& fmt);
 
 }  // namespace segadvise::cli

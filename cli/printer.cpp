@@ -1,93 +1,27 @@
 #include "printer.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 
 #include "advise_optimal.hpp"
+#include "json_report.hpp"
 #include "measured.hpp"
 #include "multi_gpu_output.hpp"
 #include "output.hpp"
 #include "phases_output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "text_format.hpp"
 
 namespace segadvise::cli {
 
 namespace {
 
-// a prediction's JSON with its 90% ranges and three-valued verdict
-nlohmann::json prediction_json(const Candidate& c) {
-  nlohmann::json j = to_json(c.prediction);
-  add_range_json(j, c);
-  return j;
-}
-
-nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) {
-  const Context& ctx = r.context;
-  const Advice& a = r.advice;
-  nlohmann::json j;
-  j["model"] = ctx.family->id;
-  j["gpu"] = ctx.gpu.id;
-  j["usable_vram_gib"] = usable_vram_bytes(ctx.gpu, ctx.coef) / kGiB;
-  j["headroom_gib"] = ctx.headroom_bytes / kGiB;
-  j["setup"] = setup_json(ctx);
-  j["schedules_evaluated"] = a.evaluated_count;
-  j["schedules_unsupported"] = a.unsupported_count;
-  j["schedules_supported"] = a.supported_count;
-  nlohmann::json cands = nlohmann::json::array();
-  for (const auto& c : a.candidates) {
-    if (!r.keep_all && !c.pareto && &c - &a.candidates[0] != a.recommended) continue;
-    nlohmann::json pj = prediction_json(c);
-    pj["pareto"] = c.pareto;
-    // built in place and moved: an initializer list copies every value (Stable Cascade C prints 228
-    // candidates; the copies were a tenth of its JSON output's cost)
-    nlohmann::json cj = nlohmann::json::object();
-    cj["schedule"] = to_json(c.schedule);
-    cj["plan"] = describe(c.plan.plan, ctx.chain);
-    cj["prediction"] = std::move(pj);
-    cands.push_back(std::move(cj));
-  }
-  j["candidates"] = std::move(cands);
-  j["measurements"] = measurements_json(ctx.anchor);
-  if (const Candidate* c = r.recommended()) {
-    j["recommendation"] = {{"schedule", to_json(c->schedule)},
-                           {"prediction", prediction_json(*c)},
-                           {"config", simpletuner_keys(c->schedule)},
-                           {"config_remove", keys_to_remove(c->schedule)}};
-    if (r.phases) {  // the recommended schedule's whole run (the recommendation itself is the step's)
-      const double budget = usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes;
-      j["recommendation"]["phases"] = nlohmann::json::parse(phases_json(*r.phases, budget).dump());
-      j["recommendation"]["run_fit"] = to_string(worst(c->verdict(), r.phases->verdict(budget)));
-      j["recommendation"]["run_peak_vram_gib"] = r.phases->peak_vram_bytes / kGiB;
-      j["recommendation"]["run_peak_phase"] = to_string(r.phases->peak_phase);
-      j["recommendation"]["run_fits"] =
-          r.phases->peak_vram_bytes + ctx.headroom_bytes <= usable_vram_bytes(ctx.gpu, ctx.coef);
-      j["recommendation"]["phase_advice"] = phase_advice_json(*r.phases);
-    }
-  } else {
-    j["recommendation"] = nullptr;
-    if (a.borderline >= 0) {
-      const Candidate& b = a.candidates[a.borderline];
-      j["borderline"] = {{"schedule", to_json(b.schedule)}, {"prediction", prediction_json(b)},
-                         {"config", simpletuner_keys(b.schedule)}, {"config_remove", keys_to_remove(b.schedule)},
-                         {"settle", settle_hint(b)}};
-    }
-    j["shortfall_gib"] = a.shortfall_bytes / kGiB;
-    nlohmann::json alts = nlohmann::json::array();
-    for (const auto& alt : r.alternatives)
-      alts.push_back({{"change", alt.change},
-                      {"schedule", to_json(alt.schedule)},
-                      {"peak_vram_gib", alt.prediction.peak_vram_bytes / kGiB},
-                      {"step_time_s", alt.prediction.step_time_s}});
-    j["what_would_fit"] = alts;
-  }
-  j["optimal"] = optimal_json(r.optimal);
-  if (trainer) j["emit"] = to_json(*trainer);
-  if (ctx.setup.multi_gpu.active()) j["multi_gpu"] = multi_gpu_advice_json(r);
-  return j;
-}
-
 // advise's schedules table: a long front is thinned to ~14 rows spread over its memory range
 // (fastest, smallest and the recommendation always shown); --all prints every supported schedule.
-void print_schedules(std::ostream& out, const AdviceReport& r, bool md) {
+void print_schedules(std::ostream& out, const AdviceReport& r, const TextFormat& fmt) {
   const Advice& a = r.advice;
   Table t({"schedule", "peak", "s/step", "fit", "what runs"});
   const std::size_t kRows = 14;
@@ -113,25 +47,24 @@ void print_schedules(std::ostream& out, const AdviceReport& r, bool md) {
     if (static_cast<int>(i) == a.borderline) name = "? " + name;
     t.add({name, peak_with_range(c), time_with_range(c), verdict_text(c), describe(c.plan.plan, r.context.chain)});
   }
-  t.print(out, md);
+  fmt.table(out, t);
   if (hidden) out << "(" << hidden << " more points on the front; --all lists every supported schedule)\n";
 }
 
-void print_recommendation(std::ostream& out, const AdviceReport& r, bool md) {
+void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFormat& fmt) {
   if (const Candidate* c = r.recommended()) {
-    out << (md ? "### Recommendation\n\n" : "Recommendation: ") << c->schedule.name() << " — "
+    out << fmt.section(3, "Recommendation", "Recommendation: ") << c->schedule.name() << " — "
         << time_with_range(*c, "/step") << ", peak " << peak_with_range(*c) << " of "
         << gib_str(c->prediction.usable_vram_bytes) << " usable\n";
-    if (md) out << "\n```json\n"; else out << "SimpleTuner config keys:\n";
-    out << simpletuner_keys(c->schedule).dump(2) << "\n";
-    if (md) out << "```\n";
+    out << fmt.either("SimpleTuner config keys:\n", "\n")
+        << fmt.code_block("json", simpletuner_keys(c->schedule).dump(2) + "\n");
     for (const auto& k : keys_to_remove(c->schedule))
       out << "and remove " << k << " from the config if it sets one (it would stay in force)\n";
     for (const auto& w : c->prediction.warnings) out << "warning: " << w << "\n";
     return;
   }
   if (r.advice.borderline >= 0) {
-    out << (md ? "### No confident recommendation\n\n" : "No confident recommendation: ")
+    out << fmt.section(3, "No confident recommendation", "No confident recommendation: ")
         << settle_hint(r.advice.candidates[r.advice.borderline]) << ".\n";
     return;
   }
@@ -147,89 +80,163 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, bool md) {
         << "/step, peak " << gib_str(alt.prediction.peak_vram_bytes) << "\n";
 }
 
-nlohmann::json backends_json(const ConfigRead& cr) {
-  nlohmann::json backends = nlohmann::json::array();
-  for (const auto& b : cr.backends)
-    backends.push_back({{"id", b.id}, {"dataset_type", b.dataset_type}, {"width", b.width}, {"height", b.height},
-                        {"frames", b.frames}, {"batch", b.batch}, {"note", b.note}});
-  return backends;
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
+  return b;
+}
+
+std::string signed_pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.0f%%", 100 * x);
+  return b;
+}
+
+std::string fixed(double x, int d = 2) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", d, x);
+  return b;
+}
+
+std::string by_gpu(const std::map<std::string, double>& v) {
+  std::string out;
+  for (const auto& [g, e] : v) out += (out.empty() ? "" : " ") + g + " " + signed_pct(e);
+  return out;
+}
+
+void print_ranges(std::ostream& out, const AccuracyReport& rep, const TextFormat& fmt) {
+  const std::string title = "90% ranges (bands from the other families' residuals) and verdicts";
+  out << "\n" << fmt.section(4, title, title + "\n\n");
+  Table t({"family", "peak covered", "peak width", "s/step covered", "s/step width", "fits", "borderline",
+           "does-not-fit", "unsafe fits"});
+  auto row = [&](const std::string& name, const Metrics& m) {
+    const RangeStats& r = m.ranges;
+    auto share = [](int k, int n) { return n ? pct(double(k) / n) + " (" + std::to_string(k) + "/" + std::to_string(n) + ")" : "-"; };
+    t.add({name, share(r.peak_covered, r.peak_n), r.peak_n ? pct(r.peak_width_median) : "-",
+           share(r.time_covered, r.time_n), r.time_n ? pct(r.time_width_median) : "-", std::to_string(r.fits),
+           share(r.borderline, r.verdicts()), std::to_string(r.does_not_fit), std::to_string(r.fits_oom)});
+  };
+  for (const auto& [k, m] : rep.per_family)
+    if (m.has_ranges) row(k, m);
+  row(fmt.either("OVERALL", "**overall**"), rep.overall);
+  fmt.table(out, t);
+  out << "Width: median (hi - lo) / prediction. Verdicts on runs that completed or ran out of memory; an unsafe "
+         "fit is a \"fits\" verdict on a run that ran out of memory. Decision above picks the fastest \"fits\" "
+         "(the fastest \"borderline\" where none fits), as advise does.\n";
+}
+
+void print_summary(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& summary, const TextFormat& fmt) {
+  const std::string title = "With and without a measured run of each setup (anchor cells not scored)";
+  out << "\n" << fmt.section(4, title, title + "\n\n");
+  Table t({"measured", "peak med", "peak p90", "s/step med", "s/step p90", "decision", "unsafe (point)",
+           "unsafe (fits)", "peak covered", "s/step covered", "peak width", "borderline"});
+  for (const auto& [name, m] : summary) {
+    const RangeStats& r = m.ranges;
+    auto share = [](int k, int n) { return n ? pct(double(k) / n) : std::string("-"); };
+    t.add({name, pct(m.peak_median), pct(m.peak_p90), pct(m.time_median), pct(m.time_p90), pct(m.decision()),
+           std::to_string(m.confusion.fit_oom), std::to_string(r.fits_oom), share(r.peak_covered, r.peak_n),
+           share(r.time_covered, r.time_n), pct(r.peak_width_median), share(r.borderline, r.verdicts())});
+  }
+  fmt.table(out, t);
+}
+
+// accuracy --by family: one row per family x precision x schedule, signed so a systematic error shows
+void print_error_cells(std::ostream& out, const std::vector<ErrorCell>& cells, const TextFormat& fmt) {
+  const std::string title = "Signed median error per family x precision x schedule (predicted / measured - 1; + over-predicts)";
+  out << "\n" << fmt.section(4, title, title + "\n\n");
+  Table t({"family", "precision", "schedule", "runs", "peak", "peak carried by", "s/step", "s/step by GPU",
+           "s/step carried by"});
+  for (const auto& c : cells)
+    t.add({c.family, c.precision, c.schedule, std::to_string(c.n), signed_pct(c.peak_error),
+           c.peak_carrier + " " + pct(c.peak_carrier_share), signed_pct(c.time_error), by_gpu(c.time_error_by_gpu),
+           c.time_carrier + " " + pct(c.time_carrier_share)});
+  fmt.table(out, t);
+  out << "Carried by: the largest part of the prediction (median share); alone it would have to be off by "
+         "error / share.\n";
 }
 
 }  // namespace
 
 // ---- table and markdown ------------------------------------------------------------------------
 
-void TablePrinter::prediction(const PredictionReport& r) {
+TablePrinter::TablePrinter(std::ostream& out) : TextPrinter(out, table_format()) {}
+
+MarkdownPrinter::MarkdownPrinter(std::ostream& out) : TextPrinter(out, markdown_format()) {}
+
+void TextPrinter::prediction(const PredictionReport& r) {
   const Candidate& c = r.candidate;
-  print_setup(out_, r.context, md_);
-  out_ << (md_ ? "### " : "") << "Schedule " << c.schedule.name() << (md_ ? "\n\n" : ": ")
+  print_setup(out_, r.context, fmt_);
+  const std::string title = "Schedule " + c.schedule.name();
+  out_ << fmt_.section(3, title, title + ": ")
        << (c.plan.supported ? describe(c.plan.plan, r.context.chain) : std::string("—")) << "\n\n";
-  print_measurements(out_, r.context.anchor, md_);
-  print_verdict(out_, c, md_);
-  print_prediction(out_, c.prediction, md_);
+  print_measurements(out_, r.context.anchor, fmt_);
+  print_verdict(out_, c, fmt_);
+  print_prediction(out_, c.prediction, c.verdict(), fmt_);
 }
 
-void TablePrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
+void TextPrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
   const Context& ctx = r.context;
   const Advice& a = r.advice;
-  if (md_) out_ << "## segadvise: " << ctx.family->name << " on " << ctx.gpu.name << "\n\n";
-  print_setup(out_, ctx, md_);
-  print_measurements(out_, ctx.anchor, md_);
-  out_ << (md_ ? "### Schedules\n\n" : "") << a.evaluated_count << " schedules evaluated, " << a.supported_count
+  out_ << fmt_.section(2, "segadvise: " + ctx.family->name + " on " + ctx.gpu.name, "");
+  print_setup(out_, ctx, fmt_);
+  print_measurements(out_, ctx.anchor, fmt_);
+  out_ << fmt_.section(3, "Schedules", "") << a.evaluated_count << " schedules evaluated, " << a.supported_count
        << " supported by the trainer for this family" << (r.keep_all ? "" : "; Pareto front (time vs memory):")
        << "\n\n";
-  print_schedules(out_, r, md_);
+  print_schedules(out_, r, fmt_);
   out_ << "\n";
   // the comparison with the optimal per-block plan first: the recommendation and its config keys
   // are what a user acts on, so they come last
-  print_optimal(out_, r.optimal, a, md_);
+  print_optimal(out_, r.optimal, a, fmt_);
   out_ << "\n";
   // the recommended schedule's whole run, then the recommendation itself
   if (r.phases) {
-    print_phases(out_, *r.phases, usable_vram_bytes(ctx.gpu, ctx.coef), ctx.headroom_bytes, md_);
+    print_phases(out_, *r.phases, usable_vram_bytes(ctx.gpu, ctx.coef), ctx.headroom_bytes, fmt_);
     out_ << "\n";
   }
-  print_recommendation(out_, r, md_);
-  if (ctx.setup.multi_gpu.active()) print_multi_gpu_advice(out_, r, md_);
-  if (trainer) print_trainer_advice(out_, *trainer, md_);
+  print_recommendation(out_, r, fmt_);
+  if (ctx.setup.multi_gpu.active()) print_multi_gpu_advice(out_, r, fmt_);
+  // the trainer plans' own printer (emitters.hpp) still takes the markdown choice as a flag
+  if (trainer) print_trainer_advice(out_, *trainer, &fmt_ == &markdown_format());
 }
 
-void TablePrinter::check(const CheckView& v) {
+void TextPrinter::check(const CheckView& v) {
   const CheckReport& r = *v.report;
   const Candidate& c = r.candidate;
-  if (v.other) {
-    const TrainerRead& tr = *v.other;
-    out_ << (md_ ? "## segadvise check: " : "segadvise check: ") << v.config << " (" << tr.trainer << ")\n";
-    for (std::size_t i = 1; i < tr.inputs.size(); ++i) out_ << (md_ ? "\nAlso read: `" : "  also read ") << tr.inputs[i] << (md_ ? "`" : "") << "\n";
-    out_ << (md_ ? "\nTraining shape: " : "  training shape: ") << tr.shape_source << "\n\n";
+  if (!v.config_trainer.empty()) {
+    out_ << fmt_.either("", "## ") << "segadvise check: " << v.config << " (" << v.config_trainer << ")\n";
+    for (std::size_t i = 1; i < v.inputs.size(); ++i)
+      out_ << fmt_.either("  also read ", "\nAlso read: ") << fmt_.code(v.inputs[i]) << "\n";
+    out_ << fmt_.either("  training shape: ", "\nTraining shape: ") << v.shape_source << "\n\n";
   } else {
-    const ConfigRead& cr = *v.read;
-    if (md_) out_ << "## segadvise check: " << v.config << "\n\n";
-    else out_ << "segadvise check: " << v.config << "\n  data backends " << cr.data_backend_path << "\n\n";
-    if (md_) out_ << "Data backends: `" << cr.data_backend_path << "`\n\n";
+    const std::string title = "segadvise check: " + v.config;
+    out_ << fmt_.section(2, title, title + "\n  data backends " + v.data_backend_path + "\n\n")
+         << fmt_.either("", "Data backends: " + fmt_.code(v.data_backend_path) + "\n\n");
   }
-  print_setup(out_, r.context, md_);
-  out_ << (md_ ? "### Schedule in the config\n\n" : "Schedule in the config: ") << c.schedule.name() << " ("
+  print_setup(out_, r.context, fmt_);
+  out_ << fmt_.section(3, "Schedule in the config", "Schedule in the config: ") << c.schedule.name() << " ("
        << to_string(c.schedule.backend) << ")" << (c.plan.supported ? " — " + c.plan.plan.description : std::string())
        << "\n\n";
-  print_measurements(out_, r.context.anchor, md_);
-  print_verdict(out_, c, md_);
-  print_prediction(out_, c.prediction, md_);
+  print_measurements(out_, r.context.anchor, fmt_);
+  print_verdict(out_, c, fmt_);
+  print_prediction(out_, c.prediction, c.verdict(), fmt_);
   if (r.phases) {
-    print_phases(out_, *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, md_);
-    out_ << (md_ ? "\n**" : "\n") << "Verdict" << (r.step_only ? " (training step only)" : " (whole run)") << ": "
-         << (r.verdict() == FitVerdict::Fits ? "fits" : (r.verdict() == FitVerdict::Borderline ? "borderline" : "does NOT fit"))
-         << (md_ ? "**\n" : "\n");
+    print_phases(out_, *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, fmt_);
+    const FitVerdict run = r.verdict();
+    out_ << "\n"
+         << fmt_.strong(std::string("Verdict") + (r.step_only ? " (training step only)" : " (whole run)") + ": " +
+                        (run == FitVerdict::Fits ? "fits" : (run == FitVerdict::Borderline ? "borderline" : "does NOT fit")))
+         << "\n";
   }
-  if (!r.warnings.empty()) out_ << (md_ ? "\n### Warnings\n\n" : "\n");
-  for (const auto& w : r.warnings) out_ << (md_ ? "- " : "warning: ") << w << "\n";
+  if (!r.warnings.empty()) out_ << "\n" << fmt_.section(3, "Warnings", "");
+  for (const auto& w : r.warnings) out_ << fmt_.item("warning: ") << w << "\n";
   if (!r.advice) return;
-  out_ << "\n" << (md_ ? "## Advice for this config\n\n" : "Advice for this config:\n");
+  out_ << "\n" << fmt_.section(2, "Advice for this config", "Advice for this config:\n");
   advice(*r.advice, v.trainer);
   if (v.nothing_to_write) out_ << "\nNothing within the trainer's knobs fits: no config written.\n";
   if (v.rewritten) {
     out_ << "\nWrote " << v.rewritten->path << " (" << v.rewritten->plan << "; only the memory knobs changed)\n";
-    for (const auto& n : v.rewritten->notes) out_ << (md_ ? "- " : "note: ") << n << "\n";
+    for (const auto& n : v.rewritten->notes) out_ << fmt_.item("note: ") << n << "\n";
   }
   if (!v.emit_simpletuner) return;
   if (!v.updated) {
@@ -243,70 +250,131 @@ void TablePrinter::check(const CheckView& v) {
     out_ << "\nThe config with the recommended schedule (" << best << "):\n" << v.updated->dump(v.indent) << "\n";
 }
 
+void TextPrinter::calibration(const CalibrationView& v) {
+  const FitResult& fr = *v.fit;
+  out_ << "fitted " << fr.parameters.size() << " coefficients on " << fr.runs_used << " runs (" << fr.residuals
+       << " residuals) in " << fr.iterations << " iterations, " << fixed(v.seconds, 1) << " s: " << fr.stop_reason
+       << "\n";
+  Table t({"coefficient", "value", "bounds", ""});
+  for (const auto& p : fr.parameters)
+    t.add({p.name, fixed(p.value, 4), "[" + fixed(p.lo, 2) + ", " + fixed(p.hi, 2) + "]", p.at_bound ? "at bound" : ""});
+  for (const auto& [g, gc] : fr.coef.gpu) t.add({"gpu." + g + ".reserve_gib", fixed(gc.reserve_bytes / kGiB, 3), "envelope", ""});
+  fmt_.table(out_, t);
+  std::vector<std::string> at_bound;  // each stands in for a term the model lacks
+  for (const auto& p : fr.parameters)
+    if (p.at_bound) at_bound.push_back(p.name);
+  if (!at_bound.empty()) {
+    out_ << at_bound.size() << " coefficient(s) ended at a bound (each stands in for a term the model lacks):";
+    for (const auto& n : at_bound) out_ << " " << n;
+    out_ << "\n";
+  }
+  if (!v.output.empty()) out_ << "wrote " << v.output << "\n";
+}
+
+void TextPrinter::accuracy(const AccuracyView& v) {
+  const AccuracyReport& rep = *v.report;
+  const PreparedSet& set = *v.set;
+  const std::string title = "Accuracy, " + rep.method + " (" + std::to_string(set.data.runs.size()) + " runs from " +
+                            set.data.origin + ", headroom " + fixed(rep.headroom_gib, 1) + " GiB)";
+  out_ << fmt_.section(3, title, title + "\n\n");
+  Table t({"family", "runs", "fit/OOM", "unsafe", "peak med", "peak p90", "s/step med", "s/step p90", "support",
+           "decision"});
+  auto row = [&](const std::string& name, const Metrics& m) {
+    auto share = [](int good, int n) { return n ? pct(double(good) / n) + " (" + std::to_string(good) + "/" + std::to_string(n) + ")" : "-"; };
+    t.add({name, std::to_string(m.runs),
+           share(m.confusion.fit_ok + m.confusion.nofit_oom, m.confusion.total()),
+           std::to_string(m.confusion.fit_oom), m.peak_n ? pct(m.peak_median) : "-", m.peak_n ? pct(m.peak_p90) : "-",
+           m.time_n ? pct(m.time_median) : "-", m.time_n ? pct(m.time_p90) : "-",
+           share(m.support.both_supported + m.support.both_unsupported, m.support.total()),
+           share(m.decision_good, m.decision_groups)});
+  };
+  for (const auto& [k, m] : rep.per_family) row(k, m);
+  row(fmt_.either("OVERALL", "**overall**"), rep.overall);
+  fmt_.table(out_, t);
+  const Confusion& c = rep.overall.confusion;
+  out_ << "\nFit/OOM confusion (predicted x measured):\n" << fmt_.gap();
+  Table ct({"", "measured ran", "measured OOM"});
+  ct.add({"predicted fits", std::to_string(c.fit_ok), std::to_string(c.fit_oom) + " (unsafe)"});
+  ct.add({"predicted OOM", std::to_string(c.nofit_ok), std::to_string(c.nofit_oom)});
+  fmt_.table(out_, ct);
+  const SupportAgreement& s = rep.overall.support;
+  out_ << "\nSupport (measured status vs the trainer semantics): " << s.both_supported << " both supported, "
+       << s.both_unsupported << " both unsupported, " << s.data_unsupported_model_supported
+       << " measured unsupported but modelled as supported, " << s.data_supported_model_unsupported
+       << " ran but modelled as unsupported.\n";
+  out_ << "Errors are absolute relative errors on runs that completed; decision: share of family x precision x GPU "
+          "groups whose fastest schedule predicted to fit is within 5% of the measured fastest.\n";
+  if (rep.overall.has_ranges) print_ranges(out_, rep, fmt_);
+  print_summary(out_, *v.summary, fmt_);
+  if (v.by_family) print_error_cells(out_, error_cells(set, rep), fmt_);
+  if (v.runs) {
+    out_ << "\n";
+    Table rt({"run", "status", "measured", "predicted", "fits", "note"});
+    for (const auto& p : rep.predictions) {
+      const MeasuredRun& r = *p.prepared->run;
+      std::string meas = r.status == "ok" ? fixed(r.sec_per_step) + " s " + fixed(r.peak_gib) + " GiB" : r.status;
+      std::string pred = !p.modelled ? "not modelled" : !p.supported ? "unsupported" : fixed(p.step_s) + " s " + fixed(p.peak_gib) + " GiB";
+      rt.add({r.id, r.status, meas, pred, p.supported ? (p.fits ? "yes" : "no") : "-", p.supported ? "" : p.reason.substr(0, 80)});
+    }
+    fmt_.table(out_, rt);
+  }
+}
+
+void TextPrinter::catalog(Catalog what) {
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out;
+  };
+  switch (what) {
+    case Catalog::Models: {
+      Table t({"id", "model", "trainer family:flavours", "aliases", "interval", "conf."});
+      for (const auto& f : builtin_families()) {
+        std::string flavours;
+        for (const auto& x : f.flavours) flavours += (flavours.empty() ? "" : "|") + x;
+        t.add({f.id, f.name, f.trainer_family + (f.flavours.empty() ? "" : ":" + flavours), join(f.aliases),
+               to_string(f.checkpointing.interval), f.confidence});
+      }
+      fmt_.table(out_, t);
+      break;
+    }
+    case Catalog::Gpus: {
+      Table t({"id", "name", "memory", "bf16 TFLOP/s", "memory GB/s", "PCIe GB/s"});
+      for (const auto& g : builtin_gpus())
+        t.add({g.id, g.name, gib_str(g.total_bytes), std::to_string(static_cast<int>(g.bf16_flops_per_s / 1e12)),
+               std::to_string(static_cast<int>(g.mem_bytes_per_s / 1e9)),
+               std::to_string(static_cast<int>(g.pcie_bytes_per_s / 1e9))});
+      fmt_.table(out_, t);
+      break;
+    }
+    case Catalog::Precisions:
+      for (const auto& p : precision_names()) {
+        const PrecisionInfo i = precision_info(p);
+        out_ << p << "  (" << i.bytes_per_param << " B/param, " << i.backend << ")\n";
+      }
+      break;
+    case Catalog::Optimizers:
+      for (const auto& o : optimizer_names())
+        out_ << o << "  (" << optimizer_info(o).state_bytes_per_param << " B state/param)\n";
+      break;
+  }
+}
+
 // ---- JSON --------------------------------------------------------------------------------------
 
-void JsonPrinter::prediction(const PredictionReport& r) {
-  const Context& ctx = r.context;
-  const Candidate& c = r.candidate;
-  nlohmann::json j = {{"setup", setup_json(ctx)},
-                      {"gpu", ctx.gpu.id},
-                      {"schedule", to_json(c.schedule)},
-                      {"plan", c.plan.supported ? nlohmann::json(describe(c.plan.plan, ctx.chain)) : nlohmann::json(nullptr)},
-                      {"prediction", prediction_json(c)},
-                      {"measurements", measurements_json(ctx.anchor)}};
-  if (c.prediction.supported) {
-    j["config"] = simpletuner_keys(c.schedule);
-    j["config_remove"] = keys_to_remove(c.schedule);
-  }
-  out_ << j.dump(2) << "\n";
-}
+void JsonPrinter::prediction(const PredictionReport& r) { out_ << prediction_report_json(r).dump(2) << "\n"; }
 
 void JsonPrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
   out_ << advice_json(r, trainer).dump(2) << "\n";
 }
 
-void JsonPrinter::check(const CheckView& v) {
-  const CheckReport& r = *v.report;
-  const Candidate& c = r.candidate;
-  nlohmann::json j;
-  j["config"] = v.config;
-  if (v.other) {
-    j["trainer"] = v.other->trainer;
-    j["inputs"] = v.other->inputs;
-    j["shape"] = v.other->shape_source;
-  } else {
-    j["data_backend_config"] = v.read->data_backend_path;
-    j["backends"] = backends_json(*v.read);
-  }
-  j["gpu"] = r.context.gpu.id;
-  j["setup"] = setup_json(r.context);
-  j["schedule"] = to_json(c.schedule);
-  j["plan"] = c.plan.supported ? nlohmann::json(c.plan.plan.description) : nlohmann::json(nullptr);
-  j["prediction"] = prediction_json(c);
-  j["measurements"] = measurements_json(r.context.anchor);
-  if (r.phases) {
-    add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only,
-                    r.verdict());
-    j["phase_advice"] = phase_advice_json(*r.phases);
-    j["host_memory"] = host_memory_json(r.phases->host);
-  }
-  j["warnings"] = r.warnings;
-  if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer);
-  if (v.nothing_to_write) j["emitted"] = nullptr;
-  if (v.rewritten) j["emitted"] = {{"path", v.rewritten->path}, {"plan", v.rewritten->plan}, {"notes", v.rewritten->notes}};
-  if (v.emit_simpletuner) {
-    if (!v.updated) {
-      j["emitted"] = nullptr;
-    } else {
-      const std::string best = r.advice->recommended()->schedule.name();
-      if (!v.output.empty())
-        j["emitted"] = {{"path", v.output}, {"schedule", best}};
-      else
-        j["emitted"] = {{"path", nullptr}, {"schedule", best}, {"config", nlohmann::json::parse(v.updated->dump())}};
-    }
-  }
-  out_ << j.dump(2) << "\n";
-}
+void JsonPrinter::check(const CheckView& v) { out_ << check_report_json(v).dump(2) << "\n"; }
+
+void JsonPrinter::calibration(const CalibrationView& v) { out_ << calibration_json(v).dump(2) << "\n"; }
+
+void JsonPrinter::accuracy(const AccuracyView& v) { out_ << accuracy_json(v).dump(2) << "\n"; }
+
+void JsonPrinter::catalog(Catalog what) { out_ << catalog_json(what).dump(2) << "\n"; }
 
 std::unique_ptr<Printer> make_printer(const std::string& format, std::ostream& out) {
   if (format == "table") return std::make_unique<TablePrinter>(out);

@@ -1,6 +1,6 @@
 // One printer per output format: each command hands its report to one of them, once.
-// TablePrinter (aligned text), MarkdownPrinter (the same layout as markdown), JsonPrinter (the keys
-// scripts read: prediction.peak_vram_gib, prediction.step_time_s, prediction.fits, …).
+// TablePrinter (aligned text), MarkdownPrinter (markdown), JsonPrinter (the keys scripts read:
+// prediction.peak_vram_gib, prediction.step_time_s, prediction.fits, …).
 #pragma once
 
 #include <memory>
@@ -8,26 +8,40 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "segadvise/trainers/simpletuner_reader.hpp"
 #include "emitters.hpp"
-#include "segadvise/trainers/trainer_config.hpp"
+#include "segadvise/calibration/calibrate.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"
 #include "segadvise/planner/advisor.hpp"
 
 namespace segadvise::cli {
 
-// What `check` prints: the report and what the CLI did around it.
+// One data backend of a SimpleTuner config: the largest shape it yields.
+struct BackendView {
+  std::string id, dataset_type;
+  int width = 0, height = 0, frames = 1, batch = 1;
+  std::string note;
+};
+
+// What `check` prints: where the config came from, the report and what the CLI did around it.
 struct CheckView {
-  std::string config;                   // the config's path as given
-  const ConfigRead* read = nullptr;     // data backends, the config's schedule
+  std::string config;  // the config's path as given
+  // another trainer's config (musubi, ai-toolkit, OneTrainer, diffusers): its name, every file read
+  // (the config first) and where the training shape comes from; "" : a SimpleTuner config
+  std::string config_trainer;
+  std::vector<std::string> inputs;
+  std::string shape_source;
+  // a SimpleTuner config: its data-backend file and training backends (the chosen one first)
+  std::string data_backend_path;
+  std::vector<BackendView> backends;
   const CheckReport* report = nullptr;
   const TrainerAdvice* trainer = nullptr;  // --emit for another trainer (nullptr: none)
   bool emit_simpletuner = false;            // --emit simpletuner: the config written back
   std::optional<nlohmann::ordered_json> updated;  // that config (nullopt: nothing fits, none written)
   std::string output;                             // where it was written ("" : printed)
   int indent = 4;                                 // the user's indentation, to print it alike
-  // Another trainer's config (musubi, ai-toolkit, OneTrainer, diffusers): `read` is then nullptr.
-  const TrainerRead* other = nullptr;
   struct Written {
     std::string path, plan;
     std::vector<std::string> notes;
@@ -36,6 +50,25 @@ struct CheckView {
   bool nothing_to_write = false;     // --output asked, but nothing within the trainer's knobs fits
 };
 
+// What `calibrate` prints beside the coefficients: the fit, how long it took, where the file went.
+struct CalibrationView {
+  const FitResult* fit = nullptr;
+  double seconds = 0;
+  std::string output;  // "" : the coefficients went to stdout
+};
+
+// What `accuracy` prints: the report on the prepared runs and the with/without-measurement summary.
+struct AccuracyView {
+  const AccuracyReport* report = nullptr;
+  const PreparedSet* set = nullptr;
+  const std::vector<std::pair<std::string, Metrics>>* summary = nullptr;
+  bool by_family = false;  // --by family: signed errors per family x precision x schedule
+  bool runs = false;       // --runs: every run's figures
+};
+
+// What `list` prints: one of the shipped catalogs.
+enum class Catalog { Models, Gpus, Precisions, Optimizers };
+
 class Printer {
  public:
   virtual ~Printer() = default;
@@ -43,31 +76,53 @@ class Printer {
   // `trainer`: the recommendation within another trainer's knobs (--emit), nullptr for none
   virtual void advice(const AdviceReport& r, const TrainerAdvice* trainer) = 0;
   virtual void check(const CheckView& v) = 0;
+  virtual void calibration(const CalibrationView& v) = 0;
+  virtual void accuracy(const AccuracyView& v) = 0;
+  virtual void catalog(Catalog what) = 0;
 };
 
-class TablePrinter : public Printer {
+class TextFormat;  // text_format.hpp
+
+// The text reports, laid out once and written through a TextFormat (the table layout or markdown).
+class TextPrinter : public Printer {
  public:
-  explicit TablePrinter(std::ostream& out, bool markdown = false) : out_(out), md_(markdown) {}
   void prediction(const PredictionReport& r) override;
   void advice(const AdviceReport& r, const TrainerAdvice* trainer) override;
   void check(const CheckView& v) override;
+  void calibration(const CalibrationView& v) override;
+  void accuracy(const AccuracyView& v) override;
+  void catalog(Catalog what) override;
+
+ protected:
+  TextPrinter(std::ostream& out, const TextFormat& fmt) : out_(out), fmt_(fmt) {}
 
  private:
   std::ostream& out_;
-  bool md_;
+  const TextFormat& fmt_;
 };
 
-class MarkdownPrinter : public TablePrinter {
+// Aligned columns and plain titles for a terminal.
+class TablePrinter final : public TextPrinter {
  public:
-  explicit MarkdownPrinter(std::ostream& out) : TablePrinter(out, true) {}
+  explicit TablePrinter(std::ostream& out);
 };
 
-class JsonPrinter : public Printer {
+// Markdown: headings, lists, fenced config blocks, pipe tables.
+class MarkdownPrinter final : public TextPrinter {
+ public:
+  explicit MarkdownPrinter(std::ostream& out);
+};
+
+// The JSON answers (json_report.hpp builds them).
+class JsonPrinter final : public Printer {
  public:
   explicit JsonPrinter(std::ostream& out) : out_(out) {}
   void prediction(const PredictionReport& r) override;
   void advice(const AdviceReport& r, const TrainerAdvice* trainer) override;
   void check(const CheckView& v) override;
+  void calibration(const CalibrationView& v) override;
+  void accuracy(const AccuracyView& v) override;
+  void catalog(Catalog what) override;
 
  private:
   std::ostream& out_;

@@ -44,19 +44,18 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
 
   CheckView v;
   v.config = o.config;
-  v.other = &tr;
+  v.config_trainer = tr.trainer;
+  v.inputs = tr.inputs;
+  v.shape_source = tr.shape_source;
   v.report = &r;
-  int rc = verdict_exit_code(r);
-  // --advise alone also shows the plan within the config's own trainer
+  // --advise alone also shows the plan within the config's own trainer: that plan is then the answer
   const std::string emit = o.emit.empty() ? tr.trainer : o.emit;
   TrainerAdvice ta;
   if (r.advice && emit != "simpletuner") {
     ta = advise_for_trainer(r.context, emit, r.advice->recommended());
     v.trainer = &ta;
-    rc = exit_code_of(true, ta.verdict);  // the plan's verdict, as advise's
-  } else if (r.advice) {
-    rc = advice_exit_code(*r.advice);
   }
+  const int rc = exit_code(r, v.trainer ? std::optional<FitVerdict>(ta.verdict) : std::nullopt);
   if (r.advice && o.emit == tr.trainer && !o.output.empty()) {
     if (ta.best < 0) {
       v.nothing_to_write = true;

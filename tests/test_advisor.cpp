@@ -4,8 +4,10 @@
 #include "advisor_request.hpp"
 
 #include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/calibration/ranges.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/planner/advisor.hpp"
+#include "segadvise/planner/distributed_advice.hpp"
 
 using namespace segadvise;
 
@@ -40,7 +42,9 @@ TEST_CASE("a prediction report equals the cost model's prediction for the same c
   CHECK(r.candidate.prediction.peak_vram_bytes == p.peak_vram_bytes);
   CHECK(r.candidate.prediction.step_time_s == p.step_time_s);
   CHECK(r.candidate.prediction.fits == p.fits);
-  CHECK(r.fits() == p.fits);
+  // far under the card: the range's upper end fits too, so the verdict agrees with the point
+  CHECK(p.fits);
+  CHECK(r.verdict() == FitVerdict::Fits);
   CHECK(r.context.chain.blocks.size() == chain.blocks.size());
   // usable memory in the report is the one function's answer
   CHECK(r.candidate.prediction.usable_vram_bytes == usable_vram_bytes(req.gpu, req.coef));
@@ -146,4 +150,69 @@ TEST_CASE("check's verdict is the worst phase's, the training step's phase keepi
   CHECK(r.verdict() == FitVerdict::DoesNotFit);
   r.step_only = true;
   CHECK(r.verdict() == FitVerdict::Fits);
+}
+
+TEST_CASE("advise on several GPUs searches the strategies itself and reports the best one's schedules") {
+  AdvisorRequest r = request_for("flux", "h100");
+  r.setup.multi_gpu.gpus_per_node = 8;
+  r.setup.multi_gpu.strategy = Strategy::ddp;
+  AdviceOptions searched;
+  searched.search_multi_gpu = true;
+  const AdviceReport a = advise_report(r, searched);
+  REQUIRE(a.distributed != nullptr);
+  REQUIRE(a.distributed->best >= 0);
+  // the report is the best option's: its context runs that option's multi-GPU setup
+  const DistributedOption& best = a.distributed->options[a.distributed->best];
+  CHECK(a.context.setup.multi_gpu.strategy == best.multi_gpu.strategy);
+  CHECK(a.context.setup.multi_gpu.context_parallel == best.multi_gpu.context_parallel);
+  // without the search (a strategy was named), the request's own setup is advised and nothing attached
+  const AdviceReport own = advise_report(r, AdviceOptions{});
+  CHECK(own.distributed == nullptr);
+  CHECK(own.context.setup.multi_gpu.strategy == Strategy::ddp);
+  // on one GPU there is nothing to search
+  const AdviceReport one = advise_report(request_for("flux", "h100"), searched);
+  CHECK(one.distributed == nullptr);
+}
+
+TEST_CASE("check warns about host memory only when the machine's is known and the run needs more") {
+  CheckRequest req;
+  req.run = request_for("flux", "h100");
+  req.schedule = parse("layer");
+  const auto host_warning = [](const CheckReport& r) {
+    for (const auto& w : r.warnings)
+      if (w.rfind("host memory: the run needs about", 0) == 0) return true;
+    return false;
+  };
+  CHECK_FALSE(host_warning(check_report(req)));  // unknown: 0
+  req.host_memory_bytes = 1024;                  // 1 KiB: every run needs more
+  const CheckReport small = check_report(req);
+  REQUIRE(small.phases.has_value());
+  CHECK(small.phases->host.peak_bytes > 1024);
+  CHECK(host_warning(small));
+  req.host_memory_bytes = 1e15;  // a petabyte
+  CHECK_FALSE(host_warning(check_report(req)));
+}
+
+TEST_CASE("every report's verdict is the three-valued one: an advice, a prediction, the optimal plan") {
+  const auto ranged = [](const char* gpu) {
+    AdvisorRequest r = request_for("flux", gpu);
+    r.ranges = default_ranges();  // the shipped 90% bands
+    return r;
+  };
+  // unmeasured, Flux's example on a 24 GB card is only borderline: the 90% range straddles the card
+  const AdviceReport a = advise_report(ranged("4090"), AdviceOptions{});
+  REQUIRE(a.recommended() == nullptr);
+  REQUIRE(a.advice.borderline >= 0);
+  CHECK(a.verdict() == FitVerdict::Borderline);
+  const PredictionReport p = predict_report(ranged("4090"), a.advice.candidates[a.advice.borderline].schedule);
+  CHECK(p.verdict() == FitVerdict::Borderline);
+  CHECK(p.candidate.prediction.fits);  // the point fits: not a reason to say "fits"
+  // the optimal plan is pressed against the card (the fastest plan whose point fits): its range straddles too
+  REQUIRE(a.optimal.optimal.found);
+  CHECK(a.optimal.optimal.prediction.fits);
+  CHECK(a.optimal.verdict == FitVerdict::Borderline);
+  // with room to spare every verdict is "fits"
+  const AdviceReport roomy = advise_report(ranged("h100"), AdviceOptions{});
+  CHECK(roomy.verdict() == FitVerdict::Fits);
+  CHECK(roomy.optimal.verdict == FitVerdict::Fits);
 }

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "gpu_detect.hpp"
 
@@ -12,6 +13,9 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
+#include "printer.hpp"
+#include "progress.hpp"
+#include "text_format.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -139,4 +143,83 @@ TEST_CASE("printed SimpleTuner keys carry no null: the trainer skips a null and 
   CHECK(keys_to_remove(Schedule::parse("seg2-stride4")).empty());
   // rewriting a whole config still removes unset keys (null = remove)
   CHECK(schedule_keys(Schedule::parse("layer"))["gradient_checkpointing_interval"].is_null());
+}
+
+TEST_CASE("every command's exit code is the one verdict's: 0 fits, 3 borderline, 1 does not fit") {
+  CHECK(exit_code(FitVerdict::Fits) == 0);
+  CHECK(exit_code(FitVerdict::Borderline) == 3);
+  CHECK(exit_code(FitVerdict::DoesNotFit) == 1);
+  // unmeasured, Flux's example setup on a 24 GB card is only borderline (its 90% ranges straddle it)
+  SetupFlags f;
+  f.model = "flux";
+  f.gpu = "4090";
+  const AdviceReport advice = advise_report(make_request(f), AdviceOptions{});
+  REQUIRE(advice.verdict() == FitVerdict::Borderline);
+  CHECK(exit_code(advice) == 3);
+  // another trainer's plan, when it is the answer, decides: a confident plan exits 0, none exits 1
+  CHECK(exit_code(advice, FitVerdict::Fits) == 0);
+  CHECK(exit_code(advice, FitVerdict::DoesNotFit) == 1);
+  // predict of the borderline schedule says the same
+  const PredictionReport p = predict_report(make_request(f), advice.advice.candidates[advice.advice.borderline].schedule);
+  CHECK(p.verdict() == FitVerdict::Borderline);
+  CHECK(exit_code(p) == 3);
+  // a schedule the trainer rejects does not fit
+  const PredictionReport bad = predict_report(make_request(f), Schedule::parse("seg4-stride2"));
+  CHECK_FALSE(bad.candidate.prediction.supported);
+  CHECK(exit_code(bad) == 1);
+}
+
+TEST_CASE("progress is shown on a terminal only: nothing in a pipe, one overwritten line on a terminal") {
+  std::ostringstream pipe;
+  {
+    Progress p(pipe, false);
+    p.update("accuracy: fitting without flux (1/26)");
+    p.finish();
+  }
+  CHECK(pipe.str().empty());
+  std::ostringstream tty;
+  {
+    Progress p(tty, true);
+    p.update("fitting without flux (1/26)");  // 27 columns
+    p.update("fitting without sd3 (2/26)");   // 26: one space clears the longer line's last column
+  }  // the destructor clears the line
+  CHECK(tty.str() == "\rfitting without flux (1/26)"
+                     "\rfitting without sd3 (2/26) \rfitting without sd3 (2/26)"
+                     "\r" + std::string(26, ' ') + "\r");
+}
+
+TEST_CASE("the table layout and markdown differ only through the TextFormat") {
+  const TextFormat& table = table_format();
+  const TextFormat& md = markdown_format();
+  CHECK(md.section(3, "Setup", "Setup (assumed where you gave no flag):\n") == "### Setup\n\n");
+  CHECK(table.section(3, "Setup", "Setup (assumed where you gave no flag):\n") == "Setup (assumed where you gave no flag):\n");
+  CHECK(md.item("warning: ") == "- ");
+  CHECK(table.item("warning: ") == "warning: ");
+  CHECK(md.strong("verdict: fits") == "**verdict: fits**");
+  CHECK(table.strong("verdict: fits") == "verdict: fits");
+  CHECK(md.code_block("json", "{}\n") == "```json\n{}\n```\n");
+  CHECK(table.code_block("json", "{}\n") == "{}\n");
+  Table t({"a", "bb"});
+  t.add({"ccc", "d"});
+  std::ostringstream aligned, pipes;
+  table.table(aligned, t);
+  md.table(pipes, t);
+  CHECK(aligned.str() == "a    bb\n-------\nccc  d\n");  // widths 3 and 2, two spaces between
+  CHECK(pipes.str() == "| a   | bb |\n| --- | -- |\n| ccc | d  |\n");
+}
+
+TEST_CASE("each format has its own printer: markdown headings only from the markdown one") {
+  SetupFlags f;
+  f.model = "sd3";
+  f.gpu = "h100";
+  const PredictionReport r = predict_report(make_request(f), Schedule::parse("layer"));
+  std::ostringstream table, md, json;
+  TablePrinter(table).prediction(r);
+  MarkdownPrinter(md).prediction(r);
+  JsonPrinter(json).prediction(r);
+  CHECK(table.str().find("### Setup") == std::string::npos);
+  CHECK(table.str().rfind("Setup (assumed where you gave no flag):\n", 0) == 0);
+  CHECK(md.str().rfind("### Setup\n\n", 0) == 0);
+  CHECK(md.str().find("| memory") != std::string::npos);
+  CHECK(nlohmann::json::parse(json.str())["prediction"]["fit"] == "fits");
 }

@@ -70,7 +70,7 @@ TEST_CASE("predict, advise and check all say SimpleTuner stops on fp8-quanto on 
   const PredictionReport p = predict_report(r, Schedule::parse("layer"));
   CHECK(!p.candidate.prediction.supported);
   CHECK(p.candidate.prediction.reason == why);
-  CHECK(!p.fits());
+  CHECK(p.verdict() == FitVerdict::DoesNotFit);
   const AdviceReport a = advise_report(r, AdviceOptions{});
   CHECK(a.recommended() == nullptr);
   CHECK(a.advice.supported_count == 0);

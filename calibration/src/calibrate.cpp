@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <tuple>
 
 #include "segadvise/calibration/lsq.hpp"
@@ -316,6 +317,7 @@ FitResult fit_coefficients(const PreparedSet& set, const Coefficients& start, co
   LsqOptions lo;
   lo.max_iterations = opt.max_iterations;
   lo.relative_tolerance = 1e-6;
+  lo.on_iteration = opt.on_iteration;
   const LsqResult lr = specs.empty() ? LsqResult{prob.x0, 0, 0, 0, true, "nothing to fit"}
                                      : bounded_levenberg_marquardt(prob, lo);
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -515,8 +517,15 @@ AccuracyReport accuracy_leave_family_out(const PreparedSet& set, const Coefficie
   const std::vector<std::string> groups(group_set.begin(), group_set.end());
   // the fits are independent (each writes only its family's predictions): opt.threads workers take
   // families in turn; the result does not depend on the number of workers
+  std::mutex progress;
+  std::size_t started = 0;
   for_each_parallel(groups.size(), static_cast<std::size_t>(std::max(1, opt.threads)), [&](std::size_t k) {
+    if (opt.on_family) {
+      const std::lock_guard<std::mutex> lock(progress);
+      opt.on_family(groups[k], ++started, groups.size());
+    }
     FitOptions o = opt;
+    o.on_iteration = nullptr;  // the fits' iterations interleave: only the families are shown
     o.exclude_groups.insert(groups[k]);
     const FitResult fr = fit_coefficients(set, start, o);
     for (std::size_t i = 0; i < set.runs.size(); ++i)

@@ -27,4 +27,11 @@ Coefficients coefficients_for(const std::string& path) {
   return load_coefficients(path);
 }
 
+Coefficients starting_coefficients(const std::string& path) {
+  if (!path.empty()) return coefficients_for(path);
+  Coefficients c;
+  c.source = "built-in starting values";
+  return c;
+}
+
 }  // namespace segadvise

@@ -66,6 +66,7 @@ LsqResult bounded_levenberg_marquardt(const BoundedProblem& p, const LsqOptions&
   std::vector<double> jac(m * n), rp(m), jtj(n * n), jtr(n), step(n), xn(n), rn(m);
   for (int it = 0; it < o.max_iterations; ++it) {
     res.iterations = it + 1;
+    if (o.on_iteration) o.on_iteration(it + 1, cost);
     // forward-difference Jacobian; step inward at an upper bound
     for (std::size_t k = 0; k < n; ++k) {
       const double span = p.hi[k] - p.lo[k];

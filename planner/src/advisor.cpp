@@ -12,6 +12,7 @@
 #include "segadvise/trainers/multi_gpu_rules.hpp"
 #include "segadvise/trainers/setup_rules.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/planner/distributed_advice.hpp"
 #include "segadvise/planner/search_policy.hpp"
 
 namespace segadvise {
@@ -217,7 +218,11 @@ static OptimalView solve_optimal(const Context& ctx, bool with_front) {
   OptimalView v;
   const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
   v.optimal = opt.solve();
-  if (v.optimal.found) v.insight = opt.insight(v.optimal.plan);
+  if (v.optimal.found) {
+    v.insight = opt.insight(v.optimal.plan);
+    // the optimal plan's figures are the cost model's own (not anchored): its unanchored bands
+    v.verdict = ranged_prediction(ctx.ranges, Anchor{}, Schedule{}, v.optimal.prediction, ctx.headroom_bytes).fit;
+  }
   if (with_front) v.front = opt.pareto_front(kParetoFrontPlans);
   return v;
 }
@@ -336,7 +341,13 @@ AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
 }
 
 AdviceReport advise_report(const AdvisorRequest& request, const AdviceOptions& options) {
-  return advise_report(Context(request), options);
+  if (!options.search_multi_gpu || request.setup.multi_gpu.world() <= 1) return advise_report(Context(request), options);
+  auto distributed = std::make_shared<const DistributedAdvice>(advise_distributed(Context(request)));
+  AdvisorRequest best = request;
+  if (distributed->best >= 0) best.setup.multi_gpu = distributed->options[distributed->best].multi_gpu;
+  AdviceReport r = advise_report(Context(best), options);
+  r.distributed = std::move(distributed);
+  return r;
 }
 
 namespace {
@@ -351,6 +362,15 @@ std::string secs(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.1f s", s);
   return buf;
+}
+
+std::string verdict_words(FitVerdict v) {
+  switch (v) {
+    case FitVerdict::Fits: return "fits";
+    case FitVerdict::Borderline: return "borderline";
+    case FitVerdict::DoesNotFit: break;
+  }
+  return "does not fit";
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -380,8 +400,7 @@ CheckReport check_report(const CheckRequest& request) {
       if (ran.prediction.supported)
         r.warnings.push_back("the trainer runs this config as '" + as_run->name() + "' (" + to_string(as_run->backend) +
                              "): peak " + gib_1(ran.prediction.peak_vram_bytes) + ", " +
-                             secs(ran.prediction.step_time_s) + "/step, " +
-                             (ran.prediction.fits ? "fits" : "does not fit"));
+                             secs(ran.prediction.step_time_s) + "/step, " + verdict_words(ran.verdict()));
     }
   }
   for (const auto& w : c.plan.warnings) r.warnings.push_back(w);
@@ -389,6 +408,10 @@ CheckReport check_report(const CheckRequest& request) {
   if (c.prediction.supported) {
     r.phases = predict_run(ctx, c, request.run_setup);
     for (const auto& w : r.phases->warnings) r.warnings.push_back(w);
+    const HostMemory& host = r.phases->host;
+    if (request.host_memory_bytes > 0 && host.peak_bytes > request.host_memory_bytes)
+      r.warnings.push_back("host memory: the run needs about " + gib_1(host.peak_bytes) + " (" + host.set_by +
+                           "), this machine has " + gib_1(request.host_memory_bytes));
   }
   if (request.advise) {
     AdviceOptions options = request.advice_options;

@@ -58,6 +58,10 @@ struct FitOptions {
   // parameter groups to fit; the rest stay at the starting values
   bool fit_gpu = true, fit_activation = true, fit_precision = true, fit_global = true, fit_reserve = true;
   int threads = 1;  // leave-one-family-out: fits run side by side (results identical for any count)
+  // progress, for a display (none: silent); neither changes a result
+  std::function<void(int iteration, double cost)> on_iteration;  // each Levenberg-Marquardt iteration of a fit
+  // leave-one-family-out: as the fit without `family` starts, `started` of `total` (calls serialized)
+  std::function<void(const std::string& family, std::size_t started, std::size_t total)> on_family;
 };
 
 struct FittedParameter {

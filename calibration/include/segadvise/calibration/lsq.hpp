@@ -19,6 +19,8 @@ struct LsqOptions {
   int max_iterations = 200;
   double relative_tolerance = 1e-10;  // stop when the cost improves by less than this share
   double step_tolerance = 1e-10;      // or when the step is this small relative to the box
+  // called as each iteration starts (1-based), with the cost so far; none: silent
+  std::function<void(int iteration, double cost)> on_iteration;
 };
 
 struct LsqResult {

@@ -96,6 +96,9 @@ struct OptimalView {
   OptimalPlan optimal;
   ParetoFront front;
   std::vector<InsightRow> insight;
+  // the optimal plan's 90% range against the card, as every schedule's (fits only when its upper end
+  // plus the headroom fits)
+  FitVerdict verdict = FitVerdict::DoesNotFit;
   int uniform = -1;        // index of the best trainer schedule that fits (advice.recommended)
   double gain_s = 0;       // uniform step time minus optimal (>= 0)
   double gain_fraction = 0;
@@ -120,13 +123,20 @@ bool nothing_can_fit(const Context& ctx);
 struct PredictionReport {
   Context context;
   Candidate candidate;  // the schedule asked for, realized and predicted
-  bool fits() const { return candidate.prediction.supported && candidate.prediction.fits; }
+  // its 90% range against the card (does-not-fit when the trainer would not run it)
+  FitVerdict verdict() const {
+    return candidate.prediction.supported ? candidate.verdict() : FitVerdict::DoesNotFit;
+  }
 };
 
 struct AdviceOptions {
   bool keep_all = false;    // every supported schedule, not only the Pareto front
   bool with_front = false;  // the Pareto front of optimal plans (~100 ms; seconds on long chains)
   RunSetup run_setup;       // the keys that move the run's other phases (the trainer's defaults)
+  // with several GPUs: advise every strategy x context-parallel option the trainer has
+  // (distributed_advice.hpp) and the best one's schedules (--gpus N without --strategy or
+  // --context-parallel); the request's own multi-GPU setup otherwise
+  bool search_multi_gpu = false;
 };
 
 struct DistributedAdvice;  // distributed_advice.hpp
@@ -138,11 +148,17 @@ struct AdviceReport {
   std::vector<Alternative> alternatives;  // only when nothing fits
   bool keep_all = false;
   std::optional<RunPhases> phases;    // the recommendation's whole run (startup … save)
-  // advise --gpus N without --strategy: every strategy x context-parallel option (null otherwise);
+  // search_multi_gpu on several GPUs: every strategy x context-parallel option (null otherwise);
   // `context` is then the best option's
   std::shared_ptr<const DistributedAdvice> distributed;
   const Candidate* recommended() const {
     return advice.recommended >= 0 ? &advice.candidates[advice.recommended] : nullptr;
+  }
+  // fits: a schedule fits with confidence (the recommendation); borderline: only borderline ones
+  // remain; does-not-fit: nothing does
+  FitVerdict verdict() const {
+    if (advice.recommended >= 0) return FitVerdict::Fits;
+    return advice.borderline >= 0 ? FitVerdict::Borderline : FitVerdict::DoesNotFit;
   }
 };
 
@@ -156,6 +172,9 @@ struct CheckRequest {
   AdviceOptions advice_options;
   RunSetup run_setup;                   // the keys that move the run's other phases
   bool step_only = false;               // judge the training step alone, not the whole run
+  // the memory of the machine that will run it (known when it is this one), 0: unknown; a run needing
+  // more host memory is warned about
+  double host_memory_bytes = 0;
 };
 
 struct CheckReport {
@@ -165,14 +184,7 @@ struct CheckReport {
   std::optional<AdviceReport> advice;
   std::optional<RunPhases> phases;  // the whole run (none when the trainer would not run it)
   bool step_only = false;
-  bool step_fits() const { return candidate.prediction.supported && candidate.prediction.fits; }
-  // the whole run's peak against the card (the step's alone with step_only)
-  bool run_fits() const {
-    return step_fits() && phases &&
-           phases->peak_vram_bytes + context.headroom_bytes <= candidate.prediction.usable_vram_bytes;
-  }
-  bool fits() const { return step_only ? step_fits() : run_fits(); }
-  // The three-valued verdict check exits with: the step's (its 90% range against the card) and every
+  // The three-valued verdict of the config: the step's (its 90% range against the card) and every
   // other phase's (its 90% range, families/phases.hpp), the worst of them; the step's alone with step_only.
   FitVerdict verdict() const {
     if (!candidate.prediction.supported) return FitVerdict::DoesNotFit;
