@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <optional>
 
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/evaluator.hpp"
 #include "segadvise/costmodel/plan_json.hpp"
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/planner/block_graph.hpp"
@@ -344,4 +346,99 @@ TEST_CASE("the memory insight rows add up to the bytes the plan frees and the ti
   CHECK(freed == doctest::Approx(kept_retained - plan_retained).epsilon(1e-9));
   const double keep_s = predict(ctx.chain, keep, ctx.setup, ctx.gpu, ctx.coef, 0).step_time_s;
   CHECK(added == doctest::Approx(best.prediction.step_time_s - keep_s).epsilon(1e-9));
+}
+
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// every block kept, except the blocks of d under its mode
+Plan plan_of_decision(int n, const PlanOptimizer::Decision& d, bool attention_offload) {
+  Plan p;
+  p.offload_attention = attention_offload;
+  for (int i = 0; i < d.begin; ++i) p.segments.push_back({i, i + 1, BlockMode::Keep, false});
+  p.segments.push_back({d.begin, d.end, d.mode, d.offload});
+  for (int i = d.end; i < n; ++i) p.segments.push_back({i, i + 1, BlockMode::Keep, false});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the optimal planner's decision costs are the evaluator's segment costs, on every family") {
+  // kept and FFN-only blocks: the same bits; checkpoint calls: the same figures to 1e-12 (the
+  // evaluator forms a call's recomputed bytes as the timeline does, the running total less the
+  // blocks already back-propagated)
+  int compared = 0;
+  for (const auto& fam : builtin_families()) {
+    const Context ctx = example_context(fam.id, "l40s");
+    const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
+    const TransferRates rates = transfer_rates(ctx.prepared);
+    // the copy scales a block's bytes without the chain's quantized kernel: it leaves out the
+    // quantized Linear inputs predict() counts (fp8-torchao keeps them)
+    bool quantized_inputs = false;
+    for (std::size_t i = 0; i < ctx.chain.blocks.size(); ++i) {
+      const ScaledBlock plain = scaled(ctx.chain.blocks[i], ctx.coef);
+      quantized_inputs = quantized_inputs || !same_bits(plain.attention_bytes, ctx.prepared.scaled[i].attention_bytes) ||
+                         !same_bits(plain.ffn_bytes, ctx.prepared.scaled[i].ffn_bytes);
+    }
+    if (quantized_inputs) {
+      MESSAGE(fam.id, ": the copy leaves out quantized Linear inputs");
+      continue;
+    }
+    for (bool att : {false, true}) {
+      const OffloadView view = checkpointing_view(ctx.prepared, att);
+      for (const auto& at : opt.decisions(att))
+        for (const auto& d : at) {
+          const SegmentCost c = segment_cost(ctx.prepared, view, Segment{d.begin, d.end, d.mode, d.offload});
+          INFO(fam.id, " [", d.begin, ",", d.end, ") ", to_string(d.mode), d.offload ? " host" : "",
+               att ? " attention offload" : "");
+          if (d.mode != BlockMode::Checkpoint) {
+            CHECK(same_bits(c.working_bytes, d.local_bytes));
+            CHECK(same_bits(c.retained_bytes, d.retained_bytes));
+          } else {
+            CHECK(c.working_bytes == doctest::Approx(d.local_bytes).epsilon(1e-12));
+            CHECK(c.retained_bytes == doctest::Approx(d.retained_bytes).epsilon(1e-12));
+          }
+          CHECK(c.added_s(rates) == doctest::Approx(d.seconds).epsilon(1e-12));
+          ++compared;
+        }
+    }
+  }
+  CHECK(compared > 10000);
+}
+
+TEST_CASE("a decision adds to the all-keep plan the time predict() adds for a plan of that decision alone") {
+  // and without attention offload, the plan's activation peak is the base plus the largest
+  // retained prefix and working set of its segments
+  for (const char* model : {"wan2.1-14b", "sdxl", "flux1", "stable-cascade-c"}) {
+    const Context ctx = example_context(model, "l40s");
+    const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
+    const int n = static_cast<int>(ctx.chain.blocks.size());
+    Plan keep;
+    for (int i = 0; i < n; ++i) keep.segments.push_back({i, i + 1, BlockMode::Keep, false});
+    const double keep_s = predict(ctx.prepared, keep, ctx.headroom_bytes).step_time_s;
+    for (bool att : {false, true}) {
+      const auto& ds = opt.decisions(att);
+      for (const auto& at : ds)
+        for (const auto& d : at) {
+          if (d.mode == BlockMode::Keep) continue;  // a plan checkpointing nothing prices offload apart
+          INFO(model, " [", d.begin, ",", d.end, ") ", to_string(d.mode), d.offload ? " host" : "",
+               att ? " attention offload" : "");
+          const Plan plan = plan_of_decision(n, d, att);
+          double added = d.seconds, retained = 0, working = 0;
+          for (const Segment& s : plan.segments) {
+            const PlanOptimizer::Decision& here =
+                s.mode == BlockMode::Keep ? ds[s.begin][0] : d;  // the kept block's own decision
+            if (s.mode == BlockMode::Keep) added += here.seconds;
+            working = std::max(working, retained + here.local_bytes);
+            retained += here.retained_bytes;
+          }
+          const Prediction p = predict(ctx.prepared, plan, ctx.headroom_bytes);
+          CHECK(p.step_time_s == doctest::Approx(keep_s + added).epsilon(1e-12));
+          if (!att)
+            CHECK(p.memory.activation_peak_bytes ==
+                  doctest::Approx(ctx.chain.outside_activation_bytes + working).epsilon(1e-12));
+        }
+    }
+  }
 }

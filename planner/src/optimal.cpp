@@ -10,6 +10,7 @@
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/evaluator.hpp"
 #include "segadvise/costmodel/parallel.hpp"
 
 namespace segadvise {
@@ -58,7 +59,10 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
       coef_(coef),
       headroom_bytes_(headroom_bytes),
       options_(options),
-      graph_(chain) {
+      graph_(chain),
+      prepared_(prepare(chain, setup, gpu, coef)) {
+  if (options_.anchor) anchor_ = *options_.anchor;
+  options_.anchor = nullptr;  // held in anchor_
   const int n = static_cast<int>(chain.blocks.size());
   // Everything that no decision changes comes from the cost model itself: the all-keep plan's step
   // time is the constant every decision adds to, its static memory the constant under the peak.
@@ -79,6 +83,11 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
     build_decisions(f == 1);
     build_bounds(f);
   }
+}
+
+Prediction PlanOptimizer::predict_plan(const Plan& plan) const {
+  const Prediction p = predict(prepared_, plan, headroom_bytes_);
+  return anchor_.points.empty() ? p : apply_anchor_scales(anchor_, p, headroom_bytes_);
 }
 
 double PlanOptimizer::peak_vram_for_activation(double activation_bytes) const {
