@@ -93,93 +93,9 @@ Sink walk_timeline(const PreparedChain& pc, const Plan& plan, Sink note, Activat
   return note;
 }
 
-// The first position holding the largest value, as PeakSink finds it walking `live` in order
-// (0 and position 0 when none is positive). Four running maxima instead of one: a single maximum
-// carried from position to position was the whole cost of scoring a schedule.
-// (kept out of line: inlined into the walk, GCC kept one running maximum in memory)
-struct FirstPeak {
-  int at;
-  double peak;
-};
-[[gnu::noinline]] FirstPeak first_peak(const double* live, int count) {
-  double m0 = 0, m1 = 0, m2 = 0, m3 = 0;
-  int k = 0;
-  for (; k + 4 <= count; k += 4) {
-    m0 = live[k] > m0 ? live[k] : m0;
-    m1 = live[k + 1] > m1 ? live[k + 1] : m1;
-    m2 = live[k + 2] > m2 ? live[k + 2] : m2;
-    m3 = live[k + 3] > m3 ? live[k + 3] : m3;
-  }
-  for (; k < count; ++k) m0 = live[k] > m0 ? live[k] : m0;
-  m0 = m1 > m0 ? m1 : m0;
-  m2 = m3 > m2 ? m3 : m2;
-  const double peak = m2 > m0 ? m2 : m0;
-  int at = 0;
-  if (peak > 0)
-    while (live[at] != peak) ++at;
-  return {at, peak};
-}
-
-// walk_timeline for a plan of one-block segments without attention offload (every per-block and
-// micro-block schedule): the segment bookkeeping folds away, every sum is formed as above (adding
-// the empty segment's 0.0 changes no bits), so the peak and its position are bit-identical.
-// live[] holds the positions in walk order: forward 0..n-1, then backward n-1..0.
-PeakSink single_block_peak(const PreparedChain& pc, const Plan& plan, ActivationTimeline& tl) {
-  const ScaledBlock* sb = pc.scaled.data();
-  const Segment* seg = plan.segments.data();
-  const int n = static_cast<int>(plan.segments.size());
-  const double base = pc.chain->outside_activation_bytes;
-  thread_local std::vector<double> buffer;
-  buffer.resize(3 * static_cast<std::size_t>(n));
-  double* live = buffer.data();
-  double* r = live + 2 * n;
-  double retained_sum = 0, host = 0;
-  for (int i = 0; i < n; ++i) {
-    const ScaledBlock& b = sb[i];
-    const double saved = b.saved();
-    live[i] = forward_live(b, base + retained_sum);
-    double kept = 0;
-    if (seg[i].mode == BlockMode::Keep) {
-      kept = saved;  // attention + ffn + rest, all on the GPU
-    } else if (seg[i].mode == BlockMode::CheckpointFfn) {
-      if (seg[i].offload_to_host) {
-        kept = b.attention_bytes + b.rest_bytes;
-        host += b.ffn_input_bytes;
-      } else {
-        kept = b.attention_bytes + b.rest_bytes + b.ffn_input_bytes;
-      }
-    } else if (seg[i].offload_to_host) {
-      host += b.boundary_bytes;
-    } else {
-      kept = b.boundary_bytes;
-    }
-    r[i] = retained_sum;  // before block i (walk_timeline: the prefix)
-    retained_sum += kept;
-  }
-  tl.retained_after_forward_bytes = retained_sum;
-  tl.host_bytes = host;
-  for (int i = n - 1; i >= 0; --i) {
-    const ScaledBlock& b = sb[i];
-    const double below = base + r[i];
-    live[2 * n - 1 - i] = seg[i].mode == BlockMode::Checkpoint ? recomputed_backward_live(b, b, b.saved(), below)
-                                                               : backward_live(b, seg[i].mode, below);
-  }
-  PeakSink peak;
-  const auto [at, value] = first_peak(live, 2 * n);
-  peak.peak = value;
-  if (at >= n) {
-    const int i = 2 * n - 1 - at;
-    peak.what = seg[i].mode == BlockMode::Checkpoint ? 1 : 2;
-    peak.block = i;
-  } else {
-    peak.block = at;
-  }
-  return peak;
-}
-
 // The figures predict() needs of a plan, in one pass (fused_block for one-block segments without
-// attention offload, fused_segment for any segment): single_block_peak's positions (its peak: a maximum is the same in any order; a block's
-// backward position needs only what the blocks before it retain) and predict()'s recompute and
+// attention offload, fused_segment for any segment): the timeline's positions (its peak: a maximum is
+// the same in any order; a block's backward position needs only what the blocks before it retain) and predict()'s recompute and
 // transfer sums, each formed over the blocks in the same order as there, so every figure is
 // bit-identical to the timeline walk plus predict()'s loop over segments.
 struct SingleBlockFigures {
@@ -281,8 +197,6 @@ ActivationTimeline timeline(const PreparedChain& pc, const Plan& plan, bool keep
       tl.points.push_back({phase_name(what, i), live});
     };
     walk_timeline(pc, plan, note, tl);
-  } else if (!plan.offload_attention && plan.segments.size() == blocks.size()) {
-    peak = single_block_peak(pc, plan, tl);
   } else if (!name_peak) {
     peak.peak = walk_timeline(pc, plan, MaxSink{}, tl).peak;
   } else {

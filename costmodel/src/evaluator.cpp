@@ -50,4 +50,29 @@ SegmentCost segment_cost(const PreparedChain& pc, const OffloadView& o, const Se
   return c;
 }
 
+double segment_added_s(const PreparedChain& pc, const OffloadView& o, const Segment& s, const TransferRates& r,
+                       double compute_scale, double transfer_scale) {
+  const auto& blocks = pc.chain->blocks;
+  const double per_byte = r.offload_s_per_byte, stream = r.stream_s_per_recomputed_block;
+  const double cs = compute_scale, ts = transfer_scale;
+  // a kept or FFN-only block's attention share over PCIe
+  auto attention_s = [&](int i) {
+    return (o.on && blocks[i].attention_offloadable) ? pc.scaled[i].attention_bytes * o.share * per_byte : 0.0;
+  };
+  double t = 0;
+  if (s.mode == BlockMode::Keep) {
+    for (int i = s.begin; i < s.end; ++i) t += ts * attention_s(i);
+  } else if (s.mode == BlockMode::CheckpointFfn) {
+    for (int i = s.begin; i < s.end; ++i)
+      t += cs * pc.ffn_forward_s[i] + ts * stream + ts * attention_s(i) +
+           ts * (s.offload_to_host ? blocks[i].ffn_input_bytes * per_byte : 0.0);
+  } else {
+    for (int i = s.begin; i < s.end; ++i)
+      t += cs * pc.forward_s[i] + ts * stream +
+           ts * ((o.on && blocks[i].attention_offloadable) ? pc.scaled[i].attention_bytes * per_byte : 0.0);
+    if (s.offload_to_host) t = t + ts * (pc.scaled[s.begin].boundary_bytes * per_byte);
+  }
+  return t;
+}
+
 }  // namespace segadvise

@@ -175,14 +175,17 @@ struct SegmentCost {
   double recompute_s = 0;
   double offload_bytes = 0;
   int recomputed_blocks = 0;
-  // the step time it adds against keeping its blocks without offload:
-  // recompute + offload_bytes x offload rate + recomputed blocks x stream rate
-  double added_s(const TransferRates& r, double compute_scale = 1.0, double transfer_scale = 1.0) const {
-    return compute_scale * recompute_s +
-           transfer_scale * (offload_bytes * r.offload_s_per_byte + recomputed_blocks * r.stream_s_per_recomputed_block);
-  }
 };
 SegmentCost segment_cost(const PreparedChain& pc, const OffloadView& o, const Segment& s);
+
+// The step time segment s adds against keeping its blocks without offload, block by block: each
+// block's recompute (whole block, or its FFN for FFN-only), its streamed weights again when it is
+// recomputed, its attention tensors over PCIe under offload (all of a checkpointed block's, the
+// view's share of another's), an FFN-only block's input on the host; then a checkpoint call's input
+// state on the host. Recompute times compute_scale, transfers times transfer_scale (an anchor's
+// scales; 1 leaves every sum as it is). predict() sums the same terms over the whole plan.
+double segment_added_s(const PreparedChain& pc, const OffloadView& o, const Segment& s, const TransferRates& r,
+                       double compute_scale = 1.0, double transfer_scale = 1.0);
 
 // The smallest forward position any schedule visits at block i: nothing retained below it, the
 // chain's outside activations only (every timeline passes through it; its sums as the walk's).
