@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -424,4 +425,54 @@ TEST_CASE("a decision adds to the all-keep plan the time predict() adds for a pl
         }
     }
   }
+}
+
+TEST_CASE("a measured run that moves the level moves the optimal plan's predicted time and peak the same way") {
+  // Wan 2.1 14B on an L40S, `layer` measured 30% slower and 10% fuller than the model says: every
+  // trainer schedule's figures are anchored, and so are the optimal plan's
+  AdvisorRequest r;
+  r.family = &find_family("wan2.1-14b");
+  r.setup = default_setup(*r.family);
+  r.gpu = find_gpu("l40s");
+  r.coef = coefficients_for("");
+  const Context plain(r);
+  const Prediction layer = evaluate(plain, Schedule::parse("layer")).prediction;
+  char text[96];
+  std::snprintf(text, sizeof text, "layer:%.6f:%.6f", 1.3 * layer.step_time_s, 1.1 * layer.peak_vram_bytes / kGiB);
+  r.measured.push_back(parse_measurement(text));
+  const Context measured(r);
+  REQUIRE_FALSE(measured.anchor.points.empty());
+  REQUIRE(optimal_options(measured).anchor == &measured.anchor);
+  const PlanOptimizer plain_opt(plain.chain, plain.setup, plain.gpu, plain.coef, plain.headroom_bytes,
+                                optimal_options(plain));
+  const PlanOptimizer measured_opt(measured.chain, measured.setup, measured.gpu, measured.coef,
+                                   measured.headroom_bytes, optimal_options(measured));
+  // a trainer schedule nobody measured moves by the anchor
+  const Schedule other = Schedule::parse("none");
+  const double other_plain_s = evaluate(plain, other).prediction.step_time_s;
+  const double other_measured_s = evaluate(measured, other).prediction.step_time_s;
+  CHECK(other_measured_s > other_plain_s);
+  // with no budget binding both pick the same plan: its figures are the anchored ones, bit for bit
+  const OptimalPlan roomy_plain = plain_opt.solve_for_peak(1e300), roomy = measured_opt.solve_for_peak(1e300);
+  REQUIRE(roomy_plain.found);
+  REQUIRE(roomy.found);
+  CHECK(plan_to_json(roomy.plan) == plan_to_json(roomy_plain.plan));
+  const Prediction expected = apply_anchor_scales(measured.anchor, roomy_plain.prediction, measured.headroom_bytes);
+  CHECK(same_bits(roomy.prediction.step_time_s, expected.step_time_s));
+  CHECK(same_bits(roomy.prediction.peak_vram_bytes, expected.peak_vram_bytes));
+  CHECK(roomy.prediction.step_time_s > roomy_plain.prediction.step_time_s);
+  CHECK(roomy.prediction.peak_vram_bytes > roomy_plain.prediction.peak_vram_bytes);
+  CHECK(roomy.dp_step_time_s == doctest::Approx(roomy.prediction.step_time_s).epsilon(1e-12));
+  // on the card: the anchored plan fits by its anchored peak, and is no faster than the plain one
+  // (a fuller level leaves it less room, a slower one makes every second count more)
+  const OptimalPlan fit_plain = plain_opt.solve(), fit = measured_opt.solve();
+  REQUIRE(fit_plain.found);
+  REQUIRE(fit.found);
+  CHECK(fit.prediction.peak_vram_bytes + measured.headroom_bytes <= fit.prediction.usable_vram_bytes * (1 + 1e-12));
+  CHECK(fit.prediction.step_time_s > fit_plain.prediction.step_time_s);
+  CHECK(fit.dp_step_time_s == doctest::Approx(fit.prediction.step_time_s).epsilon(1e-12));
+  // the advisor's optimal view carries the anchored figures
+  const OptimalView v = compute_optimal(measured, advise_schedules(measured), false);
+  REQUIRE(v.optimal.found);
+  CHECK(same_bits(v.optimal.prediction.step_time_s, fit.prediction.step_time_s));
 }

@@ -66,8 +66,8 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
   const int n = static_cast<int>(chain.blocks.size());
   // Everything that no decision changes comes from the cost model itself: the all-keep plan's step
   // time is the constant every decision adds to, its static memory the constant under the peak.
-  const Prediction keep = predict(chain, keep_everything(n), setup, gpu, coef, headroom_bytes);
-  keep_step_time_s_ = keep.step_time_s;
+  const Prediction keep = predict(prepared_, keep_everything(n), headroom_bytes);
+  keep_step_time_s_ = anchored(keep).step_time_s;
   static_bytes_ = keep.memory.weights_bytes + keep.memory.trainable_bytes + keep.memory.gradient_bytes +
                   keep.memory.optimizer_bytes;
   usable_bytes_ = keep.usable_vram_bytes;
@@ -85,17 +85,20 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
   }
 }
 
-Prediction PlanOptimizer::predict_plan(const Plan& plan) const {
-  const Prediction p = predict(prepared_, plan, headroom_bytes_);
+Prediction PlanOptimizer::anchored(const Prediction& p) const {
   return anchor_.points.empty() ? p : apply_anchor_scales(anchor_, p, headroom_bytes_);
 }
 
+Prediction PlanOptimizer::predict_plan(const Plan& plan) const {
+  return anchored(predict(prepared_, plan, headroom_bytes_));
+}
+
 double PlanOptimizer::peak_vram_for_activation(double activation_bytes) const {
-  return static_bytes_ + activation_bytes * (1 + coef_.fragmentation);
+  return anchor_.fixed_scale * static_bytes_ + anchor_.activation_scale * (activation_bytes * (1 + coef_.fragmentation));
 }
 
 double PlanOptimizer::activation_for_peak_vram(double peak_vram_bytes) const {
-  return (peak_vram_bytes - static_bytes_) / (1 + coef_.fragmentation);
+  return (peak_vram_bytes - anchor_.fixed_scale * static_bytes_) / (1 + coef_.fragmentation) / anchor_.activation_scale;
 }
 
 // Per-decision memory and time: the cost model's own segment costs (costmodel/evaluator.hpp), under
@@ -522,11 +525,15 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   Plan offload_only;
   bool offload_only_wins = false;
   Prediction offload_only_prediction;
+  double offload_only_activation_bytes = 0;
   if (flags_.size() > 1) {
     offload_only = keep_everything(static_cast<int>(chain_.blocks.size()));
     offload_only.offload_attention = true;
-    offload_only_prediction = predict(chain_, offload_only, setup_, gpu_, coef_, headroom_bytes_);
-    const bool within = offload_only_prediction.memory.activation_peak_bytes <= budget_bytes;
+    const Prediction modelled = predict(prepared_, offload_only, headroom_bytes_);
+    offload_only_prediction = anchored(modelled);
+    // the budget is in the static model's activation bytes (activation_for_peak_vram)
+    const bool within = modelled.memory.activation_peak_bytes <= budget_bytes;
+    offload_only_activation_bytes = modelled.memory.activation_peak_bytes;
     offload_only_wins = within && (best_flag < 0 || offload_only_prediction.step_time_s <
                                                         keep_step_time_s_ + best.objective - 1e-12);
   }
@@ -535,7 +542,7 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
     out.plan = offload_only;
     out.plan.description = "optimal per-block plan: every block kept, attention activations offloaded";
     out.dp_step_time_s = offload_only_prediction.step_time_s;
-    out.dp_activation_peak_bytes = offload_only_prediction.memory.activation_peak_bytes;
+    out.dp_activation_peak_bytes = offload_only_activation_bytes;
     out.prediction = offload_only_prediction;
     return out;
   }
@@ -548,7 +555,7 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   out.plan = to_plan(best_flag, best.decisions);
   out.dp_step_time_s = keep_step_time_s_ + best.objective;
   out.dp_activation_peak_bytes = best.peak_bytes;
-  out.prediction = predict(chain_, out.plan, setup_, gpu_, coef_, headroom_bytes_);
+  out.prediction = predict_plan(out.plan);
   return out;
 }
 
@@ -640,8 +647,7 @@ std::vector<InsightRow> PlanOptimizer::insight(const Plan& plan) const {
     InsightRow r{"attention activations to the host", 0, 0};
     r.gpu_bytes_saved = simulate_activations(chain_, keep, coef_).retained_after_forward_bytes -
                         simulate_activations(chain_, plan, coef_).retained_after_forward_bytes;
-    r.seconds_added = predict(chain_, plan, setup_, gpu_, coef_, 0).step_time_s -
-                      predict(chain_, keep, setup_, gpu_, coef_, 0).step_time_s;
+    r.seconds_added = anchored(predict(prepared_, plan, 0)).step_time_s - anchored(predict(prepared_, keep, 0)).step_time_s;
     rows.push_back(r);
     return rows;
   }

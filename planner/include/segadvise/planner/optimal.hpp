@@ -167,6 +167,7 @@ class PlanOptimizer {
   Plan to_plan(int flag, const std::vector<int>& decisions) const;
   OptimalPlan solve_activation(double budget_bytes) const;
   bool keeping_everything_fits(double budget_bytes) const;
+  Prediction anchored(const Prediction& p) const;  // anchor_'s scales applied (none: p)
 
   const BlockChain& chain_;
   const TrainingSetup& setup_;
