@@ -120,17 +120,12 @@ inline void fused_block(const PreparedChain& pc, const BlockCost* blocks, const 
   l.peak = back > l.peak ? back : l.peak;
   double kept = 0;
   const bool to_host = seg.offload_to_host;
-  if (mode == BlockMode::Keep) {
-    kept = saved;
-  } else if (mode == BlockMode::CheckpointFfn) {
-    l.recompute_s += pc.ffn_forward_s[i];
-    ++l.recomputed;
-    if (to_host) {
-      kept = b.attention_bytes + b.rest_bytes;
-      l.host += b.ffn_input_bytes;
-      l.offload_bytes += blocks[i].ffn_input_bytes;
-    } else {
-      kept = b.attention_bytes + b.rest_bytes + b.ffn_input_bytes;
+  if (mode != BlockMode::Checkpoint) {
+    kept = block_kept_bytes(b, b.attention_bytes, mode, to_host, l.host);  // no attention offload here
+    if (mode == BlockMode::CheckpointFfn) {
+      l.recompute_s += pc.ffn_forward_s[i];
+      ++l.recomputed;
+      if (to_host) l.offload_bytes += blocks[i].ffn_input_bytes;
     }
   } else {
     l.recompute_s += pc.forward_s[i];

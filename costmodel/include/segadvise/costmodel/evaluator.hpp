@@ -58,6 +58,23 @@ inline double recomputed_backward_live(const ScaledBlock& first, const ScaledBlo
   return below + first.boundary_bytes + recomputed + 2 * b.boundary_bytes + b.transient_bytes;
 }
 
+// What block b leaves on the GPU after its forward in a segment that is no checkpoint call (returned;
+// a call leaves only its input state, once for the call), with `attention_on_gpu` of its attention
+// side still there (OffloadView); what it parks in host memory is added to `host`.
+//   Keep      attention on the GPU + FFN + rest side
+//   FFN-only  attention on the GPU + rest side, and the FFN's input (on the host with an unsloth backend)
+inline double block_kept_bytes(const ScaledBlock& b, double attention_on_gpu, BlockMode mode, bool to_host,
+                               double& host) {
+  host += b.attention_bytes - attention_on_gpu;
+  if (mode == BlockMode::Keep) return attention_on_gpu + b.ffn_bytes + b.rest_bytes;
+  const double kept = attention_on_gpu + b.rest_bytes;
+  if (to_host) {
+    host += b.ffn_input_bytes;
+    return kept;
+  }
+  return kept + b.ffn_input_bytes;
+}
+
 // ---- the segment walk ----
 
 // A sink keeping only the largest position (for a peak nobody names). A maximum does not depend on
@@ -77,21 +94,8 @@ inline double segment_forward(const PreparedChain& pc, const OffloadView& o, con
   for (int i = s.begin; i < s.end; ++i) {
     const ScaledBlock& b = sb[i];
     note(0, i, forward_live(b, o.base + before + seg_retained));
-    if (s.mode == BlockMode::Keep) {
-      const double on_gpu = o.attention_on_gpu(pc, i);
-      seg_retained += on_gpu + b.ffn_bytes + b.rest_bytes;
-      host += b.attention_bytes - on_gpu;
-    } else if (s.mode == BlockMode::CheckpointFfn) {
-      const double on_gpu = o.attention_on_gpu(pc, i);
-      const double kept = on_gpu + b.rest_bytes;
-      host += b.attention_bytes - on_gpu;
-      if (s.offload_to_host) {
-        seg_retained += kept;
-        host += b.ffn_input_bytes;
-      } else {
-        seg_retained += kept + b.ffn_input_bytes;
-      }
-    }
+    if (s.mode != BlockMode::Checkpoint)
+      seg_retained += block_kept_bytes(b, o.attention_on_gpu(pc, i), s.mode, s.offload_to_host, host);
   }
   if (s.mode == BlockMode::Checkpoint) {
     if (s.offload_to_host)
