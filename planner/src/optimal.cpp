@@ -267,7 +267,7 @@ bool PlanOptimizer::keeping_everything_fits(double budget_bytes) const {
 
 // The constraint per segment: base + P + L <= budget, with a relative 1e-12 for the cost model's
 // own sums (another order of additions): a plan exactly at the budget stays in.
-// Attention offload under checkpointing holds staging copies (costmodel.cpp, simulate_activations):
+// Attention offload under checkpointing holds staging copies (costmodel/evaluator.hpp, OffloadView):
 // at most offload_staging_blocks x the largest offloadable block's attention, kept out of the budget.
 double PlanOptimizer::limit_bytes(int flag, double budget_bytes) const {
   double staging = 0;

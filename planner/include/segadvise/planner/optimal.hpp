@@ -1,8 +1,9 @@
 // Optimal per-block checkpointing plans, beyond any trainer's uniform knobs.
 //
 // The trainer's knobs are uniform (one interval, one stride, one backend). Here every block gets
-// its own decision: kept; checkpointed inside a segment [b, e) that saves only the tensors entering
-// b (hidden state and every skip tensor crossing the cut, from BlockGraph); FFN-only checkpointed;
+// its own decision: kept; checkpointed inside a segment [b, e) that saves only its input state (the
+// hidden state and the skip tensors crossing the cut that the chain does not hold anyway: the cost
+// model's ScaledBlock boundary); FFN-only checkpointed;
 // and the saved inputs of a checkpoint or FFN-only block either on the GPU or in pinned host
 // memory. Attention-activation offload is a plan-wide switch (as in Plan); both settings are tried.
 //
