@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/evaluator.hpp"
 #include "segadvise/costmodel/plan_json.hpp"
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/planner/block_graph.hpp"
@@ -344,4 +347,132 @@ TEST_CASE("the memory insight rows add up to the bytes the plan frees and the ti
   CHECK(freed == doctest::Approx(kept_retained - plan_retained).epsilon(1e-9));
   const double keep_s = predict(ctx.chain, keep, ctx.setup, ctx.gpu, ctx.coef, 0).step_time_s;
   CHECK(added == doctest::Approx(best.prediction.step_time_s - keep_s).epsilon(1e-9));
+}
+
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// every block kept, except the blocks of d under its mode
+Plan plan_of_decision(int n, const PlanOptimizer::Decision& d, bool attention_offload) {
+  Plan p;
+  p.offload_attention = attention_offload;
+  for (int i = 0; i < d.begin; ++i) p.segments.push_back({i, i + 1, BlockMode::Keep, false});
+  p.segments.push_back({d.begin, d.end, d.mode, d.offload});
+  for (int i = d.end; i < n; ++i) p.segments.push_back({i, i + 1, BlockMode::Keep, false});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the optimal planner's decision costs are the evaluator's segment costs, on every family") {
+  // every decision of both attention-offload settings, bit for bit: the DP prices a segment with
+  // the walk predict() runs
+  int compared = 0;
+  for (const auto& fam : builtin_families()) {
+    const Context ctx = example_context(fam.id, "l40s");
+    const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
+    const TransferRates rates = transfer_rates(ctx.prepared);
+    for (bool att : {false, true}) {
+      const OffloadView view = checkpointing_view(ctx.prepared, att);
+      for (const auto& at : opt.decisions(att))
+        for (const auto& d : at) {
+          const SegmentCost c = segment_cost(ctx.prepared, view, Segment{d.begin, d.end, d.mode, d.offload});
+          INFO(fam.id, " [", d.begin, ",", d.end, ") ", to_string(d.mode), d.offload ? " host" : "",
+               att ? " attention offload" : "");
+          CHECK(same_bits(c.working_bytes, d.local_bytes));
+          CHECK(same_bits(c.retained_bytes, d.retained_bytes));
+          CHECK(same_bits(segment_added_s(ctx.prepared, view, Segment{d.begin, d.end, d.mode, d.offload}, rates),
+                          d.seconds));
+          ++compared;
+        }
+    }
+  }
+  CHECK(compared > 10000);
+}
+
+TEST_CASE("a decision adds to the all-keep plan the time predict() adds for a plan of that decision alone") {
+  // and without attention offload, the plan's activation peak is the base plus the largest
+  // retained prefix and working set of its segments
+  for (const char* model : {"wan2.1-14b", "sdxl", "flux1", "stable-cascade-c"}) {
+    const Context ctx = example_context(model, "l40s");
+    const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
+    const int n = static_cast<int>(ctx.chain.blocks.size());
+    Plan keep;
+    for (int i = 0; i < n; ++i) keep.segments.push_back({i, i + 1, BlockMode::Keep, false});
+    const double keep_s = predict(ctx.prepared, keep, ctx.headroom_bytes).step_time_s;
+    for (bool att : {false, true}) {
+      const auto& ds = opt.decisions(att);
+      for (const auto& at : ds)
+        for (const auto& d : at) {
+          if (d.mode == BlockMode::Keep) continue;  // a plan checkpointing nothing prices offload apart
+          INFO(model, " [", d.begin, ",", d.end, ") ", to_string(d.mode), d.offload ? " host" : "",
+               att ? " attention offload" : "");
+          const Plan plan = plan_of_decision(n, d, att);
+          double added = d.seconds, retained = 0, working = 0;
+          for (const Segment& s : plan.segments) {
+            const PlanOptimizer::Decision& here =
+                s.mode == BlockMode::Keep ? ds[s.begin][0] : d;  // the kept block's own decision
+            if (s.mode == BlockMode::Keep) added += here.seconds;
+            working = std::max(working, retained + here.local_bytes);
+            retained += here.retained_bytes;
+          }
+          const Prediction p = predict(ctx.prepared, plan, ctx.headroom_bytes);
+          CHECK(p.step_time_s == doctest::Approx(keep_s + added).epsilon(1e-12));
+          if (!att)
+            CHECK(p.memory.activation_peak_bytes ==
+                  doctest::Approx(ctx.chain.outside_activation_bytes + working).epsilon(1e-12));
+        }
+    }
+  }
+}
+
+TEST_CASE("a measured run that moves the level moves the optimal plan's predicted time and peak the same way") {
+  // Wan 2.1 14B on an L40S, `layer` measured 30% slower and 10% fuller than the model says: every
+  // trainer schedule's figures are anchored, and so are the optimal plan's
+  AdvisorRequest r;
+  r.family = &find_family("wan2.1-14b");
+  r.setup = default_setup(*r.family);
+  r.gpu = find_gpu("l40s");
+  r.coef = coefficients_for("");
+  const Context plain(r);
+  const Prediction layer = evaluate(plain, Schedule::parse("layer")).prediction;
+  char text[96];
+  std::snprintf(text, sizeof text, "layer:%.6f:%.6f", 1.3 * layer.step_time_s, 1.1 * layer.peak_vram_bytes / kGiB);
+  r.measured.push_back(parse_measurement(text));
+  const Context measured(r);
+  REQUIRE_FALSE(measured.anchor.points.empty());
+  REQUIRE(optimal_options(measured).anchor == &measured.anchor);
+  const PlanOptimizer plain_opt(plain.chain, plain.setup, plain.gpu, plain.coef, plain.headroom_bytes,
+                                optimal_options(plain));
+  const PlanOptimizer measured_opt(measured.chain, measured.setup, measured.gpu, measured.coef,
+                                   measured.headroom_bytes, optimal_options(measured));
+  // a trainer schedule nobody measured moves by the anchor
+  const Schedule other = Schedule::parse("none");
+  const double other_plain_s = evaluate(plain, other).prediction.step_time_s;
+  const double other_measured_s = evaluate(measured, other).prediction.step_time_s;
+  CHECK(other_measured_s > other_plain_s);
+  // with no budget binding both pick the same plan: its figures are the anchored ones, bit for bit
+  const OptimalPlan roomy_plain = plain_opt.solve_for_peak(1e300), roomy = measured_opt.solve_for_peak(1e300);
+  REQUIRE(roomy_plain.found);
+  REQUIRE(roomy.found);
+  CHECK(plan_to_json(roomy.plan) == plan_to_json(roomy_plain.plan));
+  const Prediction expected = apply_anchor_scales(measured.anchor, roomy_plain.prediction, measured.headroom_bytes);
+  CHECK(same_bits(roomy.prediction.step_time_s, expected.step_time_s));
+  CHECK(same_bits(roomy.prediction.peak_vram_bytes, expected.peak_vram_bytes));
+  CHECK(roomy.prediction.step_time_s > roomy_plain.prediction.step_time_s);
+  CHECK(roomy.prediction.peak_vram_bytes > roomy_plain.prediction.peak_vram_bytes);
+  CHECK(roomy.dp_step_time_s == doctest::Approx(roomy.prediction.step_time_s).epsilon(1e-12));
+  // on the card: the anchored plan fits by its anchored peak, and is no faster than the plain one
+  // (a fuller level leaves it less room, a slower one makes every second count more)
+  const OptimalPlan fit_plain = plain_opt.solve(), fit = measured_opt.solve();
+  REQUIRE(fit_plain.found);
+  REQUIRE(fit.found);
+  CHECK(fit.prediction.peak_vram_bytes + measured.headroom_bytes <= fit.prediction.usable_vram_bytes * (1 + 1e-12));
+  CHECK(fit.prediction.step_time_s > fit_plain.prediction.step_time_s);
+  CHECK(fit.dp_step_time_s == doctest::Approx(fit.prediction.step_time_s).epsilon(1e-12));
+  // the advisor's optimal view carries the anchored figures
+  const OptimalView v = compute_optimal(measured, advise_schedules(measured), false);
+  REQUIRE(v.optimal.found);
+  CHECK(same_bits(v.optimal.prediction.step_time_s, fit.prediction.step_time_s));
 }

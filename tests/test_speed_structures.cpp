@@ -1,5 +1,5 @@
 // The fast paths behind advise's speed, each against the plain computation it replaces:
-// the one-block-segment activation walk (costmodel), the counted selector remainder (realize),
+// the named peak of the activation walk (costmodel), the counted selector remainder (realize),
 // schedule enumeration without a set of names, and the optimizer's 0 s bound when keeping every
 // block fits. Deterministic seeds; no timing.
 #include <doctest/doctest.h>
@@ -68,9 +68,9 @@ Plan random_one_block_plan(int n, Rng& r) {
 
 }  // namespace
 
-TEST_CASE("one-block plans: the fast peak equals the general timeline walk bit for bit, position included") {
-  // simulate_activations with keep_points walks the general path (segment bookkeeping, PeakSink)
-  // and records every position; without it, a plan of one-block segments takes the fast path.
+TEST_CASE("one-block plans: the named peak is the first largest position of the walk, bit for bit") {
+  // simulate_activations with keep_points records every position; without it, the walk keeps the
+  // first largest (PeakSink).
   Coefficients coef;
   int ties = 0;
   for (unsigned long long seed = 1; seed <= 200; ++seed) {

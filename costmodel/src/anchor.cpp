@@ -227,7 +227,7 @@ const Measurement* measured_ok(const Anchor& a, const Schedule& schedule) {
   return nullptr;
 }
 
-Prediction apply_anchor(const Anchor& a, const Schedule& schedule, const Prediction& p, double headroom_bytes) {
+Prediction apply_anchor_scales(const Anchor& a, const Prediction& p, double headroom_bytes) {
   if (!p.supported) return p;
   Prediction q = p;
   MemoryBreakdown& m = q.memory;
@@ -242,6 +242,15 @@ Prediction apply_anchor(const Anchor& a, const Schedule& schedule, const Predict
   q.peak_vram_bytes = m.weights_bytes + m.trainable_bytes + m.gradient_bytes + m.optimizer_bytes +
                       m.activation_peak_bytes + m.fragmentation_bytes;
   q.step_time_s = t.forward_s + t.backward_s + t.recompute_s + t.transfer_s + t.optimizer_s + t.overhead_s;
+  q.fits = q.peak_vram_bytes + headroom_bytes <= q.usable_vram_bytes;
+  return q;
+}
+
+Prediction apply_anchor(const Anchor& a, const Schedule& schedule, const Prediction& p, double headroom_bytes) {
+  if (!p.supported) return p;
+  Prediction q = apply_anchor_scales(a, p, headroom_bytes);
+  MemoryBreakdown& m = q.memory;
+  TimeBreakdown& t = q.time;
   if (const Measurement* ms = measured_ok(a, schedule)) {
     // the measurement is the figure; the parts keep the anchored split
     const double pk = ms->peak_vram_bytes / q.peak_vram_bytes, tk = ms->step_time_s / q.step_time_s;

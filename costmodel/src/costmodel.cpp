@@ -1,4 +1,5 @@
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/evaluator.hpp"
 #include "segadvise/costmodel/multi_gpu.hpp"
 
 #include <algorithm>
@@ -72,139 +73,6 @@ struct PeakSink {
   }
 };
 
-// Only the maximum, for a peak nobody names: tracking where it was (PeakSink) kept the running
-// peak in memory, a store and a load on the chain of every position (a fifth of a segmented plan's walk).
-// The maximum is PeakSink's, bit for bit (a maximum does not depend on which position held it).
-struct MaxSink {
-  double peak = 0;
-  void operator()(int, int, double live) { peak = live > peak ? live : peak; }
-};
-
-// What a plan's attention offload makes the same for all of its segments: the share of a kept
-// block's attention side that stays on the GPU, the share that moves, and the base under every
-// position (the staging copies included).
-// With checkpointing on, attention offload frees only part of a kept block's attention side
-// (the sweep: Wan 1.3B and SD3 seg2-stride4 lose ~60% of it with offload, none+offload ~all of it).
-// Attention offload under checkpointing (the sweep's activation-offload rows: every block
-// checkpointed plus offload): the offload hooks sit inside the attention call, so they, not the
-// checkpoint, take the attention tensors of checkpointed blocks too; the device keeps copies in
-// flight and pooled buffers of a few blocks (offload_staging_blocks x the largest such block).
-// The sweep: LTXVideo2 2.3 bf16 48.0 -> 58.4 GiB, LongCat Video 23.7 -> 37.4, Wan 1.3B 4.7 -> 8.8.
-struct OffloadView {
-  bool on = false;
-  double kept_share = 1.0, share = 0.0, base = 0.0;
-  double attention_on_gpu(const PreparedChain& pc, int i) const {
-    const double a = pc.scaled[i].attention_bytes;
-    return (on && pc.chain->blocks[i].attention_offloadable) ? a * kept_share : a;
-  }
-};
-
-OffloadView offload_view(const PreparedChain& pc, const Plan& plan) {
-  OffloadView o;
-  o.on = plan.offload_attention;
-  o.kept_share = o.on ? 1 - offload_share(plan, *pc.coef) : 1.0;
-  o.share = o.on ? offload_share(plan, *pc.coef) : 0.0;
-  const auto& blocks = pc.chain->blocks;
-  double staging = 0;
-  if (o.on)
-    for (const auto& s : plan.segments)
-      if (s.mode != BlockMode::Keep)
-        for (int i = s.begin; i < s.end; ++i)
-          if (blocks[i].attention_offloadable) staging = std::max(staging, pc.scaled[i].attention_bytes);
-  o.base = pc.chain->outside_activation_bytes + pc.coef->offload_staging_blocks * staging;
-  return o;
-}
-
-// Segment s forward, on top of `before` (what earlier segments retain): its blocks' positions, what
-// it moves to the host (added to `host`), and what it leaves behind (returned).
-template <class Sink>
-inline double segment_forward(const PreparedChain& pc, const OffloadView& o, const Segment& s, double before,
-                              double& host, Sink& note) {
-  const ScaledBlock* sb = pc.scaled.data();
-  double seg_retained = 0;
-  for (int i = s.begin; i < s.end; ++i) {
-    const ScaledBlock& b = sb[i];
-    note(0, i, o.base + before + seg_retained + b.saved() + b.transient_bytes + b.boundary_bytes);
-    if (s.mode == BlockMode::Keep) {
-      const double on_gpu = o.attention_on_gpu(pc, i);
-      seg_retained += on_gpu + b.ffn_bytes + b.rest_bytes;
-      host += b.attention_bytes - on_gpu;
-    } else if (s.mode == BlockMode::CheckpointFfn) {
-      const double on_gpu = o.attention_on_gpu(pc, i);
-      const double kept = on_gpu + b.rest_bytes;
-      host += b.attention_bytes - on_gpu;
-      if (s.offload_to_host) {
-        seg_retained += kept;
-        host += b.ffn_input_bytes;
-      } else {
-        seg_retained += kept + b.ffn_input_bytes;
-      }
-    }
-  }
-  if (s.mode == BlockMode::Checkpoint) {
-    if (s.offload_to_host)
-      host += sb[s.begin].boundary_bytes;
-    else
-      seg_retained += sb[s.begin].boundary_bytes;
-  }
-  return seg_retained;
-}
-
-// Segment s backward, while the segments before it retain `before` bytes (the forward's prefix sum,
-// not the total less what later segments freed: the same bytes, and a plan's figures then depend
-// on its segments in order only, which lets PlanScorer reuse the walk of a plan sharing its first
-// segments): its blocks' positions, last block first.
-template <class Sink>
-inline void segment_backward(const PreparedChain& pc, const OffloadView& o, const Segment& s, double before,
-                             Sink& note) {
-  const ScaledBlock* sb = pc.scaled.data();
-  if (s.mode == BlockMode::Checkpoint) {
-    // recompute the whole segment, then back-propagate from its last block
-    double recomputed = 0;
-    for (int i = s.begin; i < s.end; ++i) recomputed += sb[i].saved();
-    for (int i = s.end - 1; i >= s.begin; --i) {
-      const double grads = 2 * sb[i].boundary_bytes;
-      note(1, i, o.base + before + sb[s.begin].boundary_bytes + recomputed + grads + sb[i].transient_bytes);
-      recomputed -= sb[i].saved();
-    }
-    return;
-  }
-  for (int i = s.end - 1; i >= s.begin; --i) {
-    const ScaledBlock& b = sb[i];
-    const double grads = 2 * b.boundary_bytes;
-    double live_block = b.saved();  // offloaded attention comes back for this block's backward
-    if (s.mode == BlockMode::CheckpointFfn) live_block += b.ffn_input_bytes;
-    // blocks of this segment after i are already freed; blocks before i still hold theirs
-    double earlier_in_segment = 0;
-    for (int k = s.begin; k < i; ++k)
-      earlier_in_segment += o.attention_on_gpu(pc, k) + sb[k].rest_bytes +
-                            (s.mode == BlockMode::Keep ? sb[k].ffn_bytes : (s.offload_to_host ? 0 : sb[k].ffn_input_bytes));
-    note(2, i, o.base + before + earlier_in_segment + live_block + grads + b.transient_bytes);
-  }
-}
-
-// predict()'s sums over segment s: recompute time, bytes moved over PCIe, recomputed blocks
-inline void segment_sums(const PreparedChain& pc, const OffloadView& o, const Segment& s, double& recompute_s,
-                         double& offload_bytes, int& recomputed) {
-  const auto& blocks = pc.chain->blocks;
-  for (int i = s.begin; i < s.end; ++i) {
-    if (s.mode == BlockMode::Checkpoint) {
-      recompute_s += pc.forward_s[i];
-      // the offload hooks take a checkpointed block's attention tensors in forward (see
-      // OffloadView); they come back for the recompute
-      if (o.on && blocks[i].attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes;
-      continue;
-    }
-    if (s.mode == BlockMode::CheckpointFfn) {
-      recompute_s += pc.ffn_forward_s[i];
-      if (s.offload_to_host) offload_bytes += blocks[i].ffn_input_bytes;
-    }
-    if (o.on && blocks[i].attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes * o.share;
-  }
-  if (s.mode == BlockMode::Checkpoint && s.offload_to_host) offload_bytes += pc.scaled[s.begin].boundary_bytes;
-  if (s.mode != BlockMode::Keep) recomputed += s.end - s.begin;
-}
-
 // The sink goes in and comes back by value: held by reference, the running peak went to memory and
 // back once per position (a store-forwarding chain that was a third of advise's scoring).
 template <class Sink>
@@ -225,100 +93,9 @@ Sink walk_timeline(const PreparedChain& pc, const Plan& plan, Sink note, Activat
   return note;
 }
 
-// The first position holding the largest value, as PeakSink finds it walking `live` in order
-// (0 and position 0 when none is positive). Four running maxima instead of one: a single maximum
-// carried from position to position was the whole cost of scoring a schedule.
-// (kept out of line: inlined into the walk, GCC kept one running maximum in memory)
-struct FirstPeak {
-  int at;
-  double peak;
-};
-[[gnu::noinline]] FirstPeak first_peak(const double* live, int count) {
-  double m0 = 0, m1 = 0, m2 = 0, m3 = 0;
-  int k = 0;
-  for (; k + 4 <= count; k += 4) {
-    m0 = live[k] > m0 ? live[k] : m0;
-    m1 = live[k + 1] > m1 ? live[k + 1] : m1;
-    m2 = live[k + 2] > m2 ? live[k + 2] : m2;
-    m3 = live[k + 3] > m3 ? live[k + 3] : m3;
-  }
-  for (; k < count; ++k) m0 = live[k] > m0 ? live[k] : m0;
-  m0 = m1 > m0 ? m1 : m0;
-  m2 = m3 > m2 ? m3 : m2;
-  const double peak = m2 > m0 ? m2 : m0;
-  int at = 0;
-  if (peak > 0)
-    while (live[at] != peak) ++at;
-  return {at, peak};
-}
-
-// walk_timeline for a plan of one-block segments without attention offload (every per-block and
-// micro-block schedule): the segment bookkeeping folds away, every sum is formed as above (adding
-// the empty segment's 0.0 changes no bits), so the peak and its position are bit-identical.
-// live[] holds the positions in walk order: forward 0..n-1, then backward n-1..0.
-PeakSink single_block_peak(const PreparedChain& pc, const Plan& plan, ActivationTimeline& tl) {
-  const ScaledBlock* sb = pc.scaled.data();
-  const Segment* seg = plan.segments.data();
-  const int n = static_cast<int>(plan.segments.size());
-  const double base = pc.chain->outside_activation_bytes;
-  thread_local std::vector<double> buffer;
-  buffer.resize(3 * static_cast<std::size_t>(n));
-  double* live = buffer.data();
-  double* r = live + 2 * n;
-  double retained_sum = 0, host = 0;
-  for (int i = 0; i < n; ++i) {
-    const ScaledBlock& b = sb[i];
-    const double saved = b.saved();
-    live[i] = base + retained_sum + saved + b.transient_bytes + b.boundary_bytes;
-    double kept = 0;
-    if (seg[i].mode == BlockMode::Keep) {
-      kept = saved;  // attention + ffn + rest, all on the GPU
-    } else if (seg[i].mode == BlockMode::CheckpointFfn) {
-      if (seg[i].offload_to_host) {
-        kept = b.attention_bytes + b.rest_bytes;
-        host += b.ffn_input_bytes;
-      } else {
-        kept = b.attention_bytes + b.rest_bytes + b.ffn_input_bytes;
-      }
-    } else if (seg[i].offload_to_host) {
-      host += b.boundary_bytes;
-    } else {
-      kept = b.boundary_bytes;
-    }
-    r[i] = retained_sum;  // before block i (walk_timeline: the prefix)
-    retained_sum += kept;
-  }
-  tl.retained_after_forward_bytes = retained_sum;
-  tl.host_bytes = host;
-  for (int i = n - 1; i >= 0; --i) {
-    const ScaledBlock& b = sb[i];
-    const double before = r[i];
-    const double grads = 2 * b.boundary_bytes;
-    double v;
-    if (seg[i].mode == BlockMode::Checkpoint) {
-      v = base + before + b.boundary_bytes + b.saved() + grads + b.transient_bytes;
-    } else {
-      const double live_block = seg[i].mode == BlockMode::CheckpointFfn ? b.saved() + b.ffn_input_bytes : b.saved();
-      v = base + before + live_block + grads + b.transient_bytes;
-    }
-    live[2 * n - 1 - i] = v;
-  }
-  PeakSink peak;
-  const auto [at, value] = first_peak(live, 2 * n);
-  peak.peak = value;
-  if (at >= n) {
-    const int i = 2 * n - 1 - at;
-    peak.what = seg[i].mode == BlockMode::Checkpoint ? 1 : 2;
-    peak.block = i;
-  } else {
-    peak.block = at;
-  }
-  return peak;
-}
-
 // The figures predict() needs of a plan, in one pass (fused_block for one-block segments without
-// attention offload, fused_segment for any segment): single_block_peak's positions (its peak: a maximum is the same in any order; a block's
-// backward position needs only what the blocks before it retain) and predict()'s recompute and
+// attention offload, fused_segment for any segment): the timeline's positions (its peak: a maximum is
+// the same in any order; a block's backward position needs only what the blocks before it retain) and predict()'s recompute and
 // transfer sums, each formed over the blocks in the same order as there, so every figure is
 // bit-identical to the timeline walk plus predict()'s loop over segments.
 struct SingleBlockFigures {
@@ -334,31 +111,21 @@ using FusedState = PlanScorer::State;
 inline void fused_block(const PreparedChain& pc, const BlockCost* blocks, const ScaledBlock& b, double base, int i,
                         const Segment& seg, FusedState& l) {
   const double saved = b.saved();
-  const double live = base + l.retained + saved + b.transient_bytes + b.boundary_bytes;
+  const double below = base + l.retained;
+  const double live = forward_live(b, below);
   l.peak = live > l.peak ? live : l.peak;
   const BlockMode mode = seg.mode;
-  const double grads = 2 * b.boundary_bytes;
-  double back;
-  if (mode == BlockMode::Checkpoint) {
-    back = base + l.retained + b.boundary_bytes + saved + grads + b.transient_bytes;
-  } else {
-    const double live_block = mode == BlockMode::CheckpointFfn ? saved + b.ffn_input_bytes : saved;
-    back = base + l.retained + live_block + grads + b.transient_bytes;
-  }
+  const double back =
+      mode == BlockMode::Checkpoint ? recomputed_backward_live(b, b, saved, below) : backward_live(b, mode, below);
   l.peak = back > l.peak ? back : l.peak;
   double kept = 0;
   const bool to_host = seg.offload_to_host;
-  if (mode == BlockMode::Keep) {
-    kept = saved;
-  } else if (mode == BlockMode::CheckpointFfn) {
-    l.recompute_s += pc.ffn_forward_s[i];
-    ++l.recomputed;
-    if (to_host) {
-      kept = b.attention_bytes + b.rest_bytes;
-      l.host += b.ffn_input_bytes;
-      l.offload_bytes += blocks[i].ffn_input_bytes;
-    } else {
-      kept = b.attention_bytes + b.rest_bytes + b.ffn_input_bytes;
+  if (mode != BlockMode::Checkpoint) {
+    kept = block_kept_bytes(b, b.attention_bytes, mode, to_host, l.host);  // no attention offload here
+    if (mode == BlockMode::CheckpointFfn) {
+      l.recompute_s += pc.ffn_forward_s[i];
+      ++l.recomputed;
+      if (to_host) l.offload_bytes += blocks[i].ffn_input_bytes;
     }
   } else {
     l.recompute_s += pc.forward_s[i];
@@ -425,8 +192,6 @@ ActivationTimeline timeline(const PreparedChain& pc, const Plan& plan, bool keep
       tl.points.push_back({phase_name(what, i), live});
     };
     walk_timeline(pc, plan, note, tl);
-  } else if (!plan.offload_attention && plan.segments.size() == blocks.size()) {
-    peak = single_block_peak(pc, plan, tl);
   } else if (!name_peak) {
     peak.peak = walk_timeline(pc, plan, MaxSink{}, tl).peak;
   } else {

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "segadvise/costmodel/constants.hpp"
+#include "segadvise/costmodel/evaluator.hpp"
 #include "segadvise/costmodel/multi_gpu.hpp"
 #include "segadvise/trainers/multi_gpu_rules.hpp"
 #include "segadvise/trainers/setup_rules.hpp"
@@ -211,6 +212,8 @@ OptimalOptions optimal_options(const Context& ctx) {
   o.segments_cross_lists = ctx.family->checkpointing.index == BlockIndex::Global;
   // long chains cap a checkpoint call's length (constants.hpp: why)
   if (ctx.chain.blocks.size() > kLongChainBlocks) o.max_segment_blocks = kLongChainMaxSegmentBlocks;
+  // measured runs of the setup: the optimal plan's costs are anchored as every schedule's are
+  if (!ctx.anchor.points.empty()) o.anchor = &ctx.anchor;
   return o;
 }
 
@@ -244,7 +247,7 @@ OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_
 
 // True when no schedule of the context can be judged "fits", known without scoring one: every
 // schedule's timeline visits each block's forward position, base + retained + saved + transient +
-// boundary with retained >= 0, and every later sum (peak, fragmentation, the range's upper end)
+// boundary with retained >= 0 (the evaluator's least_forward_live is that position at retained 0), and every later sum (peak, fragmentation, the range's upper end)
 // only grows with the activation peak. Each bound below is formed in the order the cost model forms
 // the real figure (simulate_activations, predict, ranged_prediction), and rounding is monotone, so
 // the bound never exceeds the figure it bounds: the advise it saves would recommend nothing.
@@ -255,9 +258,8 @@ bool nothing_can_fit(const Context& ctx) {
   if (ctx.setup.multi_gpu.active()) return false;
   const PreparedChain& pc = ctx.prepared;
   double activation_bytes = 0;
-  for (const ScaledBlock& b : pc.scaled)
-    activation_bytes =
-        std::max(activation_bytes, ctx.chain.outside_activation_bytes + b.saved() + b.transient_bytes + b.boundary_bytes);
+  for (std::size_t i = 0; i < pc.scaled.size(); ++i)
+    activation_bytes = std::max(activation_bytes, least_forward_live(pc, static_cast<int>(i)));
   const StaticMemory& sm = pc.static_memory;
   const double peak_bytes = sm.weights_bytes + sm.trainable_bytes + sm.gradient_bytes + sm.optimizer_bytes +
                             activation_bytes + activation_bytes * ctx.coef.fragmentation;

@@ -10,6 +10,7 @@
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/costmodel/evaluator.hpp"
 #include "segadvise/costmodel/parallel.hpp"
 
 namespace segadvise {
@@ -58,12 +59,15 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
       coef_(coef),
       headroom_bytes_(headroom_bytes),
       options_(options),
-      graph_(chain) {
+      graph_(chain),
+      prepared_(prepare(chain, setup, gpu, coef)) {
+  if (options_.anchor) anchor_ = *options_.anchor;
+  options_.anchor = nullptr;  // held in anchor_
   const int n = static_cast<int>(chain.blocks.size());
   // Everything that no decision changes comes from the cost model itself: the all-keep plan's step
   // time is the constant every decision adds to, its static memory the constant under the peak.
-  const Prediction keep = predict(chain, keep_everything(n), setup, gpu, coef, headroom_bytes);
-  keep_step_time_s_ = keep.step_time_s;
+  const Prediction keep = predict(prepared_, keep_everything(n), headroom_bytes);
+  keep_step_time_s_ = anchored(keep).step_time_s;
   static_bytes_ = keep.memory.weights_bytes + keep.memory.trainable_bytes + keep.memory.gradient_bytes +
                   keep.memory.optimizer_bytes;
   usable_bytes_ = keep.usable_vram_bytes;
@@ -81,91 +85,59 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
   }
 }
 
+Prediction PlanOptimizer::anchored(const Prediction& p) const {
+  return anchor_.points.empty() ? p : apply_anchor_scales(anchor_, p, headroom_bytes_);
+}
+
+Prediction PlanOptimizer::predict_plan(const Plan& plan) const {
+  return anchored(predict(prepared_, plan, headroom_bytes_));
+}
+
 double PlanOptimizer::peak_vram_for_activation(double activation_bytes) const {
-  return static_bytes_ + activation_bytes * (1 + coef_.fragmentation);
+  return anchor_.fixed_scale * static_bytes_ + anchor_.activation_scale * (activation_bytes * (1 + coef_.fragmentation));
 }
 
 double PlanOptimizer::activation_for_peak_vram(double peak_vram_bytes) const {
-  return (peak_vram_bytes - static_bytes_) / (1 + coef_.fragmentation);
+  return (peak_vram_bytes - anchor_.fixed_scale * static_bytes_) / (1 + coef_.fragmentation) / anchor_.activation_scale;
 }
 
-// Per-decision memory and time, mirroring simulate_activations() and predict() term by term
-// (costmodel.cpp); the tests check both against the cost model on every plan they build.
-//   fwd_i    = saved_i + transient_i + boundary_i                  (forward of block i)
-//   Keep     L = max(fwd_i, saved_i + 2 boundary_i + transient_i)  R = attention_gpu + ffn + rest
-//   FFN-only L = max(fwd_i, saved_i + ffn_input_i + 2 boundary_i + transient_i)
-//            R = attention_gpu + rest + ffn_input (0 on the host)
-//   Checkpoint [b,e): L = max over k of fwd_k and entering_b + saved_b..k + 2 boundary_k + transient_k
-//            R = entering_b (0 on the host), entering_b = every tensor crossing the cut (BlockGraph)
-//   time     recompute (block or FFN forward) + streamed weights per recomputed block + exposed
-//            transfers 2 x bytes / PCIe x (1 - overlap) for what goes to the host
+// Per-decision memory and time: the cost model's own segment costs (costmodel/evaluator.hpp), under
+// the view of a plan that checkpoints something (the share attention offload moves then; a plan
+// keeping every block with offload on is priced apart, solve_activation). The timeline puts every
+// position of segment j at base + P_j + (a position of the segment alone), so
+//   L = segment_cost().working_bytes, R = .retained_bytes, time = segment_added_s()
+// are exact for the DP, up to the order of additions (the budget's relative 1e-12 covers it).
+// A checkpoint call saves its input state: every tensor crossing the cut less the skip tensors the
+// chain holds until their pop anyway (the cost model's ScaledBlock boundary; BlockGraph counts
+// the skips for the insight rows).
 void PlanOptimizer::build_decisions(bool attention_offload) {
   const int n = static_cast<int>(chain_.blocks.size());
-  const GpuCoefficients& g = coef_.for_gpu(gpu_.id);
-  const double pcie = std::max(1.0, gpu_.pcie_bytes_per_s * g.pcie_efficiency);
-  const double transfer_s_per_byte = 2.0 / pcie * (1 - coef_.offload_overlap);
-  const Prediction keep = predict(chain_, keep_everything(n), setup_, gpu_, coef_, headroom_bytes_);
-  const double stream_s = keep.memory.streamed_weights_bytes > 0
-                              ? keep.memory.streamed_weights_bytes / pcie / std::max(1, n)
-                              : 0.0;
-  std::vector<ScaledBlock> sb;
-  std::vector<double> fwd_s(n), ffn_s(n);
-  for (int i = 0; i < n; ++i) {
-    sb.push_back(scaled(chain_.blocks[i], coef_));
-    fwd_s[i] = block_forward_s(chain_.blocks[i], setup_, gpu_, coef_);
-    ffn_s[i] = block_ffn_forward_s(chain_.blocks[i], setup_, gpu_, coef_);
-  }
-  auto offloads_attention = [&](int i) { return attention_offload && chain_.blocks[i].attention_offloadable; };
-  // an offloading plan worth having checkpoints something: the cost model's share for that case
-  const double share = coef_.offload_share_checkpointed;
-  auto attention_gpu = [&](int i) { return offloads_attention(i) ? sb[i].attention_bytes * (1 - share) : sb[i].attention_bytes; };
-  auto attention_s = [&](int i) {
-    return offloads_attention(i) ? sb[i].attention_bytes * share * transfer_s_per_byte : 0.0;
-  };
-  auto forward_live = [&](int i) { return sb[i].saved() + sb[i].transient_bytes + sb[i].boundary_bytes; };
-
+  const PreparedChain& pc = prepared_;
+  const OffloadView view = checkpointing_view(pc, attention_offload);
+  const TransferRates rates = transfer_rates(pc);
   auto& out = decisions_[attention_offload ? 1 : 0];
   out.assign(n, {});
+  auto add = [&](std::vector<Decision>& d, const Segment& s) {
+    const SegmentCost c = segment_cost(pc, view, s);
+    d.push_back({s.begin, s.end, s.mode, s.offload_to_host, c.working_bytes, c.retained_bytes,
+                 segment_added_s(pc, view, s, rates, anchor_.compute_scale, anchor_.transfer_scale)});
+  };
   for (int i = 0; i < n; ++i) {
     const BlockCost& b = chain_.blocks[i];
-    const ScaledBlock& s = sb[i];
     auto& d = out[i];
-    // keep
-    d.push_back({i, i + 1, BlockMode::Keep, false,
-                 std::max(forward_live(i), s.saved() + 2 * s.boundary_bytes + s.transient_bytes),
-                 attention_gpu(i) + s.ffn_bytes + s.rest_bytes, attention_s(i)});
+    add(d, {i, i + 1, BlockMode::Keep, false});
     if (!b.checkpointable) continue;
-    // FFN-only
-    if (options_.allow_ffn && b.has_ffn_boundary) {
-      for (bool host : {false, true}) {
-        if (host && !options_.allow_offload) continue;
-        d.push_back({i, i + 1, BlockMode::CheckpointFfn, host,
-                     std::max(forward_live(i), s.saved() + s.ffn_input_bytes + 2 * s.boundary_bytes + s.transient_bytes),
-                     attention_gpu(i) + s.rest_bytes + (host ? 0.0 : s.ffn_input_bytes),
-                     ffn_s[i] + stream_s + attention_s(i) + (host ? b.ffn_input_bytes * transfer_s_per_byte : 0.0)});
-      }
-    }
+    if (options_.allow_ffn && b.has_ffn_boundary)
+      for (bool host : {false, true})
+        if (!host || options_.allow_offload) add(d, {i, i + 1, BlockMode::CheckpointFfn, host});
     // checkpoint calls [i, e), by increasing e: their working set never shrinks (the DP relies on it)
-    // every tensor crossing the cut, less the skip tensors the chain holds until their pop anyway
-    // (the cost model's ScaledBlock boundary, costmodel.hpp)
-    const double entering = graph_.bytes_entering(i) - graph_.skip_bytes_entering(i);
-    double fwd_max = 0, recomputed = 0, bwd_max = 0, seconds = 0;
     for (int e = i + 1; e <= n; ++e) {
-      const int k = e - 1;
-      const BlockCost& bk = chain_.blocks[k];
+      const BlockCost& bk = chain_.blocks[e - 1];
       if (!bk.checkpointable) break;
       if (!options_.segments_cross_lists && bk.list != b.list) break;
       if (options_.max_segment_blocks > 0 && e - i > options_.max_segment_blocks) break;
-      fwd_max = std::max(fwd_max, forward_live(k));
-      recomputed += sb[k].saved();
-      bwd_max = std::max(bwd_max, entering + recomputed + 2 * sb[k].boundary_bytes + sb[k].transient_bytes);
-      // with attention offload the hooks also take a checkpointed block's attention tensors
-      // (costmodel.cpp, predict: exposed transfers)
-      seconds += fwd_s[k] + stream_s + (offloads_attention(k) ? sb[k].attention_bytes * transfer_s_per_byte : 0.0);
-      const double local = std::max(fwd_max, bwd_max);
-      d.push_back({i, e, BlockMode::Checkpoint, false, local, entering, seconds});
-      if (options_.allow_offload)
-        d.push_back({i, e, BlockMode::Checkpoint, true, local, 0.0, seconds + entering * transfer_s_per_byte});
+      add(d, {i, e, BlockMode::Checkpoint, false});
+      if (options_.allow_offload) add(d, {i, e, BlockMode::Checkpoint, true});
     }
   }
 }
@@ -295,14 +267,16 @@ bool PlanOptimizer::keeping_everything_fits(double budget_bytes) const {
 
 // The constraint per segment: base + P + L <= budget, with a relative 1e-12 for the cost model's
 // own sums (another order of additions): a plan exactly at the budget stays in.
-// Attention offload under checkpointing holds staging copies (costmodel.cpp, simulate_activations):
+// Attention offload under checkpointing holds staging copies (costmodel/evaluator.hpp, OffloadView):
 // at most offload_staging_blocks x the largest offloadable block's attention, kept out of the budget.
 double PlanOptimizer::limit_bytes(int flag, double budget_bytes) const {
   double staging = 0;
   if (flag == 1)
-    for (const BlockCost& b : chain_.blocks)
+    for (std::size_t i = 0; i < chain_.blocks.size(); ++i) {
+      const BlockCost& b = chain_.blocks[i];
       if (b.attention_offloadable && b.checkpointable)
-        staging = std::max(staging, coef_.offload_staging_blocks * scaled(b, coef_).attention_bytes);
+        staging = std::max(staging, coef_.offload_staging_blocks * prepared_.scaled[i].attention_bytes);
+    }
   return budget_bytes - base_bytes_ - staging + std::abs(budget_bytes) * 1e-12;
 }
 
@@ -551,11 +525,15 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   Plan offload_only;
   bool offload_only_wins = false;
   Prediction offload_only_prediction;
+  double offload_only_activation_bytes = 0;
   if (flags_.size() > 1) {
     offload_only = keep_everything(static_cast<int>(chain_.blocks.size()));
     offload_only.offload_attention = true;
-    offload_only_prediction = predict(chain_, offload_only, setup_, gpu_, coef_, headroom_bytes_);
-    const bool within = offload_only_prediction.memory.activation_peak_bytes <= budget_bytes;
+    const Prediction modelled = predict(prepared_, offload_only, headroom_bytes_);
+    offload_only_prediction = anchored(modelled);
+    // the budget is in the static model's activation bytes (activation_for_peak_vram)
+    const bool within = modelled.memory.activation_peak_bytes <= budget_bytes;
+    offload_only_activation_bytes = modelled.memory.activation_peak_bytes;
     offload_only_wins = within && (best_flag < 0 || offload_only_prediction.step_time_s <
                                                         keep_step_time_s_ + best.objective - 1e-12);
   }
@@ -564,7 +542,7 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
     out.plan = offload_only;
     out.plan.description = "optimal per-block plan: every block kept, attention activations offloaded";
     out.dp_step_time_s = offload_only_prediction.step_time_s;
-    out.dp_activation_peak_bytes = offload_only_prediction.memory.activation_peak_bytes;
+    out.dp_activation_peak_bytes = offload_only_activation_bytes;
     out.prediction = offload_only_prediction;
     return out;
   }
@@ -577,7 +555,7 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   out.plan = to_plan(best_flag, best.decisions);
   out.dp_step_time_s = keep_step_time_s_ + best.objective;
   out.dp_activation_peak_bytes = best.peak_bytes;
-  out.prediction = predict(chain_, out.plan, setup_, gpu_, coef_, headroom_bytes_);
+  out.prediction = predict_plan(out.plan);
   return out;
 }
 
@@ -669,8 +647,7 @@ std::vector<InsightRow> PlanOptimizer::insight(const Plan& plan) const {
     InsightRow r{"attention activations to the host", 0, 0};
     r.gpu_bytes_saved = simulate_activations(chain_, keep, coef_).retained_after_forward_bytes -
                         simulate_activations(chain_, plan, coef_).retained_after_forward_bytes;
-    r.seconds_added = predict(chain_, plan, setup_, gpu_, coef_, 0).step_time_s -
-                      predict(chain_, keep, setup_, gpu_, coef_, 0).step_time_s;
+    r.seconds_added = anchored(predict(prepared_, plan, 0)).step_time_s - anchored(predict(prepared_, keep, 0)).step_time_s;
     rows.push_back(r);
     return rows;
   }

@@ -88,6 +88,9 @@ Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& o
 // The anchored prediction of `schedule` (its parts scaled; a measured schedule's own figures
 // replace it); `fits` is recomputed with the headroom. Unsupported predictions pass unchanged.
 Prediction apply_anchor(const Anchor& a, const Schedule& schedule, const Prediction& p, double headroom_bytes);
+// The same for a plan that is no trainer schedule (the optimal per-block plan): its parts scaled,
+// `fits` recomputed; no measurement replaces it.
+Prediction apply_anchor_scales(const Anchor& a, const Prediction& p, double headroom_bytes);
 // The ok measurement of this schedule, if any (nullptr otherwise).
 const Measurement* measured_ok(const Anchor& a, const Schedule& schedule);
 

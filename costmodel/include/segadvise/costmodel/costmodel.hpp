@@ -1,6 +1,7 @@
 // The cost model: (chain, plan, setup, GPU, coefficients) -> Prediction.
 // Peak VRAM comes from a simulated forward/backward activation timeline, step time from a roofline
-// with fitted efficiencies. Derivations are in costmodel/src/costmodel.cpp.
+// with fitted efficiencies. What a block costs under a mode and the segment walk are the one
+// evaluator's (evaluator.hpp); derivations are in costmodel/src/costmodel.cpp.
 #pragma once
 
 #include <memory>

@@ -1,8 +1,9 @@
 // Optimal per-block checkpointing plans, beyond any trainer's uniform knobs.
 //
 // The trainer's knobs are uniform (one interval, one stride, one backend). Here every block gets
-// its own decision: kept; checkpointed inside a segment [b, e) that saves only the tensors entering
-// b (hidden state and every skip tensor crossing the cut, from BlockGraph); FFN-only checkpointed;
+// its own decision: kept; checkpointed inside a segment [b, e) that saves only its input state (the
+// hidden state and the skip tensors crossing the cut that the chain does not hold anyway: the cost
+// model's ScaledBlock boundary); FFN-only checkpointed;
 // and the saved inputs of a checkpoint or FFN-only block either on the GPU or in pinned host
 // memory. Attention-activation offload is a plan-wide switch (as in Plan); both settings are tried.
 //
@@ -25,13 +26,18 @@
 //   never discretised unless a position holds more than `max_labels` of them; then they are
 //   thinned on a memory grid (the result stays feasible — every label carries its exact bytes —
 //   and `exact` says that thinning happened).
-// Every answer is re-checked with simulate_activations() and predict().
+// A decision's costs are the cost model's own (costmodel/evaluator.hpp: segment_cost, the segment
+// walk predict() runs), and every answer is re-checked with predict(). With measured runs of the
+// setup (an Anchor), budget and times are the anchored ones: the plan is the fastest whose anchored
+// peak fits, and its figures are anchored as every trainer schedule's are.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "segadvise/costmodel/anchor.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/planner/block_graph.hpp"
 
@@ -45,14 +51,17 @@ struct OptimalOptions {
   int max_segment_blocks = 0;           // longest checkpoint call; 0: unlimited
   std::size_t max_labels = 20000;       // per position, before thinning on the memory grid
   int memory_grid_cells = 1 << 16;      // the grid: activation budget / cells
+  // measured runs of this setup (advisor Context::anchor): the plan's costs are the anchored ones.
+  // Not owned; null or without points: the static model's
+  const Anchor* anchor = nullptr;
 };
 
 struct OptimalPlan {
   bool found = false;
   std::string reason;  // why nothing fits
   Plan plan;
-  Prediction prediction;               // predict() of the plan: the figures to show
-  double dp_step_time_s = 0;           // what the DP computed (equals prediction.step_time_s)
+  Prediction prediction;               // predict() of the plan, anchored when measured: the figures to show
+  double dp_step_time_s = 0;           // what the DP computed (equals prediction.step_time_s, anchored)
   double dp_activation_peak_bytes = 0; // equals simulate_activations(plan).peak_bytes
   double activation_budget_bytes = 0;  // the budget it was solved for
   bool exact = true;                   // false when labels were thinned on the memory grid
@@ -96,19 +105,29 @@ class PlanOptimizer {
   double static_bytes() const { return static_bytes_; }
   double usable_vram_bytes() const { return usable_bytes_; }
 
-  // Peak VRAM <-> activation peak: peak = static + activation x (1 + fragmentation).
+  // Peak VRAM <-> activation peak: peak = static + activation x (1 + fragmentation), each part
+  // times its anchored scale when measured (anchor.hpp: fixed and activation scales).
   double peak_vram_for_activation(double activation_bytes) const;
   double activation_for_peak_vram(double peak_vram_bytes) const;
 
- private:
+  // One decision the DP may take at a position: a segment [begin, end) under a mode, its costs.
   struct Decision {
     int begin = 0, end = 0;
     BlockMode mode = BlockMode::Keep;
     bool offload = false;
     double local_bytes = 0;     // working set on top of the retained prefix
     double retained_bytes = 0;  // left on the GPU for later positions
-    double seconds = 0;         // added to the all-keep step time
+    double seconds = 0;         // added to the all-keep step time (anchored when measured)
   };
+  // The decisions starting at each position, without or with the plan-wide attention offload
+  // (kept first, then FFN-only, then checkpoint calls by rising end).
+  const std::vector<std::vector<Decision>>& decisions(bool attention_offload) const {
+    return decisions_[attention_offload ? 1 : 0];
+  }
+  // predict() of a plan, anchored when the options carry measurements
+  Prediction predict_plan(const Plan& plan) const;
+
+ private:
   enum class Objective { Time, Peak };
   struct Solution {
     bool found = false;
@@ -149,6 +168,7 @@ class PlanOptimizer {
   Plan to_plan(int flag, const std::vector<int>& decisions) const;
   OptimalPlan solve_activation(double budget_bytes) const;
   bool keeping_everything_fits(double budget_bytes) const;
+  Prediction anchored(const Prediction& p) const;  // anchor_'s scales applied (none: p)
 
   const BlockChain& chain_;
   const TrainingSetup& setup_;
@@ -160,6 +180,8 @@ class PlanOptimizer {
   std::vector<int> flags_;  // attention offload settings worth trying: 0, and 1 when some block offloads
   std::vector<std::vector<std::vector<Decision>>> decisions_;  // [flag][begin] -> decisions
   std::vector<std::vector<Bound>> bounds_;                      // [flag][position]
+  PreparedChain prepared_;  // the cost model's per-block figures of chain_ (evaluator.hpp)
+  Anchor anchor_;           // the measured runs' scales (no points: the static model)
   double keep_step_time_s_ = 0;
   double static_bytes_ = 0, usable_bytes_ = 0, base_bytes_ = 0;
 };
