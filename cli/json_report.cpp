@@ -113,8 +113,7 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
       j["recommendation"]["run_fit"] = to_string(worst(c->verdict(), r.phases->verdict(budget)));
       j["recommendation"]["run_peak_vram_gib"] = r.phases->peak_vram_bytes / kGiB;
       j["recommendation"]["run_peak_phase"] = to_string(r.phases->peak_phase);
-      j["recommendation"]["run_fits"] =
-          r.phases->peak_vram_bytes + ctx.headroom_bytes <= usable_vram_bytes(ctx.gpu, ctx.coef);
+      j["recommendation"]["run_fits"] = worst(c->verdict(), r.phases->verdict(budget)) == FitVerdict::Fits;
       j["recommendation"]["phase_advice"] = phase_advice_json(*r.phases);
     }
   } else {
@@ -162,6 +161,10 @@ void add_range_json(nlohmann::json& j, const Candidate& c) {
     return;
   }
   j["fit"] = to_string(c.verdict());
+  // "fits" is the verdict's "fits" (the 90% range's upper end plus headroom fits), as everywhere the
+  // tool says fits; "point_fits" is the point prediction's own comparison, for diagnosis
+  j["point_fits"] = c.prediction.fits;
+  j["fits"] = c.verdict() == FitVerdict::Fits;
   if (c.ranged) {
     j["peak_vram_gib_range"] = {c.peak_range_bytes.lo / kGiB, c.peak_range_bytes.hi / kGiB};
     j["step_time_s_range"] = {c.step_range_s.lo, c.step_range_s.hi};
@@ -276,7 +279,8 @@ void add_phases_json(nlohmann::json& p, const RunPhases& run, double usable_byte
   if (!step_only) {
     p["peak_vram_gib"] = gib(run.peak_vram_bytes);
     p["peak_vram_gib_range"] = {gib(run.peak_lo_bytes), gib(run.peak_hi_bytes)};
-    p["fits"] = p["step_fits"].get<bool>() && run.peak_vram_bytes + headroom_bytes <= usable_bytes;
+    p["point_fits"] = p.value("point_fits", false) && run.peak_vram_bytes + headroom_bytes <= usable_bytes;
+    p["fits"] = run_verdict == FitVerdict::Fits;
     p["fit"] = to_string(run_verdict);
   }
   p["peak_phase"] = step_only ? "training_step" : to_string(run.peak_phase);

@@ -68,6 +68,10 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFo
         << settle_hint(r.advice.candidates[r.advice.borderline]) << ".\n";
     return;
   }
+  if (!r.context.trainer_rejection.empty()) {  // no schedule runs: the trainer stops before training
+    out << "Nothing runs: " << r.context.trainer_rejection << ".\n";
+    return;
+  }
   out << "Nothing fits: the smallest schedule needs " << gib_str(r.advice.shortfall_bytes)
       << " more than the card has (usable minus headroom).\n";
   if (r.alternatives.empty()) {

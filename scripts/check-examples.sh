@@ -24,7 +24,7 @@ j = json.load(sys.stdin); s = j["setup"]; p = j["prediction"]
 shape = "%dx%d" % (s["width"], s["height"]) + ("x%df" % s["frames"] if s["frames"] > 1 else "")
 head = "%s %s b%d %s %s" % (s["model"], shape, s["batch"], s["base_model_precision"], j["schedule"]["name"])
 if p["supported"]:
-    print("%s: %s peak %.1f GiB, %.2f s/step; %d warning(s)" % (head, "fits" if p["fits"] else "does NOT fit", p["peak_vram_gib"], p["step_time_s"], len(j["warnings"])))
+    print("%s: %s peak %.1f GiB, %.2f s/step; %d warning(s)" % (head, p.get("fit") or "not run", p["peak_vram_gib"], p["step_time_s"], len(j["warnings"])))
 else:
     print("%s: not run by the trainer: %s" % (head, p["reason"][:200]))
 ')"

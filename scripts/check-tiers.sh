@@ -31,7 +31,7 @@ j = json.load(sys.stdin); p = j["prediction"]
 if not p.get("supported", True):
     print("-\tnot run by the trainer: " + p.get("reason", "")[:160])
 else:
-    print("%.1f\t%s (usable %.1f GiB)" % (p["peak_vram_gib"], "agrees: fits" if p["fits"] else "DISAGREES: does not fit", p.get("usable_vram_gib", 0)))
+    print("%.1f\t%s (usable %.1f GiB)" % (p["peak_vram_gib"], "agrees: fits" if p["fits"] else "DISAGREES: " + str(p.get("fit")), p.get("usable_vram_gib", 0)))
 ')"
   peak="${line%%$'\t'*}"; verdict="${line#*$'\t'}"
   case "$verdict" in agrees*) agree=$((agree + 1)) ;; *) disagree=$((disagree + 1)) ;; esac

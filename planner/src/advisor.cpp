@@ -26,8 +26,8 @@ Candidate model_candidate(const S& st, const Schedule& s) {
   Candidate c;
   c.schedule = s;
   c.plan = realize(*st.family, st.chain, s, st.setup);
-  if (!st.multi_gpu_rejection.empty()) {  // the trainer stops before any schedule runs
-    c.prediction = unsupported_prediction(st.multi_gpu_rejection);
+  if (!st.trainer_rejection.empty()) {  // the trainer stops before any schedule runs
+    c.prediction = unsupported_prediction(st.trainer_rejection);
     return c;
   }
   if (!c.plan.supported) {
@@ -66,7 +66,7 @@ struct Context::State {
   BlockChain chain;
   double headroom_bytes;
   std::vector<std::string> warnings;
-  std::string multi_gpu_rejection;  // why the trainer would not start this setup, one GPU or several ("" : it runs)
+  std::string trainer_rejection;  // why the trainer would not start this setup, one GPU or several ("" : it runs)
   PreparedChain prepared;
   RangeModel ranges;
   Anchor anchor;
@@ -82,7 +82,7 @@ struct Context::State {
     if (!family) throw InputError("advisor: the request names no model family");
     // the trainer's setup rules (trainers/setup_rules.hpp): it stops before any schedule runs
     for (const auto& why : setup_rejections(*family, setup))
-      multi_gpu_rejection += (multi_gpu_rejection.empty() ? "" : "; ") + why;
+      trainer_rejection += (trainer_rejection.empty() ? "" : "; ") + why;
     if (setup.multi_gpu.active()) {
       // the anchor splits a single-GPU breakdown (anchor.hpp); a rank's gathered units, buckets and
       // communication are outside that split, so a measurement would be applied to the wrong parts
@@ -90,7 +90,7 @@ struct Context::State {
         throw InputError("--measured: anchoring on a measured run is for one GPU; with --gpus/--strategy/"
                          "--context-parallel the per-rank parts (gathered units, buckets, communication) "
                          "are not in the anchored breakdown");
-      apply_rules(*family, setup, warnings, multi_gpu_rejection);
+      apply_rules(*family, setup, warnings, trainer_rejection);
       // no multi-GPU run was measured: the 90% bands are the single-GPU ones (constants.hpp)
       warnings.push_back("multi-GPU: the 90% ranges are the single-GPU ones and the link efficiency and CPU "
                          "optimizer rate are assumptions; no multi-GPU run was measured");
@@ -122,7 +122,7 @@ Context::Context(std::shared_ptr<const State> state)
       prepared(state_->prepared),
       ranges(state_->ranges),
       anchor(state_->anchor),
-      multi_gpu_rejection(state_->multi_gpu_rejection) {}
+      trainer_rejection(state_->trainer_rejection) {}
 
 Context::Context(const AdvisorRequest& r)
     : Context(std::make_shared<const State>(r.family, r.setup, r.gpu, r.coef, r.headroom_bytes,
@@ -152,7 +152,7 @@ ScheduleScore ranged_score(const Context& ctx, const Schedule& s, const Predicti
 // score() of `count` schedules in order: consecutive plans share their first blocks, whose walk
 // PlanScorer reuses (the same figures, bit for bit)
 void score_batch(const Context& ctx, const Schedule* s, std::size_t count, ScheduleScore* out) {
-  if (!ctx.multi_gpu_rejection.empty()) {  // the trainer stops before any schedule runs (as evaluate)
+  if (!ctx.trainer_rejection.empty()) {  // the trainer stops before any schedule runs (as evaluate)
     std::fill(out, out + count, ScheduleScore{});
     return;
   }
@@ -167,7 +167,7 @@ void score_batch(const Context& ctx, const Schedule* s, std::size_t count, Sched
 }  // namespace
 
 ScheduleScore score(const Context& ctx, const Schedule& s) {
-  if (!ctx.multi_gpu_rejection.empty()) return {};  // the trainer stops before any schedule runs (as evaluate)
+  if (!ctx.trainer_rejection.empty()) return {};  // the trainer stops before any schedule runs (as evaluate)
   const PlanResult plan = realize(*ctx.family, ctx.chain, s, ctx.setup);
   if (!plan.supported) return {};
   return ranged_score(ctx, s, predict_figures(ctx.prepared, plan.plan, ctx.headroom_bytes));

@@ -41,9 +41,9 @@ DistributedOption evaluate_option(const Context& ctx, const MultiGpuSetup& m) {
   s.multi_gpu = m;
   const Context c = ctx.with_setup(s);
   o.multi_gpu = c.setup.multi_gpu;
-  if (!c.multi_gpu_rejection.empty()) {
+  if (!c.trainer_rejection.empty()) {
     o.runs = false;
-    o.reason = c.multi_gpu_rejection;
+    o.reason = c.trainer_rejection;
     return o;
   }
   const Advice a = advise_schedules(c);

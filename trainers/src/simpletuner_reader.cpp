@@ -378,7 +378,7 @@ const Family& resolve_family(const Fields& cfg, const std::string& path, std::ve
     throw InputError(cfg.where("model_family") +
                      ": deepfloyd is not modelled: DeepFloyd IF's U-Net channel widths are not in the references "
                      "(known: pixel space, T5-XXL capped at 77 tokens, flavour sizes I-M 400M, I-L 900M, I-XL 4.3B, II-M "
-                     "450M, II-L 1.2B; shared/reference/families-corrections.md)");
+                     "450M, II-L 1.2B; DeepFloyd/IF-I-XL-v1.0 and IF-II-L-v1.0 model cards)");
   if (!flavour.empty()) return find_family_by_trainer(mf, flavour, path);
   const auto it = default_flavours().find(mf);
   if (it == default_flavours().end()) return find_family_by_trainer(mf, "", path);  // names the nearest families

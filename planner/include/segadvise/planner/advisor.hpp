@@ -69,7 +69,7 @@ class Context {
   // why the trainer would not start this setup (trainers/setup_rules.hpp, and for several GPUs
   // trainers/multi_gpu_rules.hpp), "" when it runs; every schedule is then unsupported with this
   // reason. The multi-GPU rules' changes are in `setup`.
-  const std::string& multi_gpu_rejection;
+  const std::string& trainer_rejection;
 
  private:
   explicit Context(std::shared_ptr<const State> state);

@@ -88,9 +88,9 @@ nlohmann::ordered_json with_schedule(const nlohmann::ordered_json& raw, const Sc
 nlohmann::json schedule_keys(const Schedule& s);
 
 // The same keys as printed for a user to merge into a config: no nulls, since SimpleTuner skips a
-// JSON null when it reads a config (trainer-knobs.md, cli_utils.py), so a value already in the config
+// JSON null when it reads a config (SimpleTuner helpers/configuration/cli_utils.py), so a value already in the config
 // would stay in force. An unset interval is written as 1, which the trainer reads as unset
-// (simpletuner-semantics.md §4), and the stride is left out (ignored without an interval). An unset
+// (docs/sources/simpletuner.md §4), and the stride is left out (ignored without an interval). An unset
 // stride beside an interval has no value that means "unset" (stride = interval changes per-block
 // families' meaning: i % S < N checkpoints every block), so it is left out and named by
 // keys_to_remove.
