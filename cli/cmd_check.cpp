@@ -16,7 +16,7 @@
 #include "measured.hpp"
 #include "check_options.hpp"
 #include "emitters.hpp"
-#include "gpu_detect.hpp"
+#include "segadvise/families/gpu_detect.hpp"
 #include "phases_output.hpp"
 #include "printer.hpp"
 #include "trainer_check.hpp"

@@ -1,5 +1,5 @@
 #include "common.hpp"
-#include "gpu_detect.hpp"
+#include "segadvise/families/gpu_detect.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "gpu_detect.hpp"
+#include "segadvise/families/gpu_detect.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
@@ -125,10 +125,10 @@ int run_profile_cmd(TorchFlags& f) {
   if (f.device == "cuda") {  // the catalog card this device is, so predictions for it use the times
     double total = 0;
     try {
-      total = cli::detect_gpu().total_bytes;
+      total = detect_gpu().total_bytes;
     } catch (const InputError&) {
     }
-    p.gpu_id = cli::catalog_id_for(p.device, total);
+    p.gpu_id = catalog_id_for(p.device, total);
     if (p.gpu_id.empty())
       p.notes.push_back("device '" + p.device + "' is not in the GPU catalog: its times apply to no --gpu");
   }
@@ -246,7 +246,7 @@ ValidationInputs validation_inputs(TorchFlags& f) {
     if (!f.setup.gpu.empty()) {
       gpu = cli::resolve_gpu(f.setup);
     } else {
-      gpu = cli::auto_gpu();  // the card this CUDA device is, matched to the catalog
+      gpu = auto_gpu();  // the card this CUDA device is, matched to the catalog
     }
   }
 

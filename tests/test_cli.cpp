@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpu_detect.hpp"
+#include "segadvise/families/gpu_detect.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -118,8 +118,8 @@ TEST_CASE("calibrate, accuracy and list check their flags with validators, not b
 TEST_CASE("the machine's memory is MemTotal of /proc/meminfo") {
   const std::string path = (std::filesystem::temp_directory_path() / "segadvise-test-meminfo").string();
   std::ofstream(path) << "MemFree:         1000 kB\nMemTotal:       131072 kB\n";
-  CHECK(segadvise::cli::detect_host_memory_bytes(path) == doctest::Approx(131072.0 * 1024));  // 128 MiB
-  CHECK(segadvise::cli::detect_host_memory_bytes(path + ".missing") == 0);
+  CHECK(segadvise::detect_host_memory_bytes(path) == doctest::Approx(131072.0 * 1024));  // 128 MiB
+  CHECK(segadvise::detect_host_memory_bytes(path + ".missing") == 0);
   std::filesystem::remove(path);
 }
 

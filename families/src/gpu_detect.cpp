@@ -1,4 +1,4 @@
-#include "gpu_detect.hpp"
+#include "segadvise/families/gpu_detect.hpp"
 
 #include <dlfcn.h>
 
@@ -10,7 +10,7 @@
 
 #include "segadvise/families/family.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 namespace {
 
@@ -167,4 +167,4 @@ double detect_host_memory_bytes(const std::string& meminfo_path) {
   return 0;
 }
 
-}  // namespace segadvise::cli
+}  // namespace segadvise

@@ -7,7 +7,7 @@
 
 #include "segadvise/costmodel/types.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 struct DetectedGpu {
   std::string name;       // as the driver reports it: "NVIDIA H100 80GB HBM3"
@@ -33,4 +33,4 @@ GpuSpec auto_gpu();
 // The machine's memory (MemTotal of /proc/meminfo), bytes; 0 when unknown.
 double detect_host_memory_bytes(const std::string& meminfo_path = "/proc/meminfo");
 
-}  // namespace segadvise::cli
+}  // namespace segadvise
