@@ -176,6 +176,7 @@ nlohmann::json measurements_json(const Anchor& a) {
   nlohmann::json used = nlohmann::json::array();
   for (const AnchorPoint& p : a.points) {
     nlohmann::json m = {{"text", p.measured.text}, {"schedule", p.measured.schedule.name()}};
+    if (!p.measured.source.empty()) m["source"] = p.measured.source;
     if (p.measured.oom) m["measured"] = "oom";
     else m["measured"] = {{"sec_per_step", p.measured.step_time_s}, {"peak_vram_gib", p.measured.peak_vram_bytes / kGiB}};
     m["model"] = {{"sec_per_step", p.predicted.step_time_s}, {"peak_vram_gib", p.predicted.peak_vram_bytes / kGiB},
