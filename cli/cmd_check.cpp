@@ -34,7 +34,9 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   const auto printer = make_printer(o.flags.format, out);
   const ConfigRead cr = read_simpletuner_config(o.config, o.read);
   CheckRequest req;
-  req.run = make_request(*cr.family, cr.setup, o.flags);
+  SetupFlags flags = o.flags;  // --measured-from: the logged run used the config's own schedule
+  if (!flags.measured_from.empty() && flags.measured_from_schedule.empty()) flags.measured_from_schedule = cr.schedule.name();
+  req.run = make_request(*cr.family, cr.setup, flags);
   req.schedule = cr.schedule;
   req.rejections = cr.rejections;
   req.warnings = cr.warnings;

@@ -28,7 +28,9 @@ void setup_predict(CLI::App& app, int& exit_code) {
       s.backend = parse_backend(*backend);
     }
     if (*offload) s.offload_attention = true;
-    const PredictionReport r = predict_report(make_request(*flags), s);
+    SetupFlags f = *flags;  // --measured-from: the logged run used --schedule unless told otherwise
+    if (!f.measured_from.empty() && f.measured_from_schedule.empty()) f.measured_from_schedule = s.name();
+    const PredictionReport r = predict_report(make_request(f), s);
     printer->prediction(r);
     exit_code = cli::exit_code(r);
   });

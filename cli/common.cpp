@@ -130,6 +130,11 @@ void add_measured_flags(CLI::App* app, SetupFlags& f) {
   app->add_option("--measured", f.measured,
                   "a measured run of this same setup: SCHEDULE:SEC:GIB (sec/step and peak allocated GiB, e.g. "
                   "layer:1.85:16.2) or SCHEDULE:oom; repeatable. Every prediction is anchored on it");
+  app->add_option("--measured-from", f.measured_from,
+                  "a trainer's log of this same setup (see `segadvise read-log`): its out-of-memory message, or its "
+                  "last training step and peak allocated memory, become a --measured of the logged schedule");
+  app->add_option("--measured-from-schedule", f.measured_from_schedule,
+                  "the schedule the logged run used (check: default the config's own; predict: default --schedule)");
   app->add_option("--ranges", f.ranges, "90% range bands file (default: the shipped calibration/data/ranges.json)")
       ->check(CLI::ExistingFile);
 }
@@ -221,6 +226,7 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
   r.headroom_bytes = f.headroom_gib * kGiB;
   if (!f.profile.empty()) r.profile = load_profile(f.profile);
   r.measured = parse_measurements(f.measured);
+  if (!f.measured_from.empty()) r.measured.push_back(measurement_from_log(f.measured_from, f.measured_from_schedule));
   r.ranges = ranges_for(f.ranges);
   return r;
 }

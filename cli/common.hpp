@@ -40,6 +40,9 @@ struct SetupFlags {
   std::string profile;
   std::vector<std::string> measured;  // --measured SCHEDULE:SEC:GIB | SCHEDULE:oom (repeatable)
   std::string ranges;                 // --ranges FILE ("" : the shipped bands)
+  // --measured-from LOG: the log's OOM or last training step and peak, as a measurement of the schedule
+  // --measured-from-schedule names (check: the config's own, predict: --schedule when not given)
+  std::string measured_from, measured_from_schedule;
   // multi-GPU (-1 / "" / false: not given; a config's keys or one GPU then)
   int gpus = -1;                 // --gpus: GPUs (processes) per node
   int nodes = -1;                // --nodes

@@ -179,6 +179,7 @@ nlohmann::json measurements_json(const Anchor& a) {
   nlohmann::json used = nlohmann::json::array();
   for (const AnchorPoint& p : a.points) {
     nlohmann::json m = {{"text", p.measured.text}, {"schedule", p.measured.schedule.name()}};
+    if (!p.measured.source.empty()) m["source"] = p.measured.source;
     if (p.measured.oom) m["measured"] = "oom";
     else m["measured"] = {{"sec_per_step", p.measured.step_time_s}, {"peak_vram_gib", p.measured.peak_vram_bytes / kGiB}};
     m["model"] = {{"sec_per_step", p.predicted.step_time_s}, {"peak_vram_gib", p.predicted.peak_vram_bytes / kGiB},
@@ -464,6 +465,36 @@ nlohmann::json calibration_json(const CalibrationView& v) {
   for (const auto& p : v.fit->parameters)
     params.push_back({{"name", p.name}, {"value", p.value}, {"lo", p.lo}, {"hi", p.hi}, {"at_bound", p.at_bound}});
   return {{"output", v.output}, {"parameters", params}, {"fit", fit_json(*v.fit)}};
+}
+
+nlohmann::json log_report_json(const LogReport& r) {
+  const auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json oom = nlohmann::json::array(), steps = nlohmann::json::array(), memory = nlohmann::json::array();
+  for (const auto& m : r.oom) {
+    nlohmann::json others = nlohmann::json::array();
+    for (const auto& p : m.other_processes) others.push_back({{"pid", p.pid}, {"bytes", p.bytes}});
+    oom.push_back({{"line", m.line},
+                   {"tried_to_allocate_bytes", opt(m.tried_to_allocate_bytes)},
+                   {"total_capacity_bytes", opt(m.total_capacity_bytes)},
+                   {"free_bytes", opt(m.free_bytes)},
+                   {"process_in_use_bytes", opt(m.process_in_use_bytes)},
+                   {"allocated_by_pytorch_bytes", opt(m.allocated_by_pytorch_bytes)},
+                   {"reserved_unallocated_bytes", opt(m.reserved_unallocated_bytes)},
+                   {"reserved_total_bytes", opt(m.reserved_total_bytes)},
+                   {"private_pools_bytes", opt(m.private_pools_bytes)},
+                   {"gpu_index", opt(m.gpu_index)},
+                   {"other_processes", others},
+                   {"phase", m.phase}});
+  }
+  for (const auto& s : r.steps)
+    steps.push_back({{"line", s.line}, {"sec_per_step", s.sec_per_step}, {"step", opt(s.step)},
+                     {"total", opt(s.total)}, {"what", s.what}, {"label", s.label}});
+  for (const auto& m : r.memory)
+    memory.push_back({{"line", m.line}, {"source", m.source}, {"gpu_index", opt(m.gpu_index)},
+                      {"used_bytes", opt(m.used_bytes)}, {"total_bytes", opt(m.total_bytes)},
+                      {"allocated_bytes", opt(m.allocated_bytes)}, {"reserved_bytes", opt(m.reserved_bytes)},
+                      {"max_allocated_bytes", opt(m.max_allocated_bytes)}});
+  return {{"log", r.path}, {"oom", oom}, {"steps", steps}, {"memory", memory}};
 }
 
 }  // namespace segadvise::cli

@@ -18,6 +18,8 @@ nlohmann::json calibration_json(const CalibrationView& v);
 nlohmann::json accuracy_json(const AccuracyView& v);
 // list: the families, GPUs, precisions or optimizers compiled in
 nlohmann::json catalog_json(Catalog what);
+// read-log: {log, oom: [...], steps: [...], memory: [...]}, null where a figure is absent
+nlohmann::json log_report_json(const LogReport& r);
 // The coefficients file calibrate writes: the coefficients and how they were fitted.
 nlohmann::json coefficients_file_json(const FitResult& fit);
 

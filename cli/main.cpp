@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   cli::setup_check(app, exit_code);
   cli::setup_calibrate(app, exit_code);
   cli::setup_accuracy(app, exit_code);
+  cli::setup_read_log(app, exit_code);
   cli::setup_torch_passthrough(app, exit_code, argv[0]);
   // `segadvise frobnicate`: name the word instead of CLI11's "A subcommand is required"
   bool known = args.size() < 2 || args[1][0] == '-';
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) known |= sub->check_name(args[1]);
   if (!known) {
     std::cerr << "segadvise: error: unknown command '" << args[1]
-              << "' (advise, predict, check, list, calibrate, accuracy, profile, validate; --help)\n";
+              << "' (advise, predict, check, list, calibrate, accuracy, read-log, profile, validate; --help)\n";
     return cli::kBadInput;
   }
   try {

@@ -1,6 +1,8 @@
 #include "measured.hpp"
 #include "common.hpp"
 #include "text_format.hpp"
+#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/trainers/log_reader.hpp"
 
 #include <cstdio>
 
@@ -23,6 +25,46 @@ std::vector<Measurement> parse_measurements(const std::vector<std::string>& text
   std::vector<Measurement> out;
   for (const auto& t : texts) out.push_back(parse_measurement(t));
   return out;
+}
+
+Measurement measurement_from_log(const std::string& path, const std::string& schedule) {
+  if (schedule.empty())
+    throw InputError("--measured-from '" + brief_text(path) +
+                     "': name the schedule the logged run used with --measured-from-schedule SCHEDULE");
+  const LogReport log = read_log_file(path);
+  if (!log.oom.empty()) {
+    const OomMessage& o = log.oom.back();
+    Measurement m = parse_measurement(schedule + ":oom");
+    m.source = path + " line " + std::to_string(o.line) + ": out of memory";
+    if (o.tried_to_allocate_bytes) m.source += ", tried to allocate " + num(*o.tried_to_allocate_bytes / kGiB, 2) + " GiB";
+    if (o.allocated_by_pytorch_bytes)
+      m.source += " with " + num(*o.allocated_by_pytorch_bytes / kGiB, 2) + " GiB allocated";
+    m.source += " (" + o.phase + ")";
+    return m;
+  }
+  const StepReading* step = log.last_training_step();
+  long long peak = 0;
+  int peak_line = 0;
+  for (const MemoryReading& r : log.memory) {
+    const long long b = r.max_allocated_bytes.value_or(r.allocated_bytes.value_or(0));
+    if (b > peak) {
+      peak = b;
+      peak_line = r.line;
+    }
+  }
+  if (!step || peak <= 0)
+    throw InputError("--measured-from '" + brief_text(path) + "': the log has no out-of-memory message and " +
+                     (!step ? "no training step time" : "no peak allocated memory (torch.cuda.memory_summary)") +
+                     "; pass --measured " + schedule + ":SEC:GIB");
+  Measurement m = parse_measurement(schedule + ":oom");  // the schedule, checked as --measured checks it
+  m.oom = false;
+  m.text = schedule + ":" + num(step->sec_per_step, 3) + ":" + num(peak / kGiB, 2);
+  m.step_time_s = step->sec_per_step;
+  m.peak_vram_bytes = static_cast<double>(peak);
+  m.source = path + " line " + std::to_string(step->line) + ": " + num(step->sec_per_step, 3) + " s/step (" +
+             (step->label.empty() ? std::string("bar") : step->label) + "), line " + std::to_string(peak_line) + ": peak " +
+             num(peak / kGiB, 2) + " GiB allocated";
+  return m;
 }
 
 std::string peak_with_range(const Candidate& c) {
@@ -65,6 +107,7 @@ void print_measurements(std::ostream& out, const Anchor& a, const TextFormat& fm
       out << num(p.measured.step_time_s, 2) << " s/step, " << num(p.measured.peak_vram_bytes / kGiB, 1)
           << " GiB measured; the model said " << num(p.predicted.step_time_s, 2) << " s, "
           << num(p.predicted.peak_vram_bytes / kGiB, 1) << " GiB\n";
+    if (!p.measured.source.empty()) out << fmt.item("    ") << "read from " << p.measured.source << "\n";
   }
   out << fmt.either("  ", "\n") << "every prediction below is anchored on them: fixed memory x" << num(a.fixed_scale, 2)
       << ", activations x" << num(a.activation_scale, 2) << (a.raised_by_oom ? " (raised to honour the OOM)" : "");

@@ -18,6 +18,11 @@ class TextFormat;  // text_format.hpp
 
 // Parses every --measured (InputError naming the one that is malformed).
 std::vector<Measurement> parse_measurements(const std::vector<std::string>& texts);
+// --measured-from LOG: the log's last out-of-memory message (the schedule ran out of memory), else its last
+// training step's sec/step with the largest peak allocated memory it reports (torch.cuda.memory_summary's
+// peak, else allocated). `schedule` names the schedule the run used ("" : InputError asking for
+// --measured-from-schedule); InputError when the log has neither.
+Measurement measurement_from_log(const std::string& path, const std::string& schedule);
 
 // "16.4 GiB (90%: 14.8–18.9)" / "1.85 s (90%: 1.62–2.20)"; the bare figure when not ranged.
 std::string peak_with_range(const Candidate& c);

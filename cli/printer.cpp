@@ -364,6 +364,61 @@ void TextPrinter::catalog(Catalog what) {
   }
 }
 
+void TextPrinter::log_report(const LogReport& r) {
+  const auto bytes_str = [](long long b) {
+    const double v = static_cast<double>(b);
+    char buf[48];
+    if (v >= 1073741824.0) std::snprintf(buf, sizeof buf, "%.2f GiB", v / 1073741824.0);
+    else if (v >= 1048576.0) std::snprintf(buf, sizeof buf, "%.2f MiB", v / 1048576.0);
+    else std::snprintf(buf, sizeof buf, "%.2f KiB", v / 1024.0);
+    return std::string(buf);
+  };
+  const auto size = [&](const std::optional<long long>& b) { return b ? bytes_str(*b) : std::string("-"); };
+  const auto count = [](std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  out_ << fmt_.strong(r.path) << ": " << count(r.oom.size(), "out-of-memory message", "out-of-memory messages") << ", "
+       << count(r.steps.size(), "progress reading", "progress readings") << ", "
+       << count(r.memory.size(), "memory readout", "memory readouts") << "\n";
+  if (!r.oom.empty()) {
+    const std::string title = "Out of memory";
+    out_ << "\n" << fmt_.section(4, title, title + "\n\n");
+    Table t({"line", "phase", "gpu", "tried", "total", "free", "this process", "allocated", "reserved unalloc.",
+             "reserved", "other processes"});
+    for (const auto& m : r.oom) {
+      std::string others;
+      for (const auto& p : m.other_processes)
+        others += (others.empty() ? "" : ", ") + std::to_string(p.pid) + ": " + bytes_str(p.bytes);
+      t.add({std::to_string(m.line), m.phase, m.gpu_index ? std::to_string(*m.gpu_index) : "-",
+             size(m.tried_to_allocate_bytes), size(m.total_capacity_bytes), size(m.free_bytes),
+             size(m.process_in_use_bytes), size(m.allocated_by_pytorch_bytes), size(m.reserved_unallocated_bytes),
+             size(m.reserved_total_bytes), others.empty() ? "-" : others});
+    }
+    fmt_.table(out_, t);
+  }
+  if (!r.steps.empty()) {
+    const std::string title = "Progress (each bar's last update)";
+    out_ << "\n" << fmt_.section(4, title, title + "\n\n");
+    Table t({"line", "what", "s/step", "step", "bar"});
+    for (const auto& s : r.steps) {
+      char sec[32];
+      std::snprintf(sec, sizeof sec, "%.3f", s.sec_per_step);
+      const std::string step = s.step ? std::to_string(*s.step) + (s.total ? "/" + std::to_string(*s.total) : "") : "-";
+      t.add({std::to_string(s.line), s.what, sec, step, s.label.empty() ? "-" : s.label});
+    }
+    fmt_.table(out_, t);
+  }
+  if (!r.memory.empty()) {
+    const std::string title = "Memory";
+    out_ << "\n" << fmt_.section(4, title, title + "\n\n");
+    Table t({"line", "source", "gpu", "used", "total", "allocated", "max allocated", "reserved"});
+    for (const auto& m : r.memory)
+      t.add({std::to_string(m.line), m.source, m.gpu_index ? std::to_string(*m.gpu_index) : "-", size(m.used_bytes),
+             size(m.total_bytes), size(m.allocated_bytes), size(m.max_allocated_bytes), size(m.reserved_bytes)});
+    fmt_.table(out_, t);
+  }
+}
+
 // ---- JSON --------------------------------------------------------------------------------------
 
 void JsonPrinter::prediction(const PredictionReport& r) { out_ << prediction_report_json(r).dump(2) << "\n"; }
@@ -379,6 +434,8 @@ void JsonPrinter::calibration(const CalibrationView& v) { out_ << calibration_js
 void JsonPrinter::accuracy(const AccuracyView& v) { out_ << accuracy_json(v).dump(2) << "\n"; }
 
 void JsonPrinter::catalog(Catalog what) { out_ << catalog_json(what).dump(2) << "\n"; }
+
+void JsonPrinter::log_report(const LogReport& r) { out_ << log_report_json(r).dump(2) << "\n"; }
 
 std::unique_ptr<Printer> make_printer(const std::string& format, std::ostream& out) {
   if (format == "table") return std::make_unique<TablePrinter>(out);

@@ -13,6 +13,7 @@
 
 #include "emitters.hpp"
 #include "segadvise/calibration/calibrate.hpp"
+#include "segadvise/trainers/log_reader.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
 #include "segadvise/planner/advisor.hpp"
 
@@ -79,6 +80,7 @@ class Printer {
   virtual void calibration(const CalibrationView& v) = 0;
   virtual void accuracy(const AccuracyView& v) = 0;
   virtual void catalog(Catalog what) = 0;
+  virtual void log_report(const LogReport& r) = 0;  // read-log
 };
 
 class TextFormat;  // text_format.hpp
@@ -92,6 +94,7 @@ class TextPrinter : public Printer {
   void calibration(const CalibrationView& v) override;
   void accuracy(const AccuracyView& v) override;
   void catalog(Catalog what) override;
+  void log_report(const LogReport& r) override;
 
  protected:
   TextPrinter(std::ostream& out, const TextFormat& fmt) : out_(out), fmt_(fmt) {}
@@ -123,6 +126,7 @@ class JsonPrinter final : public Printer {
   void calibration(const CalibrationView& v) override;
   void accuracy(const AccuracyView& v) override;
   void catalog(Catalog what) override;
+  void log_report(const LogReport& r) override;
 
  private:
   std::ostream& out_;

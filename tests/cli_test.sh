@@ -147,6 +147,15 @@ check_that "plan file mode kept 600" eval '[[ $(stat -c %a "$tmp/plan.json") == 
 : >"$tmp/config.json"; chmod 600 "$tmp/config.json"
 expect 0 'Wrote ' -- check "$fixtures/check/flux-pixel-area-1024.json" --gpu h100 --emit simpletuner --output "$tmp/config.json"
 check_that "config mode kept 600" eval '[[ $(stat -c %a "$tmp/config.json") == 600 && -s $tmp/config.json ]]'
+# read-log, and a log as the measurement: an OOM during training turns the config's schedule into "does not fit"
+expect 0 '"what": "training_step"' -- read-log "$fixtures/logs/diffusers.txt" --format json
+expect 2 'not a text file' -- read-log "$fixtures/logs-binary.bin"
+expect 2 'not a regular file' -- read-log "$fixtures/logs"
+expect 1 'verdict: does not fit' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
+expect 1 'read from .*simpletuner.txt line 12: out of memory' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
+expect 0 'read from .*diffusers.txt line 4: 0.500 s/step' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusers.txt"
+expect 2 'measured-from-schedule' -- advise --model flux --gpu h100 --measured-from "$fixtures/logs/diffusers.txt"
+expect 2 'no out-of-memory message and no peak' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusion_pipe.txt"
 # a valid 250-character file name works (the temporary name must fit NAME_MAX too)
 long=$(printf 'p%.0s' {1..245}).json
 expect 0 'Recommendation: ' -- --model flux --gpu l40s --plan-out "$tmp/$long"

@@ -29,6 +29,7 @@ struct Measurement {
   bool oom = false;
   double step_time_s = 0;      // ok runs
   double peak_vram_bytes = 0;  // ok runs
+  std::string source;          // where it was read ("train.log line 12: …"); "" : typed as --measured
 };
 // Throws InputError naming the text: malformed, unknown schedule, zero/negative/NaN/infinite numbers.
 Measurement parse_measurement(const std::string& text);

@@ -1,0 +1,194 @@
+// trainers/log_reader: out-of-memory messages, progress bars and memory readouts read from the
+// fixtures in tests/fixtures/logs (each written from its trainer's own print format, see its README).
+// Bytes are derived by hand: GiB = 2^30, MiB = 2^20, KiB = 2^10 bytes; seconds per step = 1 / (it/s).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "segadvise/costmodel/types.hpp"
+#include "segadvise/trainers/log_reader.hpp"
+
+using namespace segadvise;
+
+namespace {
+LogReport fixture(const std::string& name) { return read_log_file(std::string(SEGADVISE_FIXTURES_DIR) + "/logs/" + name); }
+constexpr long long kLogGiB = 1LL << 30, kLogMiB = 1LL << 20, kLogKiB = 1LL << 10;
+
+const char* kOom22 =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 23.50 GiB "
+    "of which 512.00 MiB is free. Process 4242 has 1.00 GiB memory in use. Including non-PyTorch memory, this process "
+    "has 22.00 GiB memory in use. Of the allocated memory 20.00 GiB is allocated by PyTorch, and 1.25 GiB is reserved "
+    "by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n";
+}  // namespace
+
+TEST_CASE("a PyTorch 2.2+ out-of-memory message gives every figure in bytes and the other processes") {
+  const LogReport r = fixture("simpletuner.txt");
+  REQUIRE(r.oom.size() == 1);
+  const OomMessage& m = r.oom[0];
+  CHECK(m.line == 12);
+  CHECK(m.gpu_index == 0);
+  CHECK(m.tried_to_allocate_bytes == 3 * kLogGiB / 2);           // 1.50 GiB = 1610612736
+  CHECK(m.total_capacity_bytes == 47 * kLogGiB / 2);             // 23.50 GiB
+  CHECK(m.free_bytes == 512 * kLogMiB);                          // 512.00 MiB
+  CHECK(m.process_in_use_bytes == 22 * kLogGiB);                 // "this process has 22.00 GiB"
+  CHECK(m.allocated_by_pytorch_bytes == 20 * kLogGiB);
+  CHECK(m.reserved_unallocated_bytes == 5 * kLogGiB / 4);        // 1.25 GiB
+  CHECK_FALSE(m.reserved_total_bytes.has_value());            // 2.2+ does not print it
+  REQUIRE(m.other_processes.size() == 1);
+  CHECK(m.other_processes[0].pid == 4242);
+  CHECK(m.other_processes[0].bytes == kLogGiB);
+  CHECK(m.phase == "training_step");  // accelerator.backward in the traceback above it
+}
+
+TEST_CASE("the 2.0 message with its 'total capacty' typo and the 1.x message read alike") {
+  const LogReport a = fixture("ai_toolkit.txt");
+  REQUIRE(a.oom.size() == 1);
+  CHECK(a.oom[0].gpu_index == 1);
+  CHECK(a.oom[0].tried_to_allocate_bytes == 256 * kLogMiB);
+  CHECK(a.oom[0].total_capacity_bytes == 47 * kLogGiB / 2);
+  CHECK(a.oom[0].allocated_by_pytorch_bytes == 87 * kLogGiB / 4);  // 21.75 GiB "already allocated"
+  CHECK(a.oom[0].free_bytes == 128 * kLogMiB);
+  CHECK(a.oom[0].reserved_total_bytes == 45 * kLogGiB / 2);        // 22.50 GiB "reserved in total by PyTorch"
+  CHECK_FALSE(a.oom[0].reserved_unallocated_bytes.has_value());
+  CHECK_FALSE(a.oom[0].process_in_use_bytes.has_value());
+  CHECK(a.oom[0].phase == "sampling");  // generate_images in the traceback
+
+  const LogReport o = fixture("onetrainer.txt");
+  REQUIRE(o.oom.size() == 1);
+  CHECK(o.oom[0].tried_to_allocate_bytes == 2 * kLogMiB);
+  CHECK(o.oom[0].free_bytes == 3 * kLogMiB / 2);                   // 1.50 MiB
+  CHECK(o.oom[0].reserved_total_bytes == 89 * kLogGiB / 4);        // 22.25 GiB
+  CHECK(o.oom[0].phase == "training_step");
+}
+
+TEST_CASE("a message hard-wrapped inside a rich panel, words split, reads as one") {
+  const LogReport r = fixture("musubi_tuner.txt");
+  REQUIRE(r.oom.size() == 1);
+  const OomMessage& m = r.oom[0];
+  CHECK(m.tried_to_allocate_bytes == 640 * kLogMiB);
+  CHECK(m.total_capacity_bytes == 317 * kLogGiB / 4);      // 79.25 GiB
+  CHECK(m.free_bytes == 300 * kLogMiB);
+  CHECK(m.process_in_use_bytes == 315 * kLogGiB / 4);      // "non-PyTo │ rch memory, this process has 78.75 GiB"
+  CHECK(m.allocated_by_pytorch_bytes == 153 * kLogGiB / 2);  // 76.50 GiB on the next line
+  CHECK(m.private_pools_bytes == 2 * kLogGiB);
+  CHECK(m.reserved_unallocated_bytes == 7 * kLogGiB / 4);  // 1.75 GiB
+  CHECK(m.phase == "training_step");
+}
+
+TEST_CASE("a HIP message in KiB, wrapped with indentation, during latent caching") {
+  const LogReport r = fixture("kohya.txt");
+  REQUIRE(r.oom.size() == 1);
+  CHECK(r.oom[0].tried_to_allocate_bytes == 768 * kLogKiB);
+  CHECK(r.oom[0].free_bytes == 512 * kLogKiB);
+  CHECK(r.oom[0].total_capacity_bytes == 17158394348LL);  // 15.98 x 2^30 = 17158394347.52, rounded
+  CHECK(r.oom[0].allocated_by_pytorch_bytes == 31 * kLogGiB / 2);
+  CHECK(r.oom[0].reserved_unallocated_bytes == 128 * kLogMiB);
+  CHECK(r.oom[0].phase == "caching");  // in cache_latents
+}
+
+TEST_CASE("wrapping a message at any width changes none of its figures") {
+  const std::string line = kOom22;
+  for (std::size_t width : {7u, 13u, 40u, 80u}) {
+    std::string wrapped;
+    for (std::size_t i = 0; i < line.size(); i += width) wrapped += "  " + line.substr(i, width) + "\n";
+    const LogReport r = read_log_text(wrapped, "pasted");
+    CAPTURE(width);
+    REQUIRE(r.oom.size() == 1);
+    CHECK(r.oom[0].tried_to_allocate_bytes == 3 * kLogGiB / 2);
+    CHECK(r.oom[0].free_bytes == 512 * kLogMiB);
+    CHECK(r.oom[0].reserved_unallocated_bytes == 5 * kLogGiB / 4);
+    REQUIRE(r.oom[0].other_processes.size() == 1);
+    CHECK(r.oom[0].other_processes[0].pid == 4242);
+  }
+}
+
+TEST_CASE("a message with no figures is reported with every figure absent, and the phase from the log") {
+  const LogReport r = read_log_text("Saving model checkpoint\nRuntimeError: CUDA error: out of memory\n", "pasted");
+  REQUIRE(r.oom.size() == 1);
+  CHECK_FALSE(r.oom[0].tried_to_allocate_bytes.has_value());
+  CHECK_FALSE(r.oom[0].gpu_index.has_value());
+  CHECK(r.oom[0].phase == "save");
+  CHECK(read_log_text("CUDA out of memory.\n", "pasted").oom[0].phase == "unknown");
+}
+
+TEST_CASE("progress bars: s/it and it/s, the last update of each bar, named by what they count") {
+  const LogReport st = fixture("simpletuner.txt");
+  REQUIRE(st.steps.size() == 3);
+  CHECK(st.steps[0].what == "loading");  // Loading checkpoint shards
+  CHECK(st.steps[1].what == "caching");  // Processing bucket (caching latents)
+  CHECK(st.steps[1].sec_per_step == doctest::Approx(0.5));  // 2.00it/s
+  // "Epoch 1/3 Steps" redrawn with '\r': its last update, 10/1000 at 2.50s/it
+  CHECK(st.steps[2].what == "training_step");
+  CHECK(st.steps[2].sec_per_step == doctest::Approx(2.5));
+  CHECK(st.steps[2].step == 10);
+  CHECK(st.steps[2].total == 1000);
+  REQUIRE(st.last_training_step() != nullptr);
+  CHECK(st.last_training_step()->step == 10);
+
+  const LogReport mu = fixture("musubi_tuner.txt");
+  REQUIRE(mu.steps.size() == 2);
+  CHECK(mu.steps[0].what == "sampling");  // "Sampling timesteps for prompt 1" is never a step time
+  CHECK(mu.steps[1].what == "training_step");
+  CHECK(mu.steps[1].sec_per_step == doctest::Approx(2.56));
+  CHECK(mu.steps[1].step == 41);
+
+  const LogReport df = fixture("diffusers.txt");
+  REQUIRE(df.last_training_step() != nullptr);
+  CHECK(df.last_training_step()->sec_per_step == doctest::Approx(0.5));  // 2.00it/s
+  CHECK(df.last_training_step()->step == 100);
+
+  const LogReport ai = fixture("ai_toolkit.txt");  // a bar named after the job, showing the loss
+  REQUIRE(ai.last_training_step() != nullptr);
+  CHECK(ai.last_training_step()->label == "my_first_flux_lora_v1");
+  CHECK(ai.last_training_step()->sec_per_step == doctest::Approx(2.0));
+
+  const LogReport ot = fixture("onetrainer.txt");  // the epoch bar never reached a rate; the step bar did
+  REQUIRE(ot.last_training_step() != nullptr);
+  CHECK(ot.last_training_step()->sec_per_step == doctest::Approx(1.2));
+  CHECK(read_log_text("epoch:  10%|█  | 1/10 [01:00<09:00, 60.00s/it]\n", "p").steps[0].what == "epoch");
+}
+
+TEST_CASE("DeepSpeed's step lines (diffusion-pipe) give the iteration time") {
+  const LogReport r = fixture("diffusion_pipe.txt");
+  REQUIRE(r.steps.size() == 1);
+  CHECK(r.steps[0].sec_per_step == doctest::Approx(4.0));
+  CHECK(r.steps[0].step == 20);
+  CHECK(r.steps[0].what == "training_step");
+}
+
+TEST_CASE("memory readouts: an nvidia-smi table, its CSV and torch.cuda.memory_summary") {
+  const LogReport ot = fixture("onetrainer.txt");
+  REQUIRE(ot.memory.size() == 1);  // the process table's 20000MiB is not a readout of the card
+  CHECK(ot.memory[0].source == "nvidia-smi");
+  CHECK(ot.memory[0].gpu_index == 0);
+  CHECK(ot.memory[0].used_bytes == 20480 * kLogMiB);
+  CHECK(ot.memory[0].total_bytes == 24564 * kLogMiB);
+
+  const LogReport df = fixture("diffusers.txt");
+  REQUIRE(df.memory.size() == 3);
+  CHECK(df.memory[0].source == "torch.cuda.memory_summary");
+  CHECK(df.memory[0].allocated_bytes == 12 * kLogGiB);      // 12288 MiB
+  CHECK(df.memory[0].max_allocated_bytes == 16 * kLogGiB);  // its peak column
+  CHECK(df.memory[0].reserved_bytes == 18 * kLogGiB);       // GPU reserved memory 18432 MiB
+  CHECK(df.memory[2].source == "nvidia-smi csv");
+  CHECK(df.memory[2].gpu_index == 1);
+  CHECK(df.memory[2].used_bytes == kLogGiB);
+  CHECK(df.memory[2].total_bytes == 40 * kLogGiB);
+}
+
+TEST_CASE("sizes: binary units as PyTorch prints them, SI for KB/MB/GB") {
+  CHECK(parse_size_text("20.00 MiB") == 20 * kLogMiB);
+  CHECK(parse_size_text("1.5GiB") == 3 * kLogGiB / 2);
+  CHECK(parse_size_text("512 bytes") == 512);
+  CHECK(parse_size_text("0 B") == 0);
+  CHECK(parse_size_text("2 GB") == 2000000000LL);
+  CHECK_FALSE(parse_size_text("12 apples").has_value());
+}
+
+TEST_CASE("a file that is not text is an InputError naming it") {
+  CHECK_THROWS_AS(read_log_file(std::string(SEGADVISE_FIXTURES_DIR) + "/logs-binary.bin"), InputError);
+  CHECK_THROWS_WITH(read_log_text(std::string("ab\0cd", 5), "log 'x'"), doctest::Contains("not a text file"));
+  CHECK_THROWS_WITH(read_log_text("caf\xe9\n", "log 'x'"), doctest::Contains("not a text file"));
+  CHECK_THROWS_WITH(read_log_file(SEGADVISE_FIXTURES_DIR), doctest::Contains("not a regular file"));
+}
