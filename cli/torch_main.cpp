@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "output.hpp"
+#include "text_format.hpp"
 #include "segadvise/families/gpu_detect.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
@@ -96,6 +98,12 @@ std::string gib(double b) {
   return buf;
 }
 
+std::string fixed(double x, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
 std::string pct(double predicted, double measured) {
   if (measured <= 0) return "-";
   char buf[32];
@@ -135,7 +143,7 @@ int run_profile_cmd(TorchFlags& f) {
   write_file_atomically(out, profile_to_json(p).dump(2) + "\n");
   // summary next to the static estimate
   const BlockChain chain = analyze(fam, setup);
-  std::printf("%-40s %-14s %10s %12s %12s %9s %9s %s\n", "list", "kind", "tokens", "saved", "static", "fwd", "bwd", "");
+  cli::Table t({"list", "kind", "tokens", "saved", "static", "fwd", "bwd", ""});
   for (const auto& k : p.kinds) {
     double stat = 0;
     for (const auto& b : chain.blocks)
@@ -146,11 +154,12 @@ int run_profile_cmd(TorchFlags& f) {
     const double saved = k.saved_attention_bytes + k.saved_ffn_bytes + k.saved_rest_bytes;
     const double fw = k.forward_linear_s * k.tokens + k.forward_quadratic_s * k.tokens * k.tokens;
     const double bw = k.backward_linear_s * k.tokens + k.backward_quadratic_s * k.tokens * k.tokens;
-    std::printf("%-40s %-14s %10.0f %12s %12s %8.3fs %8.3fs %s\n", k.list.c_str(), k.kind.c_str(), k.tokens,
-                gib(saved).c_str(), gib(stat).c_str(), fw, bw, k.extrapolated ? "(extrapolated)" : "");
+    t.add({k.list, k.kind, fixed(k.tokens, 0), gib(saved), gib(stat), fixed(fw, 3) + "s", fixed(bw, 3) + "s",
+           k.extrapolated ? "(extrapolated)" : ""});
   }
-  std::printf("profile written to %s (%s, %s, torch %s, attention: %s)\n", out.c_str(), p.device.c_str(), p.dtype.c_str(),
-              p.torch_version.c_str(), p.attention_backend.c_str());
+  cli::table_format().table(std::cout, t);
+  std::cout << "profile written to " << out << " (" << p.device << ", " << p.dtype << ", torch " << p.torch_version
+            << ", attention: " << p.attention_backend << ")\n";
   return 0;
 }
 
@@ -373,42 +382,35 @@ json validation_json(const TorchFlags& f, const ValidationInputs& in, const std:
   return j;
 }
 
+// The text layouts through the report layer (cli/text_format.hpp): a TextFormat picks table or markdown.
+const cli::TextFormat& text_format_of(const TorchFlags& f) {
+  return f.setup.format == "markdown" ? cli::markdown_format() : cli::table_format();
+}
+
 void print_validation(const TorchFlags& f, const ValidationInputs& in, const std::vector<Row>& rows) {
   const Family& fam = *in.fam;
   const TrainingSetup& setup = in.setup;
-  const int n = in.n;
   const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
-  const bool md = f.setup.format == "markdown";
-  std::printf("%s%s, %d blocks, %dx%d, %d frames, batch %d (%.0f image + %.0f text tokens), on %s, torch %s\n",
-              md ? "" : "validate: ", fam.name.c_str(), n, setup.width, setup.height, setup.frames, setup.batch,
-              g.image_tokens, g.text_tokens, profiler::device_name(f.device).c_str(), profiler::torch_version().c_str());
-  std::printf("%sprediction from profile %s; median of %d steps after %d warm-up\n\n", md ? "" : "  ", in.prof.path.c_str(),
-              f.steps, f.warmup);
-  if (md) {
-    std::printf("| schedule | plan | predicted peak | measured peak | error | predicted s/step | measured s/step | error |\n");
-    std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-  } else {
-    std::printf("%-28s %12s %12s %8s %10s %10s %8s  %s\n", "schedule", "pred peak", "meas peak", "err", "pred s", "meas s",
-                "err", "plan");
-  }
+  const cli::TextFormat& fmt = text_format_of(f);
+  std::ostringstream head;
+  head << fam.name << ", " << in.n << " blocks, " << setup.width << "x" << setup.height << ", " << setup.frames
+       << " frames, batch " << setup.batch << " (" << fixed(g.image_tokens, 0) << " image + " << fixed(g.text_tokens, 0)
+       << " text tokens), on " << profiler::device_name(f.device) << ", torch " << profiler::torch_version();
+  std::cout << fmt.either("validate: ", "") << head.str() << "\n"
+            << fmt.either("  ", "") << "prediction from profile " << in.prof.path << "; median of " << f.steps
+            << " steps after " << f.warmup << " warm-up\n\n";
+  cli::Table t({"schedule", "plan", "predicted peak", "measured peak", "error", "predicted s/step", "measured s/step",
+                "error"});
   for (const auto& r : rows) {
     if (!r.supported) {
-      if (md)
-        std::printf("| %s | not run: %s | | | | | | |\n", r.schedule.c_str(), r.reason.c_str());
-      else
-        std::printf("%-28s not run: %s\n", r.schedule.c_str(), r.reason.c_str());
+      t.add({r.schedule, "not run: " + r.reason, "", "", "", "", "", ""});
       continue;
     }
-    if (md)
-      std::printf("| %s | %s | %s | %s | %s | %.3f | %.3f | %s |\n", r.schedule.c_str(), r.description.c_str(),
-                  gib(r.pred.peak_vram_bytes).c_str(), gib(r.run.peak_bytes).c_str(),
-                  pct(r.pred.peak_vram_bytes, r.run.peak_bytes).c_str(), r.pred.step_time_s, r.run.step_s,
-                  pct(r.pred.step_time_s, r.run.step_s).c_str());
-    else
-      std::printf("%-28s %12s %12s %8s %9.3fs %9.3fs %8s  %s\n", r.schedule.c_str(), gib(r.pred.peak_vram_bytes).c_str(),
-                  gib(r.run.peak_bytes).c_str(), pct(r.pred.peak_vram_bytes, r.run.peak_bytes).c_str(), r.pred.step_time_s,
-                  r.run.step_s, pct(r.pred.step_time_s, r.run.step_s).c_str(), r.description.c_str());
+    t.add({r.schedule, r.description, gib(r.pred.peak_vram_bytes), gib(r.run.peak_bytes),
+           pct(r.pred.peak_vram_bytes, r.run.peak_bytes), fixed(r.pred.step_time_s, 3), fixed(r.run.step_s, 3),
+           pct(r.pred.step_time_s, r.run.step_s)});
   }
+  fmt.table(std::cout, t);
 }
 
 // ------------------------------------------------------------------------------- validate --gpus N
@@ -544,22 +546,15 @@ std::string mib(double b) {
 
 void print_dist(const TorchFlags& f, const Family& fam, const TrainingSetup& setup, int blocks,
                 const std::vector<DistRow>& rows) {
-  const bool md = f.setup.format == "markdown";
-  std::printf("%s%s, %d blocks, %dx%d, batch %d per rank, %s, on %d CPU processes over Gloo (torch %s)\n",
-              md ? "" : "validate: ", fam.name.c_str(), blocks, setup.width, setup.height, setup.batch,
-              setup.model_type == ModelType::Full ? "full" : "LoRA", f.gpus, profiler::torch_version().c_str());
-  std::printf("%smodel-state peak per rank (busiest rank), payload bytes per rank per step (last of %d), gradients "
-              "of step 1 against one process\n\n", md ? "" : "  ", f.steps);
-  const char* head[] = {"strategy", "pred peak", "meas peak", "err", "all-gather", "reduce-scatter", "all-reduce",
-                        "bytes", "gradients", "s/step"};
-  if (md) {
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", head[0], head[1], head[2], head[3], head[4],
-                head[5], head[6], head[7], head[8], head[9]);
-    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |\n");
-  } else {
-    std::printf("%-9s %12s %12s %7s %12s %14s %12s %-6s %-22s %7s\n", head[0], head[1], head[2], head[3], head[4],
-                head[5], head[6], head[7], head[8], head[9]);
-  }
+  const cli::TextFormat& fmt = text_format_of(f);
+  std::cout << fmt.either("validate: ", "") << fam.name << ", " << blocks << " blocks, " << setup.width << "x"
+            << setup.height << ", batch " << setup.batch << " per rank, "
+            << (setup.model_type == ModelType::Full ? "full" : "LoRA") << ", on " << f.gpus
+            << " CPU processes over Gloo (torch " << profiler::torch_version() << ")\n"
+            << fmt.either("  ", "") << "model-state peak per rank (busiest rank), payload bytes per rank per step (last of "
+            << f.steps << "), gradients of step 1 against one process\n\n";
+  cli::Table t({"strategy", "pred peak", "meas peak", "err", "all-gather", "reduce-scatter", "all-reduce", "bytes",
+                "gradients", "s/step"});
   for (const auto& r : rows) {
     const auto& b = r.busiest();
     const auto& g = r.rank0();
@@ -568,19 +563,12 @@ void print_dist(const TorchFlags& f, const Family& fam, const TrainingSetup& set
       std::snprintf(grad, sizeof grad, "bit-equal");
     else
       std::snprintf(grad, sizeof grad, "max diff %.2g", g.grad_max_abs_diff);
-    const std::string ag = mib(b.comm.allgather_bytes), rs = mib(b.comm.reduce_scatter_bytes), ar = mib(b.comm.allreduce_bytes);
-    const char* eq = r.comm_equal() ? "equal" : "DIFFER";
-    if (md)
-      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f |\n", to_string(r.strategy).c_str(),
-                  mib(r.predicted.total_bytes()).c_str(), mib(b.peak.total_bytes()).c_str(),
-                  pct(r.predicted.total_bytes(), b.peak.total_bytes()).c_str(), ag.c_str(), rs.c_str(), ar.c_str(), eq,
-                  grad, r.slowest_step_s());
-    else
-      std::printf("%-9s %12s %12s %7s %12s %14s %12s %-6s %-22s %6.3fs\n", to_string(r.strategy).c_str(),
-                  mib(r.predicted.total_bytes()).c_str(), mib(b.peak.total_bytes()).c_str(),
-                  pct(r.predicted.total_bytes(), b.peak.total_bytes()).c_str(), ag.c_str(), rs.c_str(), ar.c_str(), eq,
-                  grad, r.slowest_step_s());
+    t.add({to_string(r.strategy), mib(r.predicted.total_bytes()), mib(b.peak.total_bytes()),
+           pct(r.predicted.total_bytes(), b.peak.total_bytes()), mib(b.comm.allgather_bytes),
+           mib(b.comm.reduce_scatter_bytes), mib(b.comm.allreduce_bytes), r.comm_equal() ? "equal" : "DIFFER", grad,
+           fixed(r.slowest_step_s(), 3) + "s"});
   }
+  fmt.table(std::cout, t);
 }
 
 int run_distributed_cmd(TorchFlags& f) {
