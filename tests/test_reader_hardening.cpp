@@ -2,10 +2,19 @@
 // flag or field and a short prefix of the value (never a stack overflow from a regex engine).
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "common.hpp"
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
+#include "segadvise/trainers/multi_gpu_config.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
 #include "test_util.hpp"
@@ -16,6 +25,34 @@ namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 const std::string kLongDigits(30000, '7');
+namespace fs = std::filesystem;
+
+// A scratch directory per process, removed at exit.
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("segadvise-harden-" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  }
+  std::string fifo(const std::string& name) const {
+    const std::string p = (dir / name).string();
+    ::unlink(p.c_str());
+    ::mkfifo(p.c_str(), 0600);
+    return p;
+  }
+};
+const Scratch& scratch() {
+  static const Scratch s;
+  return s;
+}
+std::string read_error(const std::string& path) {
+  return test::input_error_of([&] { read_trainer_config(path, TrainerReadOptions{}); });
+}
 
 }  // namespace
 
@@ -65,4 +102,48 @@ TEST_CASE("a 30,000-digit schedule interval is out of range, not a crash") {
 TEST_CASE("a 30,000-digit measurement is an error, not a crash") {
   CHECK(!test::input_error_of([&] { parse_measurement("interval" + kLongDigits + ":1:16"); }).empty());
   CHECK(!test::input_error_of([&] { parse_measurement("layer:" + kLongDigits + ":16"); }).empty());
+}
+
+TEST_CASE("a YAML, TOML or command-line FIFO is refused, not waited on") {
+  for (const std::string name : {"p.yaml", "p.toml", "p.sh"}) {
+    const std::string e = read_error(scratch().fifo(name));
+    CHECK(has(e, name + "': is not a regular file"));
+  }
+}
+
+TEST_CASE("a device and a /proc file are refused as trainer configs") {
+  CHECK(has(read_error("/dev/zero"), "'/dev/zero': is not a regular file"));
+  CHECK(has(test::input_error_of([&] { read_text_input("/proc/self/mem", "config"); }), "'/proc/self/mem': cannot be read"));
+}
+
+TEST_CASE("a text input over 64 MiB is refused before it is read") {
+  const std::string big = scratch().write("big.toml", "");
+  REQUIRE(::truncate(big.c_str(), (std::size_t{64} << 20) + 1) == 0);  // sparse: no 64 MiB written
+  CHECK(has(read_error(big), "big.toml': larger than the limit of 64 MiB"));
+  ::unlink(big.c_str());
+}
+
+TEST_CASE("a NUL byte or invalid UTF-8 in a YAML file is an error naming the line") {
+  const std::string nul = scratch().write("nul.yaml", std::string("config:\n  name: \"a") + '\0' + "b\"\n");
+  CHECK(has(read_error(nul), "nul.yaml': a NUL byte at line 2, column 11"));
+  const std::string latin1 = scratch().write("latin1.yaml", "config:\n  name: caf\xe9\n");
+  CHECK(has(read_error(latin1), "latin1.yaml': invalid UTF-8 at line 2, column 12"));
+}
+
+TEST_CASE("an accelerate config that is a FIFO is refused") {
+  std::vector<std::string> warnings;
+  const std::string fifo = scratch().fifo("accelerate.yaml");
+  CHECK(has(test::input_error_of([&] { read_accelerate_yaml(fifo, MultiGpuSetup{}, warnings); }),
+            "accelerate config '" + fifo + "': is not a regular file"));
+}
+
+TEST_CASE("a musubi dataset_config or config_file that is a FIFO, or missing, is named as such") {
+  scratch().fifo("ds.toml");
+  const std::string cmd = scratch().write(
+      "musubi_fifo.sh", "python flux_kontext_train_network.py --dataset_config " + (scratch().dir / "ds.toml").string() + " --sdpa\n");
+  CHECK(has(read_error(cmd), "ds.toml': is not a regular file"));
+  const std::string missing = scratch().write("musubi_missing.sh", "python flux_kontext_train_network.py --config_file absent.toml --sdpa\n");
+  const std::string e = read_error(missing);
+  CHECK(has(e, "config_file 'absent.toml': no such file"));
+  CHECK(!has(e, "dataset_config"));
 }

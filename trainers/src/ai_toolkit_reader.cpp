@@ -124,9 +124,7 @@ TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o
   const TrainerFacts& facts = trainer_facts("ai-toolkit");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError("ai-toolkit config '" + path + "': cannot be read");
+    root = YAML::Load(read_text_file(path, "ai-toolkit config"));
   } catch (const YAML::Exception& e) {
     throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg);
   }

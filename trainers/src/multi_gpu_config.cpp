@@ -111,7 +111,7 @@ void read_context_parallel(const ordered_json& raw, const std::string& path, Con
 MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup m, std::vector<std::string>& warnings) {
   YAML::Node y;
   try {
-    y = YAML::LoadFile(path);
+    y = YAML::Load(read_text_input(path, "accelerate config"));
   } catch (const YAML::Exception& e) {
     throw InputError("accelerate config '" + path + "': " + e.what());
   }

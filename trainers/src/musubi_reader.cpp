@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
 
@@ -16,9 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 
 toml::value parse_toml(const std::string& path, const std::string& what) {
-  read_text_file(path, what);  // existence and readability, with the usual message
+  const std::string text = read_text_file(path, what);  // the input file rules, with the usual message
   try {
-    return toml::parse(path);
+    std::istringstream in(text);
+    return toml::parse(in, path);
   } catch (const toml::syntax_error& e) {
     throw InputError(path + ":" + std::to_string(e.location().line()) + ": not valid TOML: " + e.what());
   } catch (const std::exception& e) {
@@ -151,7 +154,8 @@ void read_dataset(const std::string& path, TrainerRead& r) {
   }
 }
 
-std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd) {
+std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd,
+                         const std::string& key) {
   std::vector<fs::path> tried;
   if (fs::path(value).is_absolute()) tried.push_back(value);
   else {
@@ -164,7 +168,7 @@ std::string resolve_near(const std::string& value, const std::string& config_pat
     if (fs::exists(p, ec)) return p.string();
     list += (list.empty() ? "" : ", ") + p.string();
   }
-  throw InputError(config_path + ": dataset_config '" + value + "': no such file (tried " + list + ")");
+  throw InputError(config_path + ": " + key + " '" + brief_text(value) + "': no such file (tried " + list + ")");
 }
 
 void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerFamily* tf, TrainerRead& r) {
@@ -229,7 +233,7 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
     if (cl.values.count("config_file")) {  // flags on the command line win over the file's (argparse namespace)
       std::string cf = cl.values.at("config_file");
       if (cf.size() < 5 || cf.compare(cf.size() - 5, 5, ".toml") != 0) cf += ".toml";  // parser_common.py:784
-      const std::string cf_path = resolve_near(cf, path, o.cwd);
+      const std::string cf_path = resolve_near(cf, path, o.cwd, "config_file");
       const CommandLine from_file = flatten_config(parse_toml(cf_path, "musubi config"), cf_path);
       r.inputs.push_back(cf_path);
       for (const auto& kv : from_file.values)
@@ -256,7 +260,7 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
   read_flags(facts, cl, tf, r);
   if (!cl.values.count("dataset_config"))
     throw InputError(path + ": dataset_config: missing (musubi reads batch size, resolution and frames from the dataset TOML)");
-  read_dataset(resolve_near(cl.values.at("dataset_config"), path, o.cwd), r);
+  read_dataset(resolve_near(cl.values.at("dataset_config"), path, o.cwd, "dataset_config"), r);
   return r;
 }
 

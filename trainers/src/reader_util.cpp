@@ -6,20 +6,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "segadvise/costmodel/json_input.hpp"
+
 namespace segadvise::readers {
 
 namespace fs = std::filesystem;
 
-std::string read_text_file(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(what + " '" + path + "': no such file");
-  if (fs::is_directory(path, ec)) throw InputError(what + " '" + path + "': is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(what + " '" + path + "': cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_text_file(const std::string& path, const std::string& what) { return read_text_input(path, what); }
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
