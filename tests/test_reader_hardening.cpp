@@ -14,6 +14,7 @@
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
@@ -146,4 +147,39 @@ TEST_CASE("a musubi dataset_config or config_file that is a FIFO, or missing, is
   const std::string e = read_error(missing);
   CHECK(has(e, "config_file 'absent.toml': no such file"));
   CHECK(!has(e, "dataset_config"));
+}
+
+TEST_CASE("a newline ends a command: the issue's two-line script takes the training line's flags") {
+  const std::string sh = scratch().write(
+      "two_lines.sh",
+      "accelerate launch train_dreambooth_lora_flux.py --resolution=1024 --train_batch_size=1 --gradient_checkpointing --rank 16\n"
+      "python upload.py --resolution 4096 --train_batch_size 64\n");
+  const TrainerRead r = read_trainer_config(sh, TrainerReadOptions{});
+  CHECK(r.setup.width == 1024);
+  CHECK(r.setup.batch == 1);
+  CHECK(r.setup.lora_rank == 16);
+}
+
+TEST_CASE("the training command is found past `&&`, `;` and comments, and continues over backslash-newline") {
+  const std::string sh = scratch().write(
+      "chained.sh",
+      "# setup\n"
+      "cd /data && export X=1; python prepare.py --resolution 4096 --train_batch_size 64\n"
+      "accelerate launch train_dreambooth_lora_flux.py \\\n"
+      "  --resolution=512 --train_batch_size=2 --rank 8 # the run\n"
+      "echo done --train_batch_size 99 | tee log\n");
+  const TrainerRead r = read_trainer_config(sh, TrainerReadOptions{});
+  CHECK(r.setup.width == 512);
+  CHECK(r.setup.batch == 2);
+  CHECK(r.setup.lora_rank == 8);
+}
+
+TEST_CASE("quoted operators and newlines stay inside their token") {
+  const std::vector<readers::Token> t = readers::shell_tokens("a 'b;c\nd' \"e&&f\" g\nh", "x.sh");
+  REQUIRE(t.size() == 6);
+  CHECK(t[1].text == "b;c\nd");
+  CHECK(t[2].text == "e&&f");
+  CHECK(t[4].ends_command);  // the newline after g
+  CHECK(t[4].line == 2);
+  CHECK(t[5].text == "h");
 }

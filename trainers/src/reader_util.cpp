@@ -64,9 +64,21 @@ std::vector<Token> shell_tokens(const std::string& text, const std::string& path
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
       continue;
     }
+    if (c == '\n') {
+      flush();
+      out.push_back({"\n", line, true});
+      ++line;
+      continue;
+    }
+    if (c == ';' || c == '&' || c == '|') {  // `;`, `&`, `|`, `&&`, `||`
+      flush();
+      std::string op(1, c);
+      if (c != ';' && i + 1 < text.size() && text[i + 1] == c) op += text[++i];
+      out.push_back({op, line, true});
+      continue;
+    }
     if (std::isspace(static_cast<unsigned char>(c))) {
       flush();
-      if (c == '\n') ++line;
       continue;
     }
     if (!in_token) start = line;
@@ -79,22 +91,58 @@ std::vector<Token> shell_tokens(const std::string& text, const std::string& path
 }
 
 CommandLine parse_command_line(const std::string& text, const std::string& path, const TrainerFacts& facts) {
-  const std::vector<Token> toks = shell_tokens(text, path);
-  CommandLine cl;
-  std::size_t i = 0;
-  for (; i < toks.size(); ++i) {
-    const std::string& t = toks[i].text;
-    if (t.size() > 3 && t.compare(t.size() - 3, 3, ".py") == 0) {
-      cl.script = file_name(t);
-      cl.script_line = toks[i].line;
-      ++i;
-      break;
+  // the commands, each a run of tokens between operators
+  std::vector<std::vector<Token>> commands(1);
+  for (Token& t : shell_tokens(text, path)) {
+    if (t.ends_command) {
+      if (!commands.back().empty()) commands.emplace_back();
+    } else {
+      commands.back().push_back(std::move(t));
     }
   }
-  if (cl.script.empty()) i = 0;  // flags only
+  auto is_script = [](const std::string& t) { return t.size() > 3 && t.compare(t.size() - 3, 3, ".py") == 0; };
+  auto known = [&](const std::string& t) {
+    const std::string name = file_name(t);
+    for (const auto& tf : facts.families)
+      if (std::find(tf.scripts.begin(), tf.scripts.end(), name) != tf.scripts.end()) return true;
+    return false;
+  };
+  auto script_at = [&](const std::vector<Token>& cmd, bool known_only) -> std::ptrdiff_t {
+    for (std::size_t i = 0; i < cmd.size(); ++i)
+      if (is_script(cmd[i].text) && (!known_only || known(cmd[i].text))) return static_cast<std::ptrdiff_t>(i);
+    return -1;
+  };
+  // the training command: one naming a known script, else any *.py, else the first with flags
+  const std::vector<Token>* cmd = nullptr;
+  std::ptrdiff_t script = -1;
+  for (const bool known_only : {true, false}) {
+    for (const auto& c : commands) {
+      script = script_at(c, known_only);
+      if (script >= 0) {
+        cmd = &c;
+        break;
+      }
+    }
+    if (cmd) break;
+  }
+  if (!cmd) {
+    for (const auto& c : commands)
+      if (std::any_of(c.begin(), c.end(), [](const Token& t) { return t.text.rfind("--", 0) == 0; })) {
+        cmd = &c;
+        break;
+      }
+  }
+  CommandLine cl;
+  if (!cmd) return cl;
+  const std::vector<Token>& toks = *cmd;
+  std::size_t i = 0;
+  if (script >= 0) {
+    cl.script = file_name(toks[static_cast<std::size_t>(script)].text);
+    cl.script_line = toks[static_cast<std::size_t>(script)].line;
+    i = static_cast<std::size_t>(script) + 1;
+  }
   for (; i < toks.size(); ++i) {
     const std::string& t = toks[i].text;
-    if (t == "&&" || t == ";" || t == "|") break;
     if (t.rfind("--", 0) != 0) continue;  // a stray positional: argparse would refuse it, not our concern
     std::string key = t.substr(2), value;
     const auto eq = key.find('=');

@@ -10,15 +10,19 @@
 
 namespace segadvise::readers {
 
-// A shell command line as the shell splits it: quotes, backslash escapes, `\`-newline continuations,
-// comments. Each token keeps the 1-based line it starts on.
+// A shell script as the shell splits it: quotes, backslash escapes, `\`-newline continuations,
+// comments, and the operators that end a command (`;`, `&&`, `||`, `|`, `&`, an unquoted newline),
+// which come back as tokens with `ends_command` set. Each token keeps the 1-based line it starts on.
 struct Token {
   std::string text;
   int line = 1;
+  bool ends_command = false;
 };
 std::vector<Token> shell_tokens(const std::string& text, const std::string& path);
 
-// `--key value` / `--key=value` / `--flag` after the training script. Flags whose key type is bool
+// The training command of a script (the first command naming one of `facts`' training scripts, else
+// the first naming a *.py, else the first with flags): `--key value` / `--key=value` / `--flag`
+// after its script, up to the end of that command. Flags whose key type is bool
 // take no value.
 struct CommandLine {
   std::string script;  // file name of the *.py token ("" when none)
