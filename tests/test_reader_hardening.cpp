@@ -183,3 +183,13 @@ TEST_CASE("quoted operators and newlines stay inside their token") {
   CHECK(t[4].line == 2);
   CHECK(t[5].text == "h");
 }
+
+TEST_CASE("a TOML value nested 10,000 deep is refused before toml11 parses it, naming the line") {
+  const std::string deep = scratch().write("deep.toml", "# a musubi config\na = " + std::string(10000, '[') + "\n");
+  CHECK(has(read_error(deep), "deep.toml:2: arrays and tables nested deeper than 64 levels"));
+  // brackets inside strings and comments are not nesting
+  const std::string quoted = scratch().write(
+      "quoted.toml", "x = \"" + std::string(100, '[') + "\"\n# " + std::string(100, '[') + "\ny = '''\n" +
+                         std::string(100, '{') + "\n'''\nz = [[1, 2], [3]]\nw = " + std::string(70, '[') + "\n");
+  CHECK(has(read_error(quoted), "quoted.toml:7: arrays and tables nested deeper"));
+}

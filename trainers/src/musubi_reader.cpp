@@ -17,8 +17,45 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// toml11 parses arrays and inline tables by recursion: refuse nesting past kMaxJsonDepth first
+// (outside strings and comments), naming the line
+void check_toml_depth(const std::string& text, const std::string& path) {
+  int depth = 0, line = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      const bool multi = text.compare(i, 3, std::string(3, c)) == 0;
+      const std::string close = multi ? std::string(3, c) : std::string(1, c);
+      for (i += close.size(); i < text.size(); ++i) {
+        if (text[i] == '\n') {
+          if (!multi) break;  // toml11 reports the unterminated string
+          ++line;
+        } else if (c == '"' && text[i] == '\\') {
+          if (i + 1 < text.size() && text[i + 1] == '\n') ++line;
+          ++i;
+        } else if (text.compare(i, close.size(), close) == 0) {
+          i += close.size() - 1;
+          break;
+        }
+      }
+      if (i < text.size() && text[i] == '\n') --i;  // counted by the loop
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        throw InputError(path + ":" + std::to_string(line) + ": arrays and tables nested deeper than " +
+                         std::to_string(kMaxJsonDepth) + " levels");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 toml::value parse_toml(const std::string& path, const std::string& what) {
   const std::string text = read_text_file(path, what);  // the input file rules, with the usual message
+  check_toml_depth(text, path);
   try {
     std::istringstream in(text);
     return toml::parse(in, path);
