@@ -193,3 +193,58 @@ TEST_CASE("a TOML value nested 10,000 deep is refused before toml11 parses it, n
                          std::string(100, '{') + "\n'''\nz = [[1, 2], [3]]\nw = " + std::string(70, '[') + "\n");
   CHECK(has(read_error(quoted), "quoted.toml:7: arrays and tables nested deeper"));
 }
+
+namespace {
+
+std::string fixture_text(const std::string& rel) {
+  std::ifstream in(std::string(SEGADVISE_FIXTURES_DIR) + "/" + rel, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string replace_once(std::string s, const std::string& from, const std::string& to) {
+  const auto at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("a YAML job with gradient_checkpointing true then false is read as PyYAML reads it: without") {
+  const std::string job = fixture_text("trainers/ai-toolkit/train_lora_flux_24gb.yaml");
+  const std::string line = "        gradient_checkpointing: true  # need the on unless you have a ton of vram\n";
+  CHECK(read_trainer_config(scratch().write("once.yaml", job), TrainerReadOptions{}).schedule.checkpointing);
+  const std::string dup = scratch().write("dup.yaml", replace_once(job, line, line + "        gradient_checkpointing: false\n"));
+  CHECK(!read_trainer_config(dup, TrainerReadOptions{}).schedule.checkpointing);
+}
+
+TEST_CASE("YAML merge keys are followed: explicit keys override merged ones, earlier maps of a list win") {
+  const std::string job = replace_once(fixture_text("trainers/ai-toolkit/train_lora_flux_24gb.yaml"), "---\n", "");
+  const std::string train = "      train:\n        batch_size: 1\n";
+  // the train map takes batch_size and gradient_checkpointing from an anchored map
+  const std::string merged = scratch().write(
+      "merged.yaml", "defaults: &d {batch_size: 3, gradient_checkpointing: false}\nother: &o {batch_size: 5}\n" +
+                         replace_once(replace_once(job, train, "      train:\n        <<: [*d, *o]\n"),
+                                      "        gradient_checkpointing: true  # need the on unless you have a ton of vram\n", ""));
+  const TrainerRead r = read_trainer_config(merged, TrainerReadOptions{});
+  CHECK(r.setup.batch == 3);
+  CHECK(!r.schedule.checkpointing);
+  const std::string overridden = scratch().write(
+      "overridden.yaml", "defaults: &d {batch_size: 3}\n" + replace_once(job, train, "      train:\n        <<: *d\n        batch_size: 2\n"));
+  CHECK(read_trainer_config(overridden, TrainerReadOptions{}).setup.batch == 2);
+}
+
+TEST_CASE("an accelerate YAML with num_processes twice is read with the last") {
+  std::vector<std::string> warnings;
+  const std::string acc = scratch().write(
+      "acc.yaml", "distributed_type: MULTI_GPU\nnum_machines: 1\nnum_processes: 2\nnum_processes: 8\n");
+  CHECK(read_accelerate_yaml(acc, MultiGpuSetup{}, warnings).gpus_per_node == 8);
+}
+
+TEST_CASE("YAML aliases that expand past a million nodes are refused") {
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c)
+    laughs += std::string(1, c) + ": &" + c + " [" + std::string("*") + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) +
+              ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) +
+              ", *" + char(c - 1) + ", *" + char(c - 1) + "]\n";
+  CHECK(has(read_error(scratch().write("laughs.yaml", laughs + "config: {process: [{}]}\n")), "nodes once aliases are expanded"));
+}

@@ -47,7 +47,7 @@ YAML::Node to_yaml(const ordered_json& v) {
 }
 
 Rewritten rewrite_yaml(const TrainerRead& r, const ordered_json& knobs) {
-  YAML::Node root = YAML::Load(readers::read_text_file(r.config_path, "config"));
+  YAML::Node root = readers::load_yaml_file(r.config_path, "config");
   YAML::Node p = root["config"]["process"][0];
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
     const std::string& k = it.key();

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 
@@ -33,6 +35,12 @@ struct CommandLine {
 CommandLine parse_command_line(const std::string& text, const std::string& path, const TrainerFacts& facts);
 
 std::string read_text_file(const std::string& path, const std::string& what);
+
+// A YAML file read as PyYAML reads it (ai-toolkit and accelerate load theirs with PyYAML): of
+// duplicate keys the last wins, `<<` merge keys are followed (explicit keys override merged ones,
+// earlier maps of a merge list override later ones). Nesting past kMaxJsonDepth and aliases that
+// expand past kMaxYamlNodes are InputErrors naming `what`, the file and the line.
+YAML::Node load_yaml_file(const std::string& path, const std::string& what);
 std::string lower(std::string s);
 std::string file_name(const std::string& path);
 
