@@ -248,3 +248,21 @@ TEST_CASE("YAML aliases that expand past a million nodes are refused") {
               ", *" + char(c - 1) + ", *" + char(c - 1) + "]\n";
   CHECK(has(read_error(scratch().write("laughs.yaml", laughs + "config: {process: [{}]}\n")), "nodes once aliases are expanded"));
 }
+
+TEST_CASE("command-line numbers go through the checked reader: no wrap, no zero batch, resolution or rank") {
+  auto diffusers = [](const std::string& extra) {
+    return read_error(scratch().write(
+        "numbers.sh", "accelerate launch train_dreambooth_lora_flux.py --resolution=1024 --train_batch_size=1 --rank 16 " +
+                          extra + "\n"));
+  };
+  CHECK(diffusers("").empty());
+  CHECK(has(diffusers("--train_batch_size=4294967297"), "--train_batch_size: \"4294967297\" is not an integer in [1, 65536]"));
+  CHECK(has(diffusers("--resolution=0"), "--resolution: \"0\" is not an integer in [1, 65536]"));
+  CHECK(has(diffusers("--rank 0"), "--rank: \"0\" is not an integer in [1, 65536]"));
+  const std::string long_edge = diffusers("--resolution=" + kLongDigits);
+  CHECK(has(long_edge, "is not an integer in [1, 65536]"));
+  CHECK(long_edge.size() < 400);
+  const std::string musubi = read_error(scratch().write(
+      "musubi_dim.sh", "python flux_kontext_train_network.py --network_dim 4294967297 --dataset_config ds.toml\n"));
+  CHECK(has(musubi, "network_dim: \"4294967297\" is not an integer in [1, 65536]"));
+}

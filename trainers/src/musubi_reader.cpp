@@ -222,7 +222,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     else r.warnings.push_back("--gradient_checkpointing_cpu_offload is used only with --gradient_checkpointing (trainer_base.py:1608-1609): ignored");
   }
   if (cl.values.count("blocks_to_swap")) {
-    const int n = to_int(cl.values.at("blocks_to_swap"), where(path, cl, "blocks_to_swap"));
+    const int n = to_int(cl.values.at("blocks_to_swap"), where(path, cl, "blocks_to_swap"), 0, kMaxBlocksToSwap);
     const int max = tf ? tf->blocks_to_swap_max : 0;
     if (n < 0) throw InputError(where(path, cl, "blocks_to_swap") + ": must not be negative");
     if (max > 0 && n > max)
@@ -242,7 +242,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
   else if (mp != "no" && mp != "fp16" && mp != "bf16") throw InputError(where(path, cl, "mixed_precision") + ": '" + mp + "' is not no, fp16 or bf16");
   s.mixed_precision = mp.empty() ? "no" : mp;
   s.model_type = ModelType::Lora;  // *_train_network.py trains a network (LoRA)
-  s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim")) : 4;
+  s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim"), 1, kMaxLoraRank) : 4;
   if (!cl.values.count("network_dim")) r.warnings.push_back("--network_dim unset: the LoRA module's default rank 4 is assumed");
   const std::map<std::string, std::string> opts = {{"adamw", "adamw"}, {"adamw8bit", "adamw8bit"}, {"adafactor", "adafactor"},
                                                    {"prodigy", "prodigy"}, {"lion", "lion"}, {"lion8bit", "bnb-lion8bit"}, {"sgdnesterov", "sgd"}};

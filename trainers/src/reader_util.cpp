@@ -246,14 +246,17 @@ CommandLine parse_command_line(const std::string& text, const std::string& path,
   return cl;
 }
 
-int to_int(const std::string& value, const std::string& where) {
-  try {
-    std::size_t used = 0;
-    const long v = std::stol(value, &used);
-    if (used == value.size()) return static_cast<int>(v);
-  } catch (const std::exception&) {
-  }
-  throw InputError(where + ": '" + value + "' is not an integer");
+bool is_int_text(const std::string& value) {
+  std::size_t i = value.size() > 1 && (value[0] == '+' || value[0] == '-') ? 1 : 0;
+  if (i == value.size()) return false;
+  for (; i < value.size(); ++i)
+    if (value[i] < '0' || value[i] > '9') return false;
+  return true;
+}
+
+int to_int(const std::string& value, const std::string& where, int lo, int hi) {
+  if (!is_int_text(value)) throw InputError(where + ": '" + brief_text(value) + "' is not an integer");
+  return static_cast<int>(parse_integer_text(value, where, lo, hi));
 }
 
 double to_double(const std::string& value, const std::string& where) {
@@ -263,7 +266,7 @@ double to_double(const std::string& value, const std::string& where) {
     if (used == value.size()) return v;
   } catch (const std::exception&) {
   }
-  throw InputError(where + ": '" + value + "' is not a number");
+  throw InputError(where + ": '" + brief_text(value) + "' is not a number");
 }
 
 const Family& choose_family(const TrainerReadOptions& o, const Family* found, const std::string& why_not) {

@@ -44,8 +44,11 @@ YAML::Node load_yaml_file(const std::string& path, const std::string& what);
 std::string lower(std::string s);
 std::string file_name(const std::string& path);
 
-// Integer value of a flag or key; InputError naming the file, line and key otherwise.
-int to_int(const std::string& value, const std::string& where);
+// Integer value of a flag or key in [lo, hi] (never wrapped: 4294967297 is out of range, not 1);
+// InputError naming the file, line and key otherwise.
+int to_int(const std::string& value, const std::string& where, int lo, int hi);
+// Whether `value` is an integer as Python's int() reads a flag (argparse type=int), range aside
+bool is_int_text(const std::string& value);
 double to_double(const std::string& value, const std::string& where);
 
 // The family: --model when given, else `found` (InputError `why_not` when null).
