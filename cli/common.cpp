@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <regex>
 
 #include "measured.hpp"
 #include "segadvise/calibration/coefficients.hpp"
@@ -144,21 +143,55 @@ void check_format(const std::string& format) {
     throw InputError("--format: '" + format + "' is not one of table, json, markdown");
 }
 
+namespace {
+
+// `[0-9]*\.?[0-9]+` at `pos` (digits, or digits-point-digits, or point-digits); empty when absent
+std::string decimal_at(const std::string& s, std::size_t& pos) {
+  auto digit = [&](std::size_t i) { return i < s.size() && s[i] >= '0' && s[i] <= '9'; };
+  const std::size_t from = pos;
+  std::size_t i = pos;
+  while (digit(i)) ++i;
+  if (i < s.size() && s[i] == '.' && digit(i + 1)) {
+    ++i;
+    while (digit(i)) ++i;
+  }
+  if (i == from) return "";
+  pos = i;
+  return s.substr(from, i - from);
+}
+
+}  // namespace
+
 double parse_aspect(const std::string& s, const std::string& flag) {
-  static const std::regex ratio("\\s*([0-9]*\\.?[0-9]+)\\s*[:/]\\s*([0-9]*\\.?[0-9]+)\\s*");
-  static const std::regex number("\\s*([0-9]*\\.?[0-9]+)\\s*");
-  std::smatch m;
+  // W:H, W/H or a number, spaces around the parts allowed; scanned left to right (no regex: a
+  // 30,000-digit value must be an error, not a recursion)
+  auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r'; };
+  std::size_t pos = 0;
+  auto skip_space = [&] { while (pos < s.size() && space(s[pos])) ++pos; };
+  skip_space();
+  const std::string first = decimal_at(s, pos);
+  skip_space();
+  std::string second;
+  bool ratio = false, separator = false;
+  if (!first.empty() && pos < s.size() && (s[pos] == ':' || s[pos] == '/')) {
+    separator = true;
+    ++pos;
+    skip_space();
+    second = decimal_at(s, pos);
+    skip_space();
+    ratio = !second.empty();
+  }
   try {
-    if (std::regex_match(s, m, ratio)) {
-      const double w = std::stod(m[1]), h = std::stod(m[2]);
+    if (ratio && pos == s.size()) {
+      const double w = std::stod(first), h = std::stod(second);
       if (w > 0 && h > 0 && std::isfinite(w / h)) return w / h;
-    } else if (std::regex_match(s, m, number)) {
-      const double a = std::stod(m[1]);
+    } else if (!first.empty() && !separator && pos == s.size()) {
+      const double a = std::stod(first);
       if (a > 0 && std::isfinite(a)) return a;
     }
   } catch (const std::exception&) {  // out of range
   }
-  throw InputError(flag + ": '" + s + "' is neither W:H (16:9) nor a positive number (1.78), both parts above 0");
+  throw InputError(flag + ": '" + brief_text(s) + "' is neither W:H (16:9) nor a positive number (1.78), both parts above 0");
 }
 
 TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& f) {

@@ -84,6 +84,20 @@ TEST_CASE("a measurement that contradicts the setup is bad input") {
   CHECK_THROWS_WITH_AS(fit_anchor({unsupported}), doctest::Contains("does not run schedule 'interval2'"), InputError);
 }
 
+TEST_CASE("two runs of one schedule that contradict each other are bad input naming both") {
+  const Prediction p = made(8, 2, 9, 1, 1.0, 0.5, 0);
+  const AnchorPoint oom{parse_measurement("layer:oom"), p}, ok{parse_measurement("layer:1:16"), p};
+  CHECK_THROWS_WITH_AS(fit_anchor({oom, ok}),
+                       doctest::Contains("--measured 'layer:oom' and 'layer:1:16' contradict each other"), InputError);
+  // 16 vs 20 GiB: 20% apart; 1 s vs 2 s: 50% apart
+  const AnchorPoint high{parse_measurement("layer:1:20"), p}, slow{parse_measurement("layer:2:16"), p};
+  CHECK_THROWS_WITH_AS(fit_anchor({ok, high}), doctest::Contains("peaks of 16.00 GiB and 20.00 GiB"), InputError);
+  CHECK_THROWS_WITH_AS(fit_anchor({ok, slow}), doctest::Contains("step times"), InputError);
+  // repeated runs within noise (3% peak, 10% time) and runs of other schedules are consistent
+  const AnchorPoint again{parse_measurement("layer:1.1:16.5"), p}, none{parse_measurement("none:oom"), p};
+  CHECK_NOTHROW(fit_anchor({ok, again, none}));
+}
+
 TEST_CASE("one measured schedule shares its surprise by the model's uncertainty of each part") {
   // measured: fixed 10 GiB (8 weights + 2 other), activations 10 GiB (9 + 1 fragmentation), model 20 GiB,
   // measured 22.6 GiB: surprise 2.6. Weights sigma^2 v^2: fixed 0.01 * 100 = 1, activations

@@ -507,6 +507,19 @@ TEST_CASE("TOML keys keep their line and comment; a new key goes before the firs
   CHECK(b.find("# cfg\ngradient_checkpointing = true\n[training]") != std::string::npos);
 }
 
+TEST_CASE("flags and keys are rewritten exactly, on 30,000-character lines too") {
+  // a value ends at a space; `--key --next` and `--key \` (continuation) are a flag with no value
+  CHECK(set_command_line_flag("x.py --rank --lr 1", "rank", 8) == "x.py --rank 8 --lr 1");
+  CHECK(set_command_line_flag("x.py --rank \\\n --lr 1", "rank", 8) == "x.py --rank 8 \\\n --lr 1");
+  CHECK(set_command_line_flag("x.py --rank_dropout 1", "rank", 8) == "x.py --rank 8 --rank_dropout 1");
+  CHECK(set_command_line_flag("--rank 4 y.py", "rank", nullptr) == " y.py");
+  const std::string long_value(30000, '7');
+  CHECK(set_command_line_flag("x.py --lr " + long_value + "\n", "lr", 1) == "x.py --lr 1\n");
+  CHECK(set_toml_key("a = 1\nlr = " + long_value + "   # c\n", "lr", 2) == "a = 1\nlr = 2   # c\n");
+  CHECK(set_toml_key("a = 1\nlr = " + long_value + "\nb = 2\n", "lr", nullptr) == "a = 1\nb = 2\n");
+  CHECK(set_toml_key("lr2 = 5\n", "lr", 1) == "lr2 = 5\nlr = 1\n");
+}
+
 TEST_CASE("a OneTrainer config is written back with the per-part keys and without the removed ones") {
   TrainerReadOptions o;
   const TrainerRead r = read_trainer_config(kDir + "onetrainer/flux_old_keys.json", o);

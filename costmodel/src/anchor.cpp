@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "segadvise/costmodel/json_input.hpp"
+
 namespace segadvise {
 
 namespace {
@@ -144,6 +146,32 @@ void validate(const AnchorPoint& p) {
                           gib_text(p.predicted.memory.weights_bytes) + "): not a run of this setup");
 }
 
+// Runs of one schedule (the same setup) that cannot both be true: one ran out of memory and the other
+// did not, or their peaks differ by more than kPeakSpread or their step times by more than
+// kTimeSpread (allocator and timing noise between repeated runs stays well inside both).
+constexpr double kPeakSpread = 0.10, kTimeSpread = 0.25;
+
+void require_consistent(const std::vector<AnchorPoint>& points) {
+  auto spread = [](double a, double b) { return std::fabs(a - b) / std::max(a, b); };
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (std::size_t j = i + 1; j < points.size(); ++j) {
+      const Measurement& a = points[i].measured;
+      const Measurement& b = points[j].measured;
+      if (a.schedule.name() != b.schedule.name()) continue;
+      const std::string both = "--measured '" + brief_text(a.text) + "' and '" + brief_text(b.text) + "' contradict each other: ";
+      if (a.oom != b.oom)
+        throw InputError(both + "schedule " + a.schedule.name() + " ran out of memory in one and peaked at " +
+                         gib_text(a.oom ? b.peak_vram_bytes : a.peak_vram_bytes) + " in the other");
+      if (a.oom) continue;
+      if (spread(a.peak_vram_bytes, b.peak_vram_bytes) > kPeakSpread)
+        throw InputError(both + "peaks of " + gib_text(a.peak_vram_bytes) + " and " + gib_text(b.peak_vram_bytes) +
+                         " for one schedule differ by more than " + std::to_string(int(kPeakSpread * 100)) + "%");
+      if (spread(a.step_time_s, b.step_time_s) > kTimeSpread)
+        throw InputError(both + "step times for one schedule differ by more than " +
+                         std::to_string(int(kTimeSpread * 100)) + "%");
+    }
+}
+
 }  // namespace
 
 Measurement parse_measurement(const std::string& text) {
@@ -182,6 +210,7 @@ TimeParts time_parts(const Prediction& p) {
 Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& opt) {
   Anchor a;
   a.points = points;
+  require_consistent(points);
   std::vector<std::vector<double>> pv, tv;
   std::vector<double> pm, tm;
   for (const AnchorPoint& p : points) {

@@ -124,7 +124,10 @@ J parse_checked(const std::string& text, const std::string& origin) {
 
 std::string brief_text(const std::string& s) { return cut_text(s, kMaxEchoChars); }
 
-void require_utf8(const std::string& text, const std::string& where) {
+namespace {
+
+// The offset of the first byte that does not start a well-formed UTF-8 character; npos when none
+std::size_t first_invalid_utf8(const std::string& text) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   for (std::size_t i = 0; i < n;) {
@@ -142,9 +145,17 @@ void require_utf8(const std::string& text, const std::string& where) {
       cp = (cp << 6) | (p[i + k] & 0x3F);
     }
     ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    if (!ok) throw InputError(where + ": invalid UTF-8 at byte " + std::to_string(i));
+    if (!ok) return i;
     i += len;
   }
+  return std::string::npos;
+}
+
+}  // namespace
+
+void require_utf8(const std::string& text, const std::string& where) {
+  const std::size_t bad = first_invalid_utf8(text);
+  if (bad != std::string::npos) throw InputError(where + ": invalid UTF-8 at byte " + std::to_string(bad));
 }
 
 void throw_range(const std::string& where, const std::string& value, double lo, double hi, bool integer) {
@@ -211,6 +222,17 @@ std::string read_input_file(const std::string& path, const std::string& what) {
     }
   }
   ::close(fd);
+  return text;
+}
+
+std::string read_text_input(const std::string& path, const std::string& what) {
+  std::string text = read_input_file(path, what);
+  const std::string name = what + " '" + brief_text(path) + "'";
+  const std::size_t nul = text.find('\0');
+  if (nul != std::string::npos)
+    throw InputError(name + ": a NUL byte at " + cursor_at(text, nul).at() + " (not a text file)");
+  const std::size_t bad = first_invalid_utf8(text);
+  if (bad != std::string::npos) throw InputError(name + ": invalid UTF-8 at " + cursor_at(text, bad).at());
   return text;
 }
 

@@ -1,5 +1,4 @@
 #include <cctype>
-#include <regex>
 
 #include "segadvise/costmodel/types.hpp"
 
@@ -73,7 +72,6 @@ Schedule Schedule::parse(const std::string& raw) {
     }
     name = name.substr(0, plus);
   }
-  std::smatch m;
   // interval 0 is reported below; a stride is at least 1 (seg2-stride0 is not interval2)
   auto interval = [&](const std::string& digits) {
     return static_cast<int>(parse_integer_text(digits, "schedule '" + brief_text(raw) + "': interval", 0, kMaxScheduleStep));
@@ -81,9 +79,36 @@ Schedule Schedule::parse(const std::string& raw) {
   auto stride = [&](const std::string& digits) {
     return static_cast<int>(parse_integer_text(digits, "schedule '" + brief_text(raw) + "': stride", 1, kMaxScheduleStep));
   };
-  static const std::regex interval_re("interval([0-9]+)(-offload)?");
-  static const std::regex seg_re("seg([0-9]+)-stride([0-9]+)(-offload)?");
-  static const std::regex seg_only_re("seg([0-9]+)(-offload)?");
+  // intervalK, segK, segK-strideS, each optionally -offload; read left to right (no regex: a
+  // 30,000-digit K must be an out-of-range error, not a recursion)
+  auto digits_at = [&](std::size_t& pos) {
+    const std::size_t from = pos;
+    while (pos < name.size() && name[pos] >= '0' && name[pos] <= '9') ++pos;
+    return name.substr(from, pos - from);
+  };
+  auto starts_at = [&](std::size_t pos, const std::string& word) { return name.compare(pos, word.size(), word) == 0; };
+  auto offload_tail = [&](std::size_t pos, bool& offload) {
+    if (pos == name.size()) return true;
+    offload = name.compare(pos, std::string::npos, "-offload") == 0;
+    return offload;
+  };
+  std::string k_digits, s_digits;
+  bool shaped = false, offload = false;
+  if (starts_at(0, "interval")) {
+    std::size_t pos = 8;
+    k_digits = digits_at(pos);
+    shaped = !k_digits.empty() && offload_tail(pos, offload);
+  } else if (starts_at(0, "seg")) {
+    std::size_t pos = 3;
+    k_digits = digits_at(pos);
+    if (!k_digits.empty() && starts_at(pos, "-stride")) {
+      pos += 7;
+      s_digits = digits_at(pos);
+      shaped = !s_digits.empty() && offload_tail(pos, offload);
+    } else {
+      shaped = !k_digits.empty() && offload_tail(pos, offload);
+    }
+  }
   if (name == "none") {
     s.checkpointing = false;
   } else if (name == "none-offload") {
@@ -93,16 +118,10 @@ Schedule Schedule::parse(const std::string& raw) {
     // the sweep's `activation-offload` rows ran `gradient_checkpointing: true` (every block) plus
     // `gradient_checkpointing_offload_attention: true` (simpletuner-sweep/README.md)
     s.offload_attention = name != "layer";
-  } else if (std::regex_match(name, m, interval_re)) {
-    s.interval = interval(m[1]);
-    s.offload_attention = m[2].matched;
-  } else if (std::regex_match(name, m, seg_re)) {
-    s.interval = interval(m[1]);
-    s.stride = stride(m[2]);
-    s.offload_attention = m[3].matched;
-  } else if (std::regex_match(name, m, seg_only_re)) {
-    s.interval = interval(m[1]);
-    s.offload_attention = m[2].matched;
+  } else if (shaped) {
+    s.interval = interval(k_digits);
+    if (!s_digits.empty()) s.stride = stride(s_digits);
+    s.offload_attention = offload;
   } else {
     throw InputError("unknown schedule '" + brief_text(raw) +
                      "' (none, layer, intervalK, segK-strideS, activation-offload (= layer + attention offload), "
@@ -111,9 +130,9 @@ Schedule Schedule::parse(const std::string& raw) {
   }
   if (s.checkpointing && s.interval == 0 && s.stride == 0 && name != "layer" && name != "layer-offload" &&
       name != "activation-offload")
-    throw InputError("schedule '" + raw + "': interval must be at least 1");
+    throw InputError("schedule '" + brief_text(raw) + "': interval must be at least 1");
   if (s.backend != Backend::Torch && !s.checkpointing)
-    throw InputError("schedule '" + raw + "': a checkpointing backend needs checkpointing on");
+    throw InputError("schedule '" + brief_text(raw) + "': a checkpointing backend needs checkpointing on");
   return s;
 }
 

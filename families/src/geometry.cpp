@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <regex>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/json_input.hpp"
@@ -94,13 +93,47 @@ ResolvedSize bucket_size(double resolution, const std::string& type, int alignme
 }
 
 ResolvedSize parse_resolution(const std::string& arg, const std::string& type, const Family& fam, double aspect) {
-  static const std::regex wxh("\\s*([0-9]+)\\s*[xX]\\s*([0-9]+)\\s*");
-  static const std::regex number("\\s*([0-9]+(\\.[0-9]+)?)\\s*");
-  std::smatch m;
+  // WxH or a number, spaces around the parts allowed; scanned left to right (no regex: a
+  // 30,000-digit value must be an out-of-range error, not a recursion)
+  auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r'; };
+  auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+  std::size_t pos = 0;
+  auto skip_space = [&] { while (pos < arg.size() && space(arg[pos])) ++pos; };
+  auto digits = [&] {
+    const std::size_t from = pos;
+    while (pos < arg.size() && digit(arg[pos])) ++pos;
+    return arg.substr(from, pos - from);
+  };
+  skip_space();
+  const std::string first = digits();
+  std::string second, fraction;
+  bool is_wxh = false, is_number = false;
+  if (!first.empty()) {
+    const std::size_t after_first = pos;
+    skip_space();
+    if (pos < arg.size() && (arg[pos] == 'x' || arg[pos] == 'X')) {
+      ++pos;
+      skip_space();
+      second = digits();
+      skip_space();
+      is_wxh = !second.empty() && pos == arg.size();
+    } else {
+      pos = after_first;
+      if (pos < arg.size() && arg[pos] == '.') {
+        ++pos;
+        fraction = digits();
+        if (fraction.empty()) pos = arg.size() + 1;  // "5." is not a number
+      }
+      if (pos <= arg.size()) {
+        skip_space();
+        is_number = pos == arg.size();
+      }
+    }
+  }
   const std::string where = "--resolution '" + brief_text(arg) + "'";
-  if (std::regex_match(arg, m, wxh)) {
-    const int w = static_cast<int>(parse_integer_text(m[1], where + ": width", 1, kMaxEdgePixels));
-    const int h = static_cast<int>(parse_integer_text(m[2], where + ": height", 1, kMaxEdgePixels));
+  if (is_wxh) {
+    const int w = static_cast<int>(parse_integer_text(first, where + ": width", 1, kMaxEdgePixels));
+    const int h = static_cast<int>(parse_integer_text(second, where + ": height", 1, kMaxEdgePixels));
     ResolvedSize out;
     const int a = fam.geometry.alignment;
     out.width = round_to_alignment(w, a);
@@ -109,10 +142,10 @@ ResolvedSize parse_resolution(const std::string& arg, const std::string& type, c
                std::to_string(out.width) + "x" + std::to_string(out.height);
     return out;
   }
-  if (std::regex_match(arg, m, number)) {
+  if (is_number) {
     // an edge in pixels, or megapixels for "area" (at most a kMaxEdgePixels square)
     const double hi = type == "area" ? double(kMaxEdgePixels) * kMaxEdgePixels / 1e6 : kMaxEdgePixels;
-    const double r = parse_number_text(m[1], where, 0, hi);
+    const double r = parse_number_text(fraction.empty() ? first : first + "." + fraction, where, 0, hi);
     try {
       return bucket_size(r, type, fam.geometry.alignment, aspect, false);
     } catch (const InputError& e) {

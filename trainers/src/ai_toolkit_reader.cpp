@@ -122,14 +122,7 @@ void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int tr
 
 TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o) {
   const TrainerFacts& facts = trainer_facts("ai-toolkit");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError("ai-toolkit config '" + path + "': cannot be read");
-  } catch (const YAML::Exception& e) {
-    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_file(path, "ai-toolkit config");
   const Yaml y{path};
   const YAML::Node process = root["config"] ? root["config"]["process"] : YAML::Node();
   if (!process || !process.IsSequence() || process.size() == 0)

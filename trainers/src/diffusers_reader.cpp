@@ -2,6 +2,7 @@
 // argparse defaults (facts: trainers/data/diffusers.json).
 #include <algorithm>
 
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
 
@@ -43,19 +44,20 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   TrainingSetup& s = r.setup;
   const bool lora = cl.script.find("lora") != std::string::npos || cl.script.empty();
   s.model_type = lora ? ModelType::Lora : ModelType::Full;
-  if (lora) s.lora_rank = cl.values.count("rank") ? to_int(cl.values.at("rank"), where(path, cl, "rank")) : 4;
-  s.batch = cl.values.count("train_batch_size") ? to_int(cl.values.at("train_batch_size"), where(path, cl, "train_batch_size")) : 4;
+  if (lora) s.lora_rank = cl.values.count("rank") ? to_int(cl.values.at("rank"), where(path, cl, "rank"), 1, kMaxLoraRank) : 4;
+  s.batch = cl.values.count("train_batch_size") ? to_int(cl.values.at("train_batch_size"), where(path, cl, "train_batch_size"), 1, kMaxBatch) : 4;
   if (s.batch <= 0) throw InputError(where(path, cl, "train_batch_size") + ": must be positive");
   // --resolution is one int (default 512): a square of that edge
   const std::string res = cl.values.count("resolution") ? cl.values.at("resolution") : "512";
   int edge = 512;
-  try {
-    edge = to_int(res, where(path, cl, "resolution"));
-  } catch (const InputError&) {
-    r.rejections.push_back("--resolution '" + res + "' is not an int: the script's argparse stops (type=int); it trains a square");
-    edge = 0;
-    for (char c : res) edge = std::isdigit(static_cast<unsigned char>(c)) ? edge * 10 + (c - '0') : edge;
-    edge = std::max(64, std::min(edge, 4096));
+  if (is_int_text(res)) {
+    edge = to_int(res, where(path, cl, "resolution"), 1, kMaxEdgePixels);
+  } else {
+    r.rejections.push_back("--resolution '" + brief_text(res) + "' is not an int: the script's argparse stops (type=int); it trains a square");
+    long long digits = 0;
+    for (char c : res)
+      if (std::isdigit(static_cast<unsigned char>(c))) digits = std::min<long long>(digits * 10 + (c - '0'), 1 << 20);
+    edge = static_cast<int>(std::max<long long>(64, std::min<long long>(digits, 4096)));
   }
   s.width = s.height = edge;
   r.shape_source = "--resolution " + res + ": a " + std::to_string(edge) + "x" + std::to_string(edge) + " square" +
@@ -66,7 +68,7 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     else r.rejections.push_back("--aspect_ratio_buckets: " + cl.script + " has no such flag (argparse stops)");
   }
   if (cl.values.count("num_frames")) {
-    const int f = to_int(cl.values.at("num_frames"), where(path, cl, "num_frames"));
+    const int f = to_int(cl.values.at("num_frames"), where(path, cl, "num_frames"), 1, kMaxFrames);
     if (fam.modality == "video" && f > 1) s.frames = apply_frame_rule(fam, f);
   }
   r.schedule = Schedule{};

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 
 namespace segadvise {
 
@@ -111,7 +112,7 @@ void read_context_parallel(const ordered_json& raw, const std::string& path, Con
 MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup m, std::vector<std::string>& warnings) {
   YAML::Node y;
   try {
-    y = YAML::LoadFile(path);
+    y = readers::load_yaml_file(path, "accelerate config");
   } catch (const YAML::Exception& e) {
     throw InputError("accelerate config '" + path + "': " + e.what());
   }

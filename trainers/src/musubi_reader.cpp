@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
 
@@ -15,10 +17,48 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// toml11 parses arrays and inline tables by recursion: refuse nesting past kMaxJsonDepth first
+// (outside strings and comments), naming the line
+void check_toml_depth(const std::string& text, const std::string& path) {
+  int depth = 0, line = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      const bool multi = text.compare(i, 3, std::string(3, c)) == 0;
+      const std::string close = multi ? std::string(3, c) : std::string(1, c);
+      for (i += close.size(); i < text.size(); ++i) {
+        if (text[i] == '\n') {
+          if (!multi) break;  // toml11 reports the unterminated string
+          ++line;
+        } else if (c == '"' && text[i] == '\\') {
+          if (i + 1 < text.size() && text[i + 1] == '\n') ++line;
+          ++i;
+        } else if (text.compare(i, close.size(), close) == 0) {
+          i += close.size() - 1;
+          break;
+        }
+      }
+      if (i < text.size() && text[i] == '\n') --i;  // counted by the loop
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        throw InputError(path + ":" + std::to_string(line) + ": arrays and tables nested deeper than " +
+                         std::to_string(kMaxJsonDepth) + " levels");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 toml::value parse_toml(const std::string& path, const std::string& what) {
-  read_text_file(path, what);  // existence and readability, with the usual message
+  const std::string text = read_text_file(path, what);  // the input file rules, with the usual message
+  check_toml_depth(text, path);
   try {
-    return toml::parse(path);
+    std::istringstream in(text);
+    return toml::parse(in, path);
   } catch (const toml::syntax_error& e) {
     throw InputError(path + ":" + std::to_string(e.location().line()) + ": not valid TOML: " + e.what());
   } catch (const std::exception& e) {
@@ -151,7 +191,8 @@ void read_dataset(const std::string& path, TrainerRead& r) {
   }
 }
 
-std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd) {
+std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd,
+                         const std::string& key) {
   std::vector<fs::path> tried;
   if (fs::path(value).is_absolute()) tried.push_back(value);
   else {
@@ -164,7 +205,7 @@ std::string resolve_near(const std::string& value, const std::string& config_pat
     if (fs::exists(p, ec)) return p.string();
     list += (list.empty() ? "" : ", ") + p.string();
   }
-  throw InputError(config_path + ": dataset_config '" + value + "': no such file (tried " + list + ")");
+  throw InputError(config_path + ": " + key + " '" + brief_text(value) + "': no such file (tried " + list + ")");
 }
 
 void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerFamily* tf, TrainerRead& r) {
@@ -181,7 +222,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     else r.warnings.push_back("--gradient_checkpointing_cpu_offload is used only with --gradient_checkpointing (trainer_base.py:1608-1609): ignored");
   }
   if (cl.values.count("blocks_to_swap")) {
-    const int n = to_int(cl.values.at("blocks_to_swap"), where(path, cl, "blocks_to_swap"));
+    const int n = to_int(cl.values.at("blocks_to_swap"), where(path, cl, "blocks_to_swap"), 0, kMaxBlocksToSwap);
     const int max = tf ? tf->blocks_to_swap_max : 0;
     if (n < 0) throw InputError(where(path, cl, "blocks_to_swap") + ": must not be negative");
     if (max > 0 && n > max)
@@ -201,7 +242,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
   else if (mp != "no" && mp != "fp16" && mp != "bf16") throw InputError(where(path, cl, "mixed_precision") + ": '" + mp + "' is not no, fp16 or bf16");
   s.mixed_precision = mp.empty() ? "no" : mp;
   s.model_type = ModelType::Lora;  // *_train_network.py trains a network (LoRA)
-  s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim")) : 4;
+  s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim"), 1, kMaxLoraRank) : 4;
   if (!cl.values.count("network_dim")) r.warnings.push_back("--network_dim unset: the LoRA module's default rank 4 is assumed");
   const std::map<std::string, std::string> opts = {{"adamw", "adamw"}, {"adamw8bit", "adamw8bit"}, {"adafactor", "adafactor"},
                                                    {"prodigy", "prodigy"}, {"lion", "lion"}, {"lion8bit", "bnb-lion8bit"}, {"sgdnesterov", "sgd"}};
@@ -229,7 +270,7 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
     if (cl.values.count("config_file")) {  // flags on the command line win over the file's (argparse namespace)
       std::string cf = cl.values.at("config_file");
       if (cf.size() < 5 || cf.compare(cf.size() - 5, 5, ".toml") != 0) cf += ".toml";  // parser_common.py:784
-      const std::string cf_path = resolve_near(cf, path, o.cwd);
+      const std::string cf_path = resolve_near(cf, path, o.cwd, "config_file");
       const CommandLine from_file = flatten_config(parse_toml(cf_path, "musubi config"), cf_path);
       r.inputs.push_back(cf_path);
       for (const auto& kv : from_file.values)
@@ -256,7 +297,7 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
   read_flags(facts, cl, tf, r);
   if (!cl.values.count("dataset_config"))
     throw InputError(path + ": dataset_config: missing (musubi reads batch size, resolution and frames from the dataset TOML)");
-  read_dataset(resolve_near(cl.values.at("dataset_config"), path, o.cwd), r);
+  read_dataset(resolve_near(cl.values.at("dataset_config"), path, o.cwd, "dataset_config"), r);
   return r;
 }
 

@@ -2,6 +2,7 @@
 // does (facts: trainers/data/onetrainer.json): per-part checkpointing and offloading since
 // 2026-07-05, the migrations a file without __version goes through, FLOAT_32 part defaults.
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "segadvise/trainers/simpletuner_reader.hpp"
@@ -74,8 +75,9 @@ std::pair<int, int> parse_resolution_string(const std::string& v, const std::str
   while (std::getline(ss, part, ',')) {
     part.erase(std::remove(part.begin(), part.end(), ' '), part.end());
     const auto x = lower(part).find('x');
-    const int w = to_int(part.substr(0, x), where);
-    const int h = x == std::string::npos ? w : to_int(part.substr(x + 1), where);
+    // non-positive sizes get the message below; past 65,536 px is out of range, never wrapped
+    const int w = to_int(part.substr(0, x), where, std::numeric_limits<int>::min(), kMaxEdgePixels);
+    const int h = x == std::string::npos ? w : to_int(part.substr(x + 1), where, std::numeric_limits<int>::min(), kMaxEdgePixels);
     if (w <= 0 || h <= 0) throw InputError(where + ": '" + v + "' has a size that is not positive");
     if (static_cast<long>(w) * h > static_cast<long>(best.first) * best.second) best = {w, h};
   }

@@ -3,7 +3,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <regex>
 
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/reader_util.hpp"
@@ -19,7 +18,67 @@ std::string scalar_text(const ordered_json& v) {
   return v.dump();
 }
 
-std::string escape_regex(const std::string& s) { return std::regex_replace(s, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)"); }
+bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+bool blank(char c) { return c == ' ' || c == '\t'; }
+
+// Where `--key` (with its value unless `flag`) stands in `text`: [begin, end) from the space before it
+// (or the start) to the end of the value; found == false when absent. `--key=value`, `--key value`
+// (a value not starting with `--` and without a backslash) or `--key` followed by a space or the end.
+struct Span {
+  bool found = false;
+  std::size_t begin = 0, end = 0, lead = 0;  // lead: 1 when a space precedes the flag
+};
+Span find_flag(const std::string& text, const std::string& key, bool flag) {
+  const std::string dashed = "--" + key;
+  const std::size_t n = text.size();
+  for (std::size_t p = text.find(dashed); p != std::string::npos; p = text.find(dashed, p + 1)) {
+    if (p > 0 && !space(text[p - 1])) continue;
+    const std::size_t q = p + dashed.size();
+    std::size_t end = std::string::npos;
+    if (!flag && q < n && text[q] == '=' && q + 1 < n && !space(text[q + 1])) {
+      end = q + 1;
+      while (end < n && !space(text[end])) ++end;
+    } else if (!flag && q < n && blank(text[q])) {
+      std::size_t r = q;
+      while (r < n && blank(text[r])) ++r;
+      std::size_t e = r;
+      if (text.compare(r, 2, "--") != 0)
+        while (e < n && !space(text[e]) && text[e] != '\\') ++e;
+      if (e > r && (e == n || space(text[e]))) end = e;
+    }
+    if (end == std::string::npos && (q == n || space(text[q]))) end = q;
+    if (end == std::string::npos) continue;
+    Span s;
+    s.found = true;
+    s.lead = p > 0 ? 1 : 0;
+    s.begin = p - s.lead;
+    s.end = end;
+    return s;
+  }
+  return {};
+}
+
+// The first line of `text` whose key is `key` (`[ \t]*key[ \t]*=`): its start and the offset just past
+// the `=` and the blanks after it; npos when none
+std::pair<std::size_t, std::size_t> find_toml_line(const std::string& text, const std::string& key) {
+  for (std::size_t ls = 0; ls <= text.size();) {
+    std::size_t i = ls;
+    while (i < text.size() && blank(text[i])) ++i;
+    if (text.compare(i, key.size(), key) == 0) {
+      i += key.size();
+      while (i < text.size() && blank(text[i])) ++i;
+      if (i < text.size() && text[i] == '=') {
+        ++i;
+        while (i < text.size() && blank(text[i])) ++i;
+        return {ls, i};
+      }
+    }
+    const std::size_t nl = text.find('\n', ls);
+    if (nl == std::string::npos) break;
+    ls = nl + 1;
+  }
+  return {std::string::npos, std::string::npos};
+}
 
 // musubi flags that are memory knobs (set or removed by the round trip), and the attention flags
 bool is_command_line(const TrainerRead& r) {
@@ -47,7 +106,7 @@ YAML::Node to_yaml(const ordered_json& v) {
 }
 
 Rewritten rewrite_yaml(const TrainerRead& r, const ordered_json& knobs) {
-  YAML::Node root = YAML::LoadFile(r.config_path);
+  YAML::Node root = readers::load_yaml_file(r.config_path, "config");
   YAML::Node p = root["config"]["process"][0];
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
     const std::string& k = it.key();
@@ -94,35 +153,40 @@ std::string set_command_line_flag(const std::string& text, const std::string& ke
   const bool off = value.is_null() || (value.is_boolean() && !value.get<bool>());
   const std::string repl = value.is_boolean() ? "--" + key : "--" + key + " " + scalar_text(value);
   // --key, --key=value or --key value (a value is anything not starting with --)
-  const std::regex existing("(^|\\s)--" + escape_regex(key) + (value.is_boolean() ? std::string("(?=\\s|$)") : "(=\\S+|[ \\t]+(?!--)[^\\s\\\\]+)?(?=\\s|$)"));
-  std::smatch m;
-  if (std::regex_search(text, m, existing)) {
-    const std::string lead = m[1].str();
-    return m.prefix().str() + (off ? "" : lead + repl) + m.suffix().str();
-  }
+  const Span at = find_flag(text, key, value.is_boolean());
+  if (at.found)
+    return text.substr(0, at.begin) + (off ? "" : text.substr(at.begin, at.lead) + repl) + text.substr(at.end);
   if (off) return text;
   // absent: right after the training script (or at the end of the first command)
-  const std::regex script("\\.py(?=\\s|$)");
-  if (std::regex_search(text, m, script)) return m.prefix().str() + ".py " + repl + m.suffix().str();
+  for (std::size_t r = text.find(".py"); r != std::string::npos; r = text.find(".py", r + 1))
+    if (r + 3 == text.size() || space(text[r + 3])) return text.substr(0, r) + ".py " + repl + text.substr(r + 3);
   std::string t = text;
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t + " " + repl + "\n";
 }
 
 std::string set_toml_key(const std::string& text, const std::string& key, const ordered_json& value) {
+  const auto [line_start, value_start] = find_toml_line(text, key);
+  const std::size_t line_end = line_start == std::string::npos ? line_start : std::min(text.find('\n', line_start), text.size());
   if (value.is_null()) {  // remove the key's line
-    const std::regex whole("(^|\\n)[ \\t]*" + escape_regex(key) + "[ \\t]*=[^\\n]*(\\n|$)");
-    std::smatch m;
-    if (!std::regex_search(text, m, whole)) return text;
-    return m.prefix().str() + m[1].str() + m.suffix().str();
+    if (line_start == std::string::npos) return text;
+    return text.substr(0, line_start) + text.substr(std::min(line_end + 1, text.size()));
   }
   const std::string rhs = value.is_string() ? "\"" + value.get<std::string>() + "\"" : value.dump();
-  const std::regex line("(^|\\n)([ \\t]*" + escape_regex(key) + "[ \\t]*=[ \\t]*)([^#\\n]*?)([ \\t]*(#[^\\n]*)?)(?=\\n|$)");
-  std::smatch m;
-  if (std::regex_search(text, m, line)) return m.prefix().str() + m[1].str() + m[2].str() + rhs + m[4].str() + m.suffix().str();
+  if (line_start != std::string::npos) {
+    // the value ends before the blanks ahead of a `#` comment, or before the line's trailing blanks
+    const std::size_t hash = text.find('#', value_start);
+    std::size_t e = hash != std::string::npos && hash < line_end ? hash : line_end;
+    while (e > value_start && blank(text[e - 1])) --e;
+    return text.substr(0, value_start) + rhs + text.substr(e);
+  }
   // absent: a top-level key, before the first [section] (sections are flattened, parser_common.py:795-805)
-  const std::regex section("(^|\\n)\\[");
-  if (std::regex_search(text, m, section)) return m.prefix().str() + m[1].str() + key + " = " + rhs + "\n" + text.substr(m.position(0) + m[1].length());
+  for (std::size_t ls = 0; ls < text.size();) {
+    if (text[ls] == '[') return text.substr(0, ls) + key + " = " + rhs + "\n" + text.substr(ls);
+    const std::size_t nl = text.find('\n', ls);
+    if (nl == std::string::npos) break;
+    ls = nl + 1;
+  }
   return text + (text.empty() || text.back() == '\n' ? "" : "\n") + key + " = " + rhs + "\n";
 }
 

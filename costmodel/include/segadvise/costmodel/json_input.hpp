@@ -19,6 +19,10 @@ namespace segadvise {
 // kMaxInputFileBytes. `what` names the input in messages ("--profile", "config").
 std::string read_input_file(const std::string& path, const std::string& what);
 
+// The text of a YAML, TOML or command-line file: read_input_file's rules, then no NUL byte and
+// well-formed UTF-8. Every message names `what`, the file and the line.
+std::string read_text_input(const std::string& path, const std::string& what);
+
 // A JSON document from a file or from text. Before nlohmann parses it, one scan checks nesting
 // (kMaxJsonDepth), key counts (kMaxJsonKeys, kMaxKeysPerObject) and numbers past double's range;
 // every parse error names `origin`, the line and the column.
