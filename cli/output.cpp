@@ -9,16 +9,11 @@
 
 namespace segadvise::cli {
 
-namespace {
-
-// printed width of a UTF-8 cell ("14.8–18.9": the dash is 3 bytes, one column)
 std::size_t columns(const std::string& s) {
   std::size_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
   return n;
 }
-
-}  // namespace
 
 void Table::print(std::ostream& out, bool markdown) const {
   std::vector<std::size_t> w(header_.size(), 0);

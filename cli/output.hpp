@@ -22,6 +22,9 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// Printed width of a UTF-8 string: code points, not bytes ("14.8–18.9": the dash is 3 bytes, one column).
+std::size_t columns(const std::string& s);
+
 class TextFormat;  // text_format.hpp
 
 void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt);

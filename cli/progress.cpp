@@ -2,18 +2,9 @@
 
 #include <unistd.h>
 
+#include "output.hpp"
+
 namespace segadvise::cli {
-
-namespace {
-
-// printed width of a UTF-8 line
-std::size_t columns(const std::string& s) {
-  std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
-}  // namespace
 
 bool Progress::stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
 

@@ -1,5 +1,6 @@
 // Bad input is an InputError naming the file, the field and a short prefix of the value: never a
 // crash, a hang, a wrapped-around number or a silent fallback (one reproducer per class).
+#include "scratch_dir.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -26,21 +27,9 @@ using nlohmann::json;
 
 namespace {
 
-// A scratch directory per process, removed at exit.
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("segadvise-input-" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return (dir / name).string();
-  }
-};
+using test::Scratch;
 const Scratch& scratch() {
-  static const Scratch s;
+  static const Scratch s("segadvise-input-");
   return s;
 }
 

@@ -1,5 +1,6 @@
 // Readers of user text never recurse on it: long values are answered with an InputError naming the
 // flag or field and a short prefix of the value (never a stack overflow from a regex engine).
+#include "scratch_dir.hpp"
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -28,27 +29,9 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 const std::string kLongDigits(30000, '7');
 namespace fs = std::filesystem;
 
-// A scratch directory per process, removed at exit.
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("segadvise-harden-" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return (dir / name).string();
-  }
-  std::string fifo(const std::string& name) const {
-    const std::string p = (dir / name).string();
-    ::unlink(p.c_str());
-    ::mkfifo(p.c_str(), 0600);
-    return p;
-  }
-};
+using test::Scratch;
 const Scratch& scratch() {
-  static const Scratch s;
+  static const Scratch s("segadvise-harden-");
   return s;
 }
 std::string read_error(const std::string& path) {
