@@ -194,7 +194,8 @@ TEST_CASE("the registry holds one component per trainer; each detects and reads 
       {"ai-toolkit", fixtures + "/trainers/ai-toolkit/train_lora_flux_24gb.yaml"},
       {"onetrainer", fixtures + "/trainers/onetrainer/flux_lora.json"},
       {"diffusers", fixtures + "/trainers/diffusers/flux_lora.sh"}};
-  for (const auto& [id, path] : files) {
+  for (const auto& entry : files) {
+    const std::string id = entry.first, path = entry.second;  // no structured binding: clang rejects capturing one
     int detected = 0;
     for (const Trainer* t : all_trainers())
       if (t->detects(path)) {
