@@ -120,11 +120,18 @@ void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int tr
 
 }  // namespace
 
-TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o) {
+namespace {
+
+TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOptions& o) {
   const TrainerFacts& facts = trainer_facts("ai-toolkit");
   const YAML::Node root = load_yaml_file(path, "ai-toolkit config");
   const Yaml y{path};
-  const YAML::Node process = root["config"] ? root["config"]["process"] : YAML::Node();
+  if (!root.IsMap())
+    throw InputError(path + ": the top level is not a mapping (an ai-toolkit job has config: process: - {model: …, train: …})");
+  const YAML::Node config = root["config"];
+  if (config && !config.IsMap())
+    throw InputError(path + ": config: not a mapping (an ai-toolkit job has config: process: - {model: …, train: …})");
+  const YAML::Node process = config ? config["process"] : YAML::Node();
   if (!process || !process.IsSequence() || process.size() == 0)
     throw InputError(path + ": config.process: missing or not a list (an ai-toolkit job has config: process: - {model: …, train: …})");
   TrainerRead r;
@@ -207,6 +214,19 @@ TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o
     r.warnings.push_back("model.low_vram keeps the text side on the CPU while quantizing: not modelled (the transformer's memory is unchanged)");
   read_shape(y, p, r, s.batch);
   return r;
+}
+
+}  // namespace
+
+// A node of another kind than the job's layout (a scalar where a mapping belongs, …) is an InputError
+// naming the file and the line yaml-cpp reports, never a yaml-cpp exception.
+TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o) {
+  try {
+    return read_ai_toolkit_job(path, o);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + (e.mark.is_null() ? std::string() : ":" + std::to_string(e.mark.line + 1)) +
+                     ": not an ai-toolkit job as the trainer reads it (" + e.msg + ")");
+  }
 }
 
 }  // namespace segadvise::readers
