@@ -104,17 +104,18 @@ const TrainerKey* TrainerFacts::key(const std::string& name) const {
   return nullptr;
 }
 
+nlohmann::json trainer_data_file(const std::string& file) {
+  const std::string origin = "trainers/data/" + file;
+  for (std::size_t i = 0; i < kTrainerRuleDataCount; ++i)
+    if (kTrainerRuleData[i].name == file) return parse_json_text(kTrainerRuleData[i].text, origin);
+  throw InputError(origin + ": not compiled in");
+}
+
 const std::vector<TrainerFacts>& builtin_trainers() {
   static const std::vector<TrainerFacts> all = [] {
     std::vector<TrainerFacts> v;
-    for (const char* file : {"musubi.json", "ai-toolkit.json", "onetrainer.json", "diffusers.json"}) {
-      const std::string origin = std::string("trainers/data/") + file;
-      const EmbeddedFile* found = nullptr;
-      for (std::size_t i = 0; i < kTrainerRuleDataCount; ++i)
-        if (std::string(kTrainerRuleData[i].name) == file) found = &kTrainerRuleData[i];
-      if (!found) throw InputError(origin + ": not compiled in");
-      v.push_back(parse_trainer(parse_json_text(found->text, origin), origin));
-    }
+    for (const char* file : {"musubi.json", "ai-toolkit.json", "onetrainer.json", "diffusers.json"})
+      v.push_back(parse_trainer(trainer_data_file(file), std::string("trainers/data/") + file));
     return v;
   }();
   return all;

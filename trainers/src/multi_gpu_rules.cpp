@@ -1,4 +1,5 @@
 // SimpleTuner's multi-GPU rules as data (trainers/data/simpletuner-multi-gpu.json) and code.
+#include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/multi_gpu_rules.hpp"
 
 #include <algorithm>
@@ -32,10 +33,7 @@ std::map<std::string, std::string> string_map(const FieldReader& r, const json& 
 const Facts& facts() {
   static const Facts f = [] {
     const std::string origin = "trainers/data/simpletuner-multi-gpu.json";
-    json j;
-    for (std::size_t i = 0; i < kTrainerRuleDataCount; ++i)
-      if (std::string(kTrainerRuleData[i].name) == "simpletuner-multi-gpu.json") j = parse_json_text(kTrainerRuleData[i].text, origin);
-    if (j.is_null()) throw InputError(origin + ": not compiled in");
+    const json j = trainer_data_file("simpletuner-multi-gpu.json");
     const FieldReader r{j, origin, ""};
     Facts x;
     for (const auto& s : r.strings("cp_plan_families")) x.cp_plan.insert(s);

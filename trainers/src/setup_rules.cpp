@@ -1,4 +1,5 @@
 // SimpleTuner's setup rules (setup_rules.hpp) from trainers/data/simpletuner-setup.json.
+#include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/setup_rules.hpp"
 
 #include <algorithm>
@@ -31,10 +32,7 @@ struct Rules {
 const Rules& rules() {
   static const Rules x = [] {
     const std::string origin = "trainers/data/simpletuner-setup.json";
-    json j;
-    for (std::size_t i = 0; i < kTrainerRuleDataCount; ++i)
-      if (std::string(kTrainerRuleData[i].name) == "simpletuner-setup.json") j = parse_json_text(kTrainerRuleData[i].text, origin);
-    if (j.is_null()) throw InputError(origin + ": not compiled in");
+    const json j = trainer_data_file("simpletuner-setup.json");
     const FieldReader r{j, origin, ""};
     r.str("source", "", true);
     Rules out;

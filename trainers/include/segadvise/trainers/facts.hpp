@@ -51,6 +51,9 @@ struct TrainerFacts {
 };
 
 // musubi, ai-toolkit, onetrainer, diffusers (compiled in).
+// trainers/data/FILE (compiled in), parsed; InputError naming it when it is not compiled in.
+nlohmann::json trainer_data_file(const std::string& file);
+
 const std::vector<TrainerFacts>& builtin_trainers();
 // Throws InputError naming the value and the known trainers.
 const TrainerFacts& trainer_facts(const std::string& id);
