@@ -216,9 +216,16 @@ double quantizable_param_bytes(const TrainingSetup& setup) {
   return prec.quantized ? prec.bytes_per_param : dtype;
 }
 
+// bytes of a block's weights the quantizer leaves alone (bf16 / the weight dtype): its non-quantizable
+// share, or none when the trainer quantizes every Linear of the block
+double unquantized_block_param_bytes(const TrainingSetup& setup) {
+  if (setup.quantize_all_block_linears && precision_info(setup.base_precision).quantized) return quantizable_param_bytes(setup);
+  return weight_dtype_bytes(setup);
+}
+
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
   return b.quantizable_params * quantizable_param_bytes(setup) +
-         (b.params - b.quantizable_params) * weight_dtype_bytes(setup);
+         (b.params - b.quantizable_params) * unquantized_block_param_bytes(setup);
 }
 
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
@@ -235,7 +242,7 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   double largest_block_bytes = 0;
   for (int i = 0; i < n; ++i) {
     const BlockCost& b = chain.blocks[i];
-    const double bytes = b.quantizable_params * q_bytes + (b.params - b.quantizable_params) * dtype;
+    const double bytes = b.quantizable_params * q_bytes + (b.params - b.quantizable_params) * unquantized_block_param_bytes(setup);
     double streamed_share = 0;
     if (setup.ramtorch) streamed_share = std::clamp(setup.ramtorch_percent / 100.0, 0.0, 1.0);
     if (i >= swap_from || setup.group_offload) streamed_share = 1.0;
@@ -245,6 +252,19 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   }
   m.weights_bytes += kStreamedBlockBuffers * largest_block_bytes;
   m.weights_bytes += chain.outside_params * dtype;
+  // the other experts: the same resident and streamed bytes each, or all on the host while idle
+  const int experts = std::max(1, setup.experts);
+  if (experts > 1) {
+    const double one_resident = m.weights_bytes - kStreamedBlockBuffers * largest_block_bytes;
+    const double one_streamed = m.streamed_weights_bytes;
+    if (setup.idle_experts_on_host) {
+      m.streamed_weights_bytes += (experts - 1) * (one_resident + one_streamed);
+    } else {
+      m.weights_bytes += (experts - 1) * one_resident;
+      m.streamed_weights_bytes += (experts - 1) * one_streamed;
+    }
+  }
+  m.weights_bytes += std::max(0.0, setup.other_model_bytes);
 
   double block_params = 0, lora = 0;
   for (const auto& b : chain.blocks) {
@@ -260,6 +280,13 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
     m.trainable_params = lora;
     m.trainable_bytes = lora * kBf16Bytes;  // adapters are cast to weight_dtype (bf16), §2.1
     m.gradient_bytes = lora * kBf16Bytes;
+  }
+  // each trained expert has its own adapter (or weights) and optimizer state; one expert's gradients
+  // exist at a time (its step)
+  const int trained = setup.trained_experts > 0 ? std::min(setup.trained_experts, experts) : experts;
+  if (trained > 1) {
+    m.trainable_bytes *= trained;
+    m.trainable_params *= trained;
   }
   m.optimizer_bytes = m.trainable_params * opt.state_bytes_per_param;
   if (setup.use_ema && setup.ema_on_gpu) m.optimizer_bytes += m.trainable_params * dtype;

@@ -49,6 +49,37 @@ const std::vector<PrecisionInfo>& table() {
       {"uint4-sdnq", true, 0.64, "int8-sdnq", "sdnq"},
       {"uint3-sdnq", true, 0.52, "int8-sdnq", "sdnq"},
       {"uint2-sdnq", true, 0.39, "int8-sdnq", "sdnq"},
+      // ai-toolkit's own quantizers (ostris/ai-toolkit toolkit/util/*_quant.py; docs/sources/trainers.md):
+      // uintN = N bits packed + a bf16 scale and a uint8 zero point per 64 weights (3/64 B); orbitN = N-bit
+      // codebook indices + a per-row norm; orbitvqN = N-bit lattice indices + a 16-bit scale per 128;
+      // convrot4 = nvfp4 codes (0.5 B) + e4m3 scales per 16 twice (plain and swizzled, 2/16 B);
+      // convrot8 = int8 + an fp32 per-row scale; convrotintN = N bits + an fp32 ratio per 128 (N <= 7);
+      // convrotbitnet = 5 ternary codes a byte (0.2 B) + the per-128 ratios; convrotcomfyw4a4 = int4 +
+      // an fp32 per-row scale; nvfp4 = e2m1 codes + an e4m3 scale per 16. Their time factors are not fitted.
+      {"uint2-ostris", true, 0.296875, "uint2-ostris", "ostris"},
+      {"uint3-ostris", true, 0.421875, "uint3-ostris", "ostris"},
+      {"uint4-ostris", true, 0.546875, "uint4-ostris", "ostris"},
+      {"uint5-ostris", true, 0.671875, "uint5-ostris", "ostris"},
+      {"uint6-ostris", true, 0.796875, "uint6-ostris", "ostris"},
+      {"uint7-ostris", true, 0.921875, "uint7-ostris", "ostris"},
+      {"orbit2-ostris", true, 0.25, "orbit2-ostris", "ostris"},
+      {"orbit3-ostris", true, 0.375, "orbit3-ostris", "ostris"},
+      {"orbit4-ostris", true, 0.5, "orbit4-ostris", "ostris"},
+      {"orbitvq2-ostris", true, 0.265625, "orbitvq2-ostris", "ostris"},
+      {"orbitvq3-ostris", true, 0.390625, "orbitvq3-ostris", "ostris"},
+      {"orbitvq4-ostris", true, 0.515625, "orbitvq4-ostris", "ostris"},
+      {"convrot4-ostris", true, 0.625, "convrot4-ostris", "ostris"},
+      {"convrot8-ostris", true, 1.0, "convrot8-ostris", "ostris"},
+      {"convrotint2-ostris", true, 0.28125, "convrotint2-ostris", "ostris"},
+      {"convrotint3-ostris", true, 0.40625, "convrotint3-ostris", "ostris"},
+      {"convrotint4-ostris", true, 0.53125, "convrotint4-ostris", "ostris"},
+      {"convrotint5-ostris", true, 0.65625, "convrotint5-ostris", "ostris"},
+      {"convrotint6-ostris", true, 0.78125, "convrotint6-ostris", "ostris"},
+      {"convrotint7-ostris", true, 0.90625, "convrotint7-ostris", "ostris"},
+      {"convrotint8-ostris", true, 1.0, "convrot8-ostris", "ostris"},
+      {"convrotbitnet-ostris", true, 0.23125, "convrotbitnet-ostris", "ostris"},
+      {"convrotcomfyw4a4-ostris", true, 0.5, "convrotcomfyw4a4-ostris", "ostris"},
+      {"nvfp4-ostris", true, 0.5625, "nvfp4-ostris", "ostris"},
   };
   return t;
 }

@@ -450,7 +450,9 @@ double list_tokens(const BlockListSpec& spec, double image_tokens, double text_t
 BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   BlockChain chain;
   chain.model_id = fam.id;
-  const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
+  TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
+  // control/reference latents appended to the image tokens (FLUX.1 Kontext, Qwen-Image-Edit)
+  if (setup.reference_images > 0) g.image_tokens *= 1 + setup.reference_images;
   const double batch = std::max(1, setup.batch);
   chain.tokens_image = g.image_tokens;
   chain.tokens_text = g.text_tokens;

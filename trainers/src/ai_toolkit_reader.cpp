@@ -4,8 +4,10 @@
 
 #include <algorithm>
 
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/phases.hpp"
 
 namespace segadvise::readers {
 
@@ -64,13 +66,33 @@ const Family* family_for_arch(const TrainerFacts& facts, const std::string& arch
   return fallback;
 }
 
-std::string precision_for_qtype(const TrainerFacts& facts, const std::string& qtype, const std::string& where) {
+// a qtype as ai-toolkit resolves it (toolkit/util/quantize.py get_qtype): its entry in "qtypes"
+const nlohmann::json& qtype_entry(const TrainerFacts& facts, const std::string& qtype, const std::string& where) {
   std::string known;
   for (const auto& q : facts.raw.at("qtypes")) {
-    if (q.at("qtype") == qtype) return q.at("precision").get<std::string>();
+    if (q.at("qtype") == qtype) return q;
     known += (known.empty() ? "" : ", ") + q.at("qtype").get<std::string>();
   }
-  throw InputError(where + ": qtype '" + qtype + "' has no segadvise precision (known: " + known + ")");
+  throw InputError(where + ": qtype '" + brief_text(qtype) + "' is not one ai-toolkit quantizes with (known: " + known + ")");
+}
+
+// the family entry's trainer-specific fields (experts, control_in_sequence) in trainers/data/ai-toolkit.json
+const nlohmann::json* family_entry(const TrainerFacts& facts, const Family& fam) {
+  for (const auto& e : facts.raw.at("families"))
+    if (e.at("family") == fam.id) return &e;
+  return nullptr;
+}
+
+// the number of control images of a dataset: control_path (a path or a list) and control_path_1..3
+// (config_modules.py:961-982)
+int control_images(const Yaml& y, const YAML::Node& d, const std::string& at) {
+  int n = 0;
+  const YAML::Node cp = d["control_path"];
+  if (cp && cp.IsSequence()) n = static_cast<int>(cp.size());
+  else if (!y.get<std::string>(d, "control_path", "", at + ".control_path").empty()) n = 1;
+  for (const char* k : {"control_path_1", "control_path_2", "control_path_3"})
+    if (!y.get<std::string>(d, k, "", at + "." + k).empty()) ++n;
+  return n;
 }
 
 void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int train_batch) {
@@ -139,6 +161,16 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   r.config_path = path;
   r.inputs = {path};
   const YAML::Node p = process[0];
+  // only trainer processes train (jobs/process/__init__.py): a generate job (process type to_folder), an
+  // extract or a merge job runs no training step
+  const std::string job = lower(y.get<std::string>(root, "job", "", "job"));
+  const std::string ptype = p.IsMap() ? lower(y.get<std::string>(p, "type", "", "config.process[0].type")) : "";
+  for (const auto& nt : facts.raw.at("not_training")) {
+    const std::string what = nt.at("value").get<std::string>();
+    if ((nt.at("key") == "job" && job == what) || (nt.at("key") == "process.type" && ptype == what))
+      throw InputError(path + ": " + (nt.at("key") == "job" ? "job '" + job + "'" : "config.process[0].type '" + ptype + "'") +
+                       " is " + nt.at("why").get<std::string>() + ", not a training run: nothing to predict");
+  }
   if (process.size() > 1) r.warnings.push_back("config.process has " + std::to_string(process.size()) + " entries: the first is read");
   const YAML::Node model = p["model"], train = p["train"] ? p["train"] : YAML::Node(YAML::NodeType::Map),
                    network = p["network"];
@@ -176,16 +208,35 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
     s.ramtorch_percent = pct * 100;
   }
 
-  // quantizer: qfloat8 (quanto) unless layer_offloading rewrites it to float8 = torchao (config_modules.py:714-715)
-  if (y.get<bool>(model, "quantize", false, "model.quantize")) {
+  // quantizer: qfloat8 (quanto) unless layer_offloading rewrites it to float8 = torchao (config_modules.py:714-715);
+  // "qtype|adapter" names an accuracy-recovery adapter (config_modules.py:742-743)
+  const bool quantize = y.get<bool>(model, "quantize", false, "model.quantize");
+  std::string ara;
+  if (quantize) {
     std::string qtype = y.get<std::string>(model, "qtype", "qfloat8", "model.qtype");
-    qtype = qtype.substr(0, qtype.find('|'));
+    if (qtype.find('|') != std::string::npos) {
+      ara = qtype.substr(qtype.find('|') + 1);
+      qtype = qtype.substr(0, qtype.find('|'));
+    }
+    if (ara.empty()) ara = y.get<std::string>(model, "accuracy_recovery_adapter", "", "model.accuracy_recovery_adapter");
     if (offload && qtype == "qfloat8") {
       qtype = "float8";
       r.warnings.push_back("model.qtype qfloat8 with layer_offloading is rewritten to float8: torchao Float8WeightOnlyConfig, not quanto (config_modules.py:714-715)");
     }
-    s.base_precision = precision_for_qtype(facts, qtype, y.where(model, "model.qtype"));
+    const nlohmann::json& q = qtype_entry(facts, qtype, y.where(model, "model.qtype"));
+    s.base_precision = q.at("precision").get<std::string>();
+    s.quantize_all_block_linears = true;  // quantize_model: every Linear of each transformer block (quantize.py)
+    if (q.contains("note")) r.warnings.push_back("model.qtype " + qtype + ": " + q.at("note").get<std::string>());
+    if (!ara.empty()) {
+      // quantize.py quantize_model: the adapter's layers get the qtype, every other layer uint8, which
+      // UIntXQuantizer never converts (uintx_quant.py can_quantize): they stay bf16
+      r.warnings.push_back("model.qtype " + qtype + " with the accuracy-recovery adapter '" + brief_text(ara) +
+                           "': the layers it covers are quantized to " + qtype + " (taken as every block Linear, as the quantizer "
+                           "would without it), the rest asked for uint8, which ai-toolkit leaves in bf16 (uintx_quant.py)");
+    }
   }
+  if (!ara.empty() && !quantize)
+    r.warnings.push_back("model.accuracy_recovery_adapter without model.quantize: ai-toolkit loads it only while quantizing (quantize.py quantize_model): ignored");
 
   // checkpointing: every block, default on (config_modules.py:413)
   s.batch = y.get<int>(train, "batch_size", 1, "train.batch_size");
@@ -210,9 +261,106 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
                                                    {"lion8bit", "bnb-lion8bit"}, {"sgd", "sgd"}, {"automagic", "adafactor"}};
   s.optimizer = optimizer_for(lower(y.get<std::string>(train, "optimizer", "adamw", "train.optimizer")), opts, r.warnings, path + ": train.optimizer");
   if (train["ema_config"] && train["ema_config"].IsMap()) s.use_ema = y.get<bool>(train["ema_config"], "use_ema", false, "train.ema_config.use_ema");
-  if (y.get<bool>(model, "low_vram", false, "model.low_vram"))
-    r.warnings.push_back("model.low_vram keeps the text side on the CPU while quantizing: not modelled (the transformer's memory is unchanged)");
   read_shape(y, p, r, s.batch);
+  const YAML::Node datasets = p["datasets"];
+  const bool many = datasets && datasets.IsSequence() && datasets.size() > 0;
+  auto all_datasets = [&](const char* a, const char* b) {
+    if (!many) return false;
+    for (std::size_t i = 0; i < datasets.size(); ++i) {
+      const std::string at = "datasets[" + std::to_string(i) + "]";
+      if (!y.get<bool>(datasets[i], a, false, at + "." + a) && !(b && y.get<bool>(datasets[i], b, false, at + "." + b))) return false;
+    }
+    return true;
+  };
+  const nlohmann::json* fe = family_entry(facts, fam);
+  const YAML::Node kwargs = model["model_kwargs"] && model["model_kwargs"].IsMap() ? model["model_kwargs"] : YAML::Node(YAML::NodeType::Map);
+
+  // Wan 2.2 A14B: two experts, both on the GPU unless low_vram (wan22_14b_model.py load_model), LoRA on
+  // each unless train_high_noise / train_low_noise is false
+  const bool low_vram = y.get<bool>(model, "low_vram", false, "model.low_vram");
+  if (fe && fe->value("experts", 1) > 1) {
+    s.experts = fe->value("experts", 1);
+    const bool high = y.get<bool>(kwargs, "train_high_noise", true, "model.model_kwargs.train_high_noise");
+    const bool lowx = y.get<bool>(kwargs, "train_low_noise", true, "model.model_kwargs.train_low_noise");
+    if (!high && !lowx)
+      throw InputError(y.where(kwargs, "model.model_kwargs") + ": train_high_noise and train_low_noise both false: ai-toolkit stops (wan22_14b_model.py:205-208)");
+    s.trained_experts = (high ? 1 : 0) + (lowx ? 1 : 0);
+    s.idle_experts_on_host = low_vram;
+    s.notes.push_back(std::to_string(s.experts) + " experts (high and low noise), one runs per step; " +
+                      (low_vram ? "low_vram: the idle one waits on the CPU" : "both on the GPU") + "; " +
+                      std::to_string(s.trained_experts) + " trained (wan22_14b_model.py)");
+  } else if (low_vram) {
+    r.warnings.push_back("model.low_vram keeps the text side on the CPU while quantizing: not modelled (the transformer's memory is unchanged)");
+  }
+
+  // edit models: each control image's latents join the image sequence (flux_kontext.py, qwen_image_edit.py)
+  if (fe && fe->value("control_in_sequence", false)) {
+    int controls = 0;
+    if (many)
+      for (std::size_t i = 0; i < datasets.size(); ++i) controls = std::max(controls, control_images(y, datasets[i], "datasets[" + std::to_string(i) + "]"));
+    if (controls == 0) {
+      r.warnings.push_back(fam.name + " trains on control images and no datasets[].control_path is set: predicted with one control image in the sequence");
+      controls = 1;
+    }
+    s.reference_images = controls;
+    s.notes.push_back(std::to_string(controls) + " control image(s): their latents join the image tokens (x" + std::to_string(1 + controls) + ")");
+  }
+
+  // what else stays on the GPU through the step (SDTrainer.py hook_before_train_loop): the text encoder
+  // unless unloaded or its embeddings cached, the VAE unless the latents are cached
+  const FamilyPhaseData pd = phase_data(fam);
+  const bool unload_te = y.get<bool>(train, "unload_text_encoder", false, "train.unload_text_encoder");
+  if (unload_te && fe && fe->value("text_encoder_encodes_control", false))
+    r.rejections.push_back("train.unload_text_encoder with " + fam.name + ": ai-toolkit stops, its control images are encoded with the prompt (config_modules.py:1502-1504)");
+  const bool cache_te = y.get<bool>(train, "cache_text_embeddings", false, "train.cache_text_embeddings") ||
+                        all_datasets("cache_text_embeddings", nullptr);
+  const bool cache_latents = all_datasets("cache_latents", "cache_latents_to_disk");
+  if (!pd.known) {
+    r.warnings.push_back("no text-encoder or VAE data for " + fam.name + ": only the transformer is counted on the GPU");
+  } else {
+    if (!unload_te && !cache_te && !pd.text_encoders.empty()) {
+      const bool quantize_te = y.get<bool>(model, "quantize_te", quantize, "model.quantize_te");
+      std::string te_precision = "no_change";
+      if (quantize_te) {
+        std::string qte = y.get<std::string>(model, "qtype_te", "qfloat8", "model.qtype_te");
+        if (offload && qte == "qfloat8") qte = "float8";
+        te_precision = qtype_entry(facts, qte.substr(0, qte.find('|')), y.where(model, "model.qtype_te")).at("precision").get<std::string>();
+      }
+      double te_share = 1;
+      if (offload_acts) te_share = 1 - y.get<double>(model, "layer_offloading_text_encoder_percent", 1.0, "model.layer_offloading_text_encoder_percent");
+      double te = 0;
+      std::string names;
+      for (const auto& t : pd.text_encoders) {
+        te += text_encoder_bytes(t, te_precision) * te_share;
+        names += (names.empty() ? "" : " + ") + t.name;
+      }
+      s.other_model_bytes += te;
+      s.notes.push_back("text encoder on the GPU through the step (" + names + ", " + (quantize_te ? te_precision : std::string("bf16")) +
+                        (te_share < 1 ? ", " + std::to_string(static_cast<int>(std::lround(te_share * 100))) + "% resident" : std::string()) +
+                        "): " + std::to_string(te / (1 << 30)).substr(0, 5) + " GiB (neither train.unload_text_encoder nor cache_text_embeddings)");
+    }
+    if (!cache_latents && pd.has_vae) {
+      const double vae = pd.vae.params * pd.vae.dtype_bytes;
+      s.other_model_bytes += vae;
+      s.notes.push_back("VAE on the GPU through the step (" + pd.vae.name + "): " + std::to_string(vae / (1 << 30)).substr(0, 5) +
+                        " GiB (latents not cached: datasets[].cache_latents / cache_latents_to_disk)");
+    }
+  }
+
+  // the accuracy-recovery adapter sits on the GPU beside the quantized weights (quantize.py: force_to device)
+  if (!ara.empty() && quantize) {
+    const int ara_rank = facts.raw.at("accuracy_recovery_adapter").at("assumed_rank").get<int>();
+    TrainingSetup at_rank = s;
+    at_rank.model_type = ModelType::Lora;
+    at_rank.lora_type = LoraType::Standard;
+    at_rank.lora_rank = ara_rank;
+    at_rank.experts = 1;
+    double lora = 0;
+    for (const auto& b : analyze(fam, at_rank).blocks) lora += b.lora_params;
+    s.other_model_bytes += lora * 2 * std::max(1, s.experts);
+    s.notes.push_back("accuracy-recovery adapter on the GPU: taken as rank " + std::to_string(ara_rank) +
+                      " over the LoRA targets (" + facts.raw.at("accuracy_recovery_adapter").at("source").get<std::string>() + ")");
+  }
   return r;
 }
 

@@ -3,6 +3,7 @@
 #include "segadvise/trainers/facts.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "segadvise/costmodel/embedded.hpp"
 #include "segadvise/costmodel/json_input.hpp"
@@ -60,8 +61,12 @@ TrainerFamily parse_family_entry(const json& e, const std::string& where) {
   f.blocks_to_swap_max = num<int>(e, "blocks_to_swap_max", 0, where);
   f.blocks_to_swap_meaning = str(e, "blocks_to_swap_meaning", where);
   if (!f.blocks_to_swap_meaning.empty() && f.blocks_to_swap_meaning != "last_n" &&
-      f.blocks_to_swap_meaning != "flux_double_single")
-    throw InputError(where + ".blocks_to_swap_meaning: '" + f.blocks_to_swap_meaning + "' is not last_n or flux_double_single");
+      f.blocks_to_swap_meaning != "flux_double_single" && f.blocks_to_swap_meaning != "flux2_ratio")
+    throw InputError(where + ".blocks_to_swap_meaning: '" + f.blocks_to_swap_meaning + "' is not last_n, flux_double_single or flux2_ratio");
+  f.double_blocks = num<int>(e, "double_blocks", 0, where);
+  f.single_blocks = num<int>(e, "single_blocks", 0, where);
+  if (f.blocks_to_swap_meaning == "flux2_ratio" && (f.double_blocks <= 0 || f.single_blocks <= 0))
+    throw InputError(where + ": blocks_to_swap_meaning flux2_ratio needs double_blocks and single_blocks");
   f.aspect_ratio_buckets = num<bool>(e, "aspect_ratio_buckets", false, where);
   f.quantized_base = num<bool>(e, "quantized_base", false, where);
   f.source = str(e, "source", where, true);
@@ -130,9 +135,29 @@ const TrainerFacts& trainer_facts(const std::string& id) {
   throw InputError("trainer '" + id + "' is not one of " + known);
 }
 
+std::pair<int, int> musubi_flux2_split(int n, int nd, int ns) {
+  if (n <= 0) return {0, 0};
+  if (nd == 0) return {0, n};
+  if (ns == 0) return {n, 0};
+  const double ratio = static_cast<double>(ns) / nd;
+  int d = static_cast<int>(std::lround(n / (1.0 + ratio / 2.0)));  // Python round: ties never occur at these counts
+  int s = static_cast<int>(std::lround(d * ratio));
+  if (nd * 2 < ns) {
+    while (d >= 1 && d > nd - 2) --d, s += 2;
+  } else {
+    while (s >= 2 && s > ns - 2) s -= 2, ++d;
+  }
+  if (d == 0 && s == 0) (ns >= nd ? s : d) = 1;
+  return {d, s};
+}
+
 int musubi_swapped_chain_blocks(const TrainerFamily& tf, int n) {
   if (n <= 0) return 0;
   if (tf.blocks_to_swap_meaning == "flux_double_single") return n / 2 + (n - n / 2) * 2 + 1;
+  if (tf.blocks_to_swap_meaning == "flux2_ratio") {
+    const auto [d, s] = musubi_flux2_split(n, tf.double_blocks, tf.single_blocks);
+    return d + s;
+  }
   return n;
 }
 

@@ -102,8 +102,17 @@ std::string where(const std::string& path, const CommandLine& cl, const std::str
   return path + (it == cl.lines.end() ? "" : ":" + std::to_string(it->second)) + ": " + k;
 }
 
+// the family entry's musubi-specific fields (second_dit, control_in_sequence, fp8 rules) in trainers/data/musubi.json
+const nlohmann::json* family_entry(const TrainerFacts& facts, const Family& fam) {
+  for (const auto& e : facts.raw.at("families"))
+    if (e.at("family") == fam.id) return &e;
+  return nullptr;
+}
+
 const Family* family_from(const TrainerFacts& facts, const CommandLine& cl, std::string& why_not) {
-  const std::string task = cl.values.count("task") ? cl.values.at("task") : "";
+  std::string task = cl.values.count("task") ? cl.values.at("task") : "";
+  const auto& dt = facts.raw.at("default_task");
+  if (task.empty() && cl.script == dt.at("script").get<std::string>()) task = dt.at("task").get<std::string>();  // argparse default
   for (const auto& tf : facts.families) {
     const bool script = !cl.script.empty() && std::find(tf.scripts.begin(), tf.scripts.end(), cl.script) != tf.scripts.end();
     const bool by_task = !task.empty() && std::find(tf.tasks.begin(), tf.tasks.end(), task) != tf.tasks.end();
@@ -215,6 +224,10 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
   for (const auto& a : facts.raw.at("attention_flags").at("flags")) attention |= flag(cl, a.get<std::string>());
   if (!attention)
     r.rejections.push_back("no attention flag (--sdpa, --flash_attn, --flash3, --sage_attn or --xformers): musubi stops (trainer_base.py:1513)");
+  for (const auto& f : facts.raw.at("refused_flags"))
+    if (flag(cl, f.at("flag").get<std::string>())) r.rejections.push_back("--" + f.at("flag").get<std::string>() + ": " + f.at("why").get<std::string>());
+  const nlohmann::json* fe = family_entry(facts, *r.family);
+  auto fe_bool = [&](const char* k) { return fe && fe->value(k, false); };
   r.schedule = Schedule{};
   r.schedule.checkpointing = flag(cl, "gradient_checkpointing");
   if (flag(cl, "gradient_checkpointing_cpu_offload")) {
@@ -228,22 +241,74 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     if (max > 0 && n > max)
       r.rejections.push_back("--blocks_to_swap " + std::to_string(n) + " is above " + r.family->name + "'s maximum " +
                              std::to_string(max) + ": musubi stops with an AssertionError (" + tf->source + ")");
+    if (tf && tf->blocks_to_swap_meaning == "flux2_ratio" && n > 0 && n <= max) {
+      const auto [d, sg] = musubi_flux2_split(n, tf->double_blocks, tf->single_blocks);
+      r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + " on " + r.family->name + " swaps " + std::to_string(d) + " double and " +
+                           std::to_string(sg) + " single blocks (flux_2/flux2_models.py enable_block_swap): predicted as the last " +
+                           std::to_string(d + sg) + " blocks");
+    }
     s.blocks_to_swap = tf ? musubi_swapped_chain_blocks(*tf, std::min(n, max > 0 ? max : n)) : n;
     if (tf && tf->blocks_to_swap_meaning == "flux_double_single" && n > 0 && (max <= 0 || n <= max))
       r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + " on FLUX.1 swaps " + std::to_string(n / 2) + " double and " +
                            std::to_string((n - n / 2) * 2 + 1) + " single blocks (flux/flux_models.py:956-961): predicted as the last " +
                            std::to_string(s.blocks_to_swap) + " blocks");
   }
-  if (flag(cl, "fp8_scaled") && !flag(cl, "fp8_base"))
+  if (fe_bool("no_fp8_scaled") && cl.values.count("fp8_scaled"))
+    r.rejections.push_back("--fp8_scaled: " + r.family->name + "'s script has no such flag, argparse stops on it (" + tf->source + ")");
+  else if (flag(cl, "fp8_scaled") && !flag(cl, "fp8_base"))
     r.rejections.push_back("--fp8_scaled needs --fp8_base (trainer_base.py:1398)");
-  if (flag(cl, "fp8_base")) s.base_precision = "fp8wo-torchao";  // fp8 weights, upcast per layer: weight-only
+  if (fe_bool("fp8_base_needs_scaled") && flag(cl, "fp8_base") && !flag(cl, "fp8_scaled"))
+    r.rejections.push_back("--fp8_base without --fp8_scaled: " + r.family->name + " supports only scaled fp8 and stops (" + tf->source + ")");
+  if (flag(cl, "fp8_base")) {
+    if (fe_bool("fp8_base_ignored"))
+      r.warnings.push_back("--fp8_base: " + r.family->name + "'s DiT dtype comes from --dit_dtype (bfloat16 by default), not --fp8_base: predicted with bf16 weights (" + tf->source + ")");
+    else
+      s.base_precision = "fp8wo-torchao";  // fp8 weights, upcast per layer: weight-only
+  }
+  // Wan 2.2: --dit_high_noise loads the second DiT beside --dit (wan_train_network.py:75-90, :480-500)
+  if (cl.values.count("dit_high_noise")) {
+    if (!fe_bool("second_dit")) {
+      r.warnings.push_back("--dit_high_noise is read by Wan 2.2 A14B only (--task t2v-A14B or i2v-A14B): ignored for " + r.family->name);
+    } else {
+      s.experts = 2;
+      s.idle_experts_on_host = flag(cl, "offload_inactive_dit");
+      if (s.idle_experts_on_host && cl.values.count("blocks_to_swap") && to_int(cl.values.at("blocks_to_swap"), where(path, cl, "blocks_to_swap"), 0, kMaxBlocksToSwap) > 0)
+        r.rejections.push_back("--offload_inactive_dit with --blocks_to_swap: musubi stops, block swap is not supported with offloading the inactive DiT (wan_train_network.py:82-86)");
+      s.notes.push_back(std::string("two DiTs (--dit and --dit_high_noise), one runs per step; ") +
+                        (s.idle_experts_on_host ? "--offload_inactive_dit: the idle one waits on the CPU" : "both on the GPU") + " (wan_train_network.py)");
+    }
+  } else if (flag(cl, "offload_inactive_dit")) {
+    r.warnings.push_back("--offload_inactive_dit without --dit_high_noise: one DiT, nothing to offload");
+  }
+  // FLUX.1 Kontext: the control image's latents join the image tokens
+  if (fe_bool("control_in_sequence")) {
+    s.reference_images = 1;
+    s.notes.push_back("one control image: its latents join the image tokens (x2), flux_kontext_train_network.py");
+  }
   const std::string mp = cl.values.count("mixed_precision") ? cl.values.at("mixed_precision") : "";
   if (mp.empty()) r.warnings.push_back("--mixed_precision unset: accelerate's default 'no' (fp32) is assumed unless its own config sets it");
   else if (mp != "no" && mp != "fp16" && mp != "bf16") throw InputError(where(path, cl, "mixed_precision") + ": '" + mp + "' is not no, fp16 or bf16");
   s.mixed_precision = mp.empty() ? "no" : mp;
-  s.model_type = ModelType::Lora;  // *_train_network.py trains a network (LoRA)
-  s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim"), 1, kMaxLoraRank) : 4;
-  if (!cl.values.count("network_dim")) r.warnings.push_back("--network_dim unset: the LoRA module's default rank 4 is assumed");
+  bool full = false;
+  if (fe && fe->contains("full_finetune_scripts"))
+    for (const auto& f : fe->at("full_finetune_scripts")) full |= f.get<std::string>() == cl.script;
+  if (full) {
+    // qwen_image_train.py / zimage_train.py: the DiT itself trains, in bf16 with --full_bf16, else float32
+    s.model_type = ModelType::Full;
+    const std::string src = facts.raw.at("full_finetune").at("source").get<std::string>();
+    if (flag(cl, "full_bf16")) {
+      if (mp != "bf16") r.rejections.push_back("--full_bf16 needs --mixed_precision bf16: musubi stops (" + src + ")");
+    } else {
+      s.mixed_precision = "no";
+      r.warnings.push_back("no --full_bf16: the DiT trains in float32, predicted with fp32 weights and activations (" + src + ")");
+    }
+    if (flag(cl, "fused_backward_pass"))
+      r.warnings.push_back("--fused_backward_pass steps each parameter in its gradient hook (Adafactor): gradients are counted in full, an upper bound (" + src + ")");
+  } else {
+    s.model_type = ModelType::Lora;  // *_train_network.py trains a network (LoRA)
+    s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim"), 1, kMaxLoraRank) : 4;
+    if (!cl.values.count("network_dim")) r.warnings.push_back("--network_dim unset: the LoRA module's default rank 4 is assumed");
+  }
   const std::map<std::string, std::string> opts = {{"adamw", "adamw"}, {"adamw8bit", "adamw8bit"}, {"adafactor", "adafactor"},
                                                    {"prodigy", "prodigy"}, {"lion", "lion"}, {"lion8bit", "bnb-lion8bit"}, {"sgdnesterov", "sgd"}};
   const std::string opt = cl.values.count("optimizer_type") && !cl.values.at("optimizer_type").empty() ? lower(cl.values.at("optimizer_type")) : "adamw";

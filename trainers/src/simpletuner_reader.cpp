@@ -429,7 +429,8 @@ void read_precision(const Fields& cfg, const Family& fam, ConfigRead& r) {
   TrainingSetup& s = r.setup;
   std::string precision = cfg.str("base_model_precision", "no_change");
   try {
-    precision_info(precision);
+    if (precision_info(precision).backend == "ostris")  // ai-toolkit's quantizers, not a SimpleTuner choice
+      throw InputError("'" + precision + "' is an ai-toolkit qtype (model.qtype), not a SimpleTuner base_model_precision");
   } catch (const InputError& e) {
     throw InputError(cfg.where("base_model_precision") + ": " + e.what());
   }

@@ -35,6 +35,7 @@ TrainingSetup plain(const TrainingSetup& base) {
   s.ramtorch_percent = 100;
   s.blocks_to_swap = 0;
   s.group_offload = false;
+  s.quantize_all_block_linears = false;  // ai-toolkit's quantizer coverage: set by its own plan only
   return s;
 }
 
@@ -71,9 +72,18 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   const FieldReader plans = plans_of(facts);
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
-  const bool fp8 = quantized(user);
+  const nlohmann::json* fe = nullptr;
+  for (const auto& e : facts.raw.at("families"))
+    if (e.at("family") == tf.family) fe = &e;
+  const bool fp8_ignored = fe && fe->value("fp8_base_ignored", false);
+  const bool fp8 = quantized(user) && !fp8_ignored;
+  if (quantized(user) && fp8_ignored)
+    notes.push_back("musubi-tuner's script for this model ignores --fp8_base and has no --fp8_scaled (" + tf.source + "): planned with bf16 weights");
   base.base_precision = fp8 ? plans.str("fp8_base_precision", "", true) : "no_change";
-  note_precision(user, base.base_precision, "musubi-tuner", notes);
+  if (!fp8_ignored) note_precision(user, base.base_precision, "musubi-tuner", notes);
+  if (fe && fe->value("second_dit", false) && base.experts > 1) base.idle_experts_on_host = false;
+  if (fe && fe->value("control_in_sequence", false)) base.reference_images = std::max(1, base.reference_images);
+  base.other_model_bytes = 0;  // musubi caches latents and text-encoder outputs before training (a separate step)
   std::vector<int> swaps = {0};
   const int max = tf.blocks_to_swap_max;
   if (max > 0) {
@@ -85,6 +95,9 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   for (int gc = 0; gc < 3; ++gc)
     for (int n : swaps) {
       KnobCombo c;
+      // --task picks the model config (wan_train_network.py:723, default t2v-14B: Wan 1.3B needs it)
+      if (!tf.tasks.empty()) c.knobs["task"] = tf.tasks.front();
+      if (fe && fe->value("second_dit", false) && base.experts > 1) c.knobs["dit_high_noise"] = "/path/to/high_noise_dit.safetensors";
       c.knobs["sdpa"] = true;  // one attention flag is required (trainer_base.py:1513)
       c.knobs["mixed_precision"] = "bf16";
       c.knobs["gradient_checkpointing"] = gc >= 1;
@@ -92,7 +105,7 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       if (n > 0) c.knobs["blocks_to_swap"] = n;
       if (fp8) {
         c.knobs["fp8_base"] = true;
-        c.knobs["fp8_scaled"] = true;
+        if (!(fe && fe->value("no_fp8_scaled", false))) c.knobs["fp8_scaled"] = true;
       }
       if (base.model_type == ModelType::Lora) c.knobs["network_dim"] = base.lora_rank;
       c.setup = base;
@@ -110,10 +123,44 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
 std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
                                   std::vector<std::string>& notes) {
   const FieldReader plans = plans_of(facts);
-  const std::string qtype = plans.str("qtype", "", true), qtype_offloaded = plans.str("qtype_with_layer_offloading", "", true);
+  std::string qtype = plans.str("qtype", "", true);
+  const std::string qtype_offloaded_default = plans.str("qtype_with_layer_offloading", "", true);
+  // the user's precision when ai-toolkit has it (int8-quanto -> qint8, int8-torchao -> int8, …), else
+  // the qtype storing the nearest bytes per weight (qfloat8 on a tie)
+  if (quantized(user)) {
+    const double want = precision_info(user.base_precision).bytes_per_param;
+    double best = 1e9;
+    for (const auto& e : facts.raw.at("qtypes")) {
+      const std::string p = e.at("precision").get<std::string>();
+      const PrecisionInfo pi = precision_info(p);
+      if (!pi.quantized) continue;
+      const double d = p == user.base_precision ? -1 : std::abs(pi.bytes_per_param - want);
+      if (d < best - 1e-9 || (std::abs(d - best) < 1e-9 && e.at("qtype") == plans.str("qtype", "", true))) {
+        best = d;
+        qtype = e.at("qtype").get<std::string>();
+      }
+    }
+  }
+  // layer offloading rewrites only qfloat8 (to torchao float8, config_modules.py:714-715)
+  const std::string qtype_offloaded = qtype == plans.str("qtype", "", true) ? qtype_offloaded_default : qtype;
   const std::string q_precision = precision_for(facts, "qtypes", "qtype", qtype);
   const std::string q_offloaded_precision = precision_for(facts, "qtypes", "qtype", qtype_offloaded);
+  const nlohmann::json* fe = nullptr;
+  for (const auto& e : facts.raw.at("families"))
+    if (e.at("family") == tf.family) fe = &e;
   TrainingSetup base = plain(user);
+  // the emitted job caches latents and text embeddings (datasets[].cache_latents_to_disk,
+  // cache_text_embeddings): neither the VAE nor the text encoder stays on the GPU (SDTrainer.py)
+  base.other_model_bytes = 0;
+  if (fe && fe->value("experts", 1) > 1) {
+    base.experts = fe->value("experts", 1);
+    if (base.trained_experts <= 0) base.trained_experts = base.experts;
+  } else {
+    base.experts = 1;
+    base.trained_experts = 0;
+  }
+  if (fe && fe->value("control_in_sequence", false)) base.reference_images = std::max(1, base.reference_images);
+  else base.reference_images = 0;
   base.mixed_precision = "bf16";  // train.dtype bf16 is emitted
   const bool q = quantized(user);
   std::vector<int> pcts = {0};
@@ -125,12 +172,20 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
   if (q && tf.layer_offloading) notes.push_back("quantizer: model.qtype qfloat8 is optimum-quanto; with layer_offloading ai-toolkit uses float8 = torchao "
                          "Float8WeightOnlyConfig instead (config_modules.py:714-715), and the emitted qtype says so");
   std::vector<KnobCombo> out;
+  // two experts: the idle one on the GPU, or on the CPU with model.low_vram (wan22_14b_model.py)
+  const int low_vram_options = base.experts > 1 ? 2 : 1;
+  for (int lv = 0; lv < low_vram_options; ++lv)
   for (int gc = 0; gc < 2; ++gc)
     for (int pct : pcts) {
       KnobCombo c;
       c.setup = base;
+      if (base.experts > 1) {
+        c.setup.idle_experts_on_host = lv == 1;
+        c.knobs["model.low_vram"] = lv == 1;
+      }
       c.knobs["train.dtype"] = "bf16";  // default fp32 (config_modules.py:395)
       c.knobs["train.gradient_checkpointing"] = gc == 1;
+      c.setup.quantize_all_block_linears = q;  // quantize_model converts every Linear of a block (quantize.py)
       if (q) {
         c.knobs["model.quantize"] = true;
         c.knobs["model.qtype"] = pct > 0 ? qtype_offloaded : qtype;
@@ -145,10 +200,13 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
         c.setup.ramtorch_percent = pct;
       }
       c.schedule = sched(gc == 1);
-      c.label = std::string(gc ? "gradient checkpointing" : "no checkpointing") + (pct > 0 ? ", " + std::to_string(pct) + "% of layers offloaded" : "");
+      c.label = std::string(gc ? "gradient checkpointing" : "no checkpointing") + (pct > 0 ? ", " + std::to_string(pct) + "% of layers offloaded" : "") +
+                (base.experts > 1 && lv == 1 ? ", low_vram (idle expert on the CPU)" : "");
       out.push_back(c);
     }
   if (q) note_precision(user, q_precision, "ai-toolkit", notes);
+  notes.push_back("the ai-toolkit job caches latents and text embeddings (datasets[].cache_latents_to_disk, cache_text_embeddings): "
+                  "the VAE and the text encoder leave the GPU before training (SDTrainer.py hook_before_train_loop)");
   return out;
 }
 
@@ -244,12 +302,16 @@ std::string flag_line(const ordered_json& knobs) {
 
 std::string musubi_text(const Family& fam, const KnobCombo& c) {
   const TrainingSetup& s = c.setup;
+  const TrainerFamily* tf = trainer_facts("musubi").find(fam);
   std::ostringstream o;
-  o << "# flags (or the same keys in a --config_file TOML)\n" << flag_line(c.knobs) << " --dataset_config dataset.toml\n";
+  o << "# flags (or the same keys in a --config_file TOML)\n";
+  if (tf && !tf->scripts.empty()) o << "python " << tf->scripts.front() << " ";
+  o << flag_line(c.knobs) << " --dataset_config dataset.toml\n";
   o << "# dataset.toml: the shape this was planned for (dataset/config_utils.py)\n[general]\nresolution = [" << s.width << ", "
     << s.height << "]\nbatch_size = " << s.batch << "\nenable_bucket = true\n\n[[datasets]]\n";
   if (fam.modality == "video") o << "video_directory = \"/path/to/videos\"\ntarget_frames = [" << s.frames << "]\nframe_extraction = \"head\"\n";
   else o << "image_directory = \"/path/to/images\"\n";
+  if (s.reference_images > 0) o << "control_directory = \"/path/to/control_images\"\n";
   o << "cache_directory = \"/path/to/cache\"\n";
   return o.str();
 }
@@ -261,9 +323,19 @@ void yaml_scalar(std::ostringstream& o, const ordered_json& v) {
 
 std::string ai_toolkit_text(const Family& fam, const KnobCombo& c) {
   const TrainingSetup& s = c.setup;
+  // model.arch always: without it ai-toolkit runs sd1 (config_modules.py:799-821); the name where the
+  // arch alone does not decide the model (a placeholder that names it, e.g. Wan 2.1 14B vs 1.3B)
+  std::string arch, name = "/path/to/model";
+  for (const auto& e : trainer_facts("ai-toolkit").raw.at("families")) {
+    if (e.at("family") != fam.id) continue;
+    arch = e.contains("emit_arch") ? e.at("emit_arch").get<std::string>() : e.at("arch").at(0).get<std::string>();
+    if (e.contains("name_or_path")) name = e.at("name_or_path").get<std::string>();
+    break;
+  }
   std::ostringstream o;
   o << "job: extension\nconfig:\n  name: \"segadvise_plan\"\n  process:\n    - type: \"sd_trainer\"\n      model:\n"
-    << "        name_or_path: \"/path/to/model\"\n";
+    << "        name_or_path: \"" << name << "\"\n";
+  if (!arch.empty()) o << "        arch: \"" << arch << "\"\n";
   for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it)
     if (it.key().rfind("model.", 0) == 0) {
       o << "        " << it.key().substr(6) << ": ";
@@ -279,7 +351,13 @@ std::string ai_toolkit_text(const Family& fam, const KnobCombo& c) {
     }
   if (s.model_type == ModelType::Lora)
     o << "      network:\n        type: \"lora\"\n        linear: " << s.lora_rank << "\n        linear_alpha: " << s.lora_rank << "\n";
-  o << "      datasets:\n        - folder_path: \"/path/to/images\"\n          resolution: [" << square_edge_for_area(s.width, s.height) << "]\n";
+  o << "      datasets:\n        - folder_path: \"/path/to/images\"\n          resolution: [" << square_edge_for_area(s.width, s.height) << "]\n"
+    << "          cache_latents_to_disk: true\n          cache_text_embeddings: true\n";
+  if (s.reference_images > 0) {
+    if (s.reference_images == 1) o << "          control_path: \"/path/to/control_images\"\n";
+    else
+      for (int i = 1; i <= std::min(3, s.reference_images); ++i) o << "          control_path_" << i << ": \"/path/to/control_images_" << i << "\"\n";
+  }
   if (fam.modality == "video") o << "          num_frames: " << s.frames << "\n";
   return o.str();
 }
@@ -433,13 +511,14 @@ class AiToolkit final : public FactsTrainer {
   }
   std::string config_text(const Family& fam, const KnobCombo& c) const override { return ai_toolkit_text(fam, c); }
   std::vector<std::string> manual_steps(const Family&) const override {
-    return {"model.name_or_path (and model.arch for this architecture)", "datasets[].folder_path", "config.name, training_folder",
+    return {"model.name_or_path (the emitted one names the model ai-toolkit downloads; model.arch is set)", "datasets[].folder_path", "config.name, training_folder",
             "train.steps, train.lr, train.optimizer", "the sample section"};
   }
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
     nlohmann::ordered_json k = knobs_of(plan, {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
                                                "model.layer_offloading_transformer_percent"});
     if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
+    if (plan.contains("model.low_vram")) k["model.low_vram"] = plan.at("model.low_vram");
     if (!plan.contains("model.layer_offloading")) k["model.layer_offloading"] = false;
     return k;
   }

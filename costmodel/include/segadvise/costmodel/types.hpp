@@ -85,6 +85,23 @@ struct TrainingSetup {
   // The trainer that runs it (simpletuner, musubi, ai-toolkit, onetrainer, diffusers): its setup
   // rules (segadvise/trainers/setup_rules.hpp) judge every prediction of the setup.
   std::string trainer = "simpletuner";
+  // Mixture of experts held as whole transformers (Wan 2.2 A14B: a high- and a low-noise DiT of the
+  // chain's layout). One expert runs per step, so activations and gradients are one expert's; every
+  // expert's weights are resident unless the idle ones wait on the host, and each trained expert
+  // keeps its adapter and optimizer state. trained_experts 0: all of them.
+  int experts = 1;
+  bool idle_experts_on_host = false;
+  int trained_experts = 0;
+  // Control/reference images whose latents join the image sequence (FLUX.1 Kontext, Qwen-Image-Edit):
+  // the transformer sees image tokens x (1 + reference_images).
+  int reference_images = 0;
+  // Other models the trainer keeps on the GPU through the step (frozen text encoders, the VAE, an
+  // accuracy-recovery adapter), in bytes; counted with the resident weights. What they are is in notes.
+  double other_model_bytes = 0;
+  // The quantizer converts every Linear of a block, the adaLN modulation too (ai-toolkit's
+  // quantize_model, toolkit/util/quantize.py): a block's non-quantizable weights (the modulation the
+  // analyzer derives) are stored at the quantized width as well.
+  bool quantize_all_block_linears = false;
   bool quantized_full_allowed = false;  // SimpleTuner's i_know_what_i_am_doing / controlnet: a full fine-tune of a quantized base runs
   std::vector<std::string> notes;  // how the setup was derived, shown to the user
 };

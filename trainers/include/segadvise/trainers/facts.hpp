@@ -33,7 +33,8 @@ struct TrainerFamily {
   bool part_offloading = true;            // OneTrainer: the part has layer/activation offloading
   bool layer_offloading = true;           // ai-toolkit: the model class attaches MemoryManager
   int blocks_to_swap_max = 0;             // musubi: asserted maximum (0: block swap not offered)
-  std::string blocks_to_swap_meaning;     // musubi: last_n | flux_double_single
+  std::string blocks_to_swap_meaning;     // musubi: last_n | flux_double_single | flux2_ratio
+  int double_blocks = 0, single_blocks = 0;  // musubi flux2_ratio: the model's double and single block counts
   bool aspect_ratio_buckets = false;      // diffusers: the script takes --aspect_ratio_buckets
   bool quantized_base = false;            // diffusers: the script takes a bnb config
   std::string source;
@@ -59,8 +60,11 @@ const std::vector<TrainerFacts>& builtin_trainers();
 const TrainerFacts& trainer_facts(const std::string& id);
 
 // musubi: how many chain blocks a --blocks_to_swap N swaps (FLUX.1: N//2 double blocks and
-// (N - N//2)*2 + 1 single blocks, flux/flux_models.py:956-961; otherwise the last N).
+// (N - N//2)*2 + 1 single blocks, flux/flux_models.py:956-961; FLUX.2: musubi_flux2_split; otherwise the last N).
 int musubi_swapped_chain_blocks(const TrainerFamily& tf, int n);
+// FLUX.2's split of --blocks_to_swap N over its double and single blocks (flux_2/flux2_models.py
+// enable_block_swap): {double, single}; the model asserts double <= doubles - 2 and single <= singles - 2.
+std::pair<int, int> musubi_flux2_split(int n, int doubles, int singles);
 
 // Whether `value` is a valid value for `key` (type and choices); `why` says what is wrong.
 bool trainer_value_ok(const TrainerKey& key, const nlohmann::json& value, std::string& why);
