@@ -141,7 +141,7 @@ TEST_CASE("ai-toolkit's Wan 2.2 A14B holds two experts; low_vram keeps the idle 
   const StaticMemory m1 = static_memory(chain, one), m2 = static_memory(chain, gpu.setup), ml = static_memory(chain, low.setup);
   CHECK(m2.weights_bytes == doctest::Approx(2 * m1.weights_bytes));
   CHECK(ml.weights_bytes == doctest::Approx(m1.weights_bytes));
-  CHECK(ml.streamed_weights_bytes == doctest::Approx(m1.weights_bytes));
+  CHECK(ml.streamed_weights_bytes == 0);  // parked, moved at an expert switch only: not streamed per step
   CHECK(m2.trainable_bytes == doctest::Approx(2 * m1.trainable_bytes));
   CHECK(m2.optimizer_bytes == doctest::Approx(2 * m1.optimizer_bytes));
   CHECK(m2.gradient_bytes == doctest::Approx(m1.gradient_bytes));
@@ -309,4 +309,22 @@ TEST_CASE("musubi's emitted lines: FLUX.1's own script, Wan 1.3B's --task, no --
     CHECK_MESSAGE(back.rejections.empty(), model << ": " << (back.rejections.empty() ? "" : back.rejections[0]));
     CHECK(back.setup.blocks_to_swap == c.setup.blocks_to_swap);
   }
+}
+
+TEST_CASE("the trainers' own refusals: Krea 2 fp8 without scaling, Qwen-Image-Edit without its text encoder") {
+  // krea2_train_network.py:72-75: --fp8_base alone stops
+  const std::string krea = "python krea2_train_network.py --dit k2.safetensors --sdpa --mixed_precision bf16 --fp8_base --network_dim 16 "
+                           "--dataset_config " + kDir + "musubi/dataset_image.toml\n";
+  CHECK(any_has(read_text("krea2_fp8.sh", krea).rejections, "--fp8_scaled"));
+  // config_modules.py:1502-1504: qwen_image_edit cannot unload its text encoder (it encodes the control images)
+  const std::string edit = "job: extension\nconfig:\n  process:\n    - type: sd_trainer\n      model:\n        name_or_path: Qwen/Qwen-Image-Edit\n"
+                           "        arch: qwen_image_edit\n      train:\n        dtype: bf16\n        unload_text_encoder: true\n"
+                           "      datasets:\n        - folder_path: /d\n          control_path: /c\n";
+  const TrainerRead r = read_text("qwen_edit_unload.yaml", edit);
+  CHECK(any_has(r.rejections, "unload_text_encoder"));
+  // a wan22_14b job with both experts switched off stops (wan22_14b_model.py:205-208)
+  const std::string none = "job: extension\nconfig:\n  process:\n    - type: sd_trainer\n      model:\n        name_or_path: ai-toolkit/Wan2.2-T2V-A14B\n"
+                           "        arch: wan22_14b\n        model_kwargs:\n          train_high_noise: false\n          train_low_noise: false\n"
+                           "      train:\n        dtype: bf16\n      datasets:\n        - folder_path: /d\n          num_frames: 17\n";
+  CHECK(test::input_error_of([&] { read_text("wan22_none.yaml", none); }).find("train_high_noise") != std::string::npos);
 }

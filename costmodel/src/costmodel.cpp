@@ -252,17 +252,13 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   }
   m.weights_bytes += kStreamedBlockBuffers * largest_block_bytes;
   m.weights_bytes += chain.outside_params * dtype;
-  // the other experts: the same resident and streamed bytes each, or all on the host while idle
+  // the other experts: the same resident and streamed bytes each; idle ones parked on the host move only
+  // when a step's timestep falls on the other side of the boundary, not every step, so they are neither
+  // resident nor streamed (their occasional move is not timed)
   const int experts = std::max(1, setup.experts);
-  if (experts > 1) {
+  if (experts > 1 && !setup.idle_experts_on_host) {
     const double one_resident = m.weights_bytes - kStreamedBlockBuffers * largest_block_bytes;
-    const double one_streamed = m.streamed_weights_bytes;
-    if (setup.idle_experts_on_host) {
-      m.streamed_weights_bytes += (experts - 1) * (one_resident + one_streamed);
-    } else {
-      m.weights_bytes += (experts - 1) * one_resident;
-      m.streamed_weights_bytes += (experts - 1) * one_streamed;
-    }
+    m.weights_bytes += (experts - 1) * one_resident;  // their offloaded share waits on the host: only the active one streams
   }
   m.weights_bytes += std::max(0.0, setup.other_model_bytes);
 
