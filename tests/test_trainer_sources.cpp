@@ -328,3 +328,26 @@ TEST_CASE("the trainers' own refusals: Krea 2 fp8 without scaling, Qwen-Image-Ed
                            "      train:\n        dtype: bf16\n      datasets:\n        - folder_path: /d\n          num_frames: 17\n";
   CHECK(test::input_error_of([&] { read_text("wan22_none.yaml", none); }).find("train_high_noise") != std::string::npos);
 }
+
+TEST_CASE("a local accuracy-recovery adapter counts its own tensors' bytes") {
+  // a safetensors file: 8-byte little-endian header length, the header, then the data; two bf16
+  // tensors of 16 x 3072 (98,304 B each) = 196,608 B
+  const fs::path dir = fs::temp_directory_path() / "segadvise-trainer-sources";
+  fs::create_directories(dir);
+  const std::string header =
+      R"({"a.lora_A.weight":{"dtype":"BF16","shape":[16,3072],"data_offsets":[0,98304]},)"
+      R"("a.lora_B.weight":{"dtype":"BF16","shape":[3072,16],"data_offsets":[98304,196608]},"__metadata__":{}})";
+  {
+    std::ofstream f(dir / "ara.safetensors", std::ios::binary);
+    std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) f.put(static_cast<char>((n >> (8 * i)) & 0xff));
+    f << header << std::string(196608, '\0');
+  }
+  const std::string job = "job: extension\nconfig:\n  process:\n    - type: sd_trainer\n      model:\n        name_or_path: Qwen/Qwen-Image\n"
+                          "        arch: qwen_image\n        quantize: true\n        qtype: \"uint3|" + (dir / "ara.safetensors").string() + "\"\n"
+                          "      train:\n        dtype: bf16\n        cache_text_embeddings: true\n"
+                          "      datasets:\n        - folder_path: /d\n          cache_latents_to_disk: true\n";
+  const TrainerRead r = read_text("qwen_ara_local.yaml", job);
+  CHECK(r.setup.base_precision == "uint3-ostris");
+  CHECK(r.setup.other_model_bytes == doctest::Approx(196608));
+}

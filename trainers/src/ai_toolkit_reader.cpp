@@ -3,6 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
@@ -74,6 +77,33 @@ const nlohmann::json& qtype_entry(const TrainerFacts& facts, const std::string& 
     known += (known.empty() ? "" : ", ") + q.at("qtype").get<std::string>();
   }
   throw InputError(where + ": qtype '" + brief_text(qtype) + "' is not one ai-toolkit quantizes with (known: " + known + ")");
+}
+
+// The bytes of the tensors in a .safetensors file, from its header (8 bytes of little-endian length,
+// then a JSON object of name -> {dtype, shape, data_offsets}); -1 when the file is not there.
+double safetensors_tensor_bytes(const std::string& path, const std::string& where) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return -1;
+  std::ifstream in(path, std::ios::binary);
+  unsigned char len[8] = {};
+  if (!in.read(reinterpret_cast<char*>(len), 8)) throw InputError(where + ": '" + brief_text(path) + "' is not a safetensors file (no header)");
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  if (n == 0 || n > (100u << 20)) throw InputError(where + ": '" + brief_text(path) + "' is not a safetensors file (header length " + std::to_string(n) + ")");
+  std::string header(static_cast<std::size_t>(n), '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(n))) throw InputError(where + ": '" + brief_text(path) + "': safetensors header cut short");
+  double bytes = 0;
+  try {
+    const nlohmann::json h = nlohmann::json::parse(header);
+    for (auto it = h.begin(); it != h.end(); ++it) {
+      if (it.key() == "__metadata__") continue;
+      const auto& off = it.value().at("data_offsets");
+      bytes += off.at(1).get<double>() - off.at(0).get<double>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(where + ": '" + brief_text(path) + "': not a safetensors header (" + e.what() + ")");
+  }
+  return bytes;
 }
 
 // the family entry's trainer-specific fields (experts, control_in_sequence) in trainers/data/ai-toolkit.json
@@ -348,7 +378,13 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   }
 
   // the accuracy-recovery adapter sits on the GPU beside the quantized weights (quantize.py: force_to device)
-  if (!ara.empty() && quantize) {
+  const double ara_file_bytes = !ara.empty() && quantize ? safetensors_tensor_bytes(ara, y.where(model, "model.qtype")) : -1;
+  if (ara_file_bytes >= 0) {
+    // a local adapter: its own tensors, loaded in the model dtype (bf16: the file's bytes when it is bf16)
+    s.other_model_bytes += ara_file_bytes * std::max(1, s.experts);
+    s.notes.push_back("accuracy-recovery adapter on the GPU: " + std::to_string(ara_file_bytes / (1 << 20)).substr(0, 6) +
+                      " MiB, the tensors of " + ara);
+  } else if (!ara.empty() && quantize) {
     const int ara_rank = facts.raw.at("accuracy_recovery_adapter").at("assumed_rank").get<int>();
     TrainingSetup at_rank = s;
     at_rank.model_type = ModelType::Lora;
