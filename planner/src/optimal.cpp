@@ -90,9 +90,9 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
 // options_.max_labels, or fewer, so that one search stays near kLabelWork label x decision steps (a
 // search extends every label of a position by each of its decisions; a Pareto front is ~70 searches).
 // Past the cap labels are thinned on a memory grid (OptimalPlan::exact false): every plan stays
-// feasible, with its exact bytes, within a grid cell of the optimum. Without the cap one list of 1,024
-// blocks took minutes for --front (20,000 labels x 68,000 decisions per search); with the cap
-// scripts/bench-advise.sh prints the figures of 1,024- and 4,096-block chains. Shorter chains keep
+// feasible, with its exact bytes, within a grid cell of the optimum (20,000 labels x the 68,000
+// decisions of one list of 1,024 blocks would be 1.4e9 steps per search).
+// scripts/bench-advise.sh prints the times of 1,024- and 4,096-block chains. Shorter chains keep
 // max_labels: their answers are exact as before.
 namespace {
 constexpr std::size_t kLongChain = 256;
