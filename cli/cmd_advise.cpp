@@ -20,8 +20,9 @@ void setup_advise(CLI::App& app, int& exit_code) {
   auto plot = std::make_shared<std::string>(), plan_out = std::make_shared<std::string>();
   auto front = std::make_shared<bool>(false);
   add_setup_flags(cmd, *flags);
-  cmd->add_option("--plot", *plot, "write the Pareto front of optimal plans as SVG to FILE");
-  cmd->add_option("--plan-out", *plan_out, "write the optimal per-block plan as JSON to FILE (for validate --plan)");
+  cmd->add_option("--plot", *plot, "write the Pareto front of optimal plans as SVG to FILE")->check(kNonEmpty);
+  cmd->add_option("--plan-out", *plan_out, "write the optimal per-block plan as JSON to FILE (for validate --plan)")
+      ->check(kNonEmpty);
   cmd->add_flag("--all", *all, "list every supported schedule, not only the Pareto front");
   cmd->add_flag("--front", *front, "also compute the Pareto front of optimal plans (JSON, table)");
   cmd->add_option("--emit", *emit, "print the recommendation as config for: simpletuner, musubi, ai-toolkit, onetrainer, diffusers");

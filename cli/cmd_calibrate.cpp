@@ -32,7 +32,8 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<CalibrateFlags>();
   auto* cmd = app.add_subcommand("calibrate", "fit the cost model's coefficients to measured runs");
   cmd->add_option("--cases", f->cases, "measured runs, .json or .csv (repeatable; default: the shipped sweep)");
-  cmd->add_option("--output,-o", f->output, "write the coefficients here (atomically); default: print them");
+  cmd->add_option("--output,-o", f->output, "write the coefficients here (atomically); default: print them")
+      ->check(kNonEmpty);
   cmd->add_option("--calibration", f->start, "coefficients to start from (default: built-in starting values)");
   cmd->add_option("--headroom-gib", f->headroom_gib, "headroom used for fit decisions (default 1)")
       ->check(number_in(0, 4096, false, "must be 0..4096 GiB"));

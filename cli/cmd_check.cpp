@@ -95,7 +95,8 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_flag("--step-only", o->step_only, "judge the training step alone (not startup caching, loading, validation, saving)");
   cmd->add_flag("--all", o->show_all, "with --advise: list every supported schedule");
   cmd->add_option("--emit", o->emit, "with --advise: config for simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
-  cmd->add_option("--output,-o", o->output, "with --emit of the config's own trainer: write the updated config here (atomically)");
+  cmd->add_option("--output,-o", o->output, "with --emit of the config's own trainer: write the updated config here (atomically)")
+      ->check(kNonEmpty);
   cmd->callback([o, aspect, &exit_code] {
     CheckOptions opts = *o;
     if (!aspect->empty()) opts.read.source_aspect = parse_aspect(*aspect);

@@ -10,6 +10,7 @@
 #include "segadvise/calibration/ranges.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/trainers/multi_gpu_config.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/profile.hpp"
 
@@ -67,7 +68,7 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional) {
 }
 
 void add_multi_gpu_flags(CLI::App* app, SetupFlags& f) {
-  const auto count = number_in(1, 1 << 16, false, "must be a whole number 1..65536");
+  const auto count = number_in(1, kMaxGpusPerNode, false, "must be a whole number 1..65536");
   app->add_option("--gpus", f.gpus, "GPUs (processes) per node; per-rank prediction (default 1)")->check(count);
   app->add_option("--nodes", f.nodes, "nodes (num_machines), each with --gpus GPUs")->check(count);
   app->add_option("--strategy", f.strategy, "ddp | fsdp2 | zero1 | zero2 | zero3 (default with --gpus > 1: ddp)")
@@ -87,6 +88,12 @@ void add_multi_gpu_flags(CLI::App* app, SetupFlags& f) {
 MultiGpuSetup apply_multi_gpu_flags(MultiGpuSetup m, const SetupFlags& f) {
   if (f.gpus != -1) m.gpus_per_node = f.gpus;
   if (f.nodes != -1) m.nodes = f.nodes;
+  // each flag is at most 65,536, their product is not (65,536 x 65,536 would wrap an int to 0)
+  const long long world = static_cast<long long>(m.gpus_per_node) * m.nodes;
+  if (world > kMaxWorld)
+    throw InputError(std::string(f.gpus != -1 ? "--gpus " : "GPUs per node ") + std::to_string(m.gpus_per_node) + " x " +
+                     (f.nodes != -1 ? "--nodes " : "nodes ") + std::to_string(m.nodes) + " = " + std::to_string(world) +
+                     " GPUs: more than the " + std::to_string(kMaxWorld) + " a prediction covers");
   if (!f.strategy.empty())
     m.strategy = parse_strategy(f.strategy, "--strategy");
   else if (m.world() > 1 && m.strategy == Strategy::single)

@@ -3,7 +3,8 @@
 # CPU ms = user + system of the process, which another load on the machine does not inflate) and
 # the number of schedules it evaluated. Then the long cases: user families of 800 blocks
 # (one list) and 4,096 blocks (four lists of 1,024, the format's limit; both Wan 2.1 1.3B's block
-# repeated, written to a temporary folder), and Stable Cascade C with --front.
+# repeated, written to a temporary folder), the Pareto front (--front) of 1, 3 and 4 lists of 1,024
+# blocks, and Stable Cascade C with --front.
 # Usage: scripts/bench-advise.sh [build/segadvise] [runs] [gpu]
 set -euo pipefail
 bin=${1:-build/segadvise}
@@ -62,6 +63,9 @@ print("%-24s %9s %9s %9s %10s" % ("long case", "wall_ms", "cpu_ms", "max_wall", 
 with tempfile.TemporaryDirectory() as folder:
     cases = [("user 1x800 blocks", user_family(folder, [800]), ()),
              ("user 4x1024 blocks", user_family(folder, [1024] * 4), ()),
+             ("user 1x1024 --front", user_family(folder, [1024]), ("--front",)),
+             ("user 3x1024 --front", user_family(folder, [1024] * 3), ("--front",)),
+             ("user 4x1024 --front", user_family(folder, [1024] * 4), ("--front",)),
              ("stable-cascade-c --front", "stable-cascade-c", ("--front",))]
     for label, model, extra in cases:
         rows = [one(model, *extra) for _ in range(min(runs, 3))]

@@ -12,7 +12,7 @@ secs=${1:-60}
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(config family profile coefficients runs schedule resolution trainer_text)
+  targets=(config family profile coefficients runs schedule resolution trainer_text onetrainer accelerate log plan)
 fi
 jobs=${FUZZ_BUILD_JOBS:-$(nproc)}
 # FUZZ_BUILD_DIR: an existing build configured with -DSEGADVISE_FUZZ=ON (CI reuses build-asan)

@@ -36,9 +36,9 @@ BlockChain four_blocks() {
 // The same chain as a family the trainer segments (Wan-like), to go through realize().
 Family segmented_family() {
   const auto j = nlohmann::json::parse(R"({
-    "id": "toy4", "trainer_family": "toy",
+    "id": "toy4", "trainer_family": "toy", "modality": "image", "text_tokens": 0,
     "geometry": {"vae_spatial": 8, "patch_spatial": 2},
-    "block_lists": [{"name": "blocks", "count": 4, "kind": "dit_cross", "hidden": 64, "heads": 1, "ffn_hidden": 256}],
+    "block_lists": [{"name": "blocks", "count": 4, "kind": "dit_cross", "hidden": 64, "heads": 1, "head_dim": null, "ffn_hidden": 256}],
     "checkpointing": {"interval": "segmented", "stride": true, "fallback": "every_block",
                       "backend_setter": true, "ffn_backend": true, "attention_offload": true}
   })");

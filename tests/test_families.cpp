@@ -145,7 +145,7 @@ TEST_CASE("unknown names are errors that suggest the nearest ones") {
 }
 
 TEST_CASE("a family file with a wrong field names the file and the field") {
-  const auto j = nlohmann::json::parse(R"({"id": "x", "geometry": {}, "block_lists": [{"name": "b", "count": "four",
+  const auto j = nlohmann::json::parse(R"({"id": "x", "modality": "image", "text_tokens": 0, "geometry": {}, "block_lists": [{"name": "b", "count": "four",
       "kind": "dit_cross", "hidden": 8, "heads": 1, "ffn_hidden": 8}], "checkpointing": {"interval": "segmented"}})");
   try {
     parse_family(j, "my-model.json");

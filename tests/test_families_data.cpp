@@ -32,10 +32,10 @@ TrainingSetup setup_for(const Family& f, int w, int h, int frames) {
 // a full fine-tune (no adapters), 64x64 px at 16 px per token = 16 image tokens.
 Family toy_gqa(int window) {
   nlohmann::json j = nlohmann::json::parse(R"({
-    "id": "toy-gqa", "trainer_family": "toy",
+    "id": "toy-gqa", "trainer_family": "toy", "modality": "image", "text_tokens": 0,
     "geometry": {"vae_spatial": 8, "patch_spatial": 2},
     "block_lists": [{"name": "layers", "count": 1, "kind": "dit_self", "hidden": 8, "heads": 4, "head_dim": 4,
-                     "kv_heads": 1, "ffn_hidden": 0}],
+                     "kv_heads": 1, "ffn_hidden": null}],
     "checkpointing": {"interval": "per_block"}
   })");
   j["block_lists"][0]["attention_window"] = window;
@@ -72,8 +72,8 @@ TEST_CASE("grouped-query attention: q/out at heads x head_dim, k/v at kv_heads x
 
 TEST_CASE("kv_heads above heads is rejected naming the field") {
   nlohmann::json j = nlohmann::json::parse(R"({
-    "id": "bad", "geometry": {},
-    "block_lists": [{"name": "l", "count": 1, "kind": "dit_self", "hidden": 8, "heads": 2, "kv_heads": 4}],
+    "id": "bad", "modality": "image", "text_tokens": 0, "geometry": {},
+    "block_lists": [{"name": "l", "count": 1, "kind": "dit_self", "hidden": 8, "heads": 2, "head_dim": null, "ffn_hidden": null, "kv_heads": 4}],
     "checkpointing": {"interval": "per_block"}
   })");
   try {

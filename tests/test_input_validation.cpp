@@ -53,8 +53,8 @@ std::string config_error(const std::string& extra, const std::string& backend = 
 
 // The smallest valid family file; `block` and `extra` splice fields into the block list and the top.
 std::string family_text(const std::string& block, const std::string& extra = "") {
-  return R"({"id": "tiny", "geometry": {}, "checkpointing": {"interval": "segmented"}, )" + extra +
-         R"("block_lists": [{"name": "b", "count": 2, "kind": "dit_self", "hidden": 64, "heads": 4, "ffn_hidden": 256)" +
+  return R"({"id": "tiny", "modality": "image", "text_tokens": 77, "geometry": {}, "checkpointing": {"interval": "segmented"}, )" + extra +
+         R"("block_lists": [{"name": "b", "count": 2, "kind": "dit_self", "hidden": 64, "heads": 4, "head_dim": 16, "ffn_hidden": 256)" +
          (block.empty() ? "" : ", " + block) + "}]}";
 }
 std::string family_error(const std::string& block, const std::string& extra = "") {
@@ -219,6 +219,23 @@ TEST_CASE("family files are validated against FORMAT.md") {
   CHECK(has(family_error(R"("heads": 0)"), "tiny.json: field 'block_lists[0].heads'"));
   CHECK(has(family_error(R"("head_dim": -1)"), "block_lists[0].head_dim"));
   CHECK(has(family_error(R"("ffn_hidden": -1)"), "block_lists[0].ffn_hidden"));
+  // every family file writes these keys (null where they do not apply); a zero width is no width
+  CHECK(has(family_error(R"("ffn_hidden": 0)"), "field 'block_lists[0].ffn_hidden' is 0; a width is at least 1"));
+  CHECK(has(family_error(R"("text_hidden": 0)"), "field 'block_lists[0].text_hidden' is 0"));
+  CHECK(has(family_error(R"("head_dim": 0)"), "block_lists[0].head_dim"));
+  CHECK(family_error(R"("ffn_hidden": null)").empty());
+  for (const std::string key : {"ffn_hidden", "head_dim"}) {
+    std::string text = family_text("");
+    const std::string field = key == "ffn_hidden" ? ", \"ffn_hidden\": 256" : ", \"head_dim\": 16";
+    text.erase(text.find(field), field.size());
+    CHECK(has(error_of([&] { parse_family(json::parse(text), "tiny.json"); }), "field 'block_lists[0]." + key + "' is missing"));
+  }
+  for (const std::string key : {"modality", "text_tokens"}) {
+    std::string text = family_text("");
+    const auto at = text.find("\"" + key + "\"");
+    text.erase(at, text.find(',', at) + 2 - at);
+    CHECK(has(error_of([&] { parse_family(json::parse(text), "tiny.json"); }), "field '" + key + "' is missing"));
+  }
   CHECK(has(family_error(R"("moe": {"experts": -1})"), "block_lists[0].moe.experts"));
   CHECK(has(family_error(R"("moe": {"experts": 4, "active": 5})"), "block_lists[0].moe.active"));
   CHECK(has(family_error(R"("token_scale": 1e308)"), "block_lists[0].token_scale"));
@@ -227,14 +244,14 @@ TEST_CASE("family files are validated against FORMAT.md") {
   CHECK(has(family_error("", R"("example": {"model_type": "bogus"}, )"), "example.model_type' is 'bogus'; expected one of lora, full"));
   CHECK(has(family_error("", R"("example": {"lora_type": "loha"}, )"),
             "tiny.json: field 'example.lora_type' is 'loha'; expected one of standard, lycoris"));
-  const std::string geo = R"({"id": "tiny", "geometry": {"alignment": 0}, "checkpointing": {"interval": "segmented"},
-      "block_lists": [{"name": "b", "count": 2, "kind": "dit_self", "hidden": 64, "heads": 4}]})";
+  const std::string geo = R"({"id": "tiny", "modality": "image", "text_tokens": 77, "geometry": {"alignment": 0}, "checkpointing": {"interval": "segmented"},
+      "block_lists": [{"name": "b", "count": 2, "kind": "dit_self", "hidden": 64, "heads": 4, "head_dim": 16, "ffn_hidden": 256}]})";
   CHECK(has(error_of([&] { parse_family(json::parse(geo), "g.json"); }), "geometry.alignment"));
   // 5 lists of 1000 blocks: each list is within 1024, the total of 5000 is past 4096
   std::string lists;
   for (int i = 0; i < 5; ++i)
-    lists += std::string(i ? "," : "") + R"({"name": "b)" + std::to_string(i) + R"(", "count": 1000, "kind": "dit_self", "hidden": 64, "heads": 4})";
-  const std::string big = R"({"id": "big", "geometry": {}, "checkpointing": {"interval": "segmented"}, "block_lists": [)" + lists + "]}";
+    lists += std::string(i ? "," : "") + R"({"name": "b)" + std::to_string(i) + R"(", "count": 1000, "kind": "dit_self", "hidden": 64, "heads": 4, "head_dim": 16, "ffn_hidden": null})";
+  const std::string big = R"({"id": "big", "modality": "image", "text_tokens": 77, "geometry": {}, "checkpointing": {"interval": "segmented"}, "block_lists": [)" + lists + "]}";
   CHECK(has(error_of([&] { parse_family(json::parse(big), "big.json"); }), "holds 5000 blocks; at most 4096"));
 }
 
@@ -253,6 +270,10 @@ TEST_CASE("profiles: byte counts finite and >= 0, tokens bounded, kinds must mat
   CHECK(has(error_of([] { parse_profile(profile_json("b", "dit_self", -1), "p.json"); }),
             "p.json: field 'block_kinds[0].saved_attention_bytes': -1"));
   CHECK(has(error_of([] { parse_profile(profile_json("b", "dit_self", 1e308), "p.json"); }), "saved_attention_bytes"));
+  // fits are never negative (the profiler refits without the quadratic term rather than write one)
+  json neg = profile_json("b", "dit_self", 0);
+  neg["block_kinds"][0]["forward_fit"] = {{"linear_s", 1e-6}, {"quadratic_s", -1e-12}};
+  CHECK(has(error_of([&] { parse_profile(neg, "p.json"); }), "p.json: field 'block_kinds[0].forward_fit.quadratic_s': -1e-12"));
   json j = profile_json("b", "dit_self", 0);
   j["block_kinds"][0]["tokens"] = 1e308;
   CHECK(has(error_of([&] { parse_profile(j, "p.json"); }), "block_kinds[0].tokens"));
@@ -278,12 +299,21 @@ TEST_CASE("measured runs: known mixed precision, finite positive times, a non-em
   CHECK(has(run_error(R"("sec_per_step": "inf")"), "sec_per_step"));
   CHECK(has(run_error(R"("mode": "interval99999999999999999999")"), "field 'mode' is not a schedule"));
   CHECK(has(run_error(R"("batch": 4294967297)"), "field 'batch'"));
+  // sizes as run are at least 1 when given (null: the family example's); the GPU must be one segadvise knows
+  for (const std::string f : {"width", "height", "frames", "batch", "lora_rank"})
+    CHECK(has(run_error("\"" + f + "\": 0"), "runs.json: run 1: field '" + f + "': 0 is not an integer in [1, 65536]"));
+  CHECK(run_error(R"("width": null)").empty());
+  CHECK(has(error_of([] {
+              parse_dataset_json(json::parse(R"({"runs": [{"model": "flux", "gpu": "h900", "mode": "layer", "status": "oom"}]})"),
+                                 "runs.json");
+            }),
+            "runs.json: run 1: field 'gpu' unknown GPU 'h900'"));
   CHECK(has(run_error(R"("lora_type": "loha")"), "runs.json: run 1: field 'lora_type' is 'loha'; expected one of standard, lycoris"));
   CHECK(has(error_of([] { parse_dataset_json(json::parse(R"({"runs": []})"), "empty.json"); }), "empty.json: field 'runs' is empty"));
 }
 
 TEST_CASE("block kinds are parsed once: an unknown kind names file, field and value") {
-  const std::string text = R"({"id": "k", "geometry": {}, "checkpointing": {"interval": "segmented"},
+  const std::string text = R"({"id": "k", "modality": "image", "text_tokens": 0, "geometry": {}, "checkpointing": {"interval": "segmented"},
       "block_lists": [{"name": "b", "count": 1, "kind": "dit_crosss", "hidden": 64, "heads": 4}]})";
   CHECK(has(error_of([&] { parse_family(json::parse(text), "k.json"); }),
             "k.json: field 'block_lists[0].kind' is 'dit_crosss'; expected one of dit_cross, dit_self"));

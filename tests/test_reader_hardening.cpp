@@ -169,12 +169,12 @@ TEST_CASE("quoted operators and newlines stay inside their token") {
 
 TEST_CASE("a TOML value nested 10,000 deep is refused before toml11 parses it, naming the line") {
   const std::string deep = scratch().write("deep.toml", "# a musubi config\na = " + std::string(10000, '[') + "\n");
-  CHECK(has(read_error(deep), "deep.toml:2: arrays and tables nested deeper than 64 levels"));
+  CHECK(has(read_error(deep), "deep.toml:2:69: arrays and tables nested deeper than 64 levels"));
   // brackets inside strings and comments are not nesting
   const std::string quoted = scratch().write(
       "quoted.toml", "x = \"" + std::string(100, '[') + "\"\n# " + std::string(100, '[') + "\ny = '''\n" +
                          std::string(100, '{') + "\n'''\nz = [[1, 2], [3]]\nw = " + std::string(70, '[') + "\n");
-  CHECK(has(read_error(quoted), "quoted.toml:7: arrays and tables nested deeper"));
+  CHECK(has(read_error(quoted), "quoted.toml:7:69: arrays and tables nested deeper"));
 }
 
 namespace {
@@ -248,4 +248,67 @@ TEST_CASE("command-line numbers go through the checked reader: no wrap, no zero 
   const std::string musubi = read_error(scratch().write(
       "musubi_dim.sh", "python flux_kontext_train_network.py --network_dim 4294967297 --dataset_config ds.toml\n"));
   CHECK(has(musubi, "network_dim: \"4294967297\" is not an integer in [1, 65536]"));
+}
+
+TEST_CASE("YAML and TOML hold the JSON loader's key limits, naming line and column") {
+  // 10,001 keys in one mapping / one table (the limit is 10,000 per object, as for JSON)
+  std::string yaml = "config:\n  process:\n    - train: {}\n  extra:\n", toml;
+  for (int i = 0; i <= 10000; ++i) {
+    yaml += "    k" + std::to_string(i) + ": 1\n";
+    toml += "k" + std::to_string(i) + " = 1\n";
+  }
+  // the 10,001st key of `extra` is on line 4 + 10,001, column 5
+  CHECK(has(read_error(scratch().write("many.yaml", yaml)), "many.yaml':10005:5: more than 10000 keys in one mapping"));
+  CHECK(has(read_error(scratch().write("many.toml", toml)), "many.toml:10001:8: more than 10000 keys in one table"));
+  // tables of 10,000 keys each are fine until the document's 100,000
+  std::string tables;
+  for (int t = 0; t < 11; ++t) {
+    tables += "[t" + std::to_string(t) + "]\n";
+    for (int i = 0; i < 10000; ++i) tables += "k" + std::to_string(i) + " = 1\n";
+  }
+  CHECK(has(read_error(scratch().write("tables.toml", tables)), "more than 100000 keys"));
+}
+
+TEST_CASE("accelerate keys of the wrong type name the file, line, key, value and the type expected") {
+  std::vector<std::string> warnings;
+  auto error = [&](const std::string& text) {
+    return test::input_error_of([&] { read_accelerate_yaml(scratch().write("typed.yaml", text), MultiGpuSetup{}, warnings); });
+  };
+  CHECK(has(error("distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  fsdp_offload_params: maybe\n"),
+            "typed.yaml':4: fsdp_offload_params: expected true or false, got 'maybe'"));
+  CHECK(has(error("num_processes: [1, 2]\n"), "typed.yaml':1: num_processes: expected an integer, got a list"));
+  CHECK(has(error("num_processes: eight\n"), "num_processes: expected an integer, got 'eight'"));
+  CHECK(has(error("distributed_type: DEEPSPEED\ndeepspeed_config: 3\n"), "deepspeed_config: expected a mapping, got '3'"));
+  CHECK(has(error("5\n"), "expected a mapping of keys at the top, got '5'"));
+  const std::string long_value = error("num_processes: " + std::string(200000, 'x') + "\n");
+  CHECK(long_value.size() < 400);  // the 200 KB value is cut
+  // the fields left out keep their defaults; yes/no are YAML booleans (PyYAML)
+  const MultiGpuSetup m = read_accelerate_yaml(
+      scratch().write("fsdp.yaml", "distributed_type: FSDP\nnum_processes: 4\nfsdp_config:\n  fsdp_offload_params: yes\n"),
+      MultiGpuSetup{}, warnings);
+  CHECK(m.gpus_per_node == 4);
+  CHECK(m.fsdp_cpu_offload);
+  CHECK(m.reshard_after_forward);
+}
+
+TEST_CASE("GPUs per node x nodes past 2^20 is an error, not a wrapped one-GPU world") {
+  ConfigRead r;
+  r.config_path = "st.json";
+  r.raw = nlohmann::ordered_json{{"num_processes", 65536}, {"num_machines", 65536}};
+  CHECK(has(test::input_error_of([&] { read_multi_gpu_keys(r, "", "."); }),
+            "st.json: num_processes 65536 x num_machines 65536 is more than the 1048576 GPUs"));
+}
+
+TEST_CASE("ai-toolkit datasets: 65,536 px is read without overflow; batch 0 and 65,537 px are errors") {
+  const std::string job = fixture_text("trainers/ai-toolkit/train_lora_flux_24gb.yaml");
+  const std::string res = "resolution: [ 512, 768, 1024 ]";
+  REQUIRE(has(job, res));
+  // 65,536^2 / 64 x batch is past an int: the largest size must still win
+  const TrainerRead big = read_trainer_config(scratch().write("big.yaml", replace_once(job, res, "resolution: [ 512, 65536 ]")),
+                                              TrainerReadOptions{});
+  CHECK(big.setup.width == 65536);
+  CHECK(has(read_error(scratch().write("huge.yaml", replace_once(job, res, "resolution: [ 65537 ]"))),
+            "datasets[0].resolution: 65537 is not in [1, 65536]"));
+  CHECK(has(read_error(scratch().write("batch0.yaml", replace_once(job, res, res + "\n          batch_size: 0"))),
+            "datasets[0].batch_size: 0 is not in [1, 65536]"));
 }

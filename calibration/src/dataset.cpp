@@ -6,6 +6,7 @@
 
 #include "segadvise/costmodel/embedded.hpp"
 #include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/families/family.hpp"
 #include <set>
 #include <sstream>
 
@@ -56,9 +57,9 @@ struct Row {
     if (!has(f)) return def;
     return checked_number(cells.at(f), where + ": field '" + f + "'", 0, 1e9, NumericText::Accept);
   }
-  int integer(const std::string& f, int def = 0, int hi = std::numeric_limits<int>::max()) const {
+  int integer(const std::string& f, int def = 0, int hi = std::numeric_limits<int>::max(), int lo = 0) const {
     if (!has(f)) return def;
-    return static_cast<int>(checked_integer(cells.at(f), where + ": field '" + f + "'", 0, hi, NumericText::Accept));
+    return static_cast<int>(checked_integer(cells.at(f), where + ": field '" + f + "'", lo, hi, NumericText::Accept));
   }
   int boolean(const std::string& f) const {
     if (!has(f)) return -1;
@@ -88,13 +89,21 @@ MeasuredRun parse_row(const Row& r, const std::string& default_id) {
   m.family_name = r.str("family", m.model);
   m.example = r.str("example", "");
   m.gpu = r.str("gpu", "", true);
-  m.width = r.integer("width", 0, kMaxEdgePixels);
-  m.height = r.integer("height", 0, kMaxEdgePixels);
-  m.frames = r.integer("frames", 0, kMaxFrames);
-  m.batch = r.integer("batch", 0, kMaxBatch);
+  try {
+    find_gpu(m.gpu);  // a case on a card the catalog lacks would be scored on nothing
+  } catch (const InputError& e) {
+    std::string why = e.what();
+    if (why.rfind("--gpu: ", 0) == 0) why = why.substr(7);
+    r.fail("gpu", why);
+  }
+  // sizes as run: at least 1 when given (unset or null: the family example's, setup_for_run)
+  m.width = r.integer("width", 0, kMaxEdgePixels, 1);
+  m.height = r.integer("height", 0, kMaxEdgePixels, 1);
+  m.frames = r.integer("frames", 0, kMaxFrames, 1);
+  m.batch = r.integer("batch", 0, kMaxBatch, 1);
   const std::string lora_type = r.str("lora_type", "");
   if (!lora_type.empty()) m.lora_type = parse_lora_type(lora_type, r.where + ": field 'lora_type'");
-  m.lora_rank = r.integer("lora_rank", 0, kMaxLoraRank);
+  m.lora_rank = r.integer("lora_rank", 0, kMaxLoraRank, 1);
   m.optimizer = r.str("optimizer", "");
   m.ramtorch = r.boolean("ramtorch");
   m.mixed_precision = r.str("mixed_precision", "bf16");

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -109,7 +110,10 @@ struct Target {
   mode_t mode = 0;   // permission bits to give the new file
   uid_t uid = 0;     // owner of the file replaced (kept when the process may, e.g. as root)
   gid_t gid = 0;
+  std::string identity;  // the same for two names of one file ("out/../x" and "x", hard links)
 };
+
+std::string parent_dir(const std::string& path);
 
 mode_t new_file_mode() {
   const mode_t mask = ::umask(0);
@@ -125,6 +129,12 @@ Target check_target(const std::string& path, const OutputOptions& opt) {
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) throw InputError("cannot write " + shown(path) + ": " + errno_text(errno));
     t.mode = new_file_mode();
+    // a new file: its directory's real path and its name
+    const auto slash = path.find_last_of('/');
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    char* dir = ::realpath(parent_dir(path).c_str(), nullptr);
+    t.identity = "new:" + (dir ? std::string(dir) : parent_dir(path)) + "/" + base;
+    std::free(dir);
     return t;
   }
   if (S_ISLNK(st.st_mode)) {
@@ -140,6 +150,7 @@ Target check_target(const std::string& path, const OutputOptions& opt) {
     throw InputError("cannot write " + shown(path) + ": it is " + kind_of(st.st_mode) +
                      " (output goes only to a regular file or a new path)");
   t.exists = true;
+  t.identity = "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
   t.mode = st.st_mode & 07777;
   t.uid = st.st_uid;
   t.gid = st.st_gid;
@@ -169,7 +180,7 @@ bool write_all(int fd, const std::string& text) {
 }
 
 // Creates the temporary file beside `t.path` holding `text` with the target's mode; its name.
-std::string write_temp(const Target& t, const std::string& user_path, const std::string& text) {
+std::string write_named_temp(const Target& t, const std::string& user_path, const std::string& text) {
   std::string name = parent_dir(t.path) + "/.segadvise-XXXXXX";
   int fd = -1;
   {
@@ -192,6 +203,57 @@ std::string write_temp(const Target& t, const std::string& user_path, const std:
     throw InputError("cannot write " + shown(user_path) + ": " + errno_text(ok ? errno : err));
   }
   return name;
+}
+
+// The text in an unnamed file of the target's directory (Linux O_TMPFILE): until commit links it
+// in, the directory holds nothing of it, so even SIGKILL mid-write leaves nothing beside the
+// target. -1 where the filesystem or kernel has no O_TMPFILE (the caller then writes a named one).
+int write_unnamed_temp(const Target& t, const std::string& user_path, const std::string& text) {
+#ifdef O_TMPFILE
+  const int fd = ::open(parent_dir(t.path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, t.mode);
+  if (fd < 0) {
+    // no O_TMPFILE here: EOPNOTSUPP (filesystem), EISDIR or EINVAL (kernel); anything else is real
+    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) return -1;
+    const int err = errno;
+    throw InputError("cannot write " + shown(user_path) + ": cannot create a file in " + shown(parent_dir(t.path)) +
+                     ": " + errno_text(err));
+  }
+  if (t.exists && (t.uid != ::geteuid() || t.gid != ::getegid()))
+    (void)!::fchown(fd, t.uid, t.gid);  // best effort: only root may give a file away
+  if (!(write_all(fd, text) && ::fchmod(fd, t.mode) == 0 && ::fsync(fd) == 0)) {
+    const int err = errno;
+    ::close(fd);
+    throw InputError("cannot write " + shown(user_path) + ": " + errno_text(err));
+  }
+  return fd;
+#else
+  (void)t, (void)user_path, (void)text;
+  return -1;
+#endif
+}
+
+// Gives an unnamed temporary file a name beside `target` (registered for removal on a signal, as a
+// named temporary is): through /proc/self/fd, else AT_EMPTY_PATH (which needs a capability).
+// Empty when neither works (no /proc mounted): the caller writes a named temporary instead.
+std::string link_unnamed_temp(int fd, const std::string& target) {
+  static unsigned counter = 0;
+  const std::string dir = parent_dir(target);
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char suffix[40];
+    std::snprintf(suffix, sizeof suffix, "%ld-%u", static_cast<long>(::getpid()), counter++);
+    const std::string name = dir + "/.segadvise-" + suffix;
+    SignalsBlocked blocked;
+    install_handlers();
+    int rc = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW);
+    if (rc != 0 && errno != EEXIST) rc = ::linkat(fd, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH);
+    if (rc == 0) {
+      register_temp(name);
+      return name;
+    }
+    if (errno != EEXIST) return {};
+  }
+  return {};
 }
 
 // ---- undoing a commit that failed part-way -------------------------------------------------------
@@ -243,15 +305,39 @@ OutputTransaction::OutputTransaction(OutputOptions opt) : opt_(opt) {}
 OutputTransaction::~OutputTransaction() { abort(); }
 
 void OutputTransaction::abort() noexcept {
-  for (const auto& s : staged_) remove_temp(s.temp);
+  for (auto& s : staged_) {
+    if (s.fd >= 0) ::close(s.fd);
+    if (!s.temp.empty()) remove_temp(s.temp);
+  }
   staged_.clear();
 }
 
 void OutputTransaction::stage(const std::string& path, const std::string& text) {
   const Target t = check_target(path, opt_);
-  for (const auto& s : staged_)
-    if (s.target == t.path) throw InputError("output file " + shown(path) + " is named twice");
-  staged_.push_back({path, t.path, write_temp(t, path, text)});
+  for (const auto& s : staged_) {
+    if (s.identity != t.identity) continue;
+    if (s.path == path) throw InputError("output file " + shown(path) + " is named twice");
+    throw InputError("output files " + shown(s.path) + " and " + shown(path) +
+                     " are the same file: give each output a path of its own");
+  }
+  Staged st{path, t.path, {}, t.identity, -1, {}};
+  st.fd = write_unnamed_temp(t, path, text);
+  if (st.fd >= 0)
+    st.text = text;  // for a named temporary at commit if the unnamed one cannot be linked in
+  else
+    st.temp = write_named_temp(t, path, text);
+  staged_.push_back(std::move(st));
+}
+
+// An unnamed temporary gets its name beside the target just before its rename (or, where it cannot
+// be linked in, the text goes to a named temporary then)
+void OutputTransaction::name_temp(Staged& s) {
+  if (s.fd < 0) return;
+  s.temp = link_unnamed_temp(s.fd, s.target);
+  ::close(s.fd);
+  s.fd = -1;
+  if (s.temp.empty()) s.temp = write_named_temp(check_target(s.path, opt_), s.path, s.text);
+  s.text.clear();
 }
 
 void OutputTransaction::commit() {
@@ -264,22 +350,24 @@ void OutputTransaction::commit() {
     for (const auto& d : done) unregister_temp(d.temp);
     staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(done.size()));
   };
-  for (const auto& s : staged_) {
+  const auto put_back_note = [&] { return done.empty() ? "" : " (the files written before it were put back)"; };
+  for (auto& s : staged_) {
     std::string old;  // one file needs no way back: its rename either happens or not
     try {
+      name_temp(s);
       if (staged_.size() > 1) old = keep_old_file(s.target, s.temp, s.path);
-    } catch (...) {
+    } catch (const InputError& e) {
+      const std::string what = e.what() + std::string(put_back_note());
       undo();
-      throw;
+      throw InputError(what);
     }
     if (::rename(s.temp.c_str(), s.target.c_str()) != 0) {
       const int err = errno;
       if (!old.empty()) ::unlink(old.c_str());
-      const bool put_back_some = !done.empty();
+      const std::string note = put_back_note();
       const std::string path = s.path;  // `s` is an element undo() may erase
       undo();
-      throw InputError("cannot write " + shown(path) + ": rename failed: " + errno_text(err) +
-                       (put_back_some ? " (the files written before it were put back)" : ""));
+      throw InputError("cannot write " + shown(path) + ": rename failed: " + errno_text(err) + note);
     }
     done.push_back({s.target, old, s.temp});
   }

@@ -27,6 +27,21 @@ std::string join(const std::vector<std::string>& v) {
 using Reader = FieldReader;
 
 // Every size is checked against its documented meaning (families/FORMAT.md "Limits").
+
+// A key every family file writes out, null where it does not apply: left out, a typo or an
+// omission would silently mean "no FFN" or "the example's defaults"
+void require_key(const Reader& r, const std::string& field, const std::string& null_means) {
+  if (r.j.is_object() && !r.j.contains(field)) r.fail(field, "is missing (write null " + null_means + ")");
+}
+
+// a width when set: at least 1 (0 is not "none": null is)
+int width_field(const Reader& r, const std::string& field, const std::string& null_means) {
+  const json* v = r.get(field, false);
+  if (!v) return 0;
+  const long long w = checked_integer(*v, r.where(field), 0, kMaxModelDim);
+  if (w == 0) r.fail(field, "is 0; a width is at least 1 (null " + null_means + ")");
+  return static_cast<int>(w);
+}
 // the names of each checkpointing enum, in enum order
 const std::vector<std::string> kIntervalRules = {"segmented", "per_block", "ignored", "micro_blocks"};
 const std::vector<std::string> kFallbackRules = {"every_block", "per_block"};
@@ -48,6 +63,8 @@ BlockListSpec parse_block_list(const Reader& r) {
   b.hidden = r.integer("hidden", 0, true, 1, kMaxModelDim);
   const bool attention = traits(b.kind).attention;
   b.heads = r.integer("heads", 0, attention, attention ? 1 : 0, kMaxModelDim);
+  require_key(r, "head_dim", "for hidden / heads, or for a block without attention");
+  require_key(r, "ffn_hidden", "for a block without an FFN");
   b.head_dim = r.integer("head_dim", 0, false, 1, kMaxModelDim);
   if (b.head_dim == 0 && b.heads > 0) b.head_dim = b.hidden / b.heads;
   if (b.heads > 0 && b.head_dim <= 0) r.fail("head_dim", "unset and hidden / heads is 0");
@@ -58,13 +75,13 @@ BlockListSpec parse_block_list(const Reader& r) {
   // local / sliding-window attention: each query attends to at most this many keys (0: all)
   b.attention_window = r.integer("attention_window", 0, false, 0, kMaxModelDim);
   b.audio_cross_attention = r.boolean("audio_cross_attention", false);
-  b.ffn_hidden = r.integer("ffn_hidden", 0, false, 0, kMaxModelDim);  // 0 or null: no FFN (ResNet, Stable Cascade attention)
+  b.ffn_hidden = width_field(r, "ffn_hidden", "for a block without an FFN");  // null: no FFN (ResNet, Stable Cascade attention)
   b.ffn_act = r.str("ffn_act", b.ffn_hidden > 0 ? "gelu" : "none");
   r.one_of("ffn_act", b.ffn_act, {"gelu", "relu2", "swiglu", "geglu", "glumbconv", "none"});
   b.tokens = r.str("tokens", "image");
   r.one_of("tokens", b.tokens, {"image", "joint", "text"});
   b.cross_attention = r.boolean("cross_attention", false);
-  b.text_hidden = r.integer("text_hidden", 0, false, 0, kMaxModelDim);
+  b.text_hidden = width_field(r, "text_hidden", "for the block's own width");
   if (r.get("moe", false)) {
     const Reader moe = r.sub("moe", false);
     b.moe_experts = moe.integer("experts", 0, true, 1, kMaxModelDim);
@@ -111,7 +128,7 @@ Family parse_family(const json& j, const std::string& origin) {
   f.confidence = r.str("confidence", "unknown");
   f.source = r.strings("source");
   f.notes = r.str("notes", "");
-  f.modality = r.str("modality", "image");
+  f.modality = r.str("modality", "image", true);
   r.one_of("modality", f.modality, {"image", "video", "audio"});
   const Reader g = r.sub("geometry", true);
   f.geometry.vae_spatial = g.integer("vae_spatial", 8, false, 1, kMaxGeometryFactor);
@@ -127,7 +144,7 @@ Family parse_family(const json& j, const std::string& origin) {
   if (f.geometry.patch_spatial <= 0) g.fail("patch_spatial", "must be positive");
   if (f.geometry.patch_temporal <= 0) g.fail("patch_temporal", "must be positive");
   if (f.modality == "audio" && f.geometry.audio_tokens <= 0) g.fail("audio_tokens", "must be positive for audio models");
-  f.text_tokens = r.integer("text_tokens", 0, false, 0, kMaxTextTokens);
+  f.text_tokens = r.integer("text_tokens", 0, true, 0, kMaxTextTokens);  // 0: no text tokens (unconditional, audio)
   f.params_published = r.num("params_published", 0, false, 0, kMaxParams);
 
   const json* lists = r.get("block_lists", true);

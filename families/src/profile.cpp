@@ -14,14 +14,16 @@ using nlohmann::json;
 
 namespace {
 
-// a fitted time coefficient (seconds per token, per token^2): finite, small; the fit may dip below 0
+// a fitted time coefficient (seconds per token, per token^2): finite, small and never negative (the
+// profiler refits without the quadratic term when either would be negative: a negative one would
+// give a block that takes less time, or negative time, as its tokens grow)
 constexpr double kMaxFitS = 1e3;
 
 void parse_fit(const FieldReader& k, const std::string& field, double& linear_s, double& quadratic_s) {
   if (!k.get(field, false)) return;
   const FieldReader f = k.sub(field, false);
-  linear_s = f.num("linear_s", 0, true, -kMaxFitS, kMaxFitS);
-  quadratic_s = f.num("quadratic_s", 0, true, -kMaxFitS, kMaxFitS);
+  linear_s = f.num("linear_s", 0, true, 0, kMaxFitS);
+  quadratic_s = f.num("quadratic_s", 0, true, 0, kMaxFitS);
 }
 
 ProfiledKind parse_kind(const FieldReader& k) {

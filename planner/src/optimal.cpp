@@ -85,6 +85,32 @@ PlanOptimizer::PlanOptimizer(const BlockChain& chain, const TrainingSetup& setup
   }
 }
 
+// Labels per position on a long chain (more than kLongChain blocks: longer than any shipped family,
+// Stable Cascade's 192 micro-blocks, the threshold of planner/data/search.json's long_sequence):
+// options_.max_labels, or fewer, so that one search stays near kLabelWork label x decision steps (a
+// search extends every label of a position by each of its decisions; a Pareto front is ~70 searches).
+// Past the cap labels are thinned on a memory grid (OptimalPlan::exact false): every plan stays
+// feasible, with its exact bytes, within a grid cell of the optimum (20,000 labels x the 68,000
+// decisions of one list of 1,024 blocks would be 1.4e9 steps per search).
+// scripts/bench-advise.sh prints the times of 1,024- and 4,096-block chains. Shorter chains keep
+// max_labels: their answers are exact as before.
+namespace {
+constexpr std::size_t kLongChain = 256;
+constexpr double kLabelWork = 1 << 19;
+constexpr std::size_t kMinLabels = 8;
+
+template <class Decisions>
+std::size_t label_cap(const Decisions& decisions, const std::vector<int>& flags, std::size_t max_labels,
+                      std::size_t blocks) {
+  if (blocks <= kLongChain) return max_labels;
+  std::size_t total = 0;
+  for (int f : flags)
+    for (const auto& ds : decisions[static_cast<std::size_t>(f)]) total += ds.size();
+  const double cap = kLabelWork / static_cast<double>(std::max<std::size_t>(1, total));
+  return std::min(max_labels, static_cast<std::size_t>(std::max(double(kMinLabels), cap)));
+}
+}  // namespace
+
 Prediction PlanOptimizer::anchored(const Prediction& p) const {
   return anchor_.points.empty() ? p : apply_anchor_scales(anchor_, p, headroom_bytes_);
 }
@@ -499,7 +525,8 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
     upper = 0.0;
   } else {
     for (int f : flags_) {
-      const Solution quick = run(f, budget_bytes, Objective::Time, kInf, 48);
+      const Solution quick = run(f, budget_bytes, Objective::Time, kInf,
+                                    std::min<std::size_t>(48, label_cap(decisions_, flags_, options_.max_labels, chain_.blocks.size())));
       if (quick.found) upper = std::min(upper, quick.objective);
     }
     // the grids' horizon: run()'s cutoff
@@ -507,7 +534,7 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
       for (int f : flags_) grids[f] = build_grid(f, limit_bytes(f, budget_bytes), upper * (1 + 1e-9) + 1e-12);
   }
   for (int f : flags_) {
-    Solution s = run(f, budget_bytes, Objective::Time, upper, options_.max_labels, &grids[f]);
+    Solution s = run(f, budget_bytes, Objective::Time, upper, label_cap(decisions_, flags_, options_.max_labels, chain_.blocks.size()), &grids[f]);
     out.labels += s.labels;
     out.exact = out.exact && s.exact;
     if (!s.found) continue;
@@ -570,7 +597,7 @@ OptimalPlan PlanOptimizer::solve_for_peak(double peak_vram_bytes) const {
 double PlanOptimizer::min_peak_vram_bytes() const {
   double best = kInf;
   for (int f : flags_) {
-    const Solution s = run(f, kInf, Objective::Peak, kInf, options_.max_labels);
+    const Solution s = run(f, kInf, Objective::Peak, kInf, label_cap(decisions_, flags_, options_.max_labels, chain_.blocks.size()));
     if (s.found) best = std::min(best, base_bytes_ + s.objective);
   }
   return peak_vram_for_activation(best);

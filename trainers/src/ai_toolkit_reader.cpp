@@ -29,7 +29,7 @@ struct Yaml {
       if (!n.IsScalar()) throw YAML::Exception(n.Mark(), "not a scalar");
       return n.as<T>();
     } catch (const YAML::Exception&) {
-      throw InputError(where(n, dotted) + ": '" + YAML::Dump(n) + "' is not " + kind<T>());
+      throw InputError(where(n, dotted) + ": '" + brief_text(YAML::Dump(n)) + "' is not " + kind<T>());
     }
   }
   template <typename T>
@@ -130,7 +130,7 @@ void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int tr
   int edge = 512, frames = 1, batch = train_batch;
   std::string from = "datasets[].resolution unset: 512 (config_modules.py:947)";
   if (datasets && datasets.IsSequence()) {
-    int best_tokens = -1;
+    double best_tokens = -1;
     for (std::size_t i = 0; i < datasets.size(); ++i) {
       const YAML::Node d = datasets[i];
       const std::string at = "datasets[" + std::to_string(i) + "]";
@@ -141,7 +141,7 @@ void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int tr
           try {
             sizes.push_back(res[k].as<int>());
           } catch (const YAML::Exception&) {
-            throw InputError(y.where(res[k], at + ".resolution") + ": '" + YAML::Dump(res[k]) + "' is not an integer");
+            throw InputError(y.where(res[k], at + ".resolution") + ": '" + brief_text(YAML::Dump(res[k])) + "' is not an integer");
           }
         }
       } else {
@@ -149,9 +149,17 @@ void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int tr
       }
       const int f = y.get<int>(d, "num_frames", 1, at + ".num_frames");
       const int b = y.get<int>(d, "batch_size", train_batch, at + ".batch_size");
+      // the setup limits (constants.hpp), and the size product in double: 65,536^2 x frames x batch is past an int
+      const auto in_range = [&](const char* key, int v, int hi) {
+        if (v < 1 || v > hi)
+          throw InputError(y.where(d[key] ? d[key] : d, at + "." + key) + ": " + std::to_string(v) + " is not in [1, " +
+                           std::to_string(hi) + "]");
+      };
+      in_range("num_frames", f, kMaxFrames);
+      in_range("batch_size", b, kMaxBatch);
       for (int s : sizes) {
-        if (s <= 0) throw InputError(y.where(d, at + ".resolution") + ": " + std::to_string(s) + " is not positive");
-        const int tokens = s * s / 64 * f * b;
+        in_range("resolution", s, kMaxEdgePixels);
+        const double tokens = double(s) * s / 64 * f * b;
         if (tokens > best_tokens) {
           best_tokens = tokens;
           edge = s, frames = f, batch = b;

@@ -109,39 +109,84 @@ void read_context_parallel(const ordered_json& raw, const std::string& path, Con
 
 }  // namespace
 
-MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup m, std::vector<std::string>& warnings) {
-  YAML::Node y;
-  try {
-    y = readers::load_yaml_file(path, "accelerate config");
-  } catch (const YAML::Exception& e) {
-    throw InputError("accelerate config '" + path + "': " + e.what());
+namespace {
+
+// Typed reads of accelerate YAML keys: a wrong type names the file, the line, the key, the value and
+// what was expected (yaml-cpp's own "bad conversion" named none of them).
+struct AccelerateYaml {
+  std::string path;
+  std::string at(const YAML::Node& n, const std::string& key) const {
+    return "accelerate config '" + brief_text(path) + "':" + std::to_string(n.Mark().line + 1) + ": " + key;
   }
-  auto num = [&](const YAML::Node& parent, const char* k, int def) {
-    if (!parent || !parent[k]) return def;
-    return static_cast<int>(parse_integer_text(parent[k].as<std::string>(), path + ": " + k, 0, 1 << 16));
-  };
-  const std::string type = y["distributed_type"] ? y["distributed_type"].as<std::string>() : "NO";
-  m.nodes = std::max(1, num(y, "num_machines", 1));
+  [[noreturn]] void wrong(const YAML::Node& n, const std::string& key, const std::string& expected) const {
+    const std::string got = n.IsScalar() ? "'" + brief_text(n.Scalar()) + "'" : n.IsMap() ? "a mapping" : "a list";
+    throw InputError(at(n, key) + ": expected " + expected + ", got " + got);
+  }
+  YAML::Node get(const YAML::Node& parent, const char* key) const {
+    if (!parent || parent.IsNull() || !parent.IsMap()) return YAML::Node();
+    const YAML::Node v = parent[key];
+    return v && !v.IsNull() ? v : YAML::Node();
+  }
+  std::string text(const YAML::Node& parent, const char* key, const std::string& def, const std::string& expected) const {
+    const YAML::Node v = get(parent, key);
+    if (!v || v.IsNull()) return def;
+    if (!v.IsScalar()) wrong(v, key, expected);
+    return v.Scalar();
+  }
+  int integer(const YAML::Node& parent, const char* key, int def, int lo, int hi) const {
+    const YAML::Node v = get(parent, key);
+    if (!v || v.IsNull()) return def;
+    if (!v.IsScalar() || !readers::is_int_text(v.Scalar())) wrong(v, key, "an integer");
+    return static_cast<int>(parse_integer_text(v.Scalar(), at(v, key), lo, hi));
+  }
+  // YAML 1.1 booleans as PyYAML reads them
+  bool boolean(const YAML::Node& parent, const char* key, bool def) const {
+    const YAML::Node v = get(parent, key);
+    if (!v || v.IsNull()) return def;
+    const std::string s = v.IsScalar() ? readers::lower(v.Scalar()) : "";
+    if (s == "true" || s == "yes" || s == "on" || s == "y") return true;
+    if (s == "false" || s == "no" || s == "off" || s == "n") return false;
+    wrong(v, key, "true or false");
+  }
+  YAML::Node map(const YAML::Node& parent, const char* key) const {
+    const YAML::Node v = get(parent, key);
+    if (v && !v.IsNull() && !v.IsMap()) wrong(v, key, "a mapping");
+    return v;
+  }
+};
+
+}  // namespace
+
+MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup m, std::vector<std::string>& warnings) {
+  const YAML::Node y = readers::load_yaml_file(path, "accelerate config");
+  const AccelerateYaml a{path};
+  if (y && !y.IsNull() && !y.IsMap())
+    throw InputError("accelerate config '" + brief_text(path) + "': expected a mapping of keys at the top, got " +
+                     (y.IsScalar() ? "'" + brief_text(y.Scalar()) + "'" : std::string("a list")));
+  const std::string type = a.text(y, "distributed_type", "NO", "a distributed type (NO, MULTI_GPU, FSDP, DEEPSPEED)");
+  m.nodes = std::max(1, a.integer(y, "num_machines", 1, 0, kMaxNodes));
   // accelerate's num_processes counts every machine's processes
-  const int total = std::max(1, num(y, "num_processes", 1));
+  const int total = std::max(1, a.integer(y, "num_processes", 1, 0, kMaxGpusPerNode));
   if (total % m.nodes != 0) throw InputError(path + ": num_processes " + std::to_string(total) + " is not a multiple of num_machines " + std::to_string(m.nodes));
   m.gpus_per_node = total / m.nodes;
   if (type == "MULTI_GPU") m.strategy = Strategy::ddp;
   if (type == "FSDP") {
     m.strategy = Strategy::fsdp2;
-    const YAML::Node f = y["fsdp_config"];
-    if (f && f["fsdp_offload_params"]) m.fsdp_cpu_offload = f["fsdp_offload_params"].as<bool>();
-    if (f && f["fsdp_reshard_after_forward"]) m.reshard_after_forward = f["fsdp_reshard_after_forward"].as<std::string>() != "false";
+    const YAML::Node f = a.map(y, "fsdp_config");
+    m.fsdp_cpu_offload = a.boolean(f, "fsdp_offload_params", m.fsdp_cpu_offload);
+    const std::string reshard = readers::lower(a.text(f, "fsdp_reshard_after_forward", m.reshard_after_forward ? "true" : "false",
+                                                      "true, false or a sharding strategy"));
+    m.reshard_after_forward = reshard != "false" && reshard != "no" && reshard != "off";
     warnings.push_back(path + ": FSDP in the accelerate config; SimpleTuner builds its own FSDP plugin from fsdp_* keys");
   }
   if (type == "DEEPSPEED") {
-    const YAML::Node d = y["deepspeed_config"];
-    const int stage = num(d, "zero_stage", 0);
+    const YAML::Node d = a.map(y, "deepspeed_config");
+    const int stage = a.integer(d, "zero_stage", 0, 0, 3);
     m.strategy = stage == 1 ? Strategy::zero1 : stage == 2 ? Strategy::zero2 : stage == 3 ? Strategy::zero3 : Strategy::ddp;
-    auto dev = [&](const char* k) { return d && d[k] ? d[k].as<std::string>() : std::string("none"); };
+    auto dev = [&](const char* k) { return a.text(d, k, "none", "a device (none, cpu, nvme)"); };
     m.offload_optimizer = dev("offload_optimizer_device") == "cpu" || dev("offload_optimizer_device") == "nvme";
     m.offload_param = dev("offload_param_device") == "cpu" || dev("offload_param_device") == "nvme";
-    if (d && d["gradient_accumulation_steps"]) m.grad_accumulation = std::max(1, num(d, "gradient_accumulation_steps", 1));
+    m.grad_accumulation = std::max(1, a.integer(d, "gradient_accumulation_steps", m.grad_accumulation, 0, 1 << 16));
   }
   if (m.world() > 1 && m.strategy == Strategy::single) m.strategy = Strategy::ddp;
   return m;
@@ -151,8 +196,11 @@ void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, cons
   const ordered_json& raw = r.raw;
   const std::string& path = r.config_path;
   MultiGpuSetup& m = r.setup.multi_gpu;
-  m.gpus_per_node = integer(raw, path, "num_processes", 1, 1, 1 << 16);
-  m.nodes = integer(raw, path, "num_machines", 1, 1, 1 << 16);
+  m.gpus_per_node = integer(raw, path, "num_processes", 1, 1, kMaxGpusPerNode);
+  m.nodes = integer(raw, path, "num_machines", 1, 1, kMaxNodes);
+  if (static_cast<long long>(m.gpus_per_node) * m.nodes > kMaxWorld)
+    throw InputError(path + ": num_processes " + std::to_string(m.gpus_per_node) + " x num_machines " +
+                     std::to_string(m.nodes) + " is more than the " + std::to_string(kMaxWorld) + " GPUs a prediction covers");
   m.grad_accumulation = integer(raw, path, "gradient_accumulation_steps", 1, 1, 1 << 16);
   if (m.world() > 1) m.strategy = Strategy::ddp;  // accelerate MULTI_GPU without a plugin
   read_context_parallel(raw, path, r);

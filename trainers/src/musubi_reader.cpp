@@ -18,13 +18,21 @@ namespace {
 namespace fs = std::filesystem;
 
 // toml11 parses arrays and inline tables by recursion: refuse nesting past kMaxJsonDepth first
-// (outside strings and comments), naming the line
+// (outside strings and comments), and more keys than a JSON document may hold (kMaxJsonKeys in the
+// file, kMaxKeysPerObject in one table or inline table: each `=` outside strings and comments is a
+// key), naming the line and column
 void check_toml_depth(const std::string& text, const std::string& path) {
   int depth = 0, line = 1;
+  std::size_t line_start = 0, keys = 0;
+  std::vector<std::size_t> keys_in(1, 0);  // the current table's keys, then one per open [ or {
+  auto fail = [&](std::size_t i, const std::string& what) {
+    throw InputError(path + ":" + std::to_string(line) + ":" + std::to_string(i - line_start + 1) + ": " + what);
+  };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\n') {
       ++line;
+      line_start = i + 1;
     } else if (c == '#') {
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
     } else if (c == '"' || c == '\'') {
@@ -34,8 +42,12 @@ void check_toml_depth(const std::string& text, const std::string& path) {
         if (text[i] == '\n') {
           if (!multi) break;  // toml11 reports the unterminated string
           ++line;
+          line_start = i + 1;
         } else if (c == '"' && text[i] == '\\') {
-          if (i + 1 < text.size() && text[i + 1] == '\n') ++line;
+          if (i + 1 < text.size() && text[i + 1] == '\n') {
+            ++line;
+            line_start = i + 2;
+          }
           ++i;
         } else if (text.compare(i, close.size(), close) == 0) {
           i += close.size() - 1;
@@ -44,11 +56,18 @@ void check_toml_depth(const std::string& text, const std::string& path) {
       }
       if (i < text.size() && text[i] == '\n') --i;  // counted by the loop
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth)
-        throw InputError(path + ":" + std::to_string(line) + ": arrays and tables nested deeper than " +
-                         std::to_string(kMaxJsonDepth) + " levels");
+      const bool header = depth == 0 && c == '[' &&
+                          text.find_first_not_of(" \t", line_start) == i;  // `[table]` or `[[array]]` starts a line
+      if (header) keys_in.front() = 0;
+      if (++depth > kMaxJsonDepth) fail(i, "arrays and tables nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      keys_in.push_back(0);
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
+      keys_in.pop_back();
+    } else if (c == '=') {
+      if (++keys > kMaxJsonKeys) fail(i, "more than " + std::to_string(kMaxJsonKeys) + " keys");
+      if (++keys_in.back() > kMaxKeysPerObject)
+        fail(i, "more than " + std::to_string(kMaxKeysPerObject) + " keys in one table");
     }
   }
 }
@@ -60,7 +79,8 @@ toml::value parse_toml(const std::string& path, const std::string& what) {
     std::istringstream in(text);
     return toml::parse(in, path);
   } catch (const toml::syntax_error& e) {
-    throw InputError(path + ":" + std::to_string(e.location().line()) + ": not valid TOML: " + e.what());
+    throw InputError(path + ":" + std::to_string(e.location().line()) + ":" + std::to_string(e.location().column()) +
+                     ": not valid TOML: " + e.what());
   } catch (const std::exception& e) {
     throw InputError(path + ": not valid TOML: " + e.what());
   }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "segadvise/costmodel/json_input.hpp"
 
@@ -22,16 +23,26 @@ struct PyYamlView {
   std::string name;  // what 'path'
   std::size_t nodes = 0;
 
+  std::size_t keys = 0;
+
   [[noreturn]] void fail(const YAML::Node& n, const std::string& what) const {
-    throw InputError(name + ":" + std::to_string(n.Mark().line + 1) + ": " + what);
+    const YAML::Mark m = n.Mark();
+    throw InputError(name + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) + ": " + what);
+  }
+  // the JSON loader's key limits: kMaxJsonKeys in the document, kMaxKeysPerObject in one mapping
+  void count_keys(const YAML::Node& map) {
+    std::size_t here = 0;
+    for (const auto& kv : map) {
+      if (++keys > kMaxJsonKeys) fail(kv.first, "more than " + std::to_string(kMaxJsonKeys) + " keys");
+      if (++here > kMaxKeysPerObject) fail(kv.first, "more than " + std::to_string(kMaxKeysPerObject) + " keys in one mapping");
+    }
   }
   bool needs_rebuild(const YAML::Node& map) const {
-    std::vector<std::string> seen;
+    std::unordered_set<std::string> seen;
     for (const auto& kv : map) {
       if (!kv.first.IsScalar()) continue;
       const std::string& k = kv.first.Scalar();
-      if (k == "<<" || std::find(seen.begin(), seen.end(), k) != seen.end()) return true;
-      seen.push_back(k);
+      if (k == "<<" || !seen.insert(k).second) return true;
     }
     return false;
   }
@@ -49,6 +60,7 @@ struct PyYamlView {
       return out;
     }
     if (!n.IsMap()) return n;
+    count_keys(n);
     if (!needs_rebuild(n)) {
       YAML::Node out = n;
       for (const auto& kv : n) {

@@ -1,10 +1,12 @@
 // Writing output files safely: the target is a regular file or a new path (never a device node, FIFO,
-// socket or directory; a symlink only when asked), the text goes to a temporary file beside it
-// (`.segadvise-XXXXXX`, short enough for any valid name) that is renamed over the target, the target's
+// socket or directory; a symlink only when asked), the text goes to a temporary file beside it that is
+// renamed over the target: on Linux an unnamed file (O_TMPFILE) given a name (`.segadvise-PID-N`)
+// only for the rename itself, so even SIGKILL mid-write leaves nothing beside the target; where the
+// filesystem lacks O_TMPFILE, a named `.segadvise-XXXXXX` (short enough for any valid name). The target's
 // permission bits (and, where the process may, its owner) are kept (a new file gets 0666 minus the
 // umask), and a temporary file is removed on
 // any error and on SIGINT/SIGTERM/SIGHUP. Several files of one command go through one OutputTransaction:
-// all are written, or none.
+// all are written, or none; two names of one file (`x` and `out/../x`) are refused.
 #pragma once
 
 #include <string>
@@ -37,8 +39,12 @@ class OutputTransaction {
   struct Staged {
     std::string path;    // the user's path (for messages)
     std::string target;  // what gets replaced (the symlink's file when allow_symlink)
-    std::string temp;
+    std::string temp;      // the named temporary ("" while the text is in the unnamed `fd`)
+    std::string identity;  // the target's file (two names of one file are refused)
+    int fd = -1;           // an unnamed temporary (O_TMPFILE) not yet linked in
+    std::string text;      // its text, for a named temporary where it cannot be linked in
   };
+  void name_temp(Staged& s);
   OutputOptions opt_;
   std::vector<Staged> staged_;
 };

@@ -9,6 +9,13 @@
 
 namespace segadvise {
 
+// GPUs per node (--gpus, num_processes) and nodes (--nodes, num_machines) each at most 65,536, and
+// the world (their product) at most 2^20: past the largest training clusters built, and far inside
+// the int of MultiGpuSetup::world() (65,536 x 65,536 would wrap to 0, a one-GPU prediction)
+constexpr int kMaxGpusPerNode = 1 << 16;
+constexpr int kMaxNodes = 1 << 16;
+constexpr long long kMaxWorld = 1 << 20;
+
 // Reads the keys of `r.raw` into r.setup.multi_gpu, with the reader's rejections and warnings
 // (FSDP with DeepSpeed, FSDP v1 with context parallel, fsdp_activation_checkpointing turning the
 // model's checkpointing off, fsdp_limit_all_gathers doing nothing under FSDP2, …): only what depends on
