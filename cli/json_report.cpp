@@ -180,7 +180,11 @@ nlohmann::json measurements_json(const Anchor& a) {
   for (const AnchorPoint& p : a.points) {
     nlohmann::json m = {{"text", p.measured.text}, {"schedule", p.measured.schedule.name()}};
     if (!p.measured.source.empty()) m["source"] = p.measured.source;
-    if (p.measured.oom) m["measured"] = "oom";
+    if (p.measured.oom) {
+      m["measured"] = "oom";
+      m["oom_need_gib"] = p.measured.oom_need_bytes > 0 ? nlohmann::json(p.measured.oom_need_bytes / kGiB) : nlohmann::json();
+      m["oom_elsewhere"] = p.measured.oom_elsewhere;
+    }
     else m["measured"] = {{"sec_per_step", p.measured.step_time_s}, {"peak_vram_gib", p.measured.peak_vram_bytes / kGiB}};
     m["model"] = {{"sec_per_step", p.predicted.step_time_s}, {"peak_vram_gib", p.predicted.peak_vram_bytes / kGiB},
                   {"usable_vram_gib", p.predicted.usable_vram_bytes / kGiB}};
