@@ -19,6 +19,7 @@
 #include "segadvise/families/gpu_detect.hpp"
 #include "phases_output.hpp"
 #include "printer.hpp"
+#include "runs.hpp"
 #include "trainer_check.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
@@ -46,6 +47,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   req.step_only = o.step_only;
   // --gpu auto: this machine runs it, so its memory is known
   if (o.flags.gpu == "auto") req.host_memory_bytes = detect_host_memory_bytes();
+  print_remembered(out, req.run, o.flags.format);
   const CheckReport r = check_report(req);
 
   CheckView v;

@@ -5,6 +5,9 @@ set -u
 bin=$1
 torch_bin=${2:-}
 pass=0 fail=0
+# runs kept by `segadvise runs add` (the user's cache) must not move these answers: an empty cache of our own
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
 expect() {  # expect CODE PATTERN -- ARGS...
   local code=$1 pattern=$2; shift 3
   local out rc
@@ -151,8 +154,14 @@ check_that "config mode kept 600" eval '[[ $(stat -c %a "$tmp/config.json") == 6
 expect 0 '"what": "training_step"' -- read-log "$fixtures/logs/diffusers.txt" --format json
 expect 2 'not a text file' -- read-log "$fixtures/logs-binary.bin"
 expect 2 'not a regular file' -- read-log "$fixtures/logs"
-expect 1 'verdict: does not fit' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
-expect 1 'read from .*simpletuner.txt line 12: out of memory' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
+# (the log's card: 23.50 GiB total capacity, a 24 GB card; on an 80 GB card it proves only the 21.50 GiB needed)
+expect 1 'verdict: does not fit' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --measured-from "$fixtures/logs/simpletuner.txt"
+expect 1 'read from .*simpletuner.txt line 12: out of memory .*at least 21.50 GiB needed' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --measured-from "$fixtures/logs/simpletuner.txt"
+expect 0 'on a card of 23.50 GiB, not this one' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
+expect 0 'verdict: fits — peak 21.5 GiB \(90%: 21.5–' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
+# an OOM of none on the H100 itself: none does not fit, and the recommendation is one whose range fits
+expect 0 'none +79.0 GiB \(90%: 79.0–.*does not fit' -- advise --model flux --gpu h100 --measured-from "$fixtures/logs/simpletuner_h100_none.txt" --measured-from-schedule none
+expect 0 '"oom_need_gib": 79.0' -- advise --model flux --gpu h100 --measured none:oom:79 --format json
 expect 0 'read from .*diffusers.txt line 4: 0.500 s/step' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusers.txt"
 expect 2 'measured-from-schedule' -- advise --model flux --gpu h100 --measured-from "$fixtures/logs/diffusers.txt"
 expect 2 'no out-of-memory message and no peak' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusion_pipe.txt"
@@ -163,6 +172,35 @@ check_that "250-character name written" test -s "$tmp/$long"
 # all outputs of one command or none
 expect 2 "cannot write '/nodir-segadvise/x.svg'" -- --model flux --gpu l40s --plan-out "$tmp/ok.json" --plot /nodir-segadvise/x.svg
 check_that "no ok.json when --plot fails" test ! -e "$tmp/ok.json"
+
+# runs remembered: nothing is kept unless asked; runs add keeps one, check of that setup anchors on it and
+# says so first; --no-runs leaves it out; another card's check is not anchored; remove forgets it
+runs_json=$XDG_CACHE_HOME/segadvise/runs.json
+check_that "no runs file before runs add (the commands above wrote none)" test ! -e "$runs_json"
+expect 0 'no runs kept' -- runs list
+expect 0 'kept run #1 in .*runs.json: layer of' -- runs add "$fixtures/logs/simpletuner.txt" --config "$fixtures/check/flux-480-square.json" --gpu 4090
+check_that "runs.json written, no temporary left" eval '[[ -s $runs_json && -z $(find "$XDG_CACHE_HOME" -name ".segadvise-*") ]]'
+expect 0 '^1 +[0-9-]+ [0-9:]+ UTC .*4090 +layer:oom:21.50' -- runs list
+first=$("$bin" check "$fixtures/check/flux-480-square.json" --gpu 4090 | head -1)
+check_that "check's first line says it is anchored on the run ($first)" \
+  eval '[[ $first == "anchored on your run of "*"(segadvise runs #1): layer ran out of memory needing at least 21.5 GiB" ]]'
+expect 1 'verdict: does not fit' -- check "$fixtures/check/flux-480-square.json" --gpu 4090
+# (exit 1 either way: the whole run's model load, 22.2 GiB, does not fit a 24 GB card; the step's verdict moves)
+expect 1 'verdict: borderline' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --no-runs
+expect 1 '"source": "your run of .*simpletuner.txt line 12' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --format json
+expect 3 '^anchored on your run of ' -- advise --model flux --gpu 4090 --lora-rank 16
+if "$bin" check "$fixtures/check/flux-480-square.json" --gpu h100 | grep -q 'your run of'; then
+  fail=$((fail + 1)); echo "FAIL: a run kept for the 4090 anchored a check on the h100"
+else
+  pass=$((pass + 1))
+fi
+expect 2 'no run #7' -- runs remove 7
+expect 0 'removed 1 run' -- runs remove 1
+expect 1 'verdict: borderline' -- check "$fixtures/check/flux-480-square.json" --gpu 4090
+printf '{"format": "segadvise runs 1", "runs": [{"id": "x"}]}' >"$runs_json"
+expect 2 "runs file '.*runs.json': field 'runs\[0\].id'" -- check "$fixtures/check/flux-480-square.json" --gpu 4090
+expect 0 'removed every run' -- runs remove --all
+expect 0 'no runs kept' -- runs list
 check_that "no temporary file left behind" eval '[[ -z $(find "$tmp" -name ".segadvise-*") ]]'
 
 echo "$pass passed, $fail failed"
