@@ -37,7 +37,23 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   CheckRequest req;
   SetupFlags flags = o.flags;  // --measured-from: the logged run used the config's own schedule
   if (!flags.measured_from.empty() && flags.measured_from_schedule.empty()) flags.measured_from_schedule = cr.schedule.name();
-  req.run = make_request(*cr.family, cr.setup, flags);
+  // the dataset, where it is on this machine: the run is judged by its largest bucket
+  std::optional<DatasetView> dataset =
+      cr.backends.empty() ? std::nullopt : read_dataset(cr.backends.front(), o.dataset, o.read.cwd);
+  if (!cr.backends.empty() && !o.dataset.empty() && !dataset)
+    throw InputError("--dataset '" + o.dataset + "': backend '" + cr.backends.front().id + "' is a " +
+                     cr.backends.front().dataset_type + " dataset; only image datasets are read");
+  TrainingSetup setup = cr.setup;
+  if (dataset && !dataset->buckets.empty()) {
+    const DatasetBucket& big = dataset->buckets.front().bucket;
+    setup.width = big.width;
+    setup.height = big.height;
+    setup.frames = big.frames;
+    setup.notes.push_back("the largest bucket of the dataset " + dataset->dir + ": " + std::to_string(big.width) + "x" +
+                          std::to_string(big.height) + " (" + std::to_string(big.count) + " samples an epoch)");
+  }
+  req.run = make_request(*cr.family, setup, flags);
+  if (dataset) predict_buckets(*dataset, req.run, cr.schedule);
   req.schedule = cr.schedule;
   req.rejections = cr.rejections;
   req.warnings = cr.warnings;
@@ -56,6 +72,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   for (const BackendShape& b : cr.backends)
     v.backends.push_back({b.id, b.dataset_type, b.width, b.height, b.frames, b.batch, b.note});
   v.report = &r;
+  v.dataset = dataset ? &*dataset : nullptr;
   TrainerAdvice trainer;
   if (r.advice && !o.emit.empty() && o.emit != "simpletuner") {
     trainer = advise_for_trainer(r.context, o.emit, r.advice->recommended());
@@ -87,6 +104,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpu,-g", o->flags.gpu, "GPU: l40s, h100, … (segadvise list gpus)");
   add_vram_flag(cmd, o->flags);
   cmd->add_option("--data-backend", o->read.data_backend_override, "data-backend JSON to use instead of the config's data_backend_config");
+  cmd->add_option("--dataset", o->dataset, "the dataset's directory, when it is not the data backend's instance_data_dir on this machine");
   cmd->add_option("--aspect", *aspect, "aspect W:H of the source images/videos (default 1:1 for images, 16:9 for video)");
   add_output_flags(cmd, o->flags);
   add_measured_flags(cmd, o->flags);

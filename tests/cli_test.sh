@@ -201,6 +201,46 @@ printf '{"format": "segadvise runs 1", "runs": [{"id": "x"}]}' >"$runs_json"
 expect 2 "runs file '.*runs.json': field 'runs\[0\].id'" -- check "$fixtures/check/flux-480-square.json" --gpu 4090
 expect 0 'removed every run' -- runs remove --all
 expect 0 'no runs kept' -- runs list
+
+# the dataset: images written with their headers only; SimpleTuner's pixel buckets at 1024 (docs/datasets.md):
+# 6 squares -> 1024x1024, 2 photos 1500x1000 -> 1536x1024, one 768x1024 -> 1024x1344, one 400x400 under
+# minimum_image_size 512; repeats 1 doubles every count. The run is judged by 1536x1024.
+ds=$tmp/dataset
+mkdir -p "$ds/sub"
+python3 - "$ds" <<'PY'
+import struct, sys
+d = sys.argv[1]
+def png(p, w, h):
+    open(p, 'wb').write(b'\x89PNG\r\n\x1a\n' + struct.pack('>I', 13) + b'IHDR' + struct.pack('>II', w, h) + b'\x08\x02\0\0\0' + b'\0' * 4)
+def jpeg(p, w, h):
+    app1 = b'Exif\0\0' + b'x' * 100
+    open(p, 'wb').write(b'\xff\xd8\xff\xe1' + struct.pack('>H', len(app1) + 2) + app1 + b'\xff\xc0' + struct.pack('>HBHHB', 17, 8, h, w, 3) + b'\0' * 9 + b'\xff\xd9')
+def webp(p, w, h):
+    v = b'\0\0\0\x9d\x01\x2a' + struct.pack('<HH', w, h)
+    open(p, 'wb').write(b'RIFF' + struct.pack('<I', 12 + len(v)) + b'WEBP' + b'VP8 ' + struct.pack('<I', len(v)) + v)
+for i in range(6): png(f'{d}/sq{i}.png', 1024, 1024)
+jpeg(f'{d}/sub/photo1.jpg', 1500, 1000); jpeg(f'{d}/sub/photo2.jpeg', 1500, 1000)
+webp(f'{d}/tall.webp', 768, 1024); png(f'{d}/small.png', 400, 400)
+PY
+cat >"$tmp/backend.json" <<EOF
+[{"id": "photos", "type": "local", "dataset_type": "image", "instance_data_dir": "$ds", "resolution": 1024,
+  "resolution_type": "pixel", "minimum_image_size": 512, "repeats": 1},
+ {"id": "embeds", "type": "local", "dataset_type": "text_embeds", "default": true, "cache_dir": "$tmp/cache"}]
+EOF
+cat >"$tmp/dsconfig.json" <<EOF
+{"model_family": "flux", "model_type": "lora", "lora_rank": 16, "base_model_precision": "int8-quanto",
+ "train_batch_size": 1, "data_backend_config": "$tmp/backend.json", "gradient_checkpointing": true}
+EOF
+expect 0 'shape +1536x1024, batch 1' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '^1536x1024 +4 +[0-9.]+ +fits' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '^1024x1344 +2 ' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '^1024x1024 +12 ' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '10 image files, 1 under minimum_image_size' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 'judged by the largest bucket, 1536x1024' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '"count": 4,' -- check "$tmp/dsconfig.json" --gpu l40s --format json
+mkdir -p "$tmp/other"; cp "$ds/sq0.png" "$tmp/other/"
+expect 0 'shape +1024x1024, batch 1' -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/other"
+expect 2 "--dataset '.*nowhere': not a directory" -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/nowhere"
 check_that "no temporary file left behind" eval '[[ -z $(find "$tmp" -name ".segadvise-*") ]]'
 
 echo "$pass passed, $fail failed"
