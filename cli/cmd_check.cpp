@@ -29,7 +29,12 @@ namespace segadvise::cli {
 int run_check(const CheckOptions& o, std::ostream& out) {
   check_emit_name(o.emit);
   const std::string config_trainer = o.trainer.empty() ? detect_trainer(o.config) : o.trainer;
-  if (config_trainer != "simpletuner") return run_trainer_check(o, config_trainer, out);
+  if (config_trainer != "simpletuner") {
+    if (!o.dataset.empty())
+      throw InputError("--dataset '" + o.dataset + "': datasets are read for SimpleTuner configs only (docs/datasets.md), not " +
+                       config_trainer + "'s");
+    return run_trainer_check(o, config_trainer, out);
+  }
   if (!o.output.empty() && o.emit != "simpletuner")
     throw InputError("--output '" + o.output + "': only with --emit simpletuner (it writes the config back)");
   const auto printer = make_printer(o.flags.format, out);
@@ -44,14 +49,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
     throw InputError("--dataset '" + o.dataset + "': backend '" + cr.backends.front().id + "' is a " +
                      cr.backends.front().dataset_type + " dataset; only image datasets are read");
   TrainingSetup setup = cr.setup;
-  if (dataset && !dataset->buckets.empty()) {
-    const DatasetBucket& big = dataset->buckets.front().bucket;
-    setup.width = big.width;
-    setup.height = big.height;
-    setup.frames = big.frames;
-    setup.notes.push_back("the largest bucket of the dataset " + dataset->dir + ": " + std::to_string(big.width) + "x" +
-                          std::to_string(big.height) + " (" + std::to_string(big.count) + " samples an epoch)");
-  }
+  if (dataset) apply_largest_bucket(setup, *dataset);
   req.run = make_request(*cr.family, setup, flags);
   if (dataset) predict_buckets(*dataset, req.run, cr.schedule);
   req.schedule = cr.schedule;

@@ -7,6 +7,7 @@
 
 #include "check_options.hpp"
 #include "commands.hpp"
+#include "dataset_check.hpp"
 #include "measured.hpp"
 #include "output.hpp"
 #include "runs.hpp"
@@ -50,6 +51,9 @@ void add_run(const AddOptions& o) {
     family = cr.family;
     setup = cr.setup;
     schedule = cr.schedule;
+    // the setup check of this config compares: its dataset's largest bucket where the dataset is here
+    if (!cr.backends.empty())
+      if (const auto d = read_dataset(cr.backends.front(), "", o.check.read.cwd)) apply_largest_bucket(setup, *d);
   } else {
     TrainerReadOptions ro;
     ro.trainer = trainer_id;

@@ -43,6 +43,16 @@ std::optional<DatasetView> read_dataset(const BackendShape& b, const std::string
   return v;
 }
 
+void apply_largest_bucket(TrainingSetup& setup, const DatasetView& d) {
+  if (d.buckets.empty()) return;
+  const DatasetBucket& big = d.buckets.front().bucket;
+  setup.width = big.width;
+  setup.height = big.height;
+  setup.frames = big.frames;
+  setup.notes.push_back("the largest bucket of the dataset " + d.dir + ": " + std::to_string(big.width) + "x" +
+                        std::to_string(big.height) + " (" + std::to_string(big.count) + " samples an epoch)");
+}
+
 void predict_buckets(DatasetView& d, const AdvisorRequest& run, const Schedule& schedule) {
   const GpuSpec* smaller = nullptr;
   for (const GpuSpec& g : builtin_gpus())

@@ -30,6 +30,8 @@ struct DatasetView {
 // `cwd`, else the process's): nullopt when there is none on this machine. InputError when --dataset is not
 // a directory.
 std::optional<DatasetView> read_dataset(const BackendShape& b, const std::string& dataset_dir, const std::string& cwd);
+// The setup of the run's largest bucket (a note says so); unchanged when no image formed a bucket.
+void apply_largest_bucket(TrainingSetup& setup, const DatasetView& d);
 // Each bucket's peak and verdict for `schedule` on `run`'s card and on the next smaller one.
 void predict_buckets(DatasetView& d, const AdvisorRequest& run, const Schedule& schedule);
 

@@ -57,7 +57,15 @@ Measurement measurement_from_log(const std::string& path, const std::string& sch
     throw InputError("--measured-from '" + brief_text(path) +
                      "': name the schedule the logged run used with --measured-from-schedule SCHEDULE");
   const LogReport log = read_log_file(path);
-  if (!log.oom.empty()) return measurement_from_oom(log.oom.back(), path, schedule, gpu_total_bytes);
+  // an OOM while caching, loading, sampling or saving says nothing of the schedule's step: the last one of a
+  // training step (or of no known phase) is the measurement
+  const OomMessage* oom = nullptr;
+  const OomMessage* elsewhere = nullptr;
+  for (const OomMessage& o : log.oom) {
+    if (o.phase == "training_step" || o.phase == "unknown") oom = &o;
+    else elsewhere = &o;
+  }
+  if (oom) return measurement_from_oom(*oom, path, schedule, gpu_total_bytes);
   const StepReading* step = log.last_training_step();
   long long peak = 0;
   int peak_line = 0;
@@ -68,6 +76,11 @@ Measurement measurement_from_log(const std::string& path, const std::string& sch
       peak_line = r.line;
     }
   }
+  if ((!step || peak <= 0) && elsewhere)
+    throw InputError("--measured-from '" + brief_text(path) + "': its out-of-memory message (line " +
+                     std::to_string(elsewhere->line) + ") came while " + elsewhere->phase +
+                     ", not in a training step, and the log has no step time with a peak: `segadvise check` "
+                     "predicts that phase; pass --measured " + schedule + ":SEC:GIB for the step");
   if (!step || peak <= 0)
     throw InputError("--measured-from '" + brief_text(path) + "': the log has no out-of-memory message and " +
                      (!step ? "no training step time" : "no peak allocated memory (torch.cuda.memory_summary)") +

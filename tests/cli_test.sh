@@ -163,6 +163,8 @@ expect 0 'verdict: fits — peak 21.5 GiB \(90%: 21.5–' -- check "$fixtures/ch
 expect 0 'none +79.0 GiB \(90%: 79.0–.*does not fit' -- advise --model flux --gpu h100 --measured-from "$fixtures/logs/simpletuner_h100_none.txt" --measured-from-schedule none
 expect 0 '"oom_need_gib": 79.0' -- advise --model flux --gpu h100 --measured none:oom:79 --format json
 expect 0 'read from .*diffusers.txt line 4: 0.500 s/step' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusers.txt"
+# an OOM while sampling says nothing of the step: passed over, and with no step peak in the log an error
+expect 2 'line [0-9]+\) came while sampling, not in a training step' -- predict --model flux --gpu 4090 --schedule layer --measured-from "$fixtures/logs/ai_toolkit.txt"
 expect 2 'measured-from-schedule' -- advise --model flux --gpu h100 --measured-from "$fixtures/logs/diffusers.txt"
 expect 2 'no out-of-memory message and no peak' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusion_pipe.txt"
 # a valid 250-character file name works (the temporary name must fit NAME_MAX too)
@@ -241,6 +243,11 @@ expect 0 '"count": 4,' -- check "$tmp/dsconfig.json" --gpu l40s --format json
 mkdir -p "$tmp/other"; cp "$ds/sq0.png" "$tmp/other/"
 expect 0 'shape +1024x1024, batch 1' -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/other"
 expect 2 "--dataset '.*nowhere': not a directory" -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/nowhere"
+expect 2 "--dataset '.*': datasets are read for SimpleTuner configs only" -- check "$fixtures/trainers/ai-toolkit/chroma_offload.yaml" --gpu l40s --dataset "$tmp/other"
+# a run kept for that config is kept under its largest bucket: check of the config finds it
+expect 0 'kept run #1' -- runs add "$fixtures/logs/diffusers.txt" --config "$tmp/dsconfig.json" --gpu l40s
+expect 0 '^anchored on your run of ' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 'removed every run' -- runs remove --all
 check_that "no temporary file left behind" eval '[[ -z $(find "$tmp" -name ".segadvise-*") ]]'
 
 echo "$pass passed, $fail failed"
