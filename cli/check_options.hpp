@@ -20,6 +20,7 @@ struct CheckOptions {
   bool step_only = false;  // --step-only: the verdict and exit code use the training step alone
   std::string emit;    // trainer for --emit
   std::string output;  // --output for --emit simpletuner (or the config's own trainer)
+  std::string dataset;  // --dataset DIR: the dataset to bucket, instead of the backend's instance_data_dir
   std::string trainer;  // --trainer: simpletuner, musubi, ai-toolkit, onetrainer, diffusers ("" : detected)
 };
 int run_check(const CheckOptions& o, std::ostream& out);

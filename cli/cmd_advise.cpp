@@ -9,6 +9,7 @@
 #include "emitters.hpp"
 #include "measured.hpp"
 #include "printer.hpp"
+#include "runs.hpp"
 
 namespace segadvise::cli {
 
@@ -35,7 +36,9 @@ void setup_advise(CLI::App& app, int& exit_code) {
     opt.with_front = *front || !plot->empty();
     // --gpus N with neither --strategy nor --context-parallel: every strategy x CP degree is advised
     opt.search_multi_gpu = flags->strategy.empty() && flags->context_parallel == -1;
-    const AdviceReport r = advise_report(make_request(*flags), opt);
+    const AdvisorRequest req = make_request(*flags);
+    print_remembered(std::cout, req, flags->format);
+    const AdviceReport r = advise_report(req, opt);
     write_optimal_files(r.optimal, r.context, r.advice, *plot, *plan_out);
     const bool other_trainer = !emit->empty() && *emit != "simpletuner";
     const TrainerAdvice trainer = other_trainer ? advise_for_trainer(r.context, *emit, r.recommended()) : TrainerAdvice{};

@@ -19,6 +19,7 @@
 #include "segadvise/families/gpu_detect.hpp"
 #include "phases_output.hpp"
 #include "printer.hpp"
+#include "runs.hpp"
 #include "trainer_check.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
@@ -28,7 +29,12 @@ namespace segadvise::cli {
 int run_check(const CheckOptions& o, std::ostream& out) {
   check_emit_name(o.emit);
   const std::string config_trainer = o.trainer.empty() ? detect_trainer(o.config) : o.trainer;
-  if (config_trainer != "simpletuner") return run_trainer_check(o, config_trainer, out);
+  if (config_trainer != "simpletuner") {
+    if (!o.dataset.empty())
+      throw InputError("--dataset '" + o.dataset + "': datasets are read for SimpleTuner configs only (docs/datasets.md), not " +
+                       config_trainer + "'s");
+    return run_trainer_check(o, config_trainer, out);
+  }
   if (!o.output.empty() && o.emit != "simpletuner")
     throw InputError("--output '" + o.output + "': only with --emit simpletuner (it writes the config back)");
   const auto printer = make_printer(o.flags.format, out);
@@ -36,7 +42,16 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   CheckRequest req;
   SetupFlags flags = o.flags;  // --measured-from: the logged run used the config's own schedule
   if (!flags.measured_from.empty() && flags.measured_from_schedule.empty()) flags.measured_from_schedule = cr.schedule.name();
-  req.run = make_request(*cr.family, cr.setup, flags);
+  // the dataset, where it is on this machine: the run is judged by its largest bucket
+  std::optional<DatasetView> dataset =
+      cr.backends.empty() ? std::nullopt : read_dataset(cr.backends.front(), o.dataset, o.read.cwd);
+  if (!cr.backends.empty() && !o.dataset.empty() && !dataset)
+    throw InputError("--dataset '" + o.dataset + "': backend '" + cr.backends.front().id + "' is a " +
+                     cr.backends.front().dataset_type + " dataset; only image datasets are read");
+  TrainingSetup setup = cr.setup;
+  if (dataset) apply_largest_bucket(setup, *dataset);
+  req.run = make_request(*cr.family, setup, flags);
+  if (dataset) predict_buckets(*dataset, req.run, cr.schedule);
   req.schedule = cr.schedule;
   req.rejections = cr.rejections;
   req.warnings = cr.warnings;
@@ -46,6 +61,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   req.step_only = o.step_only;
   // --gpu auto: this machine runs it, so its memory is known
   if (o.flags.gpu == "auto") req.host_memory_bytes = detect_host_memory_bytes();
+  print_remembered(out, req.run, o.flags.format);
   const CheckReport r = check_report(req);
 
   CheckView v;
@@ -54,6 +70,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   for (const BackendShape& b : cr.backends)
     v.backends.push_back({b.id, b.dataset_type, b.width, b.height, b.frames, b.batch, b.note});
   v.report = &r;
+  v.dataset = dataset ? &*dataset : nullptr;
   TrainerAdvice trainer;
   if (r.advice && !o.emit.empty() && o.emit != "simpletuner") {
     trainer = advise_for_trainer(r.context, o.emit, r.advice->recommended());
@@ -85,6 +102,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpu,-g", o->flags.gpu, "GPU: l40s, h100, … (segadvise list gpus)");
   add_vram_flag(cmd, o->flags);
   cmd->add_option("--data-backend", o->read.data_backend_override, "data-backend JSON to use instead of the config's data_backend_config");
+  cmd->add_option("--dataset", o->dataset, "the dataset's directory, when it is not the data backend's instance_data_dir on this machine");
   cmd->add_option("--aspect", *aspect, "aspect W:H of the source images/videos (default 1:1 for images, 16:9 for video)");
   add_output_flags(cmd, o->flags);
   add_measured_flags(cmd, o->flags);

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "printer.hpp"
+#include "runs.hpp"
 
 namespace segadvise::cli {
 
@@ -30,7 +31,9 @@ void setup_predict(CLI::App& app, int& exit_code) {
     if (*offload) s.offload_attention = true;
     SetupFlags f = *flags;  // --measured-from: the logged run used --schedule unless told otherwise
     if (!f.measured_from.empty() && f.measured_from_schedule.empty()) f.measured_from_schedule = s.name();
-    const PredictionReport r = predict_report(make_request(f), s);
+    const AdvisorRequest req = make_request(f);
+    print_remembered(std::cout, req, f.format);
+    const PredictionReport r = predict_report(req, s);
     printer->prediction(r);
     exit_code = cli::exit_code(r);
   });

@@ -15,6 +15,7 @@ void setup_check(CLI::App& app, int& exit_code);
 void setup_calibrate(CLI::App& app, int& exit_code);
 void setup_accuracy(CLI::App& app, int& exit_code);
 void setup_read_log(CLI::App& app, int& exit_code);
+void setup_runs(CLI::App& app, int& exit_code);
 void setup_torch_passthrough(CLI::App& app, int& exit_code, const char* argv0);
 
 }  // namespace segadvise::cli

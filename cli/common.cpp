@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "measured.hpp"
+#include "runs.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/calibration/ranges.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
@@ -141,6 +142,7 @@ void add_measured_flags(CLI::App* app, SetupFlags& f) {
                   "last training step and peak allocated memory, become a --measured of the logged schedule");
   app->add_option("--measured-from-schedule", f.measured_from_schedule,
                   "the schedule the logged run used (check: default the config's own; predict: default --schedule)");
+  app->add_flag("--no-runs", f.no_runs, "leave out the runs kept by `segadvise runs add` (anchoring only on what is given here)");
   app->add_option("--ranges", f.ranges, "90% range bands file (default: the shipped calibration/data/ranges.json)")
       ->check(CLI::ExistingFile);
 }
@@ -266,7 +268,10 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
   r.headroom_bytes = f.headroom_gib * kGiB;
   if (!f.profile.empty()) r.profile = load_profile(f.profile);
   r.measured = parse_measurements(f.measured);
-  if (!f.measured_from.empty()) r.measured.push_back(measurement_from_log(f.measured_from, f.measured_from_schedule));
+  if (!f.measured_from.empty()) r.measured.push_back(measurement_from_log(f.measured_from, f.measured_from_schedule, r.gpu.total_bytes));
+  // the runs the user kept for this setup on this card (runs.hpp): anchored on, and said so
+  if (!f.no_runs)
+    for (Measurement& m : remembered_for(r, runs_file())) r.measured.push_back(std::move(m));
   r.ranges = ranges_for(f.ranges);
   return r;
 }

@@ -43,6 +43,7 @@ struct SetupFlags {
   // --measured-from LOG: the log's OOM or last training step and peak, as a measurement of the schedule
   // --measured-from-schedule names (check: the config's own, predict: --schedule when not given)
   std::string measured_from, measured_from_schedule;
+  bool no_runs = false;  // --no-runs: leave the runs `segadvise runs add` kept out (runs.hpp)
   // multi-GPU (-1 / "" / false: not given; a config's keys or one GPU then)
   int gpus = -1;                 // --gpus: GPUs (processes) per node
   int nodes = -1;                // --nodes

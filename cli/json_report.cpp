@@ -180,7 +180,11 @@ nlohmann::json measurements_json(const Anchor& a) {
   for (const AnchorPoint& p : a.points) {
     nlohmann::json m = {{"text", p.measured.text}, {"schedule", p.measured.schedule.name()}};
     if (!p.measured.source.empty()) m["source"] = p.measured.source;
-    if (p.measured.oom) m["measured"] = "oom";
+    if (p.measured.oom) {
+      m["measured"] = "oom";
+      m["oom_need_gib"] = p.measured.oom_need_bytes > 0 ? nlohmann::json(p.measured.oom_need_bytes / kGiB) : nlohmann::json();
+      m["oom_elsewhere"] = p.measured.oom_elsewhere;
+    }
     else m["measured"] = {{"sec_per_step", p.measured.step_time_s}, {"peak_vram_gib", p.measured.peak_vram_bytes / kGiB}};
     m["model"] = {{"sec_per_step", p.predicted.step_time_s}, {"peak_vram_gib", p.predicted.peak_vram_bytes / kGiB},
                   {"usable_vram_gib", p.predicted.usable_vram_bytes / kGiB}};
@@ -349,6 +353,19 @@ nlohmann::json check_report_json(const CheckView& v) {
   j["plan"] = c.plan.supported ? nlohmann::json(c.plan.plan.description) : nlohmann::json(nullptr);
   j["prediction"] = prediction_json(c);
   j["measurements"] = measurements_json(r.context.anchor);
+  if (v.dataset) {
+    nlohmann::json b = nlohmann::json::array();
+    for (const BucketView& k : v.dataset->buckets) {
+      nlohmann::json e = {{"width", k.bucket.width}, {"height", k.bucket.height}, {"frames", k.bucket.frames},
+                          {"count", k.bucket.count}, {"peak_vram_gib", k.peak_vram_gib}, {"fit", k.fit}};
+      if (!v.dataset->smaller_gpu.empty()) e["fit_" + v.dataset->smaller_gpu] = k.smaller_fit;
+      b.push_back(e);
+    }
+    j["buckets"] = b;
+    j["dataset"] = {{"dir", v.dataset->dir}, {"image_files", v.dataset->files}, {"unreadable", v.dataset->unreadable},
+                    {"under_minimum_image_size", v.dataset->too_small},
+                    {"smaller_gpu", v.dataset->smaller_gpu.empty() ? nlohmann::json() : nlohmann::json(v.dataset->smaller_gpu)}};
+  }
   if (r.phases) {
     add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only,
                     r.verdict());

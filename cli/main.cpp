@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   cli::setup_calibrate(app, exit_code);
   cli::setup_accuracy(app, exit_code);
   cli::setup_read_log(app, exit_code);
+  cli::setup_runs(app, exit_code);
   cli::setup_torch_passthrough(app, exit_code, argv[0]);
   // `segadvise frobnicate`: name the word instead of CLI11's "A subcommand is required"
   bool known = args.size() < 2 || args[1][0] == '-';

@@ -4,6 +4,7 @@
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/log_reader.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 namespace segadvise::cli {
@@ -21,27 +22,50 @@ int time_decimals(double s) { return s < 10 ? 2 : 1; }
 
 }  // namespace
 
+Measurement measurement_from_oom(const OomMessage& o, const std::string& path, const std::string& schedule,
+                                 double gpu_total_bytes) {
+  Measurement m = parse_measurement(schedule + ":oom");
+  m.source = path + " line " + std::to_string(o.line) + ": out of memory (" + o.phase + ")";
+  if (o.tried_to_allocate_bytes) m.source += ", tried to allocate " + num(*o.tried_to_allocate_bytes / kGiB, 2) + " GiB";
+  if (o.allocated_by_pytorch_bytes)
+    m.source += " with " + num(*o.allocated_by_pytorch_bytes / kGiB, 2) + " GiB allocated";
+  // what PyTorch held plus what it asked for: the step needed at least that much
+  if (o.tried_to_allocate_bytes && o.allocated_by_pytorch_bytes) {
+    m.oom_need_bytes = static_cast<double>(*o.tried_to_allocate_bytes + *o.allocated_by_pytorch_bytes);
+    m.text = schedule + ":oom:" + num(m.oom_need_bytes / kGiB, 2);
+    m.source += ": at least " + num(m.oom_need_bytes / kGiB, 2) + " GiB needed";
+  }
+  // PyTorch's total capacity is the device's memory as the driver reports it (a 24 GB card reads
+  // 23.5-23.7 GiB, an 80 GB H100 79.1-79.6): within kSameCard of the card predicted for it is that card
+  constexpr double kSameCard = 0.05;
+  if (o.total_capacity_bytes && gpu_total_bytes > 0 &&
+      std::fabs(static_cast<double>(*o.total_capacity_bytes) - gpu_total_bytes) > kSameCard * gpu_total_bytes) {
+    m.oom_elsewhere = true;
+    m.source += ", on a card of " + num(*o.total_capacity_bytes / kGiB, 2) + " GiB, not this one";
+  }
+  return m;
+}
+
 std::vector<Measurement> parse_measurements(const std::vector<std::string>& texts) {
   std::vector<Measurement> out;
   for (const auto& t : texts) out.push_back(parse_measurement(t));
   return out;
 }
 
-Measurement measurement_from_log(const std::string& path, const std::string& schedule) {
+Measurement measurement_from_log(const std::string& path, const std::string& schedule, double gpu_total_bytes) {
   if (schedule.empty())
     throw InputError("--measured-from '" + brief_text(path) +
                      "': name the schedule the logged run used with --measured-from-schedule SCHEDULE");
   const LogReport log = read_log_file(path);
-  if (!log.oom.empty()) {
-    const OomMessage& o = log.oom.back();
-    Measurement m = parse_measurement(schedule + ":oom");
-    m.source = path + " line " + std::to_string(o.line) + ": out of memory";
-    if (o.tried_to_allocate_bytes) m.source += ", tried to allocate " + num(*o.tried_to_allocate_bytes / kGiB, 2) + " GiB";
-    if (o.allocated_by_pytorch_bytes)
-      m.source += " with " + num(*o.allocated_by_pytorch_bytes / kGiB, 2) + " GiB allocated";
-    m.source += " (" + o.phase + ")";
-    return m;
+  // an OOM while caching, loading, sampling or saving says nothing of the schedule's step: the last one of a
+  // training step (or of no known phase) is the measurement
+  const OomMessage* oom = nullptr;
+  const OomMessage* elsewhere = nullptr;
+  for (const OomMessage& o : log.oom) {
+    if (o.phase == "training_step" || o.phase == "unknown") oom = &o;
+    else elsewhere = &o;
   }
+  if (oom) return measurement_from_oom(*oom, path, schedule, gpu_total_bytes);
   const StepReading* step = log.last_training_step();
   long long peak = 0;
   int peak_line = 0;
@@ -52,6 +76,11 @@ Measurement measurement_from_log(const std::string& path, const std::string& sch
       peak_line = r.line;
     }
   }
+  if ((!step || peak <= 0) && elsewhere)
+    throw InputError("--measured-from '" + brief_text(path) + "': its out-of-memory message (line " +
+                     std::to_string(elsewhere->line) + ") came while " + elsewhere->phase +
+                     ", not in a training step, and the log has no step time with a peak: `segadvise check` "
+                     "predicts that phase; pass --measured " + schedule + ":SEC:GIB for the step");
   if (!step || peak <= 0)
     throw InputError("--measured-from '" + brief_text(path) + "': the log has no out-of-memory message and " +
                      (!step ? "no training step time" : "no peak allocated memory (torch.cuda.memory_summary)") +
@@ -101,8 +130,13 @@ void print_measurements(std::ostream& out, const Anchor& a, const TextFormat& fm
   out << fmt.section(3, "Measurements", "Measurements of this setup:\n");
   for (const AnchorPoint& p : a.points) {
     out << fmt.item() << p.measured.schedule.name() << ": ";
-    if (p.measured.oom) out << "ran out of memory (the model said " << num(p.predicted.peak_vram_bytes / kGiB, 1) << " GiB of "
-                            << num(p.predicted.usable_vram_bytes / kGiB, 1) << " usable)\n";
+    if (p.measured.oom) {
+      out << "ran out of memory";
+      if (p.measured.oom_need_bytes > 0) out << " needing at least " << num(p.measured.oom_need_bytes / kGiB, 1) << " GiB";
+      if (p.measured.oom_elsewhere) out << " on another card";
+      out << " (the model said " << num(p.predicted.peak_vram_bytes / kGiB, 1) << " GiB of "
+          << num(p.predicted.usable_vram_bytes / kGiB, 1) << " usable)\n";
+    }
     else
       out << num(p.measured.step_time_s, 2) << " s/step, " << num(p.measured.peak_vram_bytes / kGiB, 1)
           << " GiB measured; the model said " << num(p.predicted.step_time_s, 2) << " s, "

@@ -11,6 +11,7 @@
 #include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/planner/planner.hpp"
+#include "segadvise/trainers/log_reader.hpp"
 
 namespace segadvise::cli {
 
@@ -22,7 +23,13 @@ std::vector<Measurement> parse_measurements(const std::vector<std::string>& text
 // training step's sec/step with the largest peak allocated memory it reports (torch.cuda.memory_summary's
 // peak, else allocated). `schedule` names the schedule the run used ("" : InputError asking for
 // --measured-from-schedule); InputError when the log has neither.
-Measurement measurement_from_log(const std::string& path, const std::string& schedule);
+// `gpu_total_bytes` is the card predicted for: an OOM message whose total capacity differs from it by more
+// than 5% happened on another card, and proves only its need (Measurement::oom_elsewhere).
+Measurement measurement_from_log(const std::string& path, const std::string& schedule, double gpu_total_bytes);
+// One out-of-memory message of `path` as a measurement of `schedule`: SCHEDULE:oom, with its need
+// (allocated by PyTorch + tried to allocate) when the message gives both.
+Measurement measurement_from_oom(const OomMessage& o, const std::string& path, const std::string& schedule,
+                                 double gpu_total_bytes);
 
 // "16.4 GiB (90%: 14.8–18.9)" / "1.85 s (90%: 1.62–2.20)"; the bare figure when not ranged.
 std::string peak_with_range(const Candidate& c);

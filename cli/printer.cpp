@@ -224,6 +224,7 @@ void TextPrinter::check(const CheckView& v) {
   print_measurements(out_, r.context.anchor, fmt_);
   print_verdict(out_, c, fmt_);
   print_prediction(out_, c.prediction, c.verdict(), fmt_);
+  if (v.dataset) print_buckets(out_, *v.dataset, r.context.gpu.id, fmt_);
   if (r.phases) {
     print_phases(out_, *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, fmt_);
     const FitVerdict run = r.verdict();

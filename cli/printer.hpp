@@ -3,6 +3,7 @@
 // prediction.peak_vram_gib, prediction.step_time_s, prediction.fits, …).
 #pragma once
 
+#include "dataset_check.hpp"
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -49,6 +50,7 @@ struct CheckView {
   };
   std::optional<Written> rewritten;  // --emit SAME_TRAINER --output: the user's file written back
   bool nothing_to_write = false;     // --output asked, but nothing within the trainer's knobs fits
+  const DatasetView* dataset = nullptr;  // the dataset's buckets (dataset_check.hpp; nullptr: none read)
 };
 
 // What `calibrate` prints beside the coefficients: the fit, how long it took, where the file went.

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "emitters.hpp"
 #include "printer.hpp"
+#include "runs.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 #include "segadvise/trainers/trainer.hpp"
@@ -40,6 +41,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
                          "this " + tr.trainer + " config is judged on its training step");
   req.advise = o.advise || !o.emit.empty();
   req.advice_options.keep_all = o.show_all;
+  print_remembered(out, req.run, o.flags.format);
   const CheckReport r = check_report(req);
 
   CheckView v;

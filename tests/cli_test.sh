@@ -5,6 +5,9 @@ set -u
 bin=$1
 torch_bin=${2:-}
 pass=0 fail=0
+# runs kept by `segadvise runs add` (the user's cache) must not move these answers: an empty cache of our own
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
 expect() {  # expect CODE PATTERN -- ARGS...
   local code=$1 pattern=$2; shift 3
   local out rc
@@ -151,9 +154,17 @@ check_that "config mode kept 600" eval '[[ $(stat -c %a "$tmp/config.json") == 6
 expect 0 '"what": "training_step"' -- read-log "$fixtures/logs/diffusers.txt" --format json
 expect 2 'not a text file' -- read-log "$fixtures/logs-binary.bin"
 expect 2 'not a regular file' -- read-log "$fixtures/logs"
-expect 1 'verdict: does not fit' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
-expect 1 'read from .*simpletuner.txt line 12: out of memory' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
+# (the log's card: 23.50 GiB total capacity, a 24 GB card; on an 80 GB card it proves only the 21.50 GiB needed)
+expect 1 'verdict: does not fit' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --measured-from "$fixtures/logs/simpletuner.txt"
+expect 1 'read from .*simpletuner.txt line 12: out of memory .*at least 21.50 GiB needed' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --measured-from "$fixtures/logs/simpletuner.txt"
+expect 0 'on a card of 23.50 GiB, not this one' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
+expect 0 'verdict: fits — peak 21.5 GiB \(90%: 21.5–' -- check "$fixtures/check/flux-480-square.json" --gpu h100 --measured-from "$fixtures/logs/simpletuner.txt"
+# an OOM of none on the H100 itself: none does not fit, and the recommendation is one whose range fits
+expect 0 'none +79.0 GiB \(90%: 79.0–.*does not fit' -- advise --model flux --gpu h100 --measured-from "$fixtures/logs/simpletuner_h100_none.txt" --measured-from-schedule none
+expect 0 '"oom_need_gib": 79.0' -- advise --model flux --gpu h100 --measured none:oom:79 --format json
 expect 0 'read from .*diffusers.txt line 4: 0.500 s/step' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusers.txt"
+# an OOM while sampling says nothing of the step: passed over, and with no step peak in the log an error
+expect 2 'line [0-9]+\) came while sampling, not in a training step' -- predict --model flux --gpu 4090 --schedule layer --measured-from "$fixtures/logs/ai_toolkit.txt"
 expect 2 'measured-from-schedule' -- advise --model flux --gpu h100 --measured-from "$fixtures/logs/diffusers.txt"
 expect 2 'no out-of-memory message and no peak' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusion_pipe.txt"
 # a valid 250-character file name works (the temporary name must fit NAME_MAX too)
@@ -163,6 +174,80 @@ check_that "250-character name written" test -s "$tmp/$long"
 # all outputs of one command or none
 expect 2 "cannot write '/nodir-segadvise/x.svg'" -- --model flux --gpu l40s --plan-out "$tmp/ok.json" --plot /nodir-segadvise/x.svg
 check_that "no ok.json when --plot fails" test ! -e "$tmp/ok.json"
+
+# runs remembered: nothing is kept unless asked; runs add keeps one, check of that setup anchors on it and
+# says so first; --no-runs leaves it out; another card's check is not anchored; remove forgets it
+runs_json=$XDG_CACHE_HOME/segadvise/runs.json
+check_that "no runs file before runs add (the commands above wrote none)" test ! -e "$runs_json"
+expect 0 'no runs kept' -- runs list
+expect 0 'kept run #1 in .*runs.json: layer of' -- runs add "$fixtures/logs/simpletuner.txt" --config "$fixtures/check/flux-480-square.json" --gpu 4090
+check_that "runs.json written, no temporary left" eval '[[ -s $runs_json && -z $(find "$XDG_CACHE_HOME" -name ".segadvise-*") ]]'
+expect 0 '^1 +[0-9-]+ [0-9:]+ UTC .*4090 +layer:oom:21.50' -- runs list
+first=$("$bin" check "$fixtures/check/flux-480-square.json" --gpu 4090 | head -1)
+check_that "check's first line says it is anchored on the run ($first)" \
+  eval '[[ $first == "anchored on your run of "*"(segadvise runs #1): layer ran out of memory needing at least 21.5 GiB" ]]'
+expect 1 'verdict: does not fit' -- check "$fixtures/check/flux-480-square.json" --gpu 4090
+# (exit 1 either way: the whole run's model load, 22.2 GiB, does not fit a 24 GB card; the step's verdict moves)
+expect 1 'verdict: borderline' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --no-runs
+expect 1 '"source": "your run of .*simpletuner.txt line 12' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --format json
+expect 3 '^anchored on your run of ' -- advise --model flux --gpu 4090 --lora-rank 16
+if "$bin" check "$fixtures/check/flux-480-square.json" --gpu h100 | grep -q 'your run of'; then
+  fail=$((fail + 1)); echo "FAIL: a run kept for the 4090 anchored a check on the h100"
+else
+  pass=$((pass + 1))
+fi
+expect 2 'no run #7' -- runs remove 7
+expect 0 'removed 1 run' -- runs remove 1
+expect 1 'verdict: borderline' -- check "$fixtures/check/flux-480-square.json" --gpu 4090
+printf '{"format": "segadvise runs 1", "runs": [{"id": "x"}]}' >"$runs_json"
+expect 2 "runs file '.*runs.json': field 'runs\[0\].id'" -- check "$fixtures/check/flux-480-square.json" --gpu 4090
+expect 0 'removed every run' -- runs remove --all
+expect 0 'no runs kept' -- runs list
+
+# the dataset: images written with their headers only; SimpleTuner's pixel buckets at 1024 (docs/datasets.md):
+# 6 squares -> 1024x1024, 2 photos 1500x1000 -> 1536x1024, one 768x1024 -> 1024x1344, one 400x400 under
+# minimum_image_size 512; repeats 1 doubles every count. The run is judged by 1536x1024.
+ds=$tmp/dataset
+mkdir -p "$ds/sub"
+python3 - "$ds" <<'PY'
+import struct, sys
+d = sys.argv[1]
+def png(p, w, h):
+    open(p, 'wb').write(b'\x89PNG\r\n\x1a\n' + struct.pack('>I', 13) + b'IHDR' + struct.pack('>II', w, h) + b'\x08\x02\0\0\0' + b'\0' * 4)
+def jpeg(p, w, h):
+    app1 = b'Exif\0\0' + b'x' * 100
+    open(p, 'wb').write(b'\xff\xd8\xff\xe1' + struct.pack('>H', len(app1) + 2) + app1 + b'\xff\xc0' + struct.pack('>HBHHB', 17, 8, h, w, 3) + b'\0' * 9 + b'\xff\xd9')
+def webp(p, w, h):
+    v = b'\0\0\0\x9d\x01\x2a' + struct.pack('<HH', w, h)
+    open(p, 'wb').write(b'RIFF' + struct.pack('<I', 12 + len(v)) + b'WEBP' + b'VP8 ' + struct.pack('<I', len(v)) + v)
+for i in range(6): png(f'{d}/sq{i}.png', 1024, 1024)
+jpeg(f'{d}/sub/photo1.jpg', 1500, 1000); jpeg(f'{d}/sub/photo2.jpeg', 1500, 1000)
+webp(f'{d}/tall.webp', 768, 1024); png(f'{d}/small.png', 400, 400)
+PY
+cat >"$tmp/backend.json" <<EOF
+[{"id": "photos", "type": "local", "dataset_type": "image", "instance_data_dir": "$ds", "resolution": 1024,
+  "resolution_type": "pixel", "minimum_image_size": 512, "repeats": 1},
+ {"id": "embeds", "type": "local", "dataset_type": "text_embeds", "default": true, "cache_dir": "$tmp/cache"}]
+EOF
+cat >"$tmp/dsconfig.json" <<EOF
+{"model_family": "flux", "model_type": "lora", "lora_rank": 16, "base_model_precision": "int8-quanto",
+ "train_batch_size": 1, "data_backend_config": "$tmp/backend.json", "gradient_checkpointing": true}
+EOF
+expect 0 'shape +1536x1024, batch 1' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '^1536x1024 +4 +[0-9.]+ +fits' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '^1024x1344 +2 ' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '^1024x1024 +12 ' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '10 image files, 1 under minimum_image_size' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 'judged by the largest bucket, 1536x1024' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 '"count": 4,' -- check "$tmp/dsconfig.json" --gpu l40s --format json
+mkdir -p "$tmp/other"; cp "$ds/sq0.png" "$tmp/other/"
+expect 0 'shape +1024x1024, batch 1' -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/other"
+expect 2 "--dataset '.*nowhere': not a directory" -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/nowhere"
+expect 2 "--dataset '.*': datasets are read for SimpleTuner configs only" -- check "$fixtures/trainers/ai-toolkit/chroma_offload.yaml" --gpu l40s --dataset "$tmp/other"
+# a run kept for that config is kept under its largest bucket: check of the config finds it
+expect 0 'kept run #1' -- runs add "$fixtures/logs/diffusers.txt" --config "$tmp/dsconfig.json" --gpu l40s
+expect 0 '^anchored on your run of ' -- check "$tmp/dsconfig.json" --gpu l40s
+expect 0 'removed every run' -- runs remove --all
 check_that "no temporary file left behind" eval '[[ -z $(find "$tmp" -name ".segadvise-*") ]]'
 
 echo "$pass passed, $fail failed"

@@ -364,3 +364,66 @@ TEST_CASE("measurements anchor every schedule a planner evaluates") {
   };
   CHECK_THROWS_AS(anchor_measurements({parse_measurement("interval2:1:20")}, refuses), InputError);
 }
+
+TEST_CASE("an out-of-memory measurement with its need: SCHEDULE:oom:GIB") {
+  const Measurement m = parse_measurement("layer:oom:21.5");
+  CHECK(m.oom);
+  CHECK(gib(m.oom_need_bytes) == doctest::Approx(21.5));
+  CHECK_FALSE(m.oom_elsewhere);
+  CHECK_THROWS_AS(parse_measurement("layer:oom:0"), InputError);
+  CHECK_THROWS_AS(parse_measurement("layer:oom:x"), InputError);
+  // on this card the bound is the larger of the need and the usable memory; elsewhere the need alone
+  CHECK(gib(oom_lower_bound(m, 20 * kGiB)) == doctest::Approx(21.5));
+  CHECK(gib(oom_lower_bound(m, 22 * kGiB)) == doctest::Approx(22));
+  Measurement other = m;
+  other.oom_elsewhere = true;
+  CHECK(gib(oom_lower_bound(other, 78 * kGiB)) == doctest::Approx(21.5));
+}
+
+TEST_CASE("which schedules never need less memory than another") {
+  auto at_least = [](const char* s, const char* x) { return needs_at_least(Schedule::parse(s), Schedule::parse(x)); };
+  CHECK(at_least("layer", "layer"));
+  CHECK(at_least("none", "layer"));
+  CHECK(at_least("none", "seg2-stride4-offload"));
+  CHECK(at_least("interval2", "layer"));   // each 1-block call lies inside a 2-block call
+  CHECK(at_least("interval4", "interval2"));
+  CHECK_FALSE(at_least("interval3", "interval2"));  // calls [0,3) and [2,4) overlap: no containment
+  CHECK_FALSE(at_least("layer", "interval2"));
+  CHECK_FALSE(at_least("layer", "none"));
+  CHECK_FALSE(at_least("interval2+unsloth", "layer"));    // its saved inputs live on the host
+  CHECK_FALSE(at_least("activation-offload", "layer"));  // attention offloaded
+  CHECK_FALSE(at_least("seg2-stride4", "layer"));        // strided: not compared
+}
+
+TEST_CASE("an OOM with its need on another card bounds the peak from below without failing the schedule") {
+  // layer: fixed 10 GiB, activations 4 on a card with 40 usable. An OOM needing 20 GiB on a smaller card:
+  // k_act = (20 - 10) / 4 = 2.5; interval2 (activations 5) -> 10 + 12.5 = 22.5; layer's range starts at 20.
+  Measurement m = parse_measurement("layer:oom:20");
+  m.oom_elsewhere = true;
+  const AnchorPoint layer{m, made(9, 1, 4, 0, 1, 0.5, 0, 40)};
+  const Anchor a = fit_anchor({layer}, clean_options());
+  CHECK(a.raised_by_oom);
+  CHECK(a.activation_scale == doctest::Approx(2.5));
+  const RangedPrediction r = ranged_prediction(RangeModel{}, a, Schedule::parse("layer"), layer.predicted, kGiB);
+  CHECK(gib(r.prediction.peak_vram_bytes) == doctest::Approx(20));
+  CHECK(gib(r.peak_vram_bytes.lo) == doctest::Approx(20));
+  CHECK(r.fit == FitVerdict::Fits);  // 20 + 1 <= 40, the default band is the point
+  // on this card the same OOM fails layer and interval2 (which needs at least as much), whatever the model says
+  Measurement here = m;
+  here.oom_elsewhere = false;
+  const Anchor b = fit_anchor({{here, layer.predicted}}, clean_options());
+  CHECK(a.activation_scale < b.activation_scale);  // raised to the usable 40: (40 - 10) / 4 = 7.5
+  CHECK(b.activation_scale == doctest::Approx(7.5));
+  // interval2 modelled below layer (activations 3.9 -> 10 + 29.25 = 39.25 GiB), still fails: its point and
+  // lower end are raised to the 40 GiB layer was proven to exceed
+  const RangedPrediction i2 = ranged_prediction(RangeModel{}, b, Schedule::parse("interval2"),
+                                                made(9, 1, 3.9, 0, 1, 0.5, 0, 40), 0);
+  CHECK(i2.fit == FitVerdict::DoesNotFit);
+  CHECK(gib(i2.prediction.peak_vram_bytes) == doctest::Approx(40));
+  CHECK(gib(i2.peak_vram_bytes.lo) == doctest::Approx(40));
+  // layer+unsloth is not bounded by it: 10 + 2 * 7.5 = 25 GiB, fits
+  const RangedPrediction u = ranged_prediction(RangeModel{}, b, Schedule::parse("layer+unsloth"),
+                                               made(9, 1, 2, 0, 1, 0.5, 0, 40), kGiB);
+  CHECK(gib(u.prediction.peak_vram_bytes) == doctest::Approx(25));
+  CHECK(u.fit == FitVerdict::Fits);
+}

@@ -178,9 +178,10 @@ Measurement parse_measurement(const std::string& text) {
   const std::vector<std::string> f = split_colons(text);
   Measurement m;
   m.text = text;
-  const bool oom = f.size() == 2 && (f[1] == "oom" || f[1] == "OOM");
+  const bool oom = (f.size() == 2 || f.size() == 3) && (f[1] == "oom" || f[1] == "OOM");
   if (f.size() != 3 && !oom)
-    throw bad(text, "expected SCHEDULE:SEC:GIB (sec/step and peak GiB, e.g. layer:1.85:16.2) or SCHEDULE:oom");
+    throw bad(text, "expected SCHEDULE:SEC:GIB (sec/step and peak GiB, e.g. layer:1.85:16.2), SCHEDULE:oom or "
+                    "SCHEDULE:oom:GIB (ran out of memory needing at least GIB)");
   if (f[0].empty()) throw bad(text, "no schedule before the first ':'");
   try {
     m.schedule = Schedule::parse(f[0]);
@@ -189,6 +190,7 @@ Measurement parse_measurement(const std::string& text) {
   }
   if (oom) {
     m.oom = true;
+    if (f.size() == 3) m.oom_need_bytes = positive_number(text, f[2], "needed GiB") * kGiB;
     return m;
   }
   m.step_time_s = positive_number(text, f[1], "sec/step");
@@ -236,18 +238,29 @@ Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& o
     a.transfer_scale = t[2];
     a.time_anchored = true;
   }
-  // an OOM is a lower bound on that schedule's peak: raise the activations until it reaches the
-  // usable memory (the fixed part is the better known one)
+  // an OOM is a lower bound on that schedule's peak (oom_lower_bound): raise the activations until the
+  // prediction reaches it (the fixed part is the better known one)
   for (const AnchorPoint& p : points) {
     if (!p.measured.oom) continue;
     const PeakParts q = peak_parts(p.predicted);
-    const double usable = p.predicted.usable_vram_bytes;
-    if (a.fixed_scale * q.fixed_bytes + a.activation_scale * q.activation_bytes >= usable) continue;
-    if (q.activation_bytes > 0) a.activation_scale = (usable - a.fixed_scale * q.fixed_bytes) / q.activation_bytes;
-    else if (q.fixed_bytes > 0) a.fixed_scale = usable / q.fixed_bytes;
+    const double bound = oom_lower_bound(p.measured, p.predicted.usable_vram_bytes);
+    if (a.fixed_scale * q.fixed_bytes + a.activation_scale * q.activation_bytes >= bound) continue;
+    if (q.activation_bytes > 0) a.activation_scale = (bound - a.fixed_scale * q.fixed_bytes) / q.activation_bytes;
+    else if (q.fixed_bytes > 0) a.fixed_scale = bound / q.fixed_bytes;
     a.raised_by_oom = true;
   }
   return a;
+}
+
+double oom_lower_bound(const Measurement& m, double usable_bytes) {
+  return std::max(m.oom_need_bytes, m.oom_elsewhere ? 0.0 : usable_bytes);
+}
+
+bool needs_at_least(const Schedule& s, const Schedule& x) {
+  if (s.name() == x.name() || !s.checkpointing) return true;
+  if (!x.checkpointing || s.backend != x.backend || s.offload_attention != x.offload_attention) return false;
+  if (s.stride != 0 || x.stride != 0) return false;
+  return std::max(1, s.interval) % std::max(1, x.interval) == 0;
 }
 
 const Measurement* measured_ok(const Anchor& a, const Schedule& schedule) {
@@ -393,14 +406,22 @@ RangedPrediction ranged_prediction(const RangeModel& ranges, const Anchor& a, co
     r.peak_vram_bytes = {q.peak_vram_bytes, q.peak_vram_bytes};
     r.step_time_s = {q.step_time_s, q.step_time_s};
   }
-  for (const AnchorPoint& pt : a.points)
-    if (pt.measured.oom && pt.measured.schedule.name() == schedule.name()) {
-      r.peak_vram_bytes.lo = std::max(r.peak_vram_bytes.lo, q.usable_vram_bytes);
-      r.peak_vram_bytes.hi = std::max(r.peak_vram_bytes.hi, r.peak_vram_bytes.lo);
+  // an OOM bounds its schedule's peak, and that of every schedule needing at least as much, from below
+  bool failed_here = false;
+  for (const AnchorPoint& pt : a.points) {
+    if (!pt.measured.oom || !needs_at_least(schedule, pt.measured.schedule)) continue;
+    const double bound = oom_lower_bound(pt.measured, q.usable_vram_bytes);
+    r.peak_vram_bytes.lo = std::max(r.peak_vram_bytes.lo, bound);
+    r.peak_vram_bytes.hi = std::max(r.peak_vram_bytes.hi, r.peak_vram_bytes.lo);
+    if (r.prediction.peak_vram_bytes < bound) {  // the point too (its activations): never below what the run proved
+      r.prediction.memory.activation_peak_bytes += bound - r.prediction.peak_vram_bytes;
+      r.prediction.peak_vram_bytes = bound;
+      r.prediction.fits = bound + headroom_bytes <= q.usable_vram_bytes;
     }
+    failed_here = failed_here || !pt.measured.oom_elsewhere;
+  }
   r.fit = fit_verdict(r.peak_vram_bytes, q.usable_vram_bytes, headroom_bytes);
-  for (const AnchorPoint& pt : a.points)
-    if (pt.measured.oom && pt.measured.schedule.name() == schedule.name()) r.fit = FitVerdict::DoesNotFit;
+  if (failed_here) r.fit = FitVerdict::DoesNotFit;
   return r;
 }
 

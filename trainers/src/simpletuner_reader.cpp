@@ -314,6 +314,7 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
         a = checked_number(bk["aspect"], b.where("crop_aspect_buckets"), -kMaxAspect, kMaxAspect);
       else throw InputError(b.where("crop_aspect_buckets") + ": " + value_str(bk) + " is neither a number nor {aspect, weight}");
       if (a <= 0) throw InputError(b.where("crop_aspect_buckets") + ": aspect must be positive, got " + value_str(bk));
+      out.rules.crop_aspect_buckets.push_back(a);
       const ResolvedSize r = bucket_size(res, rtype, fam.geometry.alignment, a, false);
       if (r.width * static_cast<double>(r.height) > best_area) {
         best_area = r.width * static_cast<double>(r.height);
@@ -327,6 +328,14 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
                        ": maximum_image_size and target_downsample_size must be set together (the trainer raises an "
                        "error); they only change an intermediate resize, not the trained size");
   const ResolvedSize r = bucket_size(res, rtype, fam.geometry.alignment, aspect, square);
+  out.rules.instance_data_dir = b.str("instance_data_dir", "");
+  out.rules.resolution = res;
+  out.rules.resolution_type = rtype;
+  out.rules.alignment = fam.geometry.alignment;
+  out.rules.crop = crop;
+  out.rules.crop_aspect = crop_aspect;
+  out.rules.minimum_image_size = b.number("minimum_image_size", 0, 0, kMaxEdgePixels);
+  out.rules.repeats = static_cast<int>(b.integer("repeats", 0, 0, 1000000));
   out.width = r.width;
   out.height = r.height;
   out.note = "backend '" + id + "': " + r.note + " [" + aspect_note + (own_res ? "" : ", config-level resolution") + "]";

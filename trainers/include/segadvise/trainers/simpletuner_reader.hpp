@@ -40,6 +40,18 @@ struct BackendShape {
   std::string dataset_type;  // image | video | audio | caption
   int width = 0, height = 0, frames = 1, batch = 1;
   std::string note;
+  // the rules its dataset is bucketed by (dataset_buckets.hpp), as read
+  struct Rules {
+    std::string instance_data_dir;  // "" : none given
+    double resolution = 0;          // as given (pixels, or megapixels for area)
+    std::string resolution_type;
+    int alignment = 64;
+    bool crop = false;
+    std::string crop_aspect = "square";
+    std::vector<double> crop_aspect_buckets;
+    double minimum_image_size = 0;  // 0 : none
+    int repeats = 0;
+  } rules;
 };
 
 struct ReadOptions {

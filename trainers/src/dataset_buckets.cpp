@@ -1,0 +1,187 @@
+// Image headers and SimpleTuner's aspect buckets (dataset_buckets.hpp). Each header is read with a few
+// small reads: PNG and WebP from their first 30 bytes, JPEG marker by marker (segments skipped by their
+// length) up to its first SOF.
+#include "segadvise/trainers/dataset_buckets.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/families/analyzer.hpp"
+
+namespace segadvise {
+namespace {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+unsigned be16(const unsigned char* p) { return (unsigned(p[0]) << 8) | p[1]; }
+unsigned long be32(const unsigned char* p) {
+  return (static_cast<unsigned long>(p[0]) << 24) | (static_cast<unsigned long>(p[1]) << 16) | (unsigned(p[2]) << 8) | p[3];
+}
+unsigned le16(const unsigned char* p) { return unsigned(p[0]) | (unsigned(p[1]) << 8); }
+unsigned long le24(const unsigned char* p) { return unsigned(p[0]) | (unsigned(p[1]) << 8) | (static_cast<unsigned long>(p[2]) << 16); }
+
+bool valid(long w, long h) { return w > 0 && h > 0 && w <= 1000000 && h <= 1000000; }
+
+std::optional<MediaSize> png(const unsigned char* b, std::size_t n) {
+  // signature, then the IHDR chunk: length, "IHDR", width, height (big-endian)
+  if (n < 24 || std::string(reinterpret_cast<const char*>(b + 12), 4) != "IHDR") return std::nullopt;
+  const long w = static_cast<long>(be32(b + 16)), h = static_cast<long>(be32(b + 20));
+  if (!valid(w, h)) return std::nullopt;
+  return MediaSize{static_cast<int>(w), static_cast<int>(h), 1};
+}
+
+std::optional<MediaSize> webp(const unsigned char* b, std::size_t n) {
+  // RIFF size "WEBP", then the first chunk: "VP8 " (lossy), "VP8L" (lossless) or "VP8X" (extended)
+  if (n < 25) return std::nullopt;
+  const std::string chunk(reinterpret_cast<const char*>(b + 12), 4);
+  const unsigned char* d = b + 20;
+  long w = 0, h = 0;
+  if (chunk != "VP8L" && n < 30) return std::nullopt;  // VP8 and VP8X: 10 bytes of the chunk, VP8L 5
+  if (chunk == "VP8 ") {
+    // frame tag (3 bytes), start code 9d 01 2a, then 14-bit width and height
+    if (d[3] != 0x9d || d[4] != 0x01 || d[5] != 0x2a) return std::nullopt;
+    w = le16(d + 6) & 0x3fff;
+    h = le16(d + 8) & 0x3fff;
+  } else if (chunk == "VP8L") {
+    // signature 0x2f, then width - 1 and height - 1 in 14 bits each
+    if (d[0] != 0x2f) return std::nullopt;
+    const unsigned long bits = static_cast<unsigned long>(d[1]) | (static_cast<unsigned long>(d[2]) << 8) |
+                               (static_cast<unsigned long>(d[3]) << 16) | (static_cast<unsigned long>(d[4]) << 24);
+    w = static_cast<long>(bits & 0x3fff) + 1;
+    h = static_cast<long>((bits >> 14) & 0x3fff) + 1;
+  } else if (chunk == "VP8X") {
+    // flags (4 bytes), canvas width - 1 and height - 1 in 24 bits each
+    w = static_cast<long>(le24(d + 4)) + 1;
+    h = static_cast<long>(le24(d + 7)) + 1;
+  } else {
+    return std::nullopt;
+  }
+  if (!valid(w, h)) return std::nullopt;
+  return MediaSize{static_cast<int>(w), static_cast<int>(h), 1};
+}
+
+std::optional<MediaSize> jpeg(std::FILE* f) {
+  // after SOI: markers FF xx; standalone ones (RSTn, TEM) have no length, every other segment is skipped by
+  // its length until a start-of-frame (C0-CF but C4 DHT, C8 JPG, CC DAC) gives height and width
+  if (std::fseek(f, 2, SEEK_SET) != 0) return std::nullopt;
+  for (int segments = 0; segments < 10000; ++segments) {
+    int c = std::fgetc(f);
+    if (c != 0xFF) return std::nullopt;
+    while (c == 0xFF) c = std::fgetc(f);  // fill bytes
+    if (c == EOF) return std::nullopt;
+    const int marker = c;
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;
+    if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // end of image, or scan data before any frame
+    unsigned char len[2];
+    if (std::fread(len, 1, 2, f) != 2) return std::nullopt;
+    const unsigned length = be16(len);
+    if (length < 2) return std::nullopt;
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
+      unsigned char sof[5];  // precision, height, width
+      if (std::fread(sof, 1, 5, f) != 5) return std::nullopt;
+      const long h = be16(sof + 1), w = be16(sof + 3);
+      if (!valid(w, h)) return std::nullopt;
+      return MediaSize{static_cast<int>(w), static_cast<int>(h), 1};
+    }
+    if (std::fseek(f, static_cast<long>(length) - 2, SEEK_CUR) != 0) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool image_extension(const std::filesystem::path& p) {
+  std::string e = p.extension().string();
+  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".webp";
+}
+
+}  // namespace
+
+std::optional<MediaSize> read_image_header(const std::string& path) {
+  File f(std::fopen(path.c_str(), "rb"));
+  if (!f) return std::nullopt;
+  unsigned char b[30];
+  const std::size_t n = std::fread(b, 1, sizeof b, f.get());
+  if (n >= 8 && b[0] == 0x89 && b[1] == 'P' && b[2] == 'N' && b[3] == 'G') return png(b, n);
+  if (n >= 12 && std::string(reinterpret_cast<const char*>(b), 4) == "RIFF" &&
+      std::string(reinterpret_cast<const char*>(b + 8), 4) == "WEBP")
+    return webp(b, n);
+  if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return jpeg(f.get());
+  return std::nullopt;
+}
+
+DatasetScan scan_image_dataset(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError("dataset '" + brief_text(dir) + "': not a directory");
+  DatasetScan s;
+  s.dir = dir;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
+    if (!it->is_regular_file(ec) || !image_extension(it->path())) continue;
+    ++s.files;
+    if (const auto m = read_image_header(it->path().string())) s.media.push_back(*m);
+    else ++s.unreadable;
+  }
+  return s;
+}
+
+BucketResult simpletuner_buckets(const BackendShape& b, const std::vector<MediaSize>& media) {
+  const BackendShape::Rules& r = b.rules;
+  BucketResult out;
+  std::map<std::tuple<int, int, int>, long long> counts;
+  const bool square = r.crop && r.crop_aspect == "square";
+  // minimum_image_size (metadata/backends/base.py meets_resolution_requirements): pixel, the shorter side
+  // in pixels; area, megapixels; pixel_area, converted to megapixels (x^2 / 1e6) like the resolution. A
+  // square crop also needs the shorter side at the square's edge.
+  const double min_mp = r.resolution_type == "area"         ? r.minimum_image_size
+                        : r.resolution_type == "pixel_area" ? r.minimum_image_size * r.minimum_image_size / 1e6
+                                                            : 0;
+  for (const MediaSize& m : media) {
+    const double shorter = std::min(m.width, m.height);
+    if (r.minimum_image_size > 0) {
+      const bool small = r.resolution_type == "pixel" ? shorter < r.minimum_image_size
+                                                      : static_cast<double>(m.width) * m.height / 1e6 < min_mp ||
+                                                            (square && shorter < std::sqrt(min_mp * 1e6) - 1e-9);
+      if (small) {
+        ++out.too_small;
+        continue;
+      }
+    }
+    double aspect = static_cast<double>(m.width) / m.height;
+    if (r.crop && (r.crop_aspect == "closest" || r.crop_aspect == "random") && !r.crop_aspect_buckets.empty()) {
+      // closest: the crop bucket nearest the image's aspect. random: any bucket may be drawn for any image,
+      // so the count cannot be known: every image is counted in the largest (b's own shape, as read)
+      if (r.crop_aspect == "closest") {
+        double best = r.crop_aspect_buckets.front();
+        for (double a : r.crop_aspect_buckets)
+          if (std::fabs(a - aspect) < std::fabs(best - aspect)) best = a;
+        aspect = best;
+      } else {
+        counts[{b.width, b.height, b.frames}] += r.repeats + 1;
+        continue;
+      }
+    }
+    const ResolvedSize s = bucket_size(r.resolution, r.resolution_type, r.alignment, square ? 1.0 : aspect, square);
+    counts[{s.width, s.height, b.frames}] += r.repeats + 1;
+  }
+  for (const auto& [k, n] : counts) out.buckets.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), n});
+  std::stable_sort(out.buckets.begin(), out.buckets.end(), [](const DatasetBucket& x, const DatasetBucket& y) {
+    const double ax = static_cast<double>(x.width) * x.height * x.frames, ay = static_cast<double>(y.width) * y.height * y.frames;
+    if (ax != ay) return ax > ay;
+    return x.width > y.width;
+  });
+  return out;
+}
+
+}  // namespace segadvise
