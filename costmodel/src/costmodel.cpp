@@ -210,7 +210,7 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
 
 double quantizable_param_bytes(const TrainingSetup& setup) {
   const PrecisionInfo prec = precision_info(setup.base_precision);
-  const double dtype = weight_dtype_bytes(setup);
+  const double dtype = stored_weight_bytes(setup);
   // TransformerEngine keeps bf16 weight storage for full runs (§2.2)
   if (prec.backend == "transformerengine" && setup.model_type == ModelType::Full) return dtype;
   return prec.quantized ? prec.bytes_per_param : dtype;
@@ -218,12 +218,12 @@ double quantizable_param_bytes(const TrainingSetup& setup) {
 
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
   return b.quantizable_params * quantizable_param_bytes(setup) +
-         (b.params - b.quantizable_params) * weight_dtype_bytes(setup);
+         (b.params - b.quantizable_params) * stored_weight_bytes(setup);
 }
 
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
   StaticMemory m;
-  const double dtype = weight_dtype_bytes(setup);
+  const double dtype = stored_weight_bytes(setup);
   const bool full = setup.model_type == ModelType::Full;
   const double q_bytes = quantizable_param_bytes(setup);
 
@@ -232,37 +232,70 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   // time; a double buffer of the largest block stays resident.
   const int n = static_cast<int>(chain.blocks.size());
   const int swap_from = setup.blocks_to_swap > 0 ? std::max(1, n - std::min(setup.blocks_to_swap, n - 1)) : n;
-  double largest_block_bytes = 0;
+  double largest_block_bytes = 0, all_block_bytes = 0, largest = 0, second = 0, largest_linear_bytes = 0;
   for (int i = 0; i < n; ++i) {
     const BlockCost& b = chain.blocks[i];
-    const double bytes = b.quantizable_params * q_bytes + (b.params - b.quantizable_params) * dtype;
+    const double q_params = setup.quantize_all_block_linears && q_bytes < dtype ? b.params : b.quantizable_params;
+    const double bytes = q_params * q_bytes + (b.params - q_params) * dtype;
+    all_block_bytes += bytes;
+    if (setup.layer_offload_fraction > 0 && b.quantizable_linears > 0)
+      largest_linear_bytes = std::max(largest_linear_bytes, 2 * b.quantizable_params * q_bytes / b.quantizable_linears);
+    if (bytes > largest) {
+      second = largest;
+      largest = bytes;
+    } else {
+      second = std::max(second, bytes);
+    }
     double streamed_share = 0;
     if (setup.ramtorch) streamed_share = std::clamp(setup.ramtorch_percent / 100.0, 0.0, 1.0);
     if (i >= swap_from || setup.group_offload) streamed_share = 1.0;
+    if (setup.layer_offload_fraction > 0) continue;  // below, by bytes
     m.weights_bytes += bytes * (1 - streamed_share);
     m.streamed_weights_bytes += bytes * streamed_share;
     if (streamed_share > 0) largest_block_bytes = std::max(largest_block_bytes, bytes);
   }
   m.weights_bytes += kStreamedBlockBuffers * largest_block_bytes;
+  if (setup.layer_offload_fraction > 0 && n > 0) {
+    // OneTrainer's LayerOffloadStrategy: target_loaded_bytes = total x (1 - fraction), a window of
+    // whole layers up to that (at least two layers), held in a static GPU cache of at most 10 tensors
+    // that each add one largest tensor, and "no more than 10% overhead" (StaticLayerAllocator.allocate_cache);
+    // the largest tensor is taken as twice a block's average quantizable Linear (an FFN projection
+    // is 4d^2 against the attention's d^2). The rest of the bytes wait on the host and are streamed.
+    const double f = std::clamp(setup.layer_offload_fraction, 0.0, 1.0);
+    const double loaded = std::max(all_block_bytes * (1 - f), std::min(all_block_bytes, largest + second));
+    const double slack = largest_linear_bytes > 0 ? std::min(kLayerOffloadCacheOverhead * loaded, 10 * largest_linear_bytes)
+                                                  : kLayerOffloadCacheOverhead * loaded;
+    m.weights_bytes += loaded + slack;
+    m.streamed_weights_bytes += all_block_bytes - loaded;
+  }
   m.weights_bytes += chain.outside_params * dtype;
 
-  double block_params = 0, lora = 0;
+  double block_params = 0, lora = 0, largest_params = 0, largest_lora = 0;
   for (const auto& b : chain.blocks) {
     block_params += b.params;
     lora += b.lora_params;
+    largest_params = std::max(largest_params, b.params);
+    largest_lora = std::max(largest_lora, b.lora_params);
   }
   const OptimizerInfo opt = optimizer_info(setup.optimizer);
   if (full) {
     m.trainable_params = block_params + chain.outside_params;
     m.trainable_bytes = 0;  // the weights themselves, already counted
-    m.gradient_bytes = m.trainable_params * dtype;
+    // gradients in the weights' dtype; the fused back pass frees each as it is applied: one block's
+    m.gradient_bytes = (setup.fused_back_pass ? largest_params : m.trainable_params) * dtype;
+  } else if (setup.embedding_params > 0) {
+    m.trainable_params = setup.embedding_params;  // the embedding vectors, fp32, no adapters
+    m.trainable_bytes = setup.embedding_params * kFp32Bytes;
+    m.gradient_bytes = setup.embedding_params * kFp32Bytes;
   } else {
     m.trainable_params = lora;
     m.trainable_bytes = lora * kBf16Bytes;  // adapters are cast to weight_dtype (bf16), §2.1
-    m.gradient_bytes = lora * kBf16Bytes;
+    m.gradient_bytes = (setup.fused_back_pass ? largest_lora : lora) * kBf16Bytes;
   }
   m.optimizer_bytes = m.trainable_params * opt.state_bytes_per_param;
   if (setup.use_ema && setup.ema_on_gpu) m.optimizer_bytes += m.trainable_params * dtype;
+  m.other_models_bytes = std::max(0.0, setup.kept_model_bytes);
+  m.weights_bytes += m.other_models_bytes;
   return m;
 }
 
@@ -480,6 +513,7 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
 
   MemoryBreakdown& m = p.memory;
   m.weights_bytes = sm.weights_bytes;
+  m.other_models_bytes = sm.other_models_bytes;
   m.streamed_weights_bytes = sm.streamed_weights_bytes;
   m.trainable_bytes = sm.trainable_bytes;
   m.gradient_bytes = sm.gradient_bytes;
