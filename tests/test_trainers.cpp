@@ -331,6 +331,36 @@ TEST_CASE("ai-toolkit's and musubi's run phases come from their data files") {
   CHECK(rm.other.latent_caching);  // cached by cache_latents.py before training
 }
 
+TEST_CASE("diffusers scripts: their own argparse defaults, prior preservation, the model path, fp8 training") {
+  // train_text_to_image_sdxl.py: --train_batch_size default 16, --resolution default 1024
+  const TrainerRead x = read("diffusers/sdxl_t2i_defaults.sh");
+  CHECK(x.family->id == "sdxl");
+  CHECK(x.setup.batch == 16);
+  CHECK(x.setup.width == 1024);
+  CHECK(x.setup.model_type == ModelType::Full);
+  // the sd3 script with a 3.5 Large path trains Large; prior preservation doubles the batch (2 -> 4)
+  const TrainerRead l = read("diffusers/sd35_large_prior.sh");
+  CHECK(l.family->id == "sd3.5-large");
+  CHECK(l.setup.batch == 4);
+  CHECK(any_contains(l.warnings, "with_prior_preservation"));
+  CHECK(l.setup.kept_model_bytes == 0);  // --cache_latents, one instance prompt: text encoders and VAE freed
+  // krea2: --rank default 32; fp8 training keeps bf16 weights; per-image prompts keep the text encoder
+  // and, without --cache_latents, the VAE on the GPU at bf16
+  const TrainerRead k = read("diffusers/krea2_fp8_captions.sh");
+  CHECK(k.family->id == "krea2");
+  CHECK(k.setup.lora_rank == 32);
+  CHECK(k.setup.base_precision == "no_change");
+  const FamilyPhaseData pd = phase_data(*k.family);
+  double te = 0;
+  for (const auto& e : pd.text_encoders) te += e.params * 2;
+  CHECK(k.setup.kept_model_bytes == doctest::Approx(te + pd.vae.params * 2));
+  // the run: no latent caching, text kept (per-image prompts), no validation prompt
+  const RunSetup run = trainer("diffusers").run_setup(k);
+  CHECK(!run.other.latent_caching);
+  CHECK(!run.other.text_caching);
+  CHECK(!run.other.samples);
+}
+
 TEST_CASE("musubi: a Wan 14B command line with its dataset TOML") {
   const TrainerRead r = read("musubi/wan14b_train.sh");
   CHECK(r.family->id == "wan2.1-14b");  // --task t2v-14B

@@ -52,15 +52,19 @@ struct Lookup {
       return present ? 1 : (it->second == "false" || it->second == "False" || it->second == "0" ? 0 : 1);
     }
     if (format == "yaml") {
-      YAML::Node n = y;
+      // reset(), not operator=: assigning a YAML::Node writes into the node it refers to
+      YAML::Node n;
+      n.reset(y);
       for (const auto& part : split(key)) {
         if (!n || n.IsNull()) return -1;
-        if (n.IsSequence() && all_digits(part)) {
+        const YAML::Node& cur = n;
+        if (cur.IsSequence() && all_digits(part)) {
           const std::size_t i = std::stoul(part);
-          if (i >= n.size()) return -1;
-          n = n[i];
-        } else if (n.IsMap()) {
-          n = n[part];
+          if (i >= cur.size()) return -1;
+          n.reset(cur[i]);
+        } else if (cur.IsMap()) {
+          if (!cur[part]) return -1;
+          n.reset(cur[part]);
         } else {
           return -1;
         }
@@ -147,6 +151,13 @@ TrainerRun trainer_run_from_data(const TrainerFacts& facts, const TrainerRead& r
   o.sample_cfg = p.value("sample_cfg", true);
   o.sample_moves_parts = p.value("sample_moves_parts", false);
   o.caching_batch = p.value("caching_batch_is_training_batch", true) ? std::max(1, r.setup.batch) : 1;
+  // {"keys": [...], "default": bool, "bytes": B}: the text encoders' bytes per parameter when the keys say so
+  // (ai-toolkit's model.quantize_te, on with model.quantize)
+  if (p.contains("text_encoders_quantized")) {
+    std::string key;
+    if (decide(l, p.at("text_encoders_quantized"), facts.origin, "text_encoders_quantized", key))
+      o.text_encoder_bytes_per_param.assign(8, p.at("text_encoders_quantized").value("bytes", 1.0));
+  }
   o.source = p.value("source", "");
   return o;
 }
