@@ -34,11 +34,10 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
   req.schedule = tr.schedule;
   req.rejections = tr.rejections;
   req.warnings = tr.warnings;
-  // the phase model (families/phases.hpp) follows SimpleTuner's run (its caching, quantize_via,
-  // validation keys); another trainer's loading and validation are not modelled: judge the step
-  req.step_only = true;
-  req.warnings.push_back("startup caching, model loading, validation and saving are modelled for SimpleTuner runs only: "
-                         "this " + tr.trainer + " config is judged on its training step");
+  // the whole run as this trainer runs it (Trainer::run_setup: its caching, loading, sampling and
+  // saving by its own keys); --step-only judges the step alone
+  req.run_setup = trainer(trainer_id).run_setup(tr);
+  req.step_only = o.step_only;
   req.advise = o.advise || !o.emit.empty();
   req.advice_options.keep_all = o.show_all;
   print_remembered(out, req.run, o.flags.format);

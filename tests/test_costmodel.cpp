@@ -251,3 +251,83 @@ TEST_CASE("a block's stored weight bytes: quantized width, but bf16 for a Transf
   c.blocks = {b};
   CHECK(static_memory(c, s).weights_bytes == doctest::Approx(block_weight_bytes(b, s) + c.outside_params * 2.0));
 }
+
+// ---- other trainers' memory rules (TrainingSetup fields a trainer's reader sets) -----------------
+
+namespace {
+
+// Blocks of `params` parameters (all quantizable Linear weights, `linears` of them), nothing outside.
+BlockChain flat_chain(const std::vector<double>& params, double linears = 0) {
+  BlockChain c;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    BlockCost b;
+    b.index = static_cast<int>(i);
+    b.params = b.quantizable_params = params[i];
+    b.quantizable_linears = linears;
+    c.blocks.push_back(b);
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the fused back pass holds one block's gradients, not the model's") {
+  // a bf16 full fine-tune of blocks of 100, 200 and 300 parameters and 50 outside: gradients in the
+  // weights' dtype (2 bytes) for all 650 parameters = 1300 bytes; fused (OneTrainer's
+  // optimizer.fused_back_pass: each gradient applied and freed as it is produced) only the largest
+  // block's 300 x 2 = 600 bytes. The optimizer state is the same either way.
+  BlockChain c = flat_chain({100, 200, 300});
+  c.outside_params = 50;
+  TrainingSetup s;
+  s.model_type = ModelType::Full;
+  s.mixed_precision = "bf16";
+  s.optimizer = "adamw";
+  const StaticMemory plain = static_memory(c, s);
+  CHECK(plain.gradient_bytes == doctest::Approx(1300));
+  s.fused_back_pass = true;
+  const StaticMemory fused = static_memory(c, s);
+  CHECK(fused.gradient_bytes == doctest::Approx(600));
+  CHECK(fused.optimizer_bytes == doctest::Approx(plain.optimizer_bytes));
+}
+
+TEST_CASE("OneTrainer's offload fraction 0.6 keeps 60% of the offloadable bytes on the host") {
+  // 10 bf16 blocks of 1000 parameters = 2000 bytes each, 20000 in all. LayerOffloadStrategy:
+  // target_loaded_bytes = 20000 x (1 - 0.6) = 8000 (four blocks, at least two), the other 12000 bytes
+  // (60%) on the host. The static cache adds at most 10% (800) and at most 10 x its largest tensor:
+  // with 100 Linears per block the largest is taken as 2 x 2000 / 100 = 40 bytes, so 400.
+  const BlockChain c = flat_chain(std::vector<double>(10, 1000), 100);
+  TrainingSetup s;
+  s.mixed_precision = "bf16";
+  s.layer_offload_fraction = 0.6;
+  const StaticMemory m = static_memory(c, s);
+  CHECK(m.streamed_weights_bytes == doctest::Approx(12000));
+  CHECK(m.streamed_weights_bytes / 20000 == doctest::Approx(0.6));
+  CHECK(m.weights_bytes == doctest::Approx(8000 + 400));
+  // all on the host (fraction 1): two blocks stay loaded (4000 bytes), 16000 on the host
+  s.layer_offload_fraction = 1.0;
+  const StaticMemory all = static_memory(c, s);
+  CHECK(all.streamed_weights_bytes == doctest::Approx(16000));
+  CHECK(all.weights_bytes == doctest::Approx(4000 + 400));
+}
+
+TEST_CASE("FLOAT_32 stored weights under bf16 training: 4 bytes a weight, 2 an activation") {
+  // OneTrainer's <part>.weight_dtype FLOAT_32 with train_dtype BFLOAT_16
+  const BlockChain c = flat_chain({1000});
+  TrainingSetup s;
+  s.mixed_precision = "bf16";
+  s.weight_storage_bytes = 4;
+  CHECK(static_memory(c, s).weights_bytes == doctest::Approx(4000));
+  CHECK(weight_dtype_bytes(s) == 2);  // activations follow the compute dtype
+  s.model_type = ModelType::Full;
+  CHECK(static_memory(c, s).gradient_bytes == doctest::Approx(4000));  // gradients in the weights' dtype
+}
+
+TEST_CASE("models a trainer keeps on the GPU are counted with the weights") {
+  const BlockChain c = flat_chain({1000});
+  TrainingSetup s;
+  s.mixed_precision = "bf16";
+  s.kept_model_bytes = 500;
+  const StaticMemory m = static_memory(c, s);
+  CHECK(m.weights_bytes == doctest::Approx(2000 + 500));
+  CHECK(m.other_models_bytes == doctest::Approx(500));
+}

@@ -2,9 +2,14 @@
 // SimpleTuner's schedule space would gain.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "commands.hpp"
 #include "emitters.hpp"
 #include "printer.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -19,6 +24,12 @@ Context context_for(const std::string& model, double vram_gib) {
 }
 
 bool has_knob(const TrainerPlan& p, const std::string& key) { return p.knobs.contains(key); }
+
+bool any_of_contains(const std::vector<std::string>& v, const std::string& s) {
+  for (const auto& x : v)
+    if (x.find(s) != std::string::npos) return true;
+  return false;
+}
 
 }  // namespace
 
@@ -70,15 +81,54 @@ TEST_CASE("OneTrainer's plans use its per-part keys and offload fraction") {
   for (const auto& p : a.plans) {
     CHECK(!has_knob(p, "gradient_checkpointing"));  // the top-level key OneTrainer dropped on 2026-07-05
     CHECK(p.knobs["transformer.gradient_checkpointing"].is_boolean());
-    // the fraction is the share of block weights streamed from the host
+    // the fraction is the share of the blocks' weight bytes kept on the host (LayerOffloadConductor)
     const double frac = p.knobs["transformer.offload_fraction"].get<double>();
-    if (frac > 0) CHECK(p.setup.ramtorch_percent == doctest::Approx(100 * frac));
-    else CHECK(!p.setup.ramtorch);
+    CHECK(p.setup.layer_offload_fraction == doctest::Approx(frac));
+    CHECK(!p.setup.ramtorch);
+    if (frac > 0) CHECK(p.knobs["transformer.gradient_checkpointing"].get<bool>());  // checkpointing_util.py:154
+    CHECK(p.knobs["text_encoder.train"] == false);
+    CHECK(p.knobs["text_encoder_2.train"] == false);
   }
   CHECK(a.config_format == "json");
   const auto j = nlohmann::json::parse(a.config_text);
   CHECK(j["__version"] == 11);
   CHECK(j["transformer"].contains("gradient_checkpointing"));
+}
+
+namespace fs = std::filesystem;
+
+TEST_CASE("every emitted OneTrainer config reads back through its reader and runs as OneTrainer runs it") {
+  const fs::path dir = fs::temp_directory_path() / "segadvise-onetrainer-emit";
+  fs::create_directories(dir);
+  for (const auto& [model, full] : std::vector<std::pair<std::string, bool>>{{"flux", false}, {"qwen-image", false}, {"flux", true}, {"sdxl", true}}) {
+    SetupFlags fl;
+    fl.model = model;
+    fl.vram_gib = 24;
+    if (full) fl.model_type = "full";
+    const Context ctx(make_request(fl));
+    const TrainerAdvice a = advise_for_trainer(ctx, "onetrainer", nullptr);
+    REQUIRE(!a.plans.empty());
+    int i = 0;
+    for (const auto& p : a.plans) {
+      KnobCombo c;
+      c.knobs = p.knobs;
+      c.setup = p.setup;
+      c.schedule = p.schedule;
+      c.label = p.label;
+      const fs::path f = dir / (model + (full ? "-full-" : "-lora-") + std::to_string(i++) + ".json");  // no '#': migrated unless __version 11
+      std::ofstream(f) << trainer_config_text(trainer_facts("onetrainer"), *ctx.family, c);
+      TrainerReadOptions o;
+      const TrainerRead r = read_trainer_config(f.string(), o);
+      INFO(f.string() << ": " << p.label);
+      CHECK(r.rejections.empty());                 // no offload without checkpointing, fused back pass where needed
+      CHECK(r.setup.kept_model_bytes == 0);         // no text encoder left trainable, latents cached
+      CHECK(r.setup.layer_offload_fraction == doctest::Approx(p.setup.layer_offload_fraction));
+      CHECK(r.setup.fused_back_pass == p.setup.fused_back_pass);
+      CHECK(r.schedule.checkpointing == p.schedule.checkpointing);
+      CHECK(r.setup.base_precision == p.setup.base_precision);
+      CHECK(!any_of_contains(r.warnings, "__migration_10"));
+    }
+  }
 }
 
 TEST_CASE("ai-toolkit config is YAML under config.process with its own keys") {

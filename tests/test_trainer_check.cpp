@@ -54,7 +54,11 @@ int check_json(const std::string& rel, nlohmann::json& j, const std::string& emi
 
 TEST_CASE("check detects the trainer and predicts its config; a rejection is supported: false") {
   nlohmann::json j;
-  CHECK(check_json("ai-toolkit/train_lora_flux_24gb.yaml", j) == 0);
+  // its own "24gb" job: the step fits; the whole run's sampling (T5 quantized with the model, the VAE
+  // decode at 1024) is within the range, so the verdict is fits or borderline, never does-not-fit
+  const int rc = check_json("ai-toolkit/train_lora_flux_24gb.yaml", j);
+  CHECK((rc == 0 || rc == 3));
+  CHECK(j["prediction"]["step_fit"] == "fits");
   CHECK(j["trainer"] == "ai-toolkit");
   CHECK(j["prediction"]["supported"] == true);
   CHECK(j["prediction"]["peak_vram_gib"].get<double>() > 0);

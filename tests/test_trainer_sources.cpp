@@ -113,7 +113,7 @@ TEST_CASE("ai-toolkit uint3 with its accuracy-recovery adapter on Qwen-Image-Edi
   r16.lora_rank = 16;
   r16.model_type = ModelType::Lora;
   CHECK(lora_params(*r.family, r16) == doctest::Approx(23592960));
-  CHECK(r.setup.other_model_bytes == doctest::Approx(8292000000.0 * 1.01 + 47185920.0));
+  CHECK(r.setup.kept_model_bytes == doctest::Approx(8292000000.0 * 1.01 + 47185920.0));
   // control latents: 1024 px / 16 = 64 x 64 = 4096 image tokens, doubled by the control image
   const BlockChain with = analyze(*r.family, r.setup);
   TrainingSetup none = r.setup;
@@ -131,7 +131,7 @@ TEST_CASE("ai-toolkit's Wan 2.2 A14B holds two experts; low_vram keeps the idle 
   CHECK(gpu.setup.trained_experts == 2);
   CHECK(!gpu.setup.idle_experts_on_host);
   CHECK(low.setup.idle_experts_on_host);
-  CHECK(gpu.setup.other_model_bytes == 0);  // text embeddings and latents cached
+  CHECK(gpu.setup.kept_model_bytes == 0);  // text embeddings and latents cached
   // one expert's resident weights W: two experts on the GPU hold 2W, with low_vram W (the idle one
   // on the host); each expert has its LoRA and optimizer state, one expert's gradients exist at a time
   TrainingSetup one = gpu.setup;
@@ -155,7 +155,7 @@ TEST_CASE("ai-toolkit's FLUX.1 Kontext: control latents in the sequence, T5 and 
   CHECK(analyze(*r.family, r.setup).tokens_image == doctest::Approx(2 * 2304));
   // quantize: true turns quantize_te on (config_modules.py:686), qtype_te qfloat8 (1.01 B a weight):
   // (123,060,480 + 4,762,310,656) x 1.01 = 4,934,224,847.36 B; latents cached, so no VAE
-  CHECK(r.setup.other_model_bytes == doctest::Approx((123060480.0 + 4762310656.0) * 1.01));
+  CHECK(r.setup.kept_model_bytes == doctest::Approx((123060480.0 + 4762310656.0) * 1.01));
 }
 
 TEST_CASE("ai-toolkit's arch names map to their models") {
@@ -269,7 +269,7 @@ TEST_CASE("every ai-toolkit job segadvise emits names model.arch and reads back 
     const TrainerRead back = read_text("emitted-" + fam.id + ".yaml", text);
     CHECK_MESSAGE(back.family->id == fam.id, tf.family << " read back as " << back.family->id);
     CHECK_MESSAGE(back.rejections.empty(), tf.family);
-    CHECK_MESSAGE(back.setup.other_model_bytes == 0, tf.family);  // latents and text embeddings cached
+    CHECK_MESSAGE(back.setup.kept_model_bytes == 0, tf.family);  // latents and text embeddings cached
     CHECK(back.setup.experts == c.setup.experts);
     CHECK(back.setup.reference_images == c.setup.reference_images);
     CHECK(back.setup.base_precision == c.setup.base_precision);
@@ -349,5 +349,5 @@ TEST_CASE("a local accuracy-recovery adapter counts its own tensors' bytes") {
                           "      datasets:\n        - folder_path: /d\n          cache_latents_to_disk: true\n";
   const TrainerRead r = read_text("qwen_ara_local.yaml", job);
   CHECK(r.setup.base_precision == "uint3-ostris");
-  CHECK(r.setup.other_model_bytes == doctest::Approx(196608));
+  CHECK(r.setup.kept_model_bytes == doctest::Approx(196608));
 }

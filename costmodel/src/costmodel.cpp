@@ -210,7 +210,7 @@ ActivationTimeline simulate_activations(const PreparedChain& pc, const Plan& pla
 
 double quantizable_param_bytes(const TrainingSetup& setup) {
   const PrecisionInfo prec = precision_info(setup.base_precision);
-  const double dtype = weight_dtype_bytes(setup);
+  const double dtype = stored_weight_bytes(setup);
   // TransformerEngine keeps bf16 weight storage for full runs (§2.2)
   if (prec.backend == "transformerengine" && setup.model_type == ModelType::Full) return dtype;
   return prec.quantized ? prec.bytes_per_param : dtype;
@@ -220,7 +220,7 @@ double quantizable_param_bytes(const TrainingSetup& setup) {
 // share, or none when the trainer quantizes every Linear of the block
 double unquantized_block_param_bytes(const TrainingSetup& setup) {
   if (setup.quantize_all_block_linears && precision_info(setup.base_precision).quantized) return quantizable_param_bytes(setup);
-  return weight_dtype_bytes(setup);
+  return stored_weight_bytes(setup);
 }
 
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
@@ -230,7 +230,7 @@ double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
 
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
   StaticMemory m;
-  const double dtype = weight_dtype_bytes(setup);
+  const double dtype = stored_weight_bytes(setup);
   const bool full = setup.model_type == ModelType::Full;
   const double q_bytes = quantizable_param_bytes(setup);
 
@@ -239,18 +239,41 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   // time; a double buffer of the largest block stays resident.
   const int n = static_cast<int>(chain.blocks.size());
   const int swap_from = setup.blocks_to_swap > 0 ? std::max(1, n - std::min(setup.blocks_to_swap, n - 1)) : n;
-  double largest_block_bytes = 0;
+  double largest_block_bytes = 0, all_block_bytes = 0, largest = 0, second = 0, largest_linear_bytes = 0;
   for (int i = 0; i < n; ++i) {
     const BlockCost& b = chain.blocks[i];
-    const double bytes = b.quantizable_params * q_bytes + (b.params - b.quantizable_params) * unquantized_block_param_bytes(setup);
+    const double bytes = block_weight_bytes(b, setup);
+    all_block_bytes += bytes;
+    if (setup.layer_offload_fraction > 0 && b.quantizable_linears > 0)
+      largest_linear_bytes = std::max(largest_linear_bytes, 2 * b.quantizable_params * q_bytes / b.quantizable_linears);
+    if (bytes > largest) {
+      second = largest;
+      largest = bytes;
+    } else {
+      second = std::max(second, bytes);
+    }
     double streamed_share = 0;
     if (setup.ramtorch) streamed_share = std::clamp(setup.ramtorch_percent / 100.0, 0.0, 1.0);
     if (i >= swap_from || setup.group_offload) streamed_share = 1.0;
+    if (setup.layer_offload_fraction > 0) continue;  // below, by bytes
     m.weights_bytes += bytes * (1 - streamed_share);
     m.streamed_weights_bytes += bytes * streamed_share;
     if (streamed_share > 0) largest_block_bytes = std::max(largest_block_bytes, bytes);
   }
   m.weights_bytes += kStreamedBlockBuffers * largest_block_bytes;
+  if (setup.layer_offload_fraction > 0 && n > 0) {
+    // OneTrainer's LayerOffloadStrategy: target_loaded_bytes = total x (1 - fraction), a window of
+    // whole layers up to that (at least two layers), held in a static GPU cache of at most 10 tensors
+    // that each add one largest tensor, and "no more than 10% overhead" (StaticLayerAllocator.allocate_cache);
+    // the largest tensor is taken as twice a block's average quantizable Linear (an FFN projection
+    // is 4d^2 against the attention's d^2). The rest of the bytes wait on the host and are streamed.
+    const double f = std::clamp(setup.layer_offload_fraction, 0.0, 1.0);
+    const double loaded = std::max(all_block_bytes * (1 - f), std::min(all_block_bytes, largest + second));
+    const double slack = largest_linear_bytes > 0 ? std::min(kLayerOffloadCacheOverhead * loaded, 10 * largest_linear_bytes)
+                                                  : kLayerOffloadCacheOverhead * loaded;
+    m.weights_bytes += loaded + slack;
+    m.streamed_weights_bytes += all_block_bytes - loaded;
+  }
   m.weights_bytes += chain.outside_params * dtype;
   // the other experts: the same resident and streamed bytes each; idle ones parked on the host move only
   // when a step's timestep falls on the other side of the boundary, not every step, so they are neither
@@ -260,22 +283,28 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
     const double one_resident = m.weights_bytes - kStreamedBlockBuffers * largest_block_bytes;
     m.weights_bytes += (experts - 1) * one_resident;  // their offloaded share waits on the host: only the active one streams
   }
-  m.weights_bytes += std::max(0.0, setup.other_model_bytes);
 
-  double block_params = 0, lora = 0;
+  double block_params = 0, lora = 0, largest_params = 0, largest_lora = 0;
   for (const auto& b : chain.blocks) {
     block_params += b.params;
     lora += b.lora_params;
+    largest_params = std::max(largest_params, b.params);
+    largest_lora = std::max(largest_lora, b.lora_params);
   }
   const OptimizerInfo opt = optimizer_info(setup.optimizer);
   if (full) {
     m.trainable_params = block_params + chain.outside_params;
     m.trainable_bytes = 0;  // the weights themselves, already counted
-    m.gradient_bytes = m.trainable_params * dtype;
+    // gradients in the weights' dtype; the fused back pass frees each as it is applied: one block's
+    m.gradient_bytes = (setup.fused_back_pass ? largest_params : m.trainable_params) * dtype;
+  } else if (setup.embedding_params > 0) {
+    m.trainable_params = setup.embedding_params;  // the embedding vectors, fp32, no adapters
+    m.trainable_bytes = setup.embedding_params * kFp32Bytes;
+    m.gradient_bytes = setup.embedding_params * kFp32Bytes;
   } else {
     m.trainable_params = lora;
     m.trainable_bytes = lora * kBf16Bytes;  // adapters are cast to weight_dtype (bf16), §2.1
-    m.gradient_bytes = lora * kBf16Bytes;
+    m.gradient_bytes = (setup.fused_back_pass ? largest_lora : lora) * kBf16Bytes;
   }
   // each trained expert has its own adapter (or weights) and optimizer state; one expert's gradients
   // exist at a time (its step)
@@ -286,6 +315,8 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   }
   m.optimizer_bytes = m.trainable_params * opt.state_bytes_per_param;
   if (setup.use_ema && setup.ema_on_gpu) m.optimizer_bytes += m.trainable_params * dtype;
+  m.other_models_bytes = std::max(0.0, setup.kept_model_bytes);
+  m.weights_bytes += m.other_models_bytes;
   return m;
 }
 
@@ -503,6 +534,7 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
 
   MemoryBreakdown& m = p.memory;
   m.weights_bytes = sm.weights_bytes;
+  m.other_models_bytes = sm.other_models_bytes;
   m.streamed_weights_bytes = sm.streamed_weights_bytes;
   m.trainable_bytes = sm.trainable_bytes;
   m.gradient_bytes = sm.gradient_bytes;

@@ -82,6 +82,13 @@ json to_json(const TrainingSetup& s) {
             {"attention_mechanism", s.attention},
             {"regional_compile", s.regional_compile}};
   if (s.text_tokens >= 0) j["text_tokens"] = s.text_tokens;
+  // other trainers' memory knobs: present only when a reader set them (SimpleTuner output unchanged)
+  if (s.weight_storage_bytes > 0) j["weight_storage_bytes"] = s.weight_storage_bytes;
+  if (s.fused_back_pass) j["fused_back_pass"] = true;
+  if (s.quantize_all_block_linears) j["quantize_all_block_linears"] = true;
+  if (s.layer_offload_fraction > 0) j["layer_offload_fraction"] = s.layer_offload_fraction;
+  if (s.embedding_params > 0) j["embedding_params"] = s.embedding_params;
+  if (s.kept_model_bytes > 0) j["models_kept_on_gpu"] = {{"what", s.kept_models}, {"gib", s.kept_model_bytes / kGiB}};
   if (s.multi_gpu.active()) add_multi_gpu_json(j, s.multi_gpu);  // absent on one GPU: output unchanged
   j["notes"] = s.notes;
   return j;
@@ -128,6 +135,7 @@ json to_json(const Prediction& p) {
                       {"transfer", t.transfer_s},
                       {"optimizer", t.optimizer_s},
                       {"overhead", t.overhead_s}}}};
+  if (m.other_models_bytes > 0) j["breakdown"]["memory_gib"]["other_models_in_weights"] = gib(m.other_models_bytes);
   if (p.multi_gpu.active) add_multi_gpu_json(j, p);
   j["warnings"] = p.warnings;
   return j;

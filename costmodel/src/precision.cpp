@@ -185,4 +185,8 @@ double weight_dtype_bytes(const TrainingSetup& setup) {
   return kFp32Bytes;
 }
 
+double stored_weight_bytes(const TrainingSetup& setup) {
+  return setup.weight_storage_bytes > 0 ? setup.weight_storage_bytes : weight_dtype_bytes(setup);
+}
+
 }  // namespace segadvise

@@ -16,6 +16,11 @@ namespace segadvise::readers {
 
 namespace {
 
+// names what TrainingSetup::kept_model_bytes holds (its `kept_models`)
+void add_kept_model(TrainingSetup& s, const std::string& what) {
+  s.kept_models += (s.kept_models.empty() ? "" : " + ") + what;
+}
+
 struct Yaml {
   std::string path;
   std::string where(const YAML::Node& n, const std::string& key) const {
@@ -372,14 +377,16 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
         te += text_encoder_bytes(t, te_precision) * te_share;
         names += (names.empty() ? "" : " + ") + t.name;
       }
-      s.other_model_bytes += te;
+      s.kept_model_bytes += te;
+      add_kept_model(s, names);
       s.notes.push_back("text encoder on the GPU through the step (" + names + ", " + (quantize_te ? te_precision : std::string("bf16")) +
                         (te_share < 1 ? ", " + std::to_string(static_cast<int>(std::lround(te_share * 100))) + "% resident" : std::string()) +
                         "): " + std::to_string(te / (1 << 30)).substr(0, 5) + " GiB (neither train.unload_text_encoder nor cache_text_embeddings)");
     }
     if (!cache_latents && pd.has_vae) {
       const double vae = pd.vae.params * pd.vae.dtype_bytes;
-      s.other_model_bytes += vae;
+      s.kept_model_bytes += vae;
+      add_kept_model(s, pd.vae.name);
       s.notes.push_back("VAE on the GPU through the step (" + pd.vae.name + "): " + std::to_string(vae / (1 << 30)).substr(0, 5) +
                         " GiB (latents not cached: datasets[].cache_latents / cache_latents_to_disk)");
     }
@@ -389,7 +396,8 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   const double ara_file_bytes = !ara.empty() && quantize ? safetensors_tensor_bytes(ara, y.where(model, "model.qtype")) : -1;
   if (ara_file_bytes >= 0) {
     // a local adapter: its own tensors, loaded in the model dtype (bf16: the file's bytes when it is bf16)
-    s.other_model_bytes += ara_file_bytes * std::max(1, s.experts);
+    s.kept_model_bytes += ara_file_bytes * std::max(1, s.experts);
+    add_kept_model(s, "accuracy-recovery adapter");
     s.notes.push_back("accuracy-recovery adapter on the GPU: " + std::to_string(ara_file_bytes / (1 << 20)).substr(0, 6) +
                       " MiB, the tensors of " + ara);
   } else if (!ara.empty() && quantize) {
@@ -401,7 +409,8 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
     at_rank.experts = 1;
     double lora = 0;
     for (const auto& b : analyze(fam, at_rank).blocks) lora += b.lora_params;
-    s.other_model_bytes += lora * 2 * std::max(1, s.experts);
+    s.kept_model_bytes += lora * 2 * std::max(1, s.experts);
+    add_kept_model(s, "accuracy-recovery adapter");
     s.notes.push_back("accuracy-recovery adapter on the GPU: taken as rank " + std::to_string(ara_rank) +
                       " over the LoRA targets (" + facts.raw.at("accuracy_recovery_adapter").at("source").get<std::string>() + ")");
   }

@@ -5,6 +5,7 @@
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/phases.hpp"
 
 namespace segadvise::readers {
 
@@ -20,10 +21,23 @@ std::string where(const std::string& path, const CommandLine& cl, const std::str
   return path + (it == cl.lines.end() ? "" : ":" + std::to_string(it->second)) + ": --" + k;
 }
 
-const TrainerFamily* script_family(const TrainerFacts& facts, const std::string& script) {
-  for (const auto& tf : facts.families)
-    if (std::find(tf.scripts.begin(), tf.scripts.end(), script) != tf.scripts.end()) return &tf;
+// The family of the script: the first entry listing it whose name_contains matches the model path
+// (--pretrained_model_name_or_path decides between sizes the script loads alike: SD3.5 Large, Medium)
+const TrainerFamily* script_family(const TrainerFacts& facts, const std::string& script, const std::string& model_path) {
+  for (const auto& tf : facts.families) {
+    if (std::find(tf.scripts.begin(), tf.scripts.end(), script) == tf.scripts.end()) continue;
+    bool ok = tf.name_contains.empty();
+    for (const auto& n : tf.name_contains) ok |= lower(model_path).find(n) != std::string::npos;
+    if (ok) return &tf;
+  }
   return nullptr;
+}
+
+// The script's own argparse default of `key` (diffusers.json script_defaults), else `def`
+int script_default(const TrainerFacts& facts, const std::string& script, const std::string& key, int def) {
+  const auto& sd = facts.raw.at("script_defaults");
+  if (sd.contains(script) && sd.at(script).contains(key)) return sd.at(script).at(key).get<int>();
+  return def;
 }
 
 }  // namespace
@@ -35,7 +49,8 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   r.trainer = "diffusers";
   r.config_path = path;
   r.inputs = {path};
-  const TrainerFamily* by_script = script_family(facts, cl.script);
+  const std::string model_path = cl.values.count("pretrained_model_name_or_path") ? cl.values.at("pretrained_model_name_or_path") : "";
+  const TrainerFamily* by_script = script_family(facts, cl.script, model_path);
   const Family& fam = choose_family(o, by_script ? &find_family(by_script->family) : nullptr,
                                     path + ": " + (cl.script.empty() ? std::string("no train_*.py script on the command line")
                                                                      : "script '" + cl.script + "' is not a diffusers example segadvise knows"));
@@ -44,12 +59,21 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   TrainingSetup& s = r.setup;
   const bool lora = cl.script.find("lora") != std::string::npos || cl.script.empty();
   s.model_type = lora ? ModelType::Lora : ModelType::Full;
-  if (lora) s.lora_rank = cl.values.count("rank") ? to_int(cl.values.at("rank"), where(path, cl, "rank"), 1, kMaxLoraRank) : 4;
-  s.batch = cl.values.count("train_batch_size") ? to_int(cl.values.at("train_batch_size"), where(path, cl, "train_batch_size"), 1, kMaxBatch) : 4;
+  const int def_rank = script_default(facts, cl.script, "rank", 4), def_batch = script_default(facts, cl.script, "train_batch_size", 4),
+            def_res = script_default(facts, cl.script, "resolution", 512);
+  if (lora) s.lora_rank = cl.values.count("rank") ? to_int(cl.values.at("rank"), where(path, cl, "rank"), 1, kMaxLoraRank) : def_rank;
+  s.batch = cl.values.count("train_batch_size") ? to_int(cl.values.at("train_batch_size"), where(path, cl, "train_batch_size"), 1, kMaxBatch) : def_batch;
   if (s.batch <= 0) throw InputError(where(path, cl, "train_batch_size") + ": must be positive");
-  // --resolution is one int (default 512): a square of that edge
-  const std::string res = cl.values.count("resolution") ? cl.values.at("resolution") : "512";
-  int edge = 512;
+  const int user_batch = s.batch;
+  // --with_prior_preservation: the class images join each batch (collate_fn): the step sees twice the batch
+  if (flag(cl, "with_prior_preservation")) {
+    s.batch *= 2;
+    r.warnings.push_back("--with_prior_preservation: class images are concatenated to each batch (collate_fn, train_dreambooth_lora_flux.py:895): "
+                         "the step runs " + std::to_string(s.batch) + " samples");
+  }
+  // --resolution is one int (the script's default, 512 or 1024): a square of that edge
+  const std::string res = cl.values.count("resolution") ? cl.values.at("resolution") : std::to_string(def_res);
+  int edge = def_res;
   if (is_int_text(res)) {
     edge = to_int(res, where(path, cl, "resolution"), 1, kMaxEdgePixels);
   } else {
@@ -61,8 +85,9 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   }
   s.width = s.height = edge;
   r.shape_source = "--resolution " + res + ": a " + std::to_string(edge) + "x" + std::to_string(edge) + " square" +
-                   (cl.values.count("resolution") ? "" : " (the scripts' default 512)") + ", --train_batch_size " + std::to_string(s.batch) +
-                   (cl.values.count("train_batch_size") ? "" : " (default 4)");
+                   (cl.values.count("resolution") ? "" : " (" + cl.script + "'s default)") + ", --train_batch_size " + std::to_string(user_batch) +
+                   (cl.values.count("train_batch_size") ? "" : " (" + cl.script + "'s default)") +
+                   (s.batch != user_batch ? " x 2 with the class images" : "");
   if (cl.values.count("aspect_ratio_buckets")) {
     if (tf && tf->aspect_ratio_buckets) r.warnings.push_back("--aspect_ratio_buckets: buckets are not read; predicted at the --resolution square");
     else r.rejections.push_back("--aspect_ratio_buckets: " + cl.script + " has no such flag (argparse stops)");
@@ -85,8 +110,37 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
       r.rejections.push_back("--bnb_quantization_config_path: " + cl.script + " has no such flag (argparse stops)");
     }
   }
-  if (flag(cl, "do_fp8_training")) s.base_precision = "fp8-torchao";
+  if (flag(cl, "do_fp8_training")) {
+    // torchao convert_to_float8_training: Float8Linear keeps its weights in bf16 and casts per matmul
+    if (cl.values.count("bnb_quantization_config_path"))
+      r.rejections.push_back("--do_fp8_training with --bnb_quantization_config_path: the script raises ValueError "
+                             "(train_dreambooth_lora_flux2_klein.py:760-761)");
+    s.base_precision = "no_change";
+    r.warnings.push_back("--do_fp8_training: torchao float8 training keeps the weights in bf16 (predicted so); its fp8 matmul speed is not modelled");
+  }
   s.optimizer = flag(cl, "use_8bit_adam") ? "adamw8bit" : "adamw";
+  // What stays on the GPU beside the model (train_dreambooth_lora_flux.py:1513-1522, 1247): the text
+  // encoders unless they are freed after one --instance_prompt is encoded (not with --train_text_encoder
+  // or per-image prompts, --caption_column); the VAE unless --cache_latents. At weight_dtype (fp32 with
+  // --mixed_precision no). A trained text encoder's adapters and activations are not counted.
+  {
+    const FamilyPhaseData pd = phase_data(fam);
+    const double per = s.mixed_precision == "no" ? 4 : 2;
+    const bool te_stays = flag(cl, "train_text_encoder") || cl.values.count("caption_column") > 0;
+    double kept = 0;
+    std::string what;
+    if (te_stays)
+      for (const auto& te : pd.text_encoders) {
+        kept += te.params * per;
+        what += (what.empty() ? "" : ", ") + te.name + (flag(cl, "train_text_encoder") ? " (--train_text_encoder)" : " (per-image prompts: --caption_column)");
+      }
+    if (!flag(cl, "cache_latents") && pd.has_vae) {
+      kept += pd.vae.params * per;
+      what += (what.empty() ? "" : ", ") + std::string("VAE (no --cache_latents: it encodes each batch)");
+    }
+    s.kept_model_bytes = kept;
+    s.kept_models = what;
+  }
   if (!tf) r.warnings.push_back("no diffusers example script is known for " + fam.name);
   return r;
 }

@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/phases.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 
@@ -53,11 +55,17 @@ struct Obj {
 
 const Family* family_for_model_type(const TrainerFacts& facts, const std::string& mt, const std::string& name,
                                     std::string& why_not) {
+  // the first entry of the model type whose name_contains matches (an entry without one matches any
+  // name: SD3.5 Large by its name, else Medium)
+  bool typed = false;
   for (const auto& tf : facts.families) {
     if (std::find(tf.model_types.begin(), tf.model_types.end(), mt) == tf.model_types.end()) continue;
+    typed = true;
     bool ok = tf.name_contains.empty();
     for (const auto& s : tf.name_contains) ok |= lower(name).find(s) != std::string::npos;
     if (ok) return &find_family(tf.family);
+  }
+  if (typed) {
     why_not = "model_type " + mt + " '" + name + "' is not a variant segadvise models";
     return nullptr;
   }
@@ -85,33 +93,84 @@ std::pair<int, int> parse_resolution_string(const std::string& v, const std::str
   return best;
 }
 
-std::string precision_for_dtype(const TrainerFacts& facts, const std::string& dtype, const std::string& where) {
+const nlohmann::json& dtype_entry(const TrainerFacts& facts, const std::string& dtype, const std::string& where) {
   for (const auto& d : facts.raw.at("weight_dtypes"))
-    if (d.at("dtype") == dtype) return d.at("precision").get<std::string>();
+    if (d.at("dtype") == dtype) return d;
   throw InputError(where + ": weight_dtype '" + dtype + "' has no segadvise precision (GGUF and NONE are not modelled)");
 }
 
-void read_part(const TrainerFacts& facts, const Obj& top, const TrainerFamily& tf, int version, TrainerRead& r) {
+std::string precision_for_dtype(const TrainerFacts& facts, const std::string& dtype, const std::string& where) {
+  return dtype_entry(facts, dtype, where).at("precision").get<std::string>();
+}
+
+// A built-in preset: OneTrainer loads it without migration (TopBarController.py load_config_from_file,
+// scripts/train.py --preset-path): a file name starting with '#', not "#.json".
+bool built_in_preset(const std::string& path) {
+  const std::string name = file_name(path);
+  return !name.empty() && name[0] == '#' && name != "#.json";
+}
+
+// optimizer.fused_back_pass as OneTrainer's UI loads it: OPTIMIZER_DEFAULT_PARAMETERS (false for every
+// optimizer) overlaid by optimizer_defaults[<optimizer>]; the optimizer object as written where it
+// says (scripts/train.py reads it so). `why` says where the value came from.
+bool read_fused_back_pass(const Obj& top, const std::string& o_name, std::string& why) {
+  const ordered_json* defaults = top.find("optimizer_defaults");
+  if (defaults && defaults->is_object() && defaults->contains(o_name) && (*defaults)[o_name].is_object()) {
+    const Obj d{(*defaults)[o_name], top.path, "optimizer_defaults." + o_name + "."};
+    if (d.find("fused_back_pass")) {
+      why = "optimizer_defaults." + o_name + ".fused_back_pass";
+      return d.boolean("fused_back_pass", false);
+    }
+  }
+  const ordered_json* opt = top.find("optimizer");
+  if (opt && opt->is_object()) {
+    const Obj o{*opt, top.path, "optimizer."};
+    if (o.find("fused_back_pass")) {
+      why = "optimizer.fused_back_pass";
+      return o.boolean("fused_back_pass", false);
+    }
+  }
+  why = "OneTrainer's default for " + o_name + " (optimizer_util.py)";
+  return false;
+}
+
+struct PartRead {
+  bool gc = true, act = false;
+  double frac = 0;
+  bool train = true;
+};
+
+PartRead read_part(const TrainerFacts& facts, const Obj& top, const TrainerFamily& tf, int version, bool migrate,
+                   const std::string& train_dtype, TrainerRead& r) {
   static const ordered_json empty = ordered_json::object();
   const ordered_json* pj = top.find(tf.part);
   if (pj && !pj->is_object()) top.bad(tf.part, "an object");
   const Obj part{pj ? *pj : empty, top.path, tf.part + "."};
   TrainingSetup& s = r.setup;
-  // weight_dtype: FLOAT_32 by default (TrainConfig.py:305)
+  PartRead out;
+  out.train = part.boolean("train", true);
+  // weight_dtype: FLOAT_32 by default (TrainConfig.py:305). It is the stored weights' dtype only: the
+  // activations follow train_dtype (autocast), so FLOAT_32 weights under BFLOAT_16 training store 4
+  // bytes per weight and compute in bf16.
   const std::string dtype = part.str("weight_dtype", "FLOAT_32");
-  const std::string prec = precision_for_dtype(facts, dtype, part.where("weight_dtype"));
+  const nlohmann::json& entry = dtype_entry(facts, dtype, part.where("weight_dtype"));
+  const std::string prec = entry.at("precision").get<std::string>();
   if (prec == "fp32") {
-    s.mixed_precision = "no";
+    if (train_dtype != "FLOAT_32") s.weight_storage_bytes = 4;
     r.warnings.push_back(tf.part + ".weight_dtype " + dtype + (part.find("weight_dtype") ? "" : " (OneTrainer's default when unset, TrainConfig.py:305)") +
-                         ": base weights 4 bytes each; predicted with fp32 activations too (an upper bound)");
+                         ": base weights stored in 4 bytes each" +
+                         (train_dtype != "FLOAT_32" ? ", computed in train_dtype " + train_dtype : ""));
   } else {
     s.base_precision = prec;
+    // quantization.layer_filter_preset "full" (the default, TrainConfig.py:362) quantizes every Linear of
+    // the part; a named filter ("blocks": transformer_block, layers, …) every Linear of the blocks
+    s.quantize_all_block_linears = true;
   }
-  bool gc = part.boolean("gradient_checkpointing", true);
-  double frac = part.number("offload_fraction", 0.0);
-  bool act = part.boolean("activation_offloading", false);
-  if (frac < 0 || frac > 1) throw InputError(part.where("offload_fraction") + ": " + std::to_string(frac) + " is not within 0..1");
-  if (version < facts.raw.value("config_version", 11)) {
+  out.gc = part.boolean("gradient_checkpointing", true);
+  out.frac = part.number("offload_fraction", 0.0);
+  out.act = part.boolean("activation_offloading", false);
+  if (out.frac < 0 || out.frac > 1) throw InputError(part.where("offload_fraction") + ": " + std::to_string(out.frac) + " is not within 0..1");
+  if (migrate && version < facts.raw.value("config_version", 11)) {
     // The migrations from `version` on (an absent __version is 0, every migration). __migration_4
     // (TrainConfig.py:752-762) pops the top-level gradient_checkpointing (default true): "ON" for anything
     // truthy (a non-empty string, even "OFF"), "OFF" for false. __migration_10 (:830-842) then overwrites
@@ -131,41 +190,106 @@ void read_part(const TrainerFacts& facts, const Obj& top, const TrainerFamily& t
     const double old_frac = top.number("layer_offload_fraction", 0.0);
     const bool new_gc = mode != "OFF", new_act = mode == "CPU_OFFLOADED" && old_act;
     const double new_frac = mode == "CPU_OFFLOADED" ? old_frac : 0.0;
-    if ((frac > 0 && new_frac != frac) || (act && !new_act))
+    if ((out.frac > 0 && new_frac != out.frac) || (out.act && !new_act))
       r.warnings.push_back("__version " + (top.find("__version") ? std::to_string(version) : std::string("absent")) +
                            ": OneTrainer's __migration_10 overwrites " + tf.part + ".offload_fraction and activation_offloading from the old "
                            "top-level keys (TrainConfig.py:830-842): offload_fraction " + std::to_string(new_frac).substr(0, 4) +
-                           ", activation_offloading " + (new_act ? "true" : "false") + "; write \"__version\": 11");
-    if (part.find("gradient_checkpointing") && gc != new_gc)
+                           ", activation_offloading " + (new_act ? "true" : "false") + "; write \"__version\": 11 (a built-in '#' preset is not migrated)");
+    if (part.find("gradient_checkpointing") && out.gc != new_gc)
       r.warnings.push_back("__migration_10 overwrites " + tf.part + ".gradient_checkpointing with the old top-level value");
-    gc = new_gc;
-    act = new_act;
-    frac = new_frac;
+    out.gc = new_gc;
+    out.act = new_act;
+    out.frac = new_frac;
   } else {
     for (const auto& k : facts.raw.at("removed_keys"))
       if (top.find(k.at("name").get<std::string>()))
         r.warnings.push_back(k.at("name").get<std::string>() + " no longer exists (" + k.at("source").get<std::string>() +
                              "): OneTrainer drops it silently; set it per part (" + tf.part + ".gradient_checkpointing, .offload_fraction, .activation_offloading)");
   }
-  if (!tf.part_offloading && (frac > 0 || act)) {
+  if (!tf.part_offloading && (out.frac > 0 || out.act)) {
     r.warnings.push_back(tf.part + " has no layer or activation offloading in OneTrainer (" + tf.source + "): offload_fraction and activation_offloading are ignored");
-    frac = 0;
-    act = false;
+    out.frac = 0;
+    out.act = false;
   }
   r.schedule = Schedule{};
-  r.schedule.checkpointing = gc;
-  if (act && gc) r.schedule.backend = Backend::Unsloth;
-  if (act && !gc) r.warnings.push_back(tf.part + ".activation_offloading without gradient_checkpointing: predicted as no checkpointing, activations on the GPU");
-  if (frac > 0) {
-    s.ramtorch = true;
-    s.ramtorch_percent = frac * 100;
+  r.schedule.checkpointing = out.gc;
+  if (out.act && out.gc) r.schedule.backend = Backend::Unsloth;
+  // checkpointing_util.py:149-154: a part that offloads (layers or activations) under grad needs checkpointing
+  if ((out.act || out.frac > 0) && !out.gc)
+    r.rejections.push_back(tf.part + (out.frac > 0 ? ".offload_fraction > 0" : ".activation_offloading") + " without " + tf.part +
+                           ".gradient_checkpointing: OneTrainer raises NotImplementedError('offloading requires gradient checkpointing', "
+                           "modules/util/checkpointing_util.py:154)");
+  if (out.frac > 0) s.layer_offload_fraction = out.frac;
+  return out;
+}
+
+// The text encoders (the family's, in order: text_encoder, text_encoder_2, …) and the VAE as the model
+// setup places them for training (modelSetup/*LoRASetup.py setup_train_device): a text encoder stays on
+// the GPU when it trains (train, default true) or an embedding trains or latent_caching is off; the VAE
+// when latent_caching is off. Their weights at their weight_dtype, and for a trained one its adapters
+// (LoRA) or its own weights (FINE_TUNE) with gradients and optimizer state; activations of a trained
+// text encoder are not counted (a short caption through a small model beside the denoiser's).
+void read_other_parts(const TrainerFacts& facts, const Obj& top, const Family& fam, const std::string& method, bool latent_caching,
+                      TrainerRead& r) {
+  static const ordered_json empty = ordered_json::object();
+  TrainingSetup& s = r.setup;
+  const FamilyPhaseData pd = phase_data(fam);
+  const nlohmann::json& te = facts.raw.at("text_encoders");
+  const auto& parts = te.at("parts");
+  const OptimizerInfo opt = optimizer_info(s.optimizer);
+  double kept = 0;
+  std::vector<std::string> what;
+  TrainerRun& run = r.run.other;
+  bool any_te_trained = false;
+  for (std::size_t i = 0; i < pd.text_encoders.size() && i < parts.size(); ++i) {
+    const std::string name = parts[i].get<std::string>();
+    const ordered_json* pj = top.find(name);
+    if (pj && !pj->is_object()) top.bad(name, "an object");
+    const Obj part{pj ? *pj : empty, top.path, name + "."};
+    const TextEncoderSpec& spec = pd.text_encoders[i];
+    const std::string dtype = part.str("weight_dtype", te.at("weight_dtype_default").get<std::string>());
+    const double per = dtype_entry(facts, dtype, part.where("weight_dtype")).at("bytes").get<double>();
+    if (run.text_encoder_bytes_per_param.size() <= i) run.text_encoder_bytes_per_param.resize(i + 1, 0);
+    run.text_encoder_bytes_per_param[i] = per;
+    const bool train = method != "EMBEDDING" && part.boolean("train", te.at("train_default").get<bool>());
+    const bool on_gpu = train || method == "EMBEDDING" || !latent_caching;
+    if (!on_gpu) continue;
+    any_te_trained |= train;
+    double bytes = spec.params * per;
+    std::string why = train ? "trained" : method == "EMBEDDING" ? "the embedding's gradient runs through it" : "latent_caching false";
+    if (train && method == "LORA") {
+      // LoRA on its attention (4 linears h->h) and MLP (h->4h->h) linears: rank x 18h per layer [I],
+      // in lora_weight_dtype (FLOAT_32 by default) with fp32 gradients and optimizer state
+      const double lora = s.lora_rank * 18.0 * spec.hidden * spec.layers;
+      bytes += lora * (4 + 4 + opt.state_bytes_per_param);
+    } else if (train) {
+      // its own weights train: gradients in their dtype and the optimizer state
+      bytes += spec.params * (per + opt.state_bytes_per_param);
+    }
+    kept += bytes;
+    what.push_back(spec.name + " (" + name + " " + dtype + ", " + why + ")");
+    if (train)
+      r.warnings.push_back(name + ".train is " + (part.find("train") ? "true" : "true by default (TrainConfig.py)") + ": OneTrainer " +
+                           (method == "LORA" ? "trains a LoRA on " : "fine-tunes ") + spec.name +
+                           " and keeps it on the GPU through the step (counted); set " + name + ".train false to leave it out");
   }
-  if (frac > 0 && s.model_type == ModelType::Full) {
-    const ordered_json* opt = top.find("optimizer");
-    const bool fused = opt && opt->is_object() && Obj{*opt, top.path, "optimizer."}.boolean("fused_back_pass", false);
-    if (!fused)
-      r.rejections.push_back("a full fine-tune with " + tf.part + ".offload_fraction > 0 needs optimizer.fused_back_pass: OneTrainer raises RuntimeError (modules/util/create.py:141-144)");
+  if (!latent_caching && pd.has_vae) {
+    const ordered_json* vj = top.find("vae");
+    const Obj vae{vj && vj->is_object() ? *vj : empty, top.path, "vae."};
+    const std::string dtype = vae.str("weight_dtype", "FLOAT_32");
+    const double per = dtype_entry(facts, dtype, vae.where("weight_dtype")).at("bytes").get<double>();
+    kept += pd.vae.params * per;
+    what.push_back("VAE (vae " + dtype + ", latent_caching false)");
   }
+  {
+    const ordered_json* vj = top.find("vae");
+    const Obj vae{vj && vj->is_object() ? *vj : empty, top.path, "vae."};
+    run.vae_bytes_per_param = dtype_entry(facts, vae.str("weight_dtype", "FLOAT_32"), vae.where("weight_dtype")).at("bytes").get<double>();
+  }
+  s.kept_model_bytes = kept;
+  for (std::size_t i = 0; i < what.size(); ++i) s.kept_models += (i ? ", " : "") + what[i];
+  // text outputs are cached with the latents only for text encoders that do not train
+  run.text_caching = latent_caching && !any_te_trained && method != "EMBEDDING";
 }
 
 }  // namespace
@@ -195,18 +319,56 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
     s.lora_rank = top.integer("lora_rank", 16);
   } else if (method == "FINE_TUNE") {
     s.model_type = ModelType::Full;
+  } else if (method == "EMBEDDING") {
+    // textual inversion: a frozen denoiser the gradient runs back through (a LoRA step's memory and
+    // time without adapters) to token_count vectors per text encoder
+    s.model_type = ModelType::Lora;
+    s.lora_rank = 1;  // no adapters: static_memory counts embedding_params instead
   } else {
-    throw InputError(top.where("training_method") + ": " + method + " is not predicted by segadvise (LORA and FINE_TUNE are)");
+    throw InputError(top.where("training_method") + ": " + method + " is not predicted by segadvise (LORA, FINE_TUNE and EMBEDDING are)");
   }
   const std::string train_dtype = top.str("train_dtype", "FLOAT_16");
   s.mixed_precision = train_dtype == "BFLOAT_16" ? "bf16" : train_dtype == "FLOAT_16" ? "fp16" : "no";
-  // an absent __version is 0: every migration runs (TrainConfig.py:596-610)
-  const int version = top.integer("__version", 0);
-  if (version < facts.raw.value("config_version", 11) && top.find("__version"))
+  // an absent __version is 0: every migration runs (TrainConfig.py:596-610), except for a built-in preset
+  const bool preset = built_in_preset(path);
+  const int version = top.integer("__version", preset ? facts.raw.value("config_version", 11) : 0);
+  if (preset && !top.find("__version"))
+    r.warnings.push_back("built-in preset ('#' file name): OneTrainer loads it without migration (TopBarController.py:86-92, "
+                         "scripts/train.py:24): its part keys stand as written");
+  if (!preset && version < facts.raw.value("config_version", 11) && top.find("__version"))
     r.warnings.push_back("__version " + std::to_string(version) + " < 11: OneTrainer migrates the file first (TrainConfig.py:612-842)");
-  read_part(facts, top, *tf, version, r);
-  if (top.find("async_offloading") && !top.boolean("async_offloading", true) && s.ramtorch)
+  std::map<std::string, std::string> opts;
+  for (auto it = facts.raw.at("optimizers").begin(); it != facts.raw.at("optimizers").end(); ++it) opts[it.key()] = it.value();
+  const ordered_json* opt = top.find("optimizer");
+  if (opt && !opt->is_object()) top.bad("optimizer", "an object");
+  const std::string o_name = opt ? Obj{*opt, path, "optimizer."}.str("optimizer", "ADAMW") : "ADAMW";
+  s.optimizer = optimizer_for(o_name, opts, r.warnings, path + ": optimizer.optimizer");
+  std::string fused_from;
+  const bool fused_asked = read_fused_back_pass(top, o_name, fused_from);
+  const auto& fused_ok = facts.raw.at("optimizer_defaults").at("fused_back_pass_optimizers");
+  const bool fused_supported = std::find(fused_ok.begin(), fused_ok.end(), o_name) != fused_ok.end();
+  s.fused_back_pass = fused_asked && fused_supported;
+  if (fused_asked && !fused_supported)
+    r.warnings.push_back(fused_from + " true with " + o_name + ": not known to support the fused back pass (create.py): predicted without it");
+  if (s.fused_back_pass)
+    r.warnings.push_back(fused_from + " true: each gradient is applied and freed as backward produces it (GenericTrainer.py): about one block's gradients resident");
+
+  const PartRead pr = read_part(facts, top, *tf, version, !preset, train_dtype, r);
+  if (top.find("async_offloading") && !top.boolean("async_offloading", true) && pr.frac > 0)
     r.warnings.push_back("async_offloading false: weight transfers do not overlap compute; the predicted step time is optimistic");
+  // create.py:140-144: a trained, layer-offloaded part in FINE_TUNE needs an optimizer with fused_back_pass
+  if (pr.frac > 0 && pr.train && s.model_type == ModelType::Full && method == "FINE_TUNE" && !s.fused_back_pass)
+    r.rejections.push_back("a full fine-tune with " + tf->part + ".offload_fraction > 0 needs an optimizer with fused_back_pass (" + fused_from +
+                           " is off or " + o_name + " lacks it): OneTrainer raises RuntimeError (modules/util/create.py:141-144)");
+  if (method == "EMBEDDING") {
+    // token_count (default 1) vectors of each text encoder's width, fp32 (embedding_weight_dtype)
+    const FamilyPhaseData pd = phase_data(fam);
+    double params = 0;
+    for (const auto& te : pd.text_encoders) params += te.hidden * facts.raw.at("embedding").value("token_count_default", 1);
+    s.embedding_params = std::max(1.0, params);
+    r.warnings.push_back("training_method EMBEDDING: " + std::to_string(static_cast<long>(s.embedding_params)) +
+                         " trained embedding values; the frozen " + tf->part + " is predicted as a LoRA step without adapters");
+  }
 
   s.batch = top.integer("batch_size", 1);
   if (s.batch <= 0) throw InputError(top.where("batch_size") + ": must be positive");
@@ -215,14 +377,13 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   s.height = wh.second;
   r.shape_source = std::string("resolution \"") + top.str("resolution", "512") + "\"" + (top.find("resolution") ? "" : " (default, TrainConfig.py:1078)") +
                    ", batch_size " + std::to_string(s.batch) + " (aspect-ratio buckets of that area)";
-  std::map<std::string, std::string> opts;
-  for (auto it = facts.raw.at("optimizers").begin(); it != facts.raw.at("optimizers").end(); ++it) opts[it.key()] = it.value();
-  const ordered_json* opt = top.find("optimizer");
-  const std::string o_name = opt && opt->is_object() ? Obj{*opt, path, "optimizer."}.str("optimizer", "ADAMW") : "ADAMW";
-  s.optimizer = optimizer_for(o_name, opts, r.warnings, path + ": optimizer.optimizer");
   const std::string ema = top.str("ema", "OFF");
   s.use_ema = ema != "OFF";
   s.ema_on_gpu = ema == "GPU";
+  // the run's phases (trainers/data/onetrainer.json "phases") and the parts beside the denoiser
+  const bool latent_caching = top.boolean("latent_caching", true);
+  r.run.other = trainer_run_from_data(facts, r);
+  read_other_parts(facts, top, fam, method, latent_caching, r);
   return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/phases.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/setup_rules.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
@@ -83,7 +84,7 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   if (!fp8_ignored) note_precision(user, base.base_precision, "musubi-tuner", notes);
   if (fe && fe->value("second_dit", false) && base.experts > 1) base.idle_experts_on_host = false;
   if (fe && fe->value("control_in_sequence", false)) base.reference_images = std::max(1, base.reference_images);
-  base.other_model_bytes = 0;  // musubi caches latents and text-encoder outputs before training (a separate step)
+  base.kept_model_bytes = 0;  // musubi caches latents and text-encoder outputs before training (a separate step)
   std::vector<int> swaps = {0};
   const int max = tf.blocks_to_swap_max;
   if (max > 0) {
@@ -151,7 +152,7 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
   TrainingSetup base = plain(user);
   // the emitted job caches latents and text embeddings (datasets[].cache_latents_to_disk,
   // cache_text_embeddings): neither the VAE nor the text encoder stays on the GPU (SDTrainer.py)
-  base.other_model_bytes = 0;
+  base.kept_model_bytes = 0;
   if (fe && fe->value("experts", 1) > 1) {
     base.experts = fe->value("experts", 1);
     if (base.trained_experts <= 0) base.trained_experts = base.experts;
@@ -221,43 +222,84 @@ std::string onetrainer_dtype(const TrainerFacts& facts, const TrainingSetup& use
   return dtype;
 }
 
-std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
-                                  std::vector<std::string>& notes) {
+// The OneTrainer name of a segadvise optimizer (its "optimizers" table), "" when none maps to it.
+std::string onetrainer_optimizer(const TrainerFacts& facts, const std::string& optimizer) {
+  for (auto it = facts.raw.at("optimizers").begin(); it != facts.raw.at("optimizers").end(); ++it)
+    if (it.value() == optimizer) return it.key();
+  return "";
+}
+
+// OneTrainer's memory knobs for the family's denoiser part: checkpointing, offload_fraction (by bytes),
+// activation offloading, and for a full fine-tune the fused back pass. Every plan caches latents and
+// leaves the text encoders untrained (the text encoders then leave the GPU, setup_train_device) and
+// never offloads without checkpointing (OneTrainer raises NotImplementedError, checkpointing_util.py:154).
+std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, const TrainerFamily& tf,
+                                  const TrainingSetup& user, std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted
+  base.weight_storage_bytes = 0;  // the part's weight_dtype is emitted: no FLOAT_32 storage
+  base.layer_offload_fraction = 0;
+  base.fused_back_pass = false;
+  base.kept_model_bytes = 0;      // text encoders untrained, latents cached: nothing beside the denoiser
+  base.kept_models.clear();
   std::string precision;
   const std::string dtype = onetrainer_dtype(facts, user, precision);
   base.base_precision = precision;
+  base.quantize_all_block_linears = quantized(base);  // quantization.layer_filter_preset "full" (default)
   note_precision(user, precision, "OneTrainer", notes);
   const std::string& part = tf.part;
   std::vector<double> fracs = {0};
   if (tf.part_offloading) fracs = numbers(plans_of(facts), "offload_fractions", 0, 1);
   else notes.push_back("OneTrainer's " + part + " has no layer or activation offloading (" + tf.source + "): not offered");
+  const bool full = base.model_type == ModelType::Full;
+  const std::string ot_opt = onetrainer_optimizer(facts, base.optimizer);
+  const auto& fused_ok = facts.raw.at("optimizer_defaults").at("fused_back_pass_optimizers");
+  const bool fused_possible = full && std::find(fused_ok.begin(), fused_ok.end(), ot_opt) != fused_ok.end();
+  if (full && !fused_possible)
+    notes.push_back("optimizer " + base.optimizer + (ot_opt.empty() ? " has no OneTrainer name" : " (" + ot_opt + ") is not known to support fused_back_pass") +
+                    ": no fused back pass, so no layer offload for this full fine-tune (create.py:141-144)");
+  const FamilyPhaseData pd = phase_data(fam);
+  const auto& te_parts = facts.raw.at("text_encoders").at("parts");
   std::vector<KnobCombo> out;
   for (int gc = 0; gc < 2; ++gc)
     for (bool act : {false, true})
-      for (double frac : fracs) {
-        if (act && (!gc || !tf.part_offloading)) continue;
-        KnobCombo c;
-        c.knobs["__version"] = 11;  // without it every migration runs (TrainConfig.py:752-762, 830-842)
-        c.knobs[part + ".weight_dtype"] = dtype;
-        c.knobs[part + ".gradient_checkpointing"] = gc == 1;
-        c.knobs[part + ".offload_fraction"] = frac;
-        c.knobs[part + ".activation_offloading"] = act;
-        c.knobs["async_offloading"] = true;
-        c.knobs["train_dtype"] = "BFLOAT_16";
-        if (frac > 0 && base.model_type == ModelType::Full) c.knobs["optimizer.fused_back_pass"] = true;  // create.py:141-144
-        c.setup = base;
-        c.setup.ramtorch = frac > 0;
-        c.setup.ramtorch_percent = frac > 0 ? frac * 100 : 100;
-        c.schedule = sched(gc == 1, act ? Backend::Unsloth : Backend::Torch);
-        std::ostringstream l;
-        l << (gc ? "gradient checkpointing" : "no checkpointing");
-        if (frac > 0) l << ", " << static_cast<int>(frac * 100) << "% of layers offloaded";
-        if (act) l << ", activations offloaded";
-        c.label = l.str();
-        out.push_back(c);
-      }
+      for (double frac : fracs)
+        for (bool fused : {false, true}) {
+          if (act && (!gc || !tf.part_offloading)) continue;
+          if (frac > 0 && !gc) continue;                   // offloading requires gradient checkpointing
+          if (fused && !fused_possible) continue;
+          if (full && frac > 0 && !fused) continue;        // create.py:141-144
+          KnobCombo c;
+          c.knobs["__version"] = 11;  // without it every migration runs (TrainConfig.py:752-762, 830-842)
+          c.knobs[part + ".weight_dtype"] = dtype;
+          c.knobs[part + ".gradient_checkpointing"] = gc == 1;
+          c.knobs[part + ".offload_fraction"] = frac;
+          c.knobs[part + ".activation_offloading"] = act;
+          for (std::size_t i = 0; i < pd.text_encoders.size() && i < te_parts.size(); ++i)
+            c.knobs[te_parts[i].get<std::string>() + ".train"] = false;  // a part's train defaults to true (TrainConfig.py)
+          c.knobs["latent_caching"] = true;
+          c.knobs["async_offloading"] = true;
+          c.knobs["train_dtype"] = "BFLOAT_16";
+          if (fused) {
+            // the UI lays optimizer_defaults[<optimizer>] over the optimizer (optimizer_util.py change_optimizer),
+            // scripts/train.py reads the optimizer object: both say it
+            c.knobs["optimizer.optimizer"] = ot_opt;
+            c.knobs["optimizer.fused_back_pass"] = true;
+            c.knobs["optimizer_defaults." + ot_opt + ".optimizer"] = ot_opt;
+            c.knobs["optimizer_defaults." + ot_opt + ".fused_back_pass"] = true;
+          }
+          c.setup = base;
+          c.setup.layer_offload_fraction = frac;
+          c.setup.fused_back_pass = fused;
+          c.schedule = sched(gc == 1, act ? Backend::Unsloth : Backend::Torch);
+          std::ostringstream l;
+          l << (gc ? "gradient checkpointing" : "no checkpointing");
+          if (frac > 0) l << ", " << static_cast<int>(std::lround(frac * 100)) << "% of layer bytes offloaded";
+          if (act) l << ", activations offloaded";
+          if (fused) l << ", fused back pass";
+          c.label = l.str();
+          out.push_back(c);
+        }
   return out;
 }
 
@@ -377,9 +419,14 @@ std::string onetrainer_text(const TrainerFacts& facts, const Family& fam, const 
   if (s.model_type == ModelType::Lora) j["lora_rank"] = s.lora_rank;
   for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) {
     const std::string& k = it.key();
-    const auto dot = k.find('.');
-    if (dot == std::string::npos) j[k] = it.value();
-    else j[k.substr(0, dot)][k.substr(dot + 1)] = it.value();
+    ordered_json* at = &j;  // every dot nests (optimizer_defaults.ADAMW.fused_back_pass)
+    std::size_t from = 0;
+    for (std::size_t d = k.find('.'); d != std::string::npos; from = d + 1, d = k.find('.', from)) {
+      ordered_json& next = (*at)[k.substr(from, d - from)];
+      if (!next.is_object()) next = ordered_json::object();
+      at = &next;
+    }
+    (*at)[k.substr(from)] = it.value();
   }
   return j.dump(4) + "\n";
 }
@@ -549,9 +596,16 @@ class OneTrainer final : public FactsTrainer {
   TrainerRead read_file(const std::string& path, const TrainerReadOptions& o) const override {
     return readers::read_onetrainer(path, o);
   }
-  std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
-                                std::vector<std::string>& notes) const override {
-    return onetrainer(*facts(), tf, base, notes);
+  std::vector<KnobCombo> knob_space(const Family& fam, const TrainingSetup& base,
+                                    std::vector<std::string>& notes) const override {
+    const TrainerFamily* tf = facts()->find(fam);
+    if (!tf) return {};
+    std::vector<KnobCombo> out = onetrainer(*facts(), fam, *tf, base, notes);
+    for (auto& c : out) c.setup.trainer = id();
+    return out;
+  }
+  std::vector<KnobCombo> combos(const TrainerFamily&, const TrainingSetup&, std::vector<std::string>&) const override {
+    return {};  // knob_space above (it needs the family's text encoders)
   }
 };
 
@@ -604,8 +658,10 @@ class SimpleTuner final : public Trainer {
     r.shape_source = c.backends.empty() ? "" : c.backends.front().note;
     r.rejections = c.rejections;
     r.warnings = c.warnings;
+    r.run = c.run;  // SimpleTuner's own keys (run.other stays empty)
     return r;
   }
+  RunSetup run_setup(const TrainerRead& r) const override { return r.run; }
   std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& setup) const override {
     return simpletuner_setup_rejections(fam, setup);
   }
@@ -636,6 +692,12 @@ class SimpleTuner final : public Trainer {
 
 std::vector<std::string> Trainer::setup_rejections(const Family&, const TrainingSetup&) const { return {}; }
 
+RunSetup Trainer::run_setup(const TrainerRead& r) const {
+  RunSetup run = r.run;
+  if (run.other.trainer.empty() && facts()) run.other = trainer_run_from_data(*facts(), r);
+  return run;
+}
+
 TrainerAdvice Trainer::plan(const Family& fam, const TrainingSetup& setup, const PredictFn& predict,
                             const std::string& headroom) const {
   const TrainerFacts& f = *facts();
@@ -648,8 +710,8 @@ TrainerAdvice Trainer::plan(const Family& fam, const TrainingSetup& setup, const
     a.notes.push_back(f.name + " does not train " + fam.name + " (trainers/data/" + id() + ".json): nothing to emit");
     return a;
   }
-  if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload)
-    a.notes.push_back("the config's weight streaming (RamTorch / block swap / group offload) is replaced by " + f.name +
+  if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload || setup.layer_offload_fraction > 0)
+    a.notes.push_back("the config's weight streaming (RamTorch / block swap / group offload / layer offload) is replaced by " + f.name +
                       "'s own knob where it has one");
   for (auto& c : knob_space(fam, setup, a.notes)) {
     TrainerPlan p;

@@ -140,7 +140,15 @@ Rewritten rewrite_json(const TrainerRead& r, const ordered_json& knobs) {
       if (k == "__version" && !j.contains(k)) out.notes.push_back("added \"__version\": 11 so that OneTrainer does not migrate the per-part keys away");
       j[k] = it.value();
     } else {
-      j[k.substr(0, dot)][k.substr(dot + 1)] = it.value();
+      // every dot nests (optimizer_defaults.ADAMW.fused_back_pass)
+      ordered_json* at = &j;
+      std::size_t from = 0;
+      for (std::size_t d = k.find('.'); d != std::string::npos; from = d + 1, d = k.find('.', from)) {
+        ordered_json& next = (*at)[k.substr(from, d - from)];
+        if (!next.is_object()) next = ordered_json::object();
+        at = &next;
+      }
+      (*at)[k.substr(from)] = it.value();
     }
   }
   out.text = j.dump(4) + "\n";

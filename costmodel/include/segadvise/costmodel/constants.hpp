@@ -82,6 +82,10 @@ constexpr double kBackwardLaunchesPerForward = 2;
 // weight streaming (RamTorch, block swap) double-buffers: the block running and the next one in
 // flight, each as large as the largest streamed block, stay resident
 constexpr double kStreamedBlockBuffers = 2;
+// OneTrainer's static layer cache on the GPU: its cache tensors are sized with "no more than 10%
+// overhead" over the loaded layers' bytes (LayerOffloadConductor.py StaticLayerAllocator.allocate_cache,
+// Nerogar/OneTrainer@23df383); the upper end is counted.
+constexpr double kLayerOffloadCacheOverhead = 0.10;
 
 // ---- static analyzer (families/src/analyzer.cpp; its header comment derives the counts) ----
 constexpr int kDefaultHeadDim = 64;  // head width when a family gives neither heads nor head_dim

@@ -43,7 +43,8 @@ ActivationTimeline simulate_activations(const BlockChain& chain, const Plan& pla
                                         bool keep_points = false);
 
 struct StaticMemory {
-  double weights_bytes = 0;
+  double weights_bytes = 0;  // with other_models_bytes
+  double other_models_bytes = 0;
   double streamed_weights_bytes = 0;
   double trainable_params = 0;
   double trainable_bytes = 0;

@@ -38,6 +38,9 @@ std::vector<std::string> optimizer_names();
 
 // bytes of a weight/activation element for the run's weight_dtype (§2.1)
 double weight_dtype_bytes(const TrainingSetup& setup);
+// Bytes per stored unquantized base weight: TrainingSetup::weight_storage_bytes when a trainer sets it,
+// else weight_dtype_bytes (activations keep weight_dtype_bytes either way).
+double stored_weight_bytes(const TrainingSetup& setup);
 
 // Nearest names by edit distance, for "did you mean" messages.
 std::vector<std::string> nearest_names(const std::string& wanted, const std::vector<std::string>& names,

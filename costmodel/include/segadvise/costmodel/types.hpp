@@ -95,14 +95,33 @@ struct TrainingSetup {
   // Control/reference images whose latents join the image sequence (FLUX.1 Kontext, Qwen-Image-Edit):
   // the transformer sees image tokens x (1 + reference_images).
   int reference_images = 0;
-  // Other models the trainer keeps on the GPU through the step (frozen text encoders, the VAE, an
-  // accuracy-recovery adapter), in bytes; counted with the resident weights. What they are is in notes.
-  double other_model_bytes = 0;
-  // The quantizer converts every Linear of a block, the adaLN modulation too (ai-toolkit's
-  // quantize_model, toolkit/util/quantize.py): a block's non-quantizable weights (the modulation the
-  // analyzer derives) are stored at the quantized width as well.
-  bool quantize_all_block_linears = false;
   bool quantized_full_allowed = false;  // SimpleTuner's i_know_what_i_am_doing / controlnet: a full fine-tune of a quantized base runs
+  // Set by other trainers' readers where they differ from SimpleTuner (0 / false: SimpleTuner's rule).
+  // Bytes per stored unquantized base weight when the trainer stores weights apart from the compute
+  // dtype (OneTrainer's <part>.weight_dtype FLOAT_32 under train_dtype BFLOAT_16: 4, activations stay 2);
+  // a full fine-tune's gradients have the weights' dtype. 0: weight_dtype_bytes (the compute dtype).
+  double weight_storage_bytes = 0;
+  // The fused back pass (OneTrainer optimizer.fused_back_pass, musubi --fused_backward_pass): each
+  // parameter is stepped and its gradient freed as backward produces it, so about one block's
+  // gradients are resident, not the model's.
+  bool fused_back_pass = false;
+  // OneTrainer's layer offload (LayerOffloadConductor): this share of the blocks' weight BYTES stays on
+  // the host; the GPU keeps a static cache of the rest (at least two blocks), 0: none.
+  double layer_offload_fraction = 0;
+  // The quantizer converts every Linear of the blocks, the modulation (adaLN) ones too (OneTrainer's
+  // quantization layer filter "full" or "blocks"; ai-toolkit's quantize_model, toolkit/util/quantize.py):
+  // block weights at the quantized width. false: the analyzer's quantizable share (modulation kept at
+  // the weight dtype, as SimpleTuner's quantizers do).
+  bool quantize_all_block_linears = false;
+  // Other models the trainer keeps on the GPU through the step (text encoders it trains or does not
+  // unload, the VAE when latents are not cached, ai-toolkit's accuracy-recovery adapter): their
+  // weights, adapters, gradients and optimizer state, counted with the base weights; `kept_models`
+  // says what they are.
+  double kept_model_bytes = 0;
+  std::string kept_models;
+  // Textual inversion (OneTrainer EMBEDDING): this many trained embedding values (fp32) in place of
+  // adapters; the frozen base is run as a LoRA step is (backward through it), 0: none.
+  double embedding_params = 0;
   std::vector<std::string> notes;  // how the setup was derived, shown to the user
 };
 
@@ -266,7 +285,8 @@ struct Coefficients {
 };
 
 struct MemoryBreakdown {
-  double weights_bytes = 0;        // resident base weights at their precision
+  double weights_bytes = 0;        // resident base weights at their precision (with other_models_bytes)
+  double other_models_bytes = 0;   // of weights_bytes: other models kept on the GPU (TrainingSetup::kept_model_bytes)
   double streamed_weights_bytes = 0;  // weights on the host (RamTorch / block swap), not counted in peak
   double trainable_bytes = 0;      // LoRA / LyCORIS / full parameters
   double gradient_bytes = 0;

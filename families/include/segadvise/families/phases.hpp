@@ -98,6 +98,38 @@ FamilyPhaseData phase_data(const Family& fam, const std::string& model_flavour =
 
 // ---- the run's keys ----------------------------------------------------------------------------
 
+// Another trainer's run (OneTrainer, diffusers scripts, ai-toolkit, musubi-tuner): what it keeps on the
+// GPU in each phase, by its own keys. Filled by the trainer's component (segadvise/trainers/trainer.hpp
+// run_setup: trainers/data/<id>.json "phases" and what its reader read); `trainer` empty: SimpleTuner's
+// run, the RunSetup keys below. The models the trainer keeps through the step (text encoders it trains
+// or does not unload, the VAE without latent caching) are in the step's prediction
+// (TrainingSetup::kept_model_bytes), so every phase that holds the model holds them too.
+struct TrainerRun {
+  std::string trainer;  // its id; "" SimpleTuner
+  std::string name;     // OneTrainer, …
+  bool latent_caching = true;      // latents encoded before training, the VAE then leaves the GPU
+  std::string latent_caching_key;  // the key that says so, as the trainer writes it
+  bool text_caching = true;        // text embeddings computed before training
+  std::string text_caching_key;
+  int caching_batch = 1;           // samples the VAE encodes at once while caching
+  // per text encoder (the family's order), bytes per parameter as the trainer loads it (0: the family's)
+  std::vector<double> text_encoder_bytes_per_param;
+  double vae_bytes_per_param = 0;  // 0: the family's
+  bool quantizes_on_gpu = false;   // the unquantized base reaches the GPU before it is quantized
+  std::string load_key;            // what decides how it loads
+  bool samples = false;            // samples images during training
+  std::string sample_key;          // the key that turns it on or off
+  int sample_width = 0, sample_height = 0, sample_frames = 1;
+  bool sample_keeps_gradients = false;     // gradients still resident while it samples
+  bool sample_loads_text_encoders = true;  // the prompts are encoded when it samples
+  bool sample_cfg = true;                  // classifier-free guidance batches two passes
+  // the sampler moves one part at a time to the GPU (text encoders to encode, back; the denoiser;
+  // then the VAE with the denoiser moved off): no moment holds all of them
+  bool sample_moves_parts = false;
+  std::string save_key;
+  std::string source;  // where the facts come from
+};
+
 // Every SimpleTuner key that moves a phase, with the trainer's defaults (run-phases §A2, §B;
 // registry defaults are the CLI defaults).
 struct RunSetup {
@@ -128,6 +160,7 @@ struct RunSetup {
   bool save_text_encoder = false;
   int validation_step_interval = 100;
   int max_train_steps = 0;  // 0: not given (epochs)
+  TrainerRun other;  // another trainer's run: its phases replace SimpleTuner's (other.trainer set)
 };
 
 // ---- the phases ----------------------------------------------------------------------------------

@@ -32,6 +32,10 @@ class Trainer {
   virtual bool detects(const std::string& path) const = 0;
   // The config as the trainer reads it. InputError naming the file, line and key for bad input.
   virtual TrainerRead read(const std::string& path, const TrainerReadOptions& o) const = 0;
+  // The whole run's phases as it runs them (what sits on the GPU while it caches, loads, trains,
+  // samples and saves, by its own keys: families/phases.hpp TrainerRun). Default: what the reader
+  // read (TrainerRead::run), else trainers/data/<id>.json "phases" (trainer_run_from_data).
+  virtual RunSetup run_setup(const TrainerRead& r) const;
   // What it stops on before training, judged on the setup alone (setup_rules.hpp).
   virtual std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& setup) const;
 

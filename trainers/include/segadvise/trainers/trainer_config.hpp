@@ -9,6 +9,7 @@
 
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
+#include "segadvise/families/phases.hpp"
 
 namespace segadvise {
 
@@ -31,7 +32,16 @@ struct TrainerRead {
   std::vector<std::string> rejections;
   // Keys the trainer ignores or changes, and assumptions.
   std::vector<std::string> warnings;
+  // The run's other phases as this trainer runs them (run.other; Trainer::run_setup): filled by a
+  // reader that reads the keys, else from trainers/data/<id>.json "phases" (trainer_run_from_data).
+  RunSetup run;
 };
+
+struct TrainerFacts;
+// The run's phases from the trainer's data file ("phases": each with the config key that decides it,
+// looked up in the file the way its format nests keys, and the trainer's default): caching, loading,
+// sampling and saving. InputError naming the data file for a malformed "phases".
+TrainerRun trainer_run_from_data(const TrainerFacts& facts, const TrainerRead& r);
 
 // simpletuner | musubi | ai-toolkit | onetrainer | diffusers, from the file name and content.
 // Throws InputError naming the file when nothing matches.
