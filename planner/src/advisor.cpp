@@ -217,6 +217,24 @@ OptimalOptions optimal_options(const Context& ctx) {
   return o;
 }
 
+// A schedule of the same kind of run as a per-block plan, for its range's stratum (range_stratum):
+// nothing checkpointed -> none; one-block checkpoints only -> layer; anything longer -> segmented;
+// host copies -> unsloth's offload
+static Schedule kind_of_plan(const Plan& plan) {
+  Schedule s;
+  bool any = false, longer = false, host = false;
+  for (const Segment& g : plan.segments) {
+    if (g.mode == BlockMode::Keep) continue;
+    any = true;
+    longer = longer || g.end - g.begin > 1;
+    host = host || g.offload_to_host;
+  }
+  s.checkpointing = any;
+  if (longer) s.interval = 2;
+  if (host) s.backend = Backend::Unsloth;
+  return s;
+}
+
 static OptimalView solve_optimal(const Context& ctx, bool with_front) {
   OptimalView v;
   const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
@@ -224,7 +242,8 @@ static OptimalView solve_optimal(const Context& ctx, bool with_front) {
   if (v.optimal.found) {
     v.insight = opt.insight(v.optimal.plan);
     // the optimal plan's figures are the cost model's own (not anchored): its unanchored bands
-    v.verdict = ranged_prediction(ctx.ranges, Anchor{}, Schedule{}, v.optimal.prediction, ctx.headroom_bytes).fit;
+    v.verdict = ranged_prediction(ctx.ranges, Anchor{}, kind_of_plan(v.optimal.plan), v.optimal.prediction,
+                                  ctx.headroom_bytes).fit;
   }
   if (with_front) v.front = opt.pareto_front(kParetoFrontPlans);
   return v;
