@@ -123,7 +123,15 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
     progress.finish();
     if (banded.bands) {
       write_file_atomically(f->write_ranges, to_json(*banded.bands).dump(2) + "\n");
-      std::cerr << "wrote " << f->write_ranges << "\n";
+      std::cerr << "wrote " << f->write_ranges << "; fitted sigmas:";
+      for (RangeKind k : {RangeKind::Peak, RangeKind::Time, RangeKind::PeakAnchored, RangeKind::TimeAnchored}) {
+        const ScoreModel& sm = banded.bands->of(k);
+        std::cerr << "\n  " << to_string(k) << ":";
+        for (std::size_t i = 0; i < sm.sigma.size(); ++i)
+          std::cerr << " " << range_part_names(k)[i] << " " << sm.sigma[i];
+        std::cerr << " (" << sm.strata.size() << " strata of their own)";
+      }
+      std::cerr << "\n";
     }
     make_printer(f->format, std::cout)
         ->accuracy(AccuracyView{&banded.report, &set, &banded.summary, f->by == "family", f->runs});

@@ -35,6 +35,7 @@ nlohmann::json ranges_json(const RangeStats& r) {
   return {{"peak_coverage", share(r.peak_covered, r.peak_n)}, {"peak_n", r.peak_n},
           {"peak_width_median", r.peak_width_median},         {"time_coverage", share(r.time_covered, r.time_n)},
           {"time_n", r.time_n},                               {"time_width_median", r.time_width_median},
+          {"peak_hi_lo_median", r.peak_hi_lo_median},         {"time_hi_lo_median", r.time_hi_lo_median},
           {"verdicts", {{"fits", r.fits}, {"borderline", r.borderline}, {"does_not_fit", r.does_not_fit}}},
           {"borderline_share", share(r.borderline, r.verdicts())}, {"fits_that_ran_out_of_memory", r.fits_oom}};
 }
@@ -123,6 +124,17 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
       j["borderline"] = {{"schedule", to_json(b.schedule)}, {"prediction", prediction_json(b)},
                          {"config", simpletuner_keys(b.schedule)}, {"config_remove", keys_to_remove(b.schedule)},
                          {"settle", settle_hint(b)}};
+      nlohmann::json shrink = nlohmann::json::array();
+      for (const RangeIfMeasured& x : r.if_measured)
+        shrink.push_back({{"schedule", a.candidates[x.candidate].schedule.name()},
+                          {"peak_vram_gib_range", {x.peak_now_bytes.lo / kGiB, x.peak_now_bytes.hi / kGiB}},
+                          {"peak_vram_gib_range_if_measured", {x.peak_after_bytes.lo / kGiB, x.peak_after_bytes.hi / kGiB}},
+                          {"step_time_s_range", {x.time_now_s.lo, x.time_now_s.hi}},
+                          {"step_time_s_range_if_measured", {x.time_after_s.lo, x.time_after_s.hi}},
+                          {"peak_width_ratio", x.peak_width_ratio},
+                          {"time_width_ratio", x.time_width_ratio},
+                          {"fit_if_measured", to_string(x.verdict_after)}});
+      j["borderline"]["ranges_if_measured"] = shrink;
     }
     j["shortfall_gib"] = a.shortfall_bytes / kGiB;
     nlohmann::json alts = nlohmann::json::array();
@@ -399,6 +411,9 @@ nlohmann::json accuracy_json(const AccuracyView& v) {
   nlohmann::json fams = nlohmann::json::object();
   for (const auto& [k, m] : rep.per_family) fams[k] = metrics_json(m);
   j["per_family"] = fams;
+  nlohmann::json strata = nlohmann::json::object();
+  for (const auto& [k, r] : rep.ranges_by_stratum) strata[k] = ranges_json(r);
+  j["ranges_by_kind_of_run"] = strata;
   nlohmann::json dec = nlohmann::json::array();
   for (const auto& d : rep.decisions)
     dec.push_back({{"group", d.key}, {"chosen", d.chosen}, {"measured_fastest", d.measured_best}, {"good", d.good}, {"why", d.why}});

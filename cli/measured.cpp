@@ -161,6 +161,17 @@ void print_verdict(std::ostream& out, const Candidate& c, const TextFormat& fmt)
   out << "\n";
 }
 
+std::string shrink_line(const Candidate& c, const RangeIfMeasured& x, const std::string& measured) {
+  auto gib_range = [](const Range& r) { return num(r.lo / kGiB, 1) + "–" + num(r.hi / kGiB, 1) + " GiB"; };
+  if (c.schedule.name() == measured)
+    return c.schedule.name() + ": its own measurement (peak now " + gib_range(x.peak_now_bytes) + ")";
+  return c.schedule.name() + ": peak " + gib_range(x.peak_now_bytes) + " -> " + gib_range(x.peak_after_bytes) + " (" +
+         num(100 * x.peak_width_ratio, 0) + "% of the width; " + to_string(x.verdict_after) + "), s/step " +
+         num(x.time_now_s.lo, time_decimals(x.time_now_s.lo)) + "–" + num(x.time_now_s.hi, time_decimals(x.time_now_s.hi)) +
+         " -> " + num(x.time_after_s.lo, time_decimals(x.time_after_s.lo)) + "–" +
+         num(x.time_after_s.hi, time_decimals(x.time_after_s.hi)) + " s";
+}
+
 std::string settle_hint(const Candidate& c) {
   return "nothing fits with confidence; '" + c.schedule.name() + "' is borderline (" + peak_with_range(c) +
          "): run it for a few steps and pass --measured " + c.schedule.name() +

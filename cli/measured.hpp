@@ -41,6 +41,8 @@ void print_measurements(std::ostream& out, const Anchor& a, const TextFormat& fm
 // headroom; 1.85 s/step (90%: …)" before the breakdown
 void print_verdict(std::ostream& out, const Candidate& c, const TextFormat& fmt);
 // When nothing fits with confidence but some schedules are borderline: what to measure.
+// one borderline candidate's range now and after the suggested measurement (`measured`: its name)
+std::string shrink_line(const Candidate& c, const RangeIfMeasured& x, const std::string& measured);
 std::string settle_hint(const Candidate& borderline);
 
 }  // namespace segadvise::cli

@@ -64,8 +64,13 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFo
     return;
   }
   if (r.advice.borderline >= 0) {
-    out << fmt.section(3, "No confident recommendation", "No confident recommendation: ")
-        << settle_hint(r.advice.candidates[r.advice.borderline]) << ".\n";
+    const Candidate& b = r.advice.candidates[r.advice.borderline];
+    out << fmt.section(3, "No confident recommendation", "No confident recommendation: ") << settle_hint(b) << ".\n";
+    if (!r.if_measured.empty()) {
+      out << "If '" << b.schedule.name() << "' measures as predicted, the borderline ranges become:\n";
+      for (const RangeIfMeasured& x : r.if_measured)
+        out << fmt.item() << shrink_line(r.advice.candidates[x.candidate], x, b.schedule.name()) << "\n";
+    }
     return;
   }
   if (!r.context.trainer_rejection.empty()) {  // no schedule runs: the trainer stops before training
@@ -124,6 +129,23 @@ void print_ranges(std::ostream& out, const AccuracyReport& rep, const TextFormat
     if (m.has_ranges) row(k, m);
   row(fmt.either("OVERALL", "**overall**"), rep.overall);
   fmt.table(out, t);
+  if (!rep.ranges_by_stratum.empty()) {
+    const std::string sub = "By kind of run (the strata of the score quantiles)";
+    out << "\n" << fmt.section(5, sub, sub + "\n\n");
+    Table k({"kind of run", "peak covered", "peak hi/lo", "s/step covered", "s/step hi/lo", "fits", "borderline",
+             "unsafe fits"});
+    auto share = [](int a, int n) { return n ? pct(double(a) / n) + " (" + std::to_string(a) + "/" + std::to_string(n) + ")" : "-"; };
+    auto ratio = [](double x) { return x > 0 ? fixed(x, 2) : std::string("-"); };
+    for (const auto& [st, r] : rep.ranges_by_stratum)
+      k.add({st, share(r.peak_covered, r.peak_n), ratio(r.peak_hi_lo_median), share(r.time_covered, r.time_n),
+             ratio(r.time_hi_lo_median), std::to_string(r.fits), share(r.borderline, r.verdicts()),
+             std::to_string(r.fits_oom)});
+    const RangeStats& o = rep.overall.ranges;
+    k.add({fmt.either("OVERALL", "**overall**"), share(o.peak_covered, o.peak_n), ratio(o.peak_hi_lo_median),
+           share(o.time_covered, o.time_n), ratio(o.time_hi_lo_median), std::to_string(o.fits),
+           share(o.borderline, o.verdicts()), std::to_string(o.fits_oom)});
+    fmt.table(out, k);
+  }
   out << "Width: median (hi - lo) / prediction. Verdicts on runs that completed or ran out of memory; an unsafe "
          "fit is a \"fits\" verdict on a run that ran out of memory. Decision above picks the fastest \"fits\" "
          "(the fastest \"borderline\" where none fits), as advise does.\n";

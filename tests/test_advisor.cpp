@@ -124,7 +124,7 @@ TEST_CASE("check's verdict is the worst phase's, the training step's phase keepi
   CheckRequest req;
   req.run = request_for("flux", "h100");
   // a band of exp(-0.5) .. exp(0.5) around every peak: 0.6065x .. 1.6487x
-  req.run.ranges.peak = Band{-0.5, 0.5, 100};
+  req.run.ranges.peak.all = Band{-0.5, 0.5, 100};
   req.schedule = parse("layer");
   CheckReport r = check_report(req);
   REQUIRE(r.phases.has_value());

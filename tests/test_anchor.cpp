@@ -213,11 +213,11 @@ TEST_CASE("split-conformal bands take the (n+1)-corrected order statistics and h
 }
 
 TEST_CASE("ranges are the anchored bands when a measurement set the level, the plain ones otherwise") {
-  RangeModel m;
-  m.peak = {std::log(0.8), std::log(1.3), 100};
-  m.time = {std::log(0.7), std::log(1.5), 100};
-  m.peak_anchored = {std::log(0.95), std::log(1.1), 100};
-  m.time_anchored = {std::log(0.9), std::log(1.2), 100};
+  RangeModel m;  // no sigma: u = 1, one factor for every run
+  m.peak.all = {std::log(0.8), std::log(1.3), 100};
+  m.time.all = {std::log(0.7), std::log(1.5), 100};
+  m.peak_anchored.all = {std::log(0.95), std::log(1.1), 100};
+  m.time_anchored.all = {std::log(0.9), std::log(1.2), 100};
   // unanchored 20 GiB, 2 s on 40 usable: peak 16 .. 26, time 1.4 .. 3.0; 26 + 1 <= 40 fits
   const Prediction p = made(8, 2, 10, 0, 1.5, 0.5, 0);
   const RangedPrediction r = ranged_prediction(m, Anchor{}, Schedule::parse("interval2"), p, kGiB);
@@ -250,19 +250,34 @@ TEST_CASE("ranges are the anchored bands when a measurement set the level, the p
 
 TEST_CASE("a ranges file round-trips and a broken one is bad input naming the field") {
   RangeModel m;
-  m.peak = {-0.2, 0.3, 10};
-  m.time_anchored = {-0.1, 0.05, 7};
+  m.peak.all = {-0.2, 0.3, 10};
+  m.peak.sigma = {0.05, 0.1, 0.2, 0.5};
+  m.peak.strata["none"] = {-1.5, 2.0, 60};
+  m.time_anchored.all = {-0.1, 0.05, 7};
   m.source = "test";
   const RangeModel back = range_model_from_json(to_json(m), "ranges.json");
-  CHECK(back.peak.log_lo == doctest::Approx(-0.2));
-  CHECK(back.time_anchored.log_hi == doctest::Approx(0.05));
-  CHECK(back.time_anchored.n == 7);
+  CHECK(back.peak.all.log_lo == doctest::Approx(-0.2));
+  CHECK(back.peak.sigma.size() == 4);
+  CHECK(back.peak.sigma[3] == doctest::Approx(0.5));
+  CHECK(back.peak.strata.at("none").log_hi == doctest::Approx(2.0));
+  CHECK(back.time_anchored.all.log_hi == doctest::Approx(0.05));
+  CHECK(back.time_anchored.all.n == 7);
+  CHECK(back.time.sigma.empty());
   nlohmann::json j = to_json(m);
   j.erase("time");
   CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("'time'"), InputError);
   j = to_json(m);
   j["peak"]["log_lo"] = 0.5;
   CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("log_lo must be <= 0"), InputError);
+  j = to_json(m);
+  j["peak"]["sigma"]["gradients"] = 0.1;
+  CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("peak.sigma.gradients"), InputError);
+  j = to_json(m);
+  j["peak"]["sigma"]["activations"] = -1;
+  CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("peak.sigma.activations"), InputError);
+  j = to_json(m);
+  j["peak"]["strata"]["sometimes"] = j["peak"]["strata"]["none"];
+  CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("peak.strata.sometimes"), InputError);
   j = to_json(m);
   j["coverage"] = 1.5;
   CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("'coverage'"), InputError);
@@ -426,4 +441,75 @@ TEST_CASE("an OOM with its need on another card bounds the peak from below witho
                                                made(9, 1, 2, 0, 1, 0.5, 0, 40), kGiB);
   CHECK(gib(u.prediction.peak_vram_bytes) == doctest::Approx(25));
   CHECK(u.fit == FitVerdict::Fits);
+// ---- ranges by part --------------------------------------------------------------------------
+
+TEST_CASE("a range propagates each part's uncertainty: counted weights narrow it, activations widen it") {
+  RangeModel m;
+  // level 2%, weights 5%, training state 10%, activations 50%; scores within +-1.645
+  m.peak.sigma = {0.02, 0.05, 0.1, 0.5};
+  m.peak.all = {-1.645, 1.645, 100};
+  // 80% counted weights: 16 GiB weights + 4 GiB activations = 20 GiB.
+  //   u = sqrt((0.02 * 20)^2 + (0.05 * 16)^2 + (0.5 * 4)^2) / 20 = sqrt(0.16 + 0.64 + 4) / 20 = 0.109545
+  //   range 20 * exp(-+1.645 * 0.109545) = 16.702 .. 23.949 GiB (x0.835 .. x1.197)
+  const Prediction weights = made(16, 0, 4, 0, 1, 0.5, 0);
+  const RangedPrediction a = ranged_prediction(m, Anchor{}, Schedule::parse("layer"), weights, kGiB);
+  CHECK(a.peak_u == doctest::Approx(0.109545).epsilon(1e-5));
+  CHECK(gib(a.peak_vram_bytes.lo) == doctest::Approx(16.702).epsilon(1e-4));
+  CHECK(gib(a.peak_vram_bytes.hi) == doctest::Approx(23.949).epsilon(1e-4));
+  CHECK(std::string(a.peak_parts.stratum) == "per-block");
+  // all activations, the same 20 GiB: u = sqrt(0.16 + 100) / 20 = 0.50040,
+  //   range 20 * exp(-+1.645 * 0.50040) = 8.781 .. 45.554 GiB
+  const Prediction acts = made(0, 0, 20, 0, 1, 0.5, 0);
+  const RangedPrediction b = ranged_prediction(m, Anchor{}, Schedule::parse("layer"), acts, kGiB);
+  CHECK(b.peak_u == doctest::Approx(0.50040).epsilon(1e-4));
+  CHECK(gib(b.peak_vram_bytes.lo) == doctest::Approx(8.781).epsilon(1e-3));
+  CHECK(gib(b.peak_vram_bytes.hi) == doctest::Approx(45.554).epsilon(1e-4));
+  CHECK(a.fit == FitVerdict::Fits);        // 23.95 + 1 <= 40
+  CHECK(b.fit == FitVerdict::Borderline);  // 45.55 + 1 > 40 >= 8.78 + 1
+  // the time: compute 1 s, host 0.5 s, no transfer; sigmas level 0, compute 0.2, host 0.6:
+  //   u = sqrt((0.2 * 1)^2 + (0.6 * 0.5)^2) / 1.5 = sqrt(0.04 + 0.09) / 1.5 = 0.240370
+  m.time.sigma = {0, 0.2, 0.6, 0.6};
+  m.time.all = {-1, 2, 100};
+  const RangedPrediction t = ranged_prediction(m, Anchor{}, Schedule::parse("layer"), weights, kGiB);
+  CHECK(t.time_u == doctest::Approx(0.240370).epsilon(1e-5));
+  CHECK(t.step_time_s.lo == doctest::Approx(1.5 * std::exp(-0.240370)).epsilon(1e-5));
+  CHECK(t.step_time_s.hi == doctest::Approx(1.5 * std::exp(2 * 0.240370)).epsilon(1e-5));
+}
+
+TEST_CASE("an anchored range keeps only what the measurement leaves open: the structure between schedules") {
+  RangeModel m;
+  m.peak_anchored.sigma = {0.01, 0.4};  // level 1%, structure 40%
+  m.peak_anchored.all = {-2, 2, 100};
+  m.peak_anchored.strata["none"] = {-3, 1, 60};
+  // measured layer at what the model said (20 GiB: 8 weights + 2 other + 10 activations): scales 1
+  const Prediction layer = made(8, 2, 10, 0, 1.5, 0.5, 0);
+  Anchor a = fit_anchor({{parse_measurement("layer:2:20"), layer}}, clean_options());
+  REQUIRE(a.activation_scale == doctest::Approx(1));
+  // interval2 with the same activations: only the level is open, u = 0.01 -> 20 * exp(-+0.02)
+  const RangedPrediction same = ranged_prediction(m, a, Schedule::parse("interval2"), layer, kGiB);
+  CHECK(std::string(same.peak_parts.stratum) == "segmented");
+  CHECK(same.peak_u == doctest::Approx(0.01));
+  CHECK(gib(same.peak_vram_bytes.hi) == doctest::Approx(20 * std::exp(0.02)));
+  // none with 24 GiB activations (34 GiB): 14 GiB differ from layer's 10:
+  //   u = sqrt((0.01 * 34)^2 + (0.4 * 14)^2) / 34 = sqrt(0.1156 + 31.36) / 34 = 5.61030 / 34 = 0.165009; its own
+  //   stratum's scores -3 .. 1: 34 * exp(-3 u) .. 34 * exp(u) = 20.7 .. 40.1 GiB
+  const Prediction none = made(8, 2, 24, 0, 1.2, 0.5, 0);
+  const RangedPrediction big = ranged_prediction(m, a, Schedule::parse("none"), none, kGiB);
+  CHECK(big.peak_u == doctest::Approx(0.165009).epsilon(1e-5));
+  CHECK(gib(big.peak_vram_bytes.lo) == doctest::Approx(34 * std::exp(-3 * 0.165009)).epsilon(1e-6));
+  CHECK(gib(big.peak_vram_bytes.hi) == doctest::Approx(34 * std::exp(0.165009)).epsilon(1e-6));
+}
+
+TEST_CASE("the least upper factor bounds every unanchored peak range's upper end") {
+  RangeModel m;
+  m.peak.sigma = {0.02, 0.05, 0.1, 0.5};
+  m.peak.all = {-1, 1.5, 100};
+  m.peak.strata["none"] = {-1, 1.2, 50};
+  // least u^2 = 0.02^2 + 1 / (1/0.05^2 + 1/0.1^2 + 1/0.5^2) = 0.0004 + 1 / 504 = 0.0023841; factor exp(1.2 u)
+  CHECK(m.least_peak_hi_factor() == doctest::Approx(std::exp(1.2 * std::sqrt(0.0004 + 1.0 / 504))));
+  for (const Prediction& p : {made(16, 0, 4, 0, 1, 0.5, 0), made(0, 0, 20, 0, 1, 0.5, 0), made(5, 5, 5, 0, 1, 0.5, 0)})
+    for (const char* s : {"none", "layer", "interval2"}) {
+      const RangedPrediction r = ranged_prediction(m, Anchor{}, Schedule::parse(s), p, kGiB);
+      CHECK(r.peak_vram_bytes.hi >= p.peak_vram_bytes * m.least_peak_hi_factor() * (1 - 1e-12));
+    }
 }

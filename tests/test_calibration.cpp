@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
+#include "segadvise/calibration/bands.hpp"
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/dataset.hpp"
 #include "segadvise/calibration/lsq.hpp"
@@ -330,7 +331,8 @@ TEST_CASE("accuracy --anchor predicts each setup group from its measured anchor 
   const Residuals res = residuals(set, a);
   REQUIRE(res.peak.size() == 1);
   CHECK(res.peak.begin()->second.size() == 1);
-  CHECK(res.peak.begin()->second[0] == doctest::Approx(std::log(30 / a[1].peak_gib)));
+  CHECK(res.peak.begin()->second[0].log_ratio == doctest::Approx(std::log(30 / a[1].peak_gib)));
+  CHECK(std::string(res.peak.begin()->second[0].parts.stratum) == "none");
 }
 
 TEST_CASE("accuracy --by family prints the signed median error of a cell and the part carrying it") {
@@ -382,4 +384,96 @@ TEST_CASE("accuracy --by family prints the signed median error of a cell and the
   CHECK(layer.time_error_by_gpu.at("l40s") == doctest::Approx(-0.5));
   CHECK(none.peak_error == doctest::Approx(-0.6));
   CHECK(none.peak_carrier == "weights");
+}
+
+TEST_CASE("score models: conformal quantiles of the normalized score, by stratum where the residuals support one") {
+  // parts of the level only: u = sigma_level for every run, so the range factor exp(z u) is the
+  // log ratio's own order statistic, whatever sigma the fit finds
+  auto res = [](double r, const char* stratum) {
+    ScoredResidual x;
+    x.log_ratio = r;
+    x.parts.total = 10;
+    x.parts.x = {10, 0, 0, 0};
+    x.parts.stratum = stratum;
+    return x;
+  };
+  ResidualsByFamily by;
+  // "none": 40 residuals -0.19 .. 0.20 over 5 families (k = -19..20, family k mod 5);
+  // "per-block": 40 residuals -0.019 .. 0.020 likewise; "segmented": -0.5 and 0.5 in each family (10)
+  for (int k = -19; k <= 20; ++k) {
+    const std::string fam = "f" + std::to_string((k + 20) % 5);
+    by[fam].push_back(res(k / 100.0, "none"));
+    by[fam].push_back(res(k / 1000.0, "per-block"));
+  }
+  for (int f = 0; f < 5; ++f) {
+    by["f" + std::to_string(f)].push_back(res(-0.5, "segmented"));
+    by["f" + std::to_string(f)].push_back(res(0.5, "segmented"));
+  }
+  const ScoreModel m = fit_score_model(by, "", RangeKind::Peak, 0.9);
+  REQUIRE(m.sigma.size() == 4);
+  const double u = m.sigma[0];
+  RangeParts p;
+  p.total = 10;
+  p.x = {10, 0, 0, 0};
+  CHECK(m.u(p) == doctest::Approx(u));
+  // n = 40: ranks floor(41 * 0.05) = 2 and ceil(41 * 0.95) = 39 -> -0.18 .. 0.19
+  REQUIRE(m.strata.count("none"));
+  CHECK(m.strata.at("none").log_lo * u == doctest::Approx(-0.18));
+  CHECK(m.strata.at("none").log_hi * u == doctest::Approx(0.19));
+  CHECK(m.strata.at("none").families == 5);
+  CHECK(m.strata.at("per-block").log_lo * u == doctest::Approx(-0.018));
+  CHECK(m.strata.at("per-block").log_hi * u == doctest::Approx(0.019));
+  // 10 segmented residuals: no quantiles of its own; the pooled 90: ranks floor(91 * 0.05) = 4 and
+  // ceil(91 * 0.95) = 87, inside the five -0.5 and the five 0.5
+  CHECK_FALSE(m.strata.count("segmented"));
+  p.stratum = "segmented";
+  CHECK(m.band(p.stratum).log_lo * u == doctest::Approx(-0.5));
+  CHECK(m.band(p.stratum).log_hi * u == doctest::Approx(0.5));
+  CHECK(m.all.n == 90);
+  // leaving family f0 out: 32 "none" residuals, under the 40 a stratum needs
+  const ScoreModel lofo = fit_score_model(by, "f0", RangeKind::Peak, 0.9);
+  CHECK_FALSE(lofo.strata.count("none"));
+  CHECK(lofo.all.n == 72);
+}
+
+TEST_CASE("accuracy counts how often the ranges hold the measurement, overall and per stratum") {
+  Dataset d;
+  d.origin = "coverage-test";
+  const char* modes[] = {"none", "none", "layer", "layer"};
+  for (int i = 0; i < 4; ++i) {
+    MeasuredRun r = run("sd3", "h100", modes[i], 1024, 1024, 1);
+    r.id = "r" + std::to_string(i);
+    r.peak_gib = 20;
+    r.sec_per_step = 2;
+    d.runs.push_back(r);
+  }
+  const PreparedSet set = prepare(d);
+  std::vector<RunPrediction> preds;
+  // ranges set by hand: peak ranges 18-22 (holds 20), 21-25 (misses), 19-21 (holds), 10-19.9 (misses);
+  // time ranges all 1-3 (hold 2)
+  const double lo[] = {18, 21, 19, 10}, hi[] = {22, 25, 21, 19.9};
+  for (int i = 0; i < 4; ++i) {
+    RunPrediction p = predict_run(set, set.runs[i], Coefficients{}, kGiB);
+    REQUIRE(p.supported);
+    p.has_range = true;
+    p.peak_gib = (lo[i] + hi[i]) / 2;
+    p.peak_lo_gib = lo[i];
+    p.peak_hi_gib = hi[i];
+    p.step_s = 2;
+    p.step_lo_s = 1;
+    p.step_hi_s = 3;
+    p.verdict = FitVerdict::Fits;
+    p.peak_parts.stratum = i < 2 ? "none" : "per-block";
+    preds.push_back(p);
+  }
+  const AccuracyReport rep = score(set, preds, kGiB, "test");
+  CHECK(rep.overall.ranges.peak_n == 4);
+  CHECK(rep.overall.ranges.peak_covered == 2);
+  CHECK(rep.overall.ranges.time_covered == 4);
+  CHECK(rep.ranges_by_stratum.at("none").peak_covered == 1);
+  CHECK(rep.ranges_by_stratum.at("per-block").peak_n == 2);
+  CHECK(rep.ranges_by_stratum.at("per-block").peak_covered == 1);
+  // hi / lo medians: none 22/18 = 1.2222 and 25/21 = 1.1905 -> 1.2063; time 3 everywhere
+  CHECK(rep.ranges_by_stratum.at("none").peak_hi_lo_median == doctest::Approx((22.0 / 18 + 25.0 / 21) / 2));
+  CHECK(rep.overall.ranges.time_hi_lo_median == doctest::Approx(3));
 }

@@ -362,10 +362,9 @@ bool recommendable(const RunPrediction& p, bool borderline_too) {
   return p.verdict == FitVerdict::Fits || (borderline_too && p.verdict == FitVerdict::Borderline);
 }
 
-void add_range_stats(const RunPrediction& p, const MeasuredRun& run, std::initializer_list<Metrics*> ms) {
-  for (Metrics* m : ms) {
-    m->has_ranges = true;
-    RangeStats& s = m->ranges;
+void add_range_stats(const RunPrediction& p, const MeasuredRun& run, std::initializer_list<RangeStats*> ss) {
+  for (RangeStats* sp : ss) {
+    RangeStats& s = *sp;
     if (fit_status(run.status)) {
       (p.verdict == FitVerdict::Fits ? s.fits : p.verdict == FitVerdict::Borderline ? s.borderline : s.does_not_fit)++;
       if (p.verdict == FitVerdict::Fits && run.status == "oom") ++s.fits_oom;
@@ -378,22 +377,29 @@ void add_range_stats(const RunPrediction& p, const MeasuredRun& run, std::initia
   }
 }
 
+// width medians of every run, each family's and each stratum's (keys "*", "f:FAMILY", "s:STRATUM")
 void fill_widths(AccuracyReport& rep, const PreparedSet& set) {
-  std::map<std::string, std::vector<double>> pw, tw;
+  std::map<std::string, std::vector<double>> pw, tw, pr, tr;
   for (std::size_t i = 0; i < set.runs.size(); ++i) {
     const RunPrediction& p = rep.predictions[i];
     if (!p.modelled || !p.supported || !p.has_range || p.measured_anchor || set.runs[i].run->status != "ok") continue;
-    for (const std::string& k : {std::string("*"), set.runs[i].group}) {
+    for (const std::string& k :
+         {std::string("*"), "f:" + set.runs[i].group, "s:" + std::string(p.peak_parts.stratum)}) {
       pw[k].push_back((p.peak_hi_gib - p.peak_lo_gib) / p.peak_gib);
       tw[k].push_back((p.step_hi_s - p.step_lo_s) / p.step_s);
+      if (p.peak_lo_gib > 0) pr[k].push_back(p.peak_hi_gib / p.peak_lo_gib);
+      if (p.step_lo_s > 0) tr[k].push_back(p.step_hi_s / p.step_lo_s);
     }
   }
-  rep.overall.ranges.peak_width_median = quantile(pw["*"], 0.5);
-  rep.overall.ranges.time_width_median = quantile(tw["*"], 0.5);
-  for (auto& [fam, m] : rep.per_family) {
-    m.ranges.peak_width_median = quantile(pw[fam], 0.5);
-    m.ranges.time_width_median = quantile(tw[fam], 0.5);
-  }
+  auto put = [&](RangeStats& r, const std::string& k) {
+    r.peak_width_median = quantile(pw[k], 0.5);
+    r.time_width_median = quantile(tw[k], 0.5);
+    r.peak_hi_lo_median = quantile(pr[k], 0.5);
+    r.time_hi_lo_median = quantile(tr[k], 0.5);
+  };
+  put(rep.overall.ranges, "*");
+  for (auto& [fam, m] : rep.per_family) put(m.ranges, "f:" + fam);
+  for (auto& [st, r] : rep.ranges_by_stratum) put(r, "s:" + st);
 }
 
 }  // namespace
@@ -426,7 +432,11 @@ AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> preds, d
         else (st == "ok" ? c.nofit_ok : c.nofit_oom)++;
       }
     }
-    if (p.modelled && p.supported && p.has_range) add_range_stats(p, *r.run, {&rep.overall, &rep.per_family[r.group]});
+    if (p.modelled && p.supported && p.has_range) {
+      rep.overall.has_ranges = rep.per_family[r.group].has_ranges = true;
+      add_range_stats(p, *r.run,
+                      {&rep.overall.ranges, &rep.per_family[r.group].ranges, &rep.ranges_by_stratum[p.peak_parts.stratum]});
+    }
     if (p.modelled && p.supported && st == "ok" && !p.measured_anchor) {
       const double pe = std::fabs(p.peak_gib / r.run->peak_gib - 1), te = std::fabs(p.step_s / r.run->sec_per_step - 1);
       for (const std::string& k : {std::string("*"), r.group}) {
@@ -651,6 +661,8 @@ void set_ranged(RunPrediction& out, const RangedPrediction& rp) {
   out.step_hi_s = rp.step_time_s.hi;
   out.verdict = rp.fit;
   out.anchored = rp.peak_anchored;
+  out.peak_parts = rp.peak_parts;
+  out.time_parts = rp.time_parts;
 }
 
 }  // namespace
@@ -702,18 +714,10 @@ Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& pr
     const MeasuredRun& r = *set.runs[i].run;
     if (!p.modelled || !p.supported || p.measured_anchor || r.status != "ok") continue;
     if (p.peak_gib <= 0 || p.step_s <= 0 || r.peak_gib <= 0 || r.sec_per_step <= 0) continue;
-    res.peak[set.runs[i].group].push_back(std::log(r.peak_gib / p.peak_gib));
-    res.time[set.runs[i].group].push_back(std::log(r.sec_per_step / p.step_s));
+    res.peak[set.runs[i].group].push_back({std::log(r.peak_gib / p.peak_gib), p.peak_parts});
+    res.time[set.runs[i].group].push_back({std::log(r.sec_per_step / p.step_s), p.time_parts});
   }
   return res;
-}
-
-Band band_without(const std::map<std::string, std::vector<double>>& by_family, const std::string& left_out,
-                  double coverage) {
-  std::vector<double> all;
-  for (const auto& [fam, v] : by_family)
-    if (fam != left_out) all.insert(all.end(), v.begin(), v.end());
-  return conformal_band(std::move(all), coverage);
 }
 
 }  // namespace segadvise

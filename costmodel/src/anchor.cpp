@@ -323,11 +323,145 @@ Band conformal_band(std::vector<double> r, double coverage) {
   return Band(std::min(0.0, r[lo - 1]), std::max(0.0, r[hi - 1]), static_cast<int>(r.size()));
 }
 
+const std::vector<std::string>& range_part_names(RangeKind k) {
+  static const std::vector<std::string> peak = {"level", "weights", "training_state", "activations"};
+  static const std::vector<std::string> time = {"level", "compute", "host", "transfer"};
+  static const std::vector<std::string> peak_anchored = {"level", "structure"};
+  static const std::vector<std::string> time_anchored = {"level", "compute_structure", "transfer_structure"};
+  switch (k) {
+    case RangeKind::Peak: return peak;
+    case RangeKind::Time: return time;
+    case RangeKind::PeakAnchored: return peak_anchored;
+    case RangeKind::TimeAnchored: return time_anchored;
+  }
+  return peak;
+}
+
+std::string to_string(RangeKind k) {
+  switch (k) {
+    case RangeKind::Peak: return "peak";
+    case RangeKind::Time: return "time";
+    case RangeKind::PeakAnchored: return "peak_anchored";
+    case RangeKind::TimeAnchored: return "time_anchored";
+  }
+  return "peak";
+}
+
 namespace {
 
-Band band_from_json(const nlohmann::json& j, const std::string& origin, const std::string& key) {
-  if (!j.contains(key) || !j[key].is_object()) throw InputError(origin + ": field '" + key + "' is missing");
-  const nlohmann::json& b = j[key];
+const char* const kStrata[] = {"none", "per-block", "segmented", "offload", "streamed"};
+
+double activation_part(const Prediction& p) { return p.memory.activation_peak_bytes + p.memory.fragmentation_bytes; }
+
+}  // namespace
+
+const char* range_stratum(const Schedule& s, const Prediction& p) {
+  // streaming changes what is resident and what moves more than the schedule does: its own kind
+  if (p.memory.streamed_weights_bytes > 0) return kStrata[4];
+  if (s.offload_attention || (s.checkpointing && is_unsloth(s.backend))) return kStrata[3];
+  if (!s.checkpointing) return kStrata[0];
+  if (s.interval > 1 || s.stride > 1) return kStrata[2];
+  return kStrata[1];
+}
+
+RangeParts range_parts(RangeKind k, const Anchor& a, const Schedule& schedule, const Prediction& q) {
+  RangeParts r;
+  r.stratum = range_stratum(schedule, q);
+  const MemoryBreakdown& m = q.memory;
+  const TimeParts t = time_parts(q);
+  switch (k) {
+    case RangeKind::Peak:
+      r.total = q.peak_vram_bytes;
+      r.x = {q.peak_vram_bytes, m.weights_bytes, m.trainable_bytes + m.gradient_bytes + m.optimizer_bytes,
+             activation_part(q)};
+      break;
+    case RangeKind::Time:
+      r.total = q.step_time_s;
+      r.x = {q.step_time_s, t.compute_s, t.host_s, t.transfer_s};
+      break;
+    case RangeKind::PeakAnchored:
+    case RangeKind::TimeAnchored: {
+      // what the measurement leaves open: the difference between this schedule's anchored parts
+      // and those of the nearest measured schedule (same setup: the fixed part is the same)
+      double da = -1, dc = -1, dx = -1;
+      const double act = activation_part(q);
+      for (const AnchorPoint& pt : a.points) {
+        if (pt.measured.oom) continue;
+        const TimeParts pm = time_parts(pt.predicted);
+        const double am = a.activation_scale * activation_part(pt.predicted);
+        const double d_a = std::fabs(act - am);
+        const double d_c = std::fabs(t.compute_s - a.compute_scale * pm.compute_s);
+        const double d_x = std::fabs(t.transfer_s - a.transfer_scale * pm.transfer_s);
+        if (da < 0 || d_a < da) da = d_a;
+        if (dc < 0 || d_c + d_x < dc + dx) {
+          dc = d_c;
+          dx = d_x;
+        }
+      }
+      if (k == RangeKind::PeakAnchored) {
+        r.total = q.peak_vram_bytes;
+        r.x = {q.peak_vram_bytes, std::max(0.0, da), 0, 0};
+      } else {
+        r.total = q.step_time_s;
+        r.x = {q.step_time_s, std::max(0.0, dc), std::max(0.0, dx), 0};
+      }
+      break;
+    }
+  }
+  return r;
+}
+
+const Band& ScoreModel::band(const char* stratum) const {
+  if (!strata.empty()) {
+    const auto it = strata.find(stratum);
+    if (it != strata.end()) return it->second;
+  }
+  return all;
+}
+
+double ScoreModel::u(const RangeParts& p) const {
+  if (sigma.empty()) return 1;
+  if (!(p.total > 0)) return 0;
+  double v = 0;
+  for (std::size_t k = 0; k < sigma.size() && k < p.x.size(); ++k) v += sigma[k] * sigma[k] * p.x[k] * p.x[k];
+  return std::sqrt(v) / p.total;
+}
+
+ScoreModel& RangeModel::of(RangeKind k) {
+  switch (k) {
+    case RangeKind::Peak: return peak;
+    case RangeKind::Time: return time;
+    case RangeKind::PeakAnchored: return peak_anchored;
+    case RangeKind::TimeAnchored: return time_anchored;
+  }
+  return peak;
+}
+
+const ScoreModel& RangeModel::of(RangeKind k) const { return const_cast<RangeModel*>(this)->of(k); }
+
+double RangeModel::least_peak_hi_factor() const {
+  // u^2 = sigma_0^2 + sum_k sigma_k^2 s_k^2 over shares s_k summing to 1 is least at
+  // sigma_0^2 + 1 / sum_k 1 / sigma_k^2 (a part with sigma 0 takes the whole peak: sigma_0^2)
+  double u = 1;
+  if (!peak.sigma.empty()) {
+    double inv = 0;
+    bool zero = false;
+    for (std::size_t k = 1; k < peak.sigma.size(); ++k) {
+      if (peak.sigma[k] <= 0) zero = true;
+      else inv += 1 / (peak.sigma[k] * peak.sigma[k]);
+    }
+    const double rest = zero || inv <= 0 ? 0 : 1 / inv;
+    u = std::sqrt(peak.sigma[0] * peak.sigma[0] + rest);
+  }
+  double hi = peak.all.log_hi;
+  for (const auto& [name, b] : peak.strata) hi = std::min(hi, b.log_hi);
+  return std::exp(std::max(0.0, hi) * u);
+}
+
+namespace {
+
+Band band_from_json(const nlohmann::json& b, const std::string& origin, const std::string& key) {
+  if (!b.is_object()) throw InputError(origin + ": field '" + key + "' must be an object");
   double edge[2];
   const char* fields[2] = {"log_lo", "log_hi"};
   for (int k = 0; k < 2; ++k) {
@@ -337,13 +471,67 @@ Band band_from_json(const nlohmann::json& j, const std::string& origin, const st
     edge[k] = b[field].get<double>();
   }
   if (edge[0] > 0 || edge[1] < 0) throw InputError(origin + ": field '" + key + "': log_lo must be <= 0 <= log_hi");
-  return Band(edge[0], edge[1], b.value("n", 0));
+  for (const char* field : {"n", "families"})
+    if (b.contains(field) && !(b[field].is_number_integer() && b[field].get<long long>() >= 0))
+      throw InputError(origin + ": field '" + key + "." + field + "' must be a non-negative integer");
+  Band out(edge[0], edge[1], b.value("n", 0));
+  out.families = b.value("families", 0);
+  return out;
 }
 
 nlohmann::json band_json(const Band& b) {
-  return {{"log_lo", b.log_lo}, {"log_hi", b.log_hi}, {"n", b.n},
-          {"ratio", {b.lo, b.hi}}};
+  return {{"log_lo", b.log_lo}, {"log_hi", b.log_hi}, {"n", b.n}, {"families", b.families}};
 }
+
+ScoreModel score_from_json(const nlohmann::json& j, const std::string& origin, RangeKind kind) {
+  const std::string key = to_string(kind);
+  if (!j.contains(key) || !j[key].is_object()) throw InputError(origin + ": field '" + key + "' is missing");
+  const nlohmann::json& o = j[key];
+  ScoreModel m;
+  m.all = band_from_json(o, origin, key);
+  if (o.contains("sigma")) {
+    const nlohmann::json& s = o["sigma"];
+    if (!s.is_object()) throw InputError(origin + ": field '" + key + ".sigma' must be an object of part: sigma");
+    const std::vector<std::string>& names = range_part_names(kind);
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (std::find(names.begin(), names.end(), it.key()) == names.end())
+        throw InputError(origin + ": field '" + key + ".sigma." + it.key() + "': not a part of " + key);
+    for (const std::string& n : names) {
+      if (!s.contains(n) || !s[n].is_number() || !std::isfinite(s[n].get<double>()) || s[n].get<double>() < 0)
+        throw InputError(origin + ": field '" + key + ".sigma." + n + "' must be a finite number >= 0");
+      m.sigma.push_back(s[n].get<double>());
+    }
+  }
+  if (o.contains("strata")) {
+    const nlohmann::json& st = o["strata"];
+    if (!st.is_object()) throw InputError(origin + ": field '" + key + ".strata' must be an object");
+    for (auto it = st.begin(); it != st.end(); ++it) {
+      if (std::find(std::begin(kStrata), std::end(kStrata), it.key()) == std::end(kStrata))
+        throw InputError(origin + ": field '" + key + ".strata." + it.key() +
+                         "': not a kind of run (none, per-block, segmented, offload, streamed)");
+      m.strata[it.key()] = band_from_json(it.value(), origin, key + ".strata." + it.key());
+    }
+  }
+  return m;
+}
+
+nlohmann::json score_json(const ScoreModel& m, RangeKind kind) {
+  nlohmann::json j = band_json(m.all);
+  if (!m.sigma.empty()) {
+    nlohmann::json s = nlohmann::json::object();
+    const std::vector<std::string>& names = range_part_names(kind);
+    for (std::size_t k = 0; k < names.size() && k < m.sigma.size(); ++k) s[names[k]] = m.sigma[k];
+    j["sigma"] = s;
+  }
+  if (!m.strata.empty()) {
+    nlohmann::json st = nlohmann::json::object();
+    for (const auto& [name, b] : m.strata) st[name] = band_json(b);
+    j["strata"] = st;
+  }
+  return j;
+}
+
+constexpr RangeKind kAllKinds[] = {RangeKind::Peak, RangeKind::Time, RangeKind::PeakAnchored, RangeKind::TimeAnchored};
 
 }  // namespace
 
@@ -354,21 +542,15 @@ RangeModel range_model_from_json(const nlohmann::json& j, const std::string& ori
       !(j["coverage"].get<double>() < 1))
     throw InputError(origin + ": field 'coverage' must be a number in (0, 1)");
   m.coverage = j["coverage"].get<double>();
-  m.peak = band_from_json(j, origin, "peak");
-  m.time = band_from_json(j, origin, "time");
-  m.peak_anchored = band_from_json(j, origin, "peak_anchored");
-  m.time_anchored = band_from_json(j, origin, "time_anchored");
+  for (RangeKind k : kAllKinds) m.of(k) = score_from_json(j, origin, k);
   m.source = j.value("source", origin);
   return m;
 }
 
 nlohmann::json to_json(const RangeModel& m) {
-  return {{"coverage", m.coverage},
-          {"source", m.source},
-          {"peak", band_json(m.peak)},
-          {"time", band_json(m.time)},
-          {"peak_anchored", band_json(m.peak_anchored)},
-          {"time_anchored", band_json(m.time_anchored)}};
+  nlohmann::json j = {{"coverage", m.coverage}, {"source", m.source}};
+  for (RangeKind k : kAllKinds) j[to_string(k)] = score_json(m.of(k), k);
+  return j;
 }
 
 std::string to_string(FitVerdict v) {
@@ -394,10 +576,18 @@ RangedPrediction ranged_prediction(const RangeModel& ranges, const Anchor& a, co
   const Prediction& q = r.prediction;
   r.peak_anchored = a.peak_anchored;
   r.time_anchored = a.time_anchored;
-  const Band& pb = a.peak_anchored ? ranges.peak_anchored : ranges.peak;
-  const Band& tb = a.time_anchored ? ranges.time_anchored : ranges.time;
-  r.peak_vram_bytes = {q.peak_vram_bytes * pb.lo, q.peak_vram_bytes * pb.hi};
-  r.step_time_s = {q.step_time_s * tb.lo, q.step_time_s * tb.hi};
+  const RangeKind pk = a.peak_anchored ? RangeKind::PeakAnchored : RangeKind::Peak;
+  const RangeKind tk = a.time_anchored ? RangeKind::TimeAnchored : RangeKind::Time;
+  r.peak_parts = range_parts(pk, a, schedule, q);
+  r.time_parts = range_parts(tk, a, schedule, q);
+  const ScoreModel& ps = ranges.of(pk);
+  const ScoreModel& ts = ranges.of(tk);
+  r.peak_u = ps.u(r.peak_parts);
+  r.time_u = ts.u(r.time_parts);
+  const Band& pb = ps.band(r.peak_parts.stratum);
+  const Band& tb = ts.band(r.time_parts.stratum);
+  r.peak_vram_bytes = {q.peak_vram_bytes * std::exp(pb.log_lo * r.peak_u), q.peak_vram_bytes * std::exp(pb.log_hi * r.peak_u)};
+  r.step_time_s = {q.step_time_s * std::exp(tb.log_lo * r.time_u), q.step_time_s * std::exp(tb.log_hi * r.time_u)};
   // no run holds less than its resident weights (counted from parameters and dtypes; a measurement
   // below them is refused as bad input): the lower end never goes under them
   r.peak_vram_bytes.lo = std::min(q.peak_vram_bytes, std::max(r.peak_vram_bytes.lo, q.memory.weights_bytes));

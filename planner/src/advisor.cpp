@@ -217,6 +217,24 @@ OptimalOptions optimal_options(const Context& ctx) {
   return o;
 }
 
+// A schedule of the same kind of run as a per-block plan, for its range's stratum (range_stratum):
+// nothing checkpointed -> none; one-block checkpoints only -> layer; anything longer -> segmented;
+// host copies -> unsloth's offload
+static Schedule kind_of_plan(const Plan& plan) {
+  Schedule s;
+  bool any = false, longer = false, host = false;
+  for (const Segment& g : plan.segments) {
+    if (g.mode == BlockMode::Keep) continue;
+    any = true;
+    longer = longer || g.end - g.begin > 1;
+    host = host || g.offload_to_host;
+  }
+  s.checkpointing = any;
+  if (longer) s.interval = 2;
+  if (host) s.backend = Backend::Unsloth;
+  return s;
+}
+
 static OptimalView solve_optimal(const Context& ctx, bool with_front) {
   OptimalView v;
   const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
@@ -224,7 +242,8 @@ static OptimalView solve_optimal(const Context& ctx, bool with_front) {
   if (v.optimal.found) {
     v.insight = opt.insight(v.optimal.plan);
     // the optimal plan's figures are the cost model's own (not anchored): its unanchored bands
-    v.verdict = ranged_prediction(ctx.ranges, Anchor{}, Schedule{}, v.optimal.prediction, ctx.headroom_bytes).fit;
+    v.verdict = ranged_prediction(ctx.ranges, Anchor{}, kind_of_plan(v.optimal.plan), v.optimal.prediction,
+                                  ctx.headroom_bytes).fit;
   }
   if (with_front) v.front = opt.pareto_front(kParetoFrontPlans);
   return v;
@@ -263,7 +282,7 @@ bool nothing_can_fit(const Context& ctx) {
   const StaticMemory& sm = pc.static_memory;
   const double peak_bytes = sm.weights_bytes + sm.trainable_bytes + sm.gradient_bytes + sm.optimizer_bytes +
                             activation_bytes + activation_bytes * ctx.coef.fragmentation;
-  const double hi_bytes = peak_bytes * ctx.ranges.peak.hi;
+  const double hi_bytes = peak_bytes * ctx.ranges.least_peak_hi_factor();
   return !(hi_bytes + ctx.headroom_bytes <= pc.usable_vram_bytes);
 }
 
@@ -332,14 +351,56 @@ AdviceReport advise_report(const Context& ctx, const AdviceOptions& options) {
   // the immutable context; the cost model's scratch buffers are thread_local.
   std::future<OptimalView> optimal =
       std::async(std::launch::async, [&ctx, &options] { return solve_optimal(ctx, options.with_front); });
-  AdviceReport r{ctx, advise_schedules(ctx, options.keep_all), {}, {}, options.keep_all, std::nullopt, nullptr};
+  AdviceReport r{ctx, advise_schedules(ctx, options.keep_all), {}, {}, options.keep_all, std::nullopt, nullptr, {}};
   r.optimal = optimal.get();
   compare_with_advice(r.optimal, r.advice);
   // what would fit is searched only when nothing is even borderline: with a borderline schedule the
   // answer is its measurement (and the search re-advises several setups: ~5x the time)
   if (r.advice.recommended < 0 && r.advice.borderline < 0) r.alternatives = what_would_fit(ctx);
+  if (r.advice.recommended < 0 && r.advice.borderline >= 0) r.if_measured = ranges_if_measured(ctx, r.advice);
   if (const Candidate* c = r.recommended()) r.phases = predict_run(ctx, *c, options.run_setup);
   return r;
+}
+
+std::vector<RangeIfMeasured> ranges_if_measured(const Context& ctx, const Advice& advice) {
+  std::vector<RangeIfMeasured> out;
+  if (advice.borderline < 0) return out;
+  const Candidate& b = advice.candidates[advice.borderline];
+  if (!b.prediction.supported) return out;
+  // the measurement as it would be if the model were right about the measured schedule; with the
+  // user's own measurements kept beside it
+  std::vector<AnchorPoint> points = ctx.anchor.points;
+  Measurement m;
+  m.schedule = b.schedule;
+  m.text = b.schedule.name() + " (as predicted)";
+  m.step_time_s = b.prediction.step_time_s;
+  m.peak_vram_bytes = b.prediction.peak_vram_bytes;
+  if (measured_ok(ctx.anchor, b.schedule)) return out;  // already measured: nothing to add
+  points.push_back({m, model_candidate(ctx, b.schedule).prediction});
+  Anchor hyp;
+  try {
+    hyp = fit_anchor(points);
+  } catch (const InputError&) {
+    return out;  // the predicted point contradicts a measurement of the user's: no such run
+  }
+  auto width = [](const Range& r) { return r.hi - r.lo; };
+  for (std::size_t i = 0; i < advice.candidates.size(); ++i) {
+    const Candidate& c = advice.candidates[i];
+    if (!c.ranged || c.fit != FitVerdict::Borderline) continue;
+    const RangedPrediction after =
+        ranged_prediction(ctx.ranges, hyp, c.schedule, model_candidate(ctx, c.schedule).prediction, ctx.headroom_bytes);
+    RangeIfMeasured x;
+    x.candidate = static_cast<int>(i);
+    x.peak_now_bytes = c.peak_range_bytes;
+    x.time_now_s = c.step_range_s;
+    x.peak_after_bytes = after.peak_vram_bytes;
+    x.time_after_s = after.step_time_s;
+    x.verdict_after = after.fit;
+    if (width(x.peak_now_bytes) > 0) x.peak_width_ratio = width(x.peak_after_bytes) / width(x.peak_now_bytes);
+    if (width(x.time_now_s) > 0) x.time_width_ratio = width(x.time_after_s) / width(x.time_now_s);
+    out.push_back(x);
+  }
+  return out;
 }
 
 AdviceReport advise_report(const AdvisorRequest& request, const AdviceOptions& options) {

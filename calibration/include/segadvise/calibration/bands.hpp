@@ -30,6 +30,29 @@ struct BandedAccuracy {
   std::optional<RangeModel> bands;
 };
 
+// Fitting the score model of one kind of range (anchor.hpp: ScoreModel) to residuals of every family
+// but `left_out` ("": all of them):
+//   sigma per part: the Laplace maximum likelihood of log(measured / predicted) with scale u (each
+//     log sigma by golden section in [kRangeSigmaMin, kRangeSigmaMax], coordinate sweeps); a part the
+//     residuals do not see takes the largest fitted sigma of the others
+//   quantiles: split-conformal ones of z = log ratio / u, pooled, and per stratum (kind of run) where
+//     it has at least kRangeStratumRuns residuals from kRangeStratumFamilies families, and only when
+//     the strata hold at least as many residuals as the pooled quantiles do with each of the
+//     residuals' families left out in turn (else every stratum takes the pooled quantiles)
+// The guarantee assumed: a family nobody measured is exchangeable with the measured ones within its
+// stratum (docs/ranges.md).
+constexpr double kRangeSigmaMin = 1e-3, kRangeSigmaMax = 5.0;
+// a part is seen when it holds at least this share of the total in at least this many residuals
+constexpr double kRangeSeenShare = 0.05;
+constexpr int kRangeSeenRuns = 20;
+// 40 residuals put the 90% quantiles at the 2nd and 39th order statistic; 5 families keep one
+// family's runs (they are not independent of each other) from setting a stratum's edge alone
+constexpr int kRangeStratumRuns = 40, kRangeStratumFamilies = 5;
+ScoreModel fit_score_model(const ResidualsByFamily& by_family, const std::string& left_out, RangeKind kind,
+                           double coverage);
+RangeModel fit_range_model(const Residuals& plain, const Residuals& anchored, const std::string& left_out,
+                           double coverage);
+
 // "layer+none"
 std::string join_names(const std::vector<Schedule>& schedules);
 

@@ -97,6 +97,7 @@ struct RunPrediction {
   FitVerdict verdict = FitVerdict::DoesNotFit;
   bool anchored = false;         // predicted from its group's measured anchor cell(s)
   bool measured_anchor = false;  // this run is an anchor: its figures are its own measurement
+  RangeParts peak_parts, time_parts;  // what its ranges are built from (anchor.hpp), stratum included
 };
 
 RunPrediction predict_run(const PreparedSet& set, const PreparedRun& r, const Coefficients& coef, double headroom_bytes);
@@ -124,6 +125,7 @@ struct SupportAgreement {
 struct RangeStats {
   int peak_n = 0, peak_covered = 0, time_n = 0, time_covered = 0;
   double peak_width_median = 0, time_width_median = 0;  // (hi - lo) / prediction
+  double peak_hi_lo_median = 0, time_hi_lo_median = 0;  // hi / lo
   int fits = 0, borderline = 0, does_not_fit = 0;
   int fits_oom = 0;  // "fits" verdicts on runs that ran out of memory: unsafe
   int verdicts() const { return fits + borderline + does_not_fit; }
@@ -154,6 +156,8 @@ struct AccuracyReport {
   double headroom_gib = 1;
   Metrics overall;
   std::map<std::string, Metrics> per_family;
+  // the ranges by kind of run (range_stratum of the peak's parts: none, per-block, segmented, ...)
+  std::map<std::string, RangeStats> ranges_by_stratum;
   std::vector<RunPrediction> predictions;  // one per prepared run (LOFO: from the fit without its family)
   std::vector<DecisionGroup> decisions;
   std::map<std::string, std::string> family_notes;  // why a family misses a target, where known
@@ -207,13 +211,16 @@ std::vector<RunPrediction> ranged_runs(const PreparedSet& set, const std::vector
                                        const std::vector<Schedule>& anchors, const RangesFor& ranges,
                                        double headroom_bytes, const AnchorOptions& opt = {});
 
-// log(measured / predicted) of completed, supported, predicted (not anchor) runs, by family
+// log(measured / predicted) of a completed, supported, predicted (not anchor) run, with the parts
+// its range is built from
+struct ScoredResidual {
+  double log_ratio = 0;
+  RangeParts parts;
+};
+using ResidualsByFamily = std::map<std::string, std::vector<ScoredResidual>>;
 struct Residuals {
-  std::map<std::string, std::vector<double>> peak, time;
+  ResidualsByFamily peak, time;
 };
 Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& preds);
-// Conformal band from every family's residuals but `left_out` ("" : all of them)
-Band band_without(const std::map<std::string, std::vector<double>>& by_family, const std::string& left_out,
-                  double coverage);
 
 }  // namespace segadvise

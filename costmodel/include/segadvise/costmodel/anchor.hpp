@@ -14,6 +14,8 @@
 // schedule itself replaces the prediction of that schedule.
 #pragma once
 
+#include <array>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -113,24 +115,73 @@ bool needs_at_least(const Schedule& s, const Schedule& x);
 const Measurement* measured_ok(const Anchor& a, const Schedule& schedule);
 
 // ---------------------------------------------------------------------------------------------
-// Ranges: split-conformal bands of log(measured / predicted) from leave-one-family-out residuals,
-// at `coverage` (two-sided: the (1-c)/2 and (1+c)/2 order statistics with the (n+1) correction).
+// Ranges: the model's own uncertainty of a prediction, part by part, calibrated by split-conformal
+// quantiles of a normalized score on leave-one-family-out residuals.
+//
+// A prediction is a sum of parts whose errors are taken as independent, each with a relative
+// uncertainty sigma_k (fitted to the residuals, calibration/bands.hpp): the model's uncertainty of a
+// run is u = sqrt(sum_k (sigma_k x_k)^2) / total, x_k the part's bytes or seconds. The parts:
+//   peak:           level (the whole peak), weights (resident at their precision), training state
+//                   (trainable parameters + gradients + optimizer state: counted from parameter
+//                   facts), activations (timeline peak + allocator slack: modelled)
+//   time:           level, compute (forward + backward + recompute), host (optimizer + per-step
+//                   overhead and launch floor), exposed transfers (offload, streamed weights)
+//   anchored peak:  level, structure (how far the schedule's activations are from the measured
+//                   schedule's, after anchoring: what the measurement does not settle)
+//   anchored time:  level, compute structure, transfer structure (the same, for compute and transfers)
+// The nonconformity score of a measured run is z = log(measured / predicted) / u; the range is
+// prediction * exp(z_lo u) .. prediction * exp(z_hi u), z_lo and z_hi the conformal quantiles of the
+// scores of the run's stratum (kind of run: range_stratum) where the residuals support one, of every
+// run otherwise. With no sigma (an older ranges file) u = 1: the band is one factor for every run.
 
 struct Band {
   Band() = default;
   Band(double log_lo_edge, double log_hi_edge, int residuals);  // the factors follow the edges
-  double log_lo = 0, log_hi = 0;  // range = prediction * exp(log_lo) .. prediction * exp(log_hi)
-  double lo = 1, hi = 1;          // exp(log_lo), exp(log_hi), formed once: advise ranges thousands of schedules
+  double log_lo = 0, log_hi = 0;  // quantiles of the score (u = 1: range = prediction * exp(log_lo) ..)
+  double lo = 1, hi = 1;          // exp(log_lo), exp(log_hi)
   int n = 0;                      // residuals it was derived from
+  int families = 0;               // families they came from (0: not recorded)
 };
-// The (1-c)/2 and (1+c)/2 conformal quantiles of the residuals (log ratios measured/predicted).
-Band conformal_band(std::vector<double> log_ratios, double coverage);
+// The (1-c)/2 and (1+c)/2 conformal quantiles of the scores (the (n+1)-corrected order statistics).
+Band conformal_band(std::vector<double> scores, double coverage);
+
+enum class RangeKind { Peak, Time, PeakAnchored, TimeAnchored };
+constexpr int kRangeKinds = 4;
+constexpr int kMaxRangeParts = 4;
+// the names of a kind's parts, in order ("level", "weights", ...); their count
+const std::vector<std::string>& range_part_names(RangeKind k);
+std::string to_string(RangeKind k);  // "peak", "time", "peak_anchored", "time_anchored"
+
+// The parts of one prediction a range is built from (bytes or seconds), and its stratum.
+struct RangeParts {
+  double total = 0;
+  std::array<double, kMaxRangeParts> x{};
+  const char* stratum = "";  // range_stratum
+};
+
+// Kind of run, for the stratified quantiles: "none" (no checkpointing), "per-block" (every block
+// checkpointed), "segmented" (an interval or segments), "offload" (attention offload or unsloth's
+// host copies), "streamed" (block weights streamed from the host: RamTorch, block swap).
+const char* range_stratum(const Schedule& s, const Prediction& p);
+
+struct ScoreModel {
+  std::vector<double> sigma;          // per part of the kind (empty: u = 1)
+  Band all;                           // quantiles of every residual's score
+  std::map<std::string, Band> strata;  // where a stratum's residuals support its own quantiles
+  const Band& band(const char* stratum) const;
+  double u(const RangeParts& p) const;  // the model's uncertainty of a prediction (relative, log scale)
+};
 
 struct RangeModel {
   double coverage = 0.9;
-  Band peak, time;                    // no measurement
-  Band peak_anchored, time_anchored;  // anchored on one measured schedule of the setup
-  std::string source;                 // how it was derived
+  ScoreModel peak, time;                    // no measurement
+  ScoreModel peak_anchored, time_anchored;  // anchored on one measured schedule of the setup
+  std::string source;                       // how it was derived
+  ScoreModel& of(RangeKind k);
+  const ScoreModel& of(RangeKind k) const;
+  // the least upper factor of any unanchored peak range (the upper end is never under
+  // point * this): a bound for pruning setups where nothing can fit
+  double least_peak_hi_factor() const;
 };
 RangeModel range_model_from_json(const nlohmann::json& j, const std::string& origin);  // InputError naming it
 nlohmann::json to_json(const RangeModel& m);
@@ -151,11 +202,16 @@ FitVerdict fit_verdict(const Range& peak_bytes, double usable_bytes, double head
 struct RangedPrediction {
   Prediction prediction;  // anchored when the anchor applies
   Range peak_vram_bytes, step_time_s;
+  RangeParts peak_parts, time_parts;  // what the ranges were built from (anchored kinds when anchored)
+  double peak_u = 0, time_u = 0;      // the model's uncertainty of each (ScoreModel::u)
   FitVerdict fit = FitVerdict::DoesNotFit;
   bool peak_anchored = false, time_anchored = false;
   bool measured = false;  // this schedule was measured: its figures are the measurement's
 };
-// Anchors (when `a` holds points), then puts the bands around the result: the anchored bands where
+// The parts of a prediction for a kind of range (RangeKind). Anchored kinds: `q` anchored by `a`,
+// the structure measured from the nearest ok measured schedule (its anchored prediction).
+RangeParts range_parts(RangeKind k, const Anchor& a, const Schedule& schedule, const Prediction& q);
+// Anchors (when `a` holds points), then puts the ranges around the result: the anchored kinds where
 // an ok measurement set the level, the unanchored ones otherwise; a measured schedule's range is its
 // measurement. The lower end of a peak is never under the resident weights; an OOM-measured
 // schedule's lower end is at least its proven need and, when the OOM was on this card, the usable memory,

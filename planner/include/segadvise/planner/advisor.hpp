@@ -141,6 +141,21 @@ struct AdviceOptions {
 
 struct DistributedAdvice;  // distributed_advice.hpp
 
+// When only borderline schedules remain: what measuring the suggested one (advice.borderline) would
+// make of a candidate's range, were the measurement to land on its point prediction (the anchored
+// ranges of that measurement: the level and the static part settled, the structure between the
+// schedules left).
+struct RangeIfMeasured {
+  int candidate = -1;   // index into advice.candidates
+  Range peak_now_bytes, peak_after_bytes;
+  Range time_now_s, time_after_s;
+  FitVerdict verdict_after = FitVerdict::DoesNotFit;
+  // (hi - lo) after / before: 0.3 = the range shrinks to 30% of its width
+  double peak_width_ratio = 1, time_width_ratio = 1;
+};
+// The range_if_measured of every borderline candidate (the measured one itself: its measurement).
+std::vector<RangeIfMeasured> ranges_if_measured(const Context& ctx, const Advice& advice);
+
 struct AdviceReport {
   Context context;
   Advice advice;
@@ -151,6 +166,7 @@ struct AdviceReport {
   // search_multi_gpu on several GPUs: every strategy x context-parallel option (null otherwise);
   // `context` is then the best option's
   std::shared_ptr<const DistributedAdvice> distributed;
+  std::vector<RangeIfMeasured> if_measured;  // only when only borderline schedules remain
   const Candidate* recommended() const {
     return advice.recommended >= 0 ? &advice.candidates[advice.recommended] : nullptr;
   }
