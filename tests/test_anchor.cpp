@@ -441,6 +441,8 @@ TEST_CASE("an OOM with its need on another card bounds the peak from below witho
                                                made(9, 1, 2, 0, 1, 0.5, 0, 40), kGiB);
   CHECK(gib(u.prediction.peak_vram_bytes) == doctest::Approx(25));
   CHECK(u.fit == FitVerdict::Fits);
+}
+
 // ---- ranges by part --------------------------------------------------------------------------
 
 TEST_CASE("a range propagates each part's uncertainty: counted weights narrow it, activations widen it") {
