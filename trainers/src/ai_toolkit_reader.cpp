@@ -378,7 +378,7 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
         names += (names.empty() ? "" : " + ") + t.name;
       }
       s.kept_model_bytes += te;
-      add_kept_model(s, names);
+      add_kept_model(s, "text encoder (" + names + ")");
       s.notes.push_back("text encoder on the GPU through the step (" + names + ", " + (quantize_te ? te_precision : std::string("bf16")) +
                         (te_share < 1 ? ", " + std::to_string(static_cast<int>(std::lround(te_share * 100))) + "% resident" : std::string()) +
                         "): " + std::to_string(te / (1 << 30)).substr(0, 5) + " GiB (neither train.unload_text_encoder nor cache_text_embeddings)");
@@ -386,7 +386,7 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
     if (!cache_latents && pd.has_vae) {
       const double vae = pd.vae.params * pd.vae.dtype_bytes;
       s.kept_model_bytes += vae;
-      add_kept_model(s, pd.vae.name);
+      add_kept_model(s, "VAE (" + pd.vae.name + ")");
       s.notes.push_back("VAE on the GPU through the step (" + pd.vae.name + "): " + std::to_string(vae / (1 << 30)).substr(0, 5) +
                         " GiB (latents not cached: datasets[].cache_latents / cache_latents_to_disk)");
     }
