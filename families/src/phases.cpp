@@ -3,6 +3,7 @@
 // arithmetic of each is in the comment above its function.
 #include "segadvise/families/phases.hpp"
 
+#include <stdexcept>
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -312,6 +313,7 @@ PhaseResult& finish(PhaseResult& p) {
 // A phase is the largest of its moments: the point and what is resident come from the moment with the
 // largest point; the range runs from the largest lower end to the largest upper end.
 PhaseResult largest(std::vector<PhaseResult> moments) {
+  if (moments.empty()) throw std::logic_error("largest: no moment of the phase");
   PhaseResult out = moments.front();
   for (const auto& m : moments)
     if (m.peak_vram_bytes > out.peak_vram_bytes) out = m;
@@ -678,6 +680,12 @@ PhaseResult other_caching(const Ctx& c, const TrainerRun& o) {
     v.set_by = "latent caching" + key_note(o.latent_caching_key) + ": encode of " + std::to_string(b) + " x " +
                dims(c.setup.width, c.setup.height, c.setup.frames);
     moments.push_back(finish(v));
+  }
+  if (moments.empty()) {  // text caching asked for a family whose text encoders are not described
+    r.runs = false;
+    r.set_by = "not modelled: " + o.name + " caches text" + key_note(o.text_caching_key) +
+               ", but this family's text encoders are not described (families/data/phases)";
+    return r;
   }
   return largest(moments);
 }
