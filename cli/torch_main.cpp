@@ -642,7 +642,7 @@ int main(int argc, char** argv) {
   prof->add_option("--tokens", f.tokens, "most stream tokens one pass may run; larger shapes are extrapolated")
       ->check(cli::kPositive);
   prof->add_option("--output,-o", f.output, "profile file to write (default <family>.<device>.profile.json)")
-      ->check(kNonEmpty);
+      ->check(cli::kNonEmpty);
   prof->add_option("--repeats", f.repeats, "timed repeats after the warm-up (median)")->check(cli::kPositive);
   prof->callback([&] { rc = run_profile_cmd(f); });
 
