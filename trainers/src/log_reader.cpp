@@ -15,6 +15,16 @@
 namespace segadvise {
 namespace {
 
+// Counts and device indices read from a log are converted to integers only inside these bounds (a
+// longer digit run is not a step count or a GPU: the line is then not read as one)
+constexpr double kMaxCount = 1e15;
+constexpr double kMaxGpuIndex = 1 << 20;
+bool in_range(double v, double max) { return v >= 0 && v <= max; }
+int small_index(const char* s) {
+  const long v = std::strtol(s, nullptr, 10);
+  return v >= 0 && v <= static_cast<long>(kMaxGpuIndex) ? static_cast<int>(v) : 0;
+}
+
 // One line of the log: split at '\n' and at the '\r' a progress bar redraws with; `number` counts '\n' only.
 struct Line {
   std::string text;  // ANSI escape sequences removed
@@ -131,7 +141,7 @@ void read_oom_figures(std::string_view s, OomMessage& m) {
       double v = 0;
       std::size_t e = 0;
       number_at(s, i + 3, v, e);
-      if (e < s.size() && (s[e] == ';' || starts_with(s.substr(e), "has"))) m.gpu_index = static_cast<int>(v);
+      if (e < s.size() && (s[e] == ';' || starts_with(s.substr(e), "has")) && in_range(v, kMaxGpuIndex)) m.gpu_index = static_cast<int>(v);
     }
     if (!is_digit(s[i]) || (i > 0 && (is_digit(s[i - 1]) || s[i - 1] == '.'))) continue;
     double v = 0;
@@ -261,7 +271,8 @@ bool read_bar(std::string_view s, StepReading& r) {
     while (k < counts.size() && counts[k] == ' ') ++k;
     double n = 0, t = 0;
     std::size_t ne = 0, te = 0;
-    if (number_at(counts, k, n, ne) && ne < counts.size() && counts[ne] == '/' && number_at(counts, ne + 1, t, te)) {
+    if (number_at(counts, k, n, ne) && ne < counts.size() && counts[ne] == '/' && number_at(counts, ne + 1, t, te) &&
+        in_range(n, kMaxCount) && in_range(t, kMaxCount)) {
       r.step = static_cast<long long>(n);
       r.total = static_cast<long long>(t);
     }
@@ -288,7 +299,7 @@ bool read_deepspeed_line(std::string_view s, StepReading& r) {
   if (at == std::string_view::npos || it == std::string_view::npos || it < at) return false;
   double step = 0, sec = 0;
   std::size_t e = 0;
-  if (!number_at(s, at + 7, step, e) || !number_at(s, it + 15, sec, e)) return false;
+  if (!number_at(s, at + 7, step, e) || !number_at(s, it + 15, sec, e) || !in_range(step, kMaxCount)) return false;
   r.step = static_cast<long long>(step);
   r.sec_per_step = sec;
   r.what = "training_step";
@@ -325,7 +336,7 @@ std::optional<int> smi_gpu_header(std::string_view s) {
   while (i < s.size() && s[i] == ' ') ++i;
   double v = 0;
   std::size_t e = 0;
-  if (!number_at(s, i, v, e) || e >= s.size() || s[e] != ' ') return std::nullopt;
+  if (!number_at(s, i, v, e) || e >= s.size() || s[e] != ' ' || !in_range(v, kMaxGpuIndex)) return std::nullopt;
   while (e < s.size() && s[e] == ' ') ++e;
   if (e >= s.size() || !std::isalpha(static_cast<unsigned char>(s[e]))) return std::nullopt;
   if (!contains(s.substr(e), "|")) return std::nullopt;
@@ -519,7 +530,7 @@ LogReport read_log_text(const std::string& text, const std::string& origin) {
         mem.source = "nvidia-smi csv";
         for (std::size_t k = 0; k < f.size(); ++k) {
           const std::string& h = csv_header[k];
-          if (h == "index") mem.gpu_index = static_cast<int>(std::strtol(f[k].c_str(), nullptr, 10));
+          if (h == "index") mem.gpu_index = small_index(f[k].c_str());
           else if (starts_with(h, "memory.used")) mem.used_bytes = csv_size(f[k], h);
           else if (starts_with(h, "memory.total")) mem.total_bytes = csv_size(f[k], h);
         }
@@ -533,7 +544,7 @@ LogReport read_log_text(const std::string& text, const std::string& origin) {
     if (sum != std::string::npos) {
       mem.line = lines[li].number;
       mem.source = "torch.cuda.memory_summary";
-      mem.gpu_index = static_cast<int>(std::strtol(s.c_str() + sum + 39, nullptr, 10));
+      mem.gpu_index = small_index(s.c_str() + sum + 39);
       summary_at = rep.memory.size();
       rep.memory.push_back(mem);
       continue;
