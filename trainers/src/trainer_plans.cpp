@@ -417,17 +417,7 @@ std::string onetrainer_text(const TrainerFacts& facts, const Family& fam, const 
   if (fam.modality == "video") j["frames"] = std::to_string(s.frames);
   j["batch_size"] = s.batch;
   if (s.model_type == ModelType::Lora) j["lora_rank"] = s.lora_rank;
-  for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) {
-    const std::string& k = it.key();
-    ordered_json* at = &j;  // every dot nests (optimizer_defaults.ADAMW.fused_back_pass)
-    std::size_t from = 0;
-    for (std::size_t d = k.find('.'); d != std::string::npos; from = d + 1, d = k.find('.', from)) {
-      ordered_json& next = (*at)[k.substr(from, d - from)];
-      if (!next.is_object()) next = ordered_json::object();
-      at = &next;
-    }
-    (*at)[k.substr(from)] = it.value();
-  }
+  for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) set_dotted_key(j, it.key(), it.value());
   return j.dump(4) + "\n";
 }
 

@@ -9,6 +9,17 @@
 
 namespace segadvise {
 
+void set_dotted_key(nlohmann::ordered_json& j, const std::string& key, const nlohmann::ordered_json& value) {
+  nlohmann::ordered_json* at = &j;
+  std::size_t from = 0;
+  for (std::size_t d = key.find('.'); d != std::string::npos; from = d + 1, d = key.find('.', from)) {
+    nlohmann::ordered_json& next = (*at)[key.substr(from, d - from)];
+    if (!next.is_object()) next = nlohmann::ordered_json::object();
+    at = &next;
+  }
+  (*at)[key.substr(from)] = value;
+}
+
 using nlohmann::ordered_json;
 
 namespace {
@@ -140,15 +151,7 @@ Rewritten rewrite_json(const TrainerRead& r, const ordered_json& knobs) {
       if (k == "__version" && !j.contains(k)) out.notes.push_back("added \"__version\": 11 so that OneTrainer does not migrate the per-part keys away");
       j[k] = it.value();
     } else {
-      // every dot nests (optimizer_defaults.ADAMW.fused_back_pass)
-      ordered_json* at = &j;
-      std::size_t from = 0;
-      for (std::size_t d = k.find('.'); d != std::string::npos; from = d + 1, d = k.find('.', from)) {
-        ordered_json& next = (*at)[k.substr(from, d - from)];
-        if (!next.is_object()) next = ordered_json::object();
-        at = &next;
-      }
-      (*at)[k.substr(from)] = it.value();
+      set_dotted_key(j, k, it.value());
     }
   }
   out.text = j.dump(4) + "\n";

@@ -23,5 +23,7 @@ Rewritten rewrite_trainer_config(const TrainerRead& r, const nlohmann::ordered_j
 // Command-line and TOML text edits, kept apart for tests.
 std::string set_command_line_flag(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);
 std::string set_toml_key(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);
+// `key`'s value in a JSON config where every dot nests (optimizer_defaults.ADAMW.fused_back_pass)
+void set_dotted_key(nlohmann::ordered_json& j, const std::string& key, const nlohmann::ordered_json& value);
 
 }  // namespace segadvise
