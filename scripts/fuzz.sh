@@ -15,6 +15,8 @@ if ((${#targets[@]} == 0)); then
   targets=(config family profile coefficients runs schedule resolution trainer_text onetrainer accelerate log plan)
 fi
 jobs=${FUZZ_BUILD_JOBS:-$(nproc)}
+# FUZZ_SEED: libFuzzer's seed (0, the default, draws one; CI fixes it so that a landing is judged on
+# the same inputs each time, and longer exploratory runs with fresh seeds are this script by hand)
 # FUZZ_BUILD_DIR: an existing build configured with -DSEGADVISE_FUZZ=ON (CI reuses build-asan)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 if [[ -z ${FUZZ_BUILD_DIR:-} ]]; then
@@ -32,7 +34,7 @@ for t in "${targets[@]}"; do
   rm -f "$artifacts"/*
   echo "== fuzz_$t for ${secs}s"
   set +e
-  "$build"/fuzz/fuzz_"$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+  "$build"/fuzz/fuzz_"$t" -seed="${FUZZ_SEED:-0}" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" "fuzz/corpus/$t" >"$build/fuzz-$t.log" 2>&1
   rc=$?
   set -e

@@ -121,7 +121,13 @@ double unit_at(std::string_view s, std::size_t i, std::size_t& len) {
   return 0;
 }
 
-long long to_bytes(double value, double factor) { return std::llround(value * factor); }
+// A size in bytes, or none past 2^60 (an exabyte is no GPU's memory; llround of a value past
+// long long's range is undefined).
+std::optional<long long> to_bytes(double value, double factor) {
+  const double b = value * factor;
+  if (!std::isfinite(b) || b < 0 || b > 1152921504606846976.0) return std::nullopt;
+  return std::llround(b);
+}
 
 // ---- out-of-memory messages ----
 
@@ -150,7 +156,9 @@ void read_oom_figures(std::string_view s, OomMessage& m) {
     std::size_t ulen = 0;
     const double factor = unit_at(s, e, ulen);
     if (factor == 0) continue;
-    const long long bytes = to_bytes(v, factor);
+    const std::optional<long long> read = to_bytes(v, factor);
+    if (!read) continue;
+    const long long bytes = *read;
     const std::string_view before = s.substr(0, i);
     const std::string_view after = s.substr(e + ulen);
     auto set = [&](std::optional<long long>& field) {
@@ -177,7 +185,7 @@ void read_oom_figures(std::string_view s, OomMessage& m) {
         std::size_t j = before.size() - 3;
         const std::size_t digits_end = j;
         while (j > 0 && is_digit(before[j - 1])) --j;
-        if (j < digits_end && ends_with(before.substr(0, j), "process")) {
+        if (j < digits_end && digits_end - j <= 18 && ends_with(before.substr(0, j), "process")) {
           const long long pid = std::stoll(std::string(before.substr(j, digits_end - j)));
           m.other_processes.push_back({pid, bytes});
         }
@@ -323,6 +331,7 @@ bool read_smi_row(std::string_view s, MemoryReading& r) {
   if (!number_at(s, a, used, e) || !number_at(s, b, total, e) || !starts_with(s.substr(e), "MiB")) return false;
   r.used_bytes = to_bytes(used, 1048576.0);
   r.total_bytes = to_bytes(total, 1048576.0);
+  if (!r.used_bytes || !r.total_bytes) return false;
   r.source = "nvidia-smi";
   return true;
 }
@@ -365,7 +374,7 @@ std::optional<long long> csv_size(const std::string& value, const std::string& h
   std::size_t ulen = 0;
   const std::size_t at = header.find('[');
   const double factor = at == std::string::npos ? 0 : unit_at(header, at + 1, ulen);
-  return factor == 0 ? std::nullopt : std::optional<long long>(to_bytes(v, factor));
+  return factor == 0 ? std::nullopt : to_bytes(v, factor);
 }
 
 // "| Allocated memory      |  12345 MiB |  20000 MiB | …": current and peak
