@@ -240,6 +240,19 @@ TEST_CASE("musubi's full fine-tune scripts are read as full fine-tunes") {
   CHECK(r.setup.mixed_precision == "bf16");  // --full_bf16 with --mixed_precision bf16
   CHECK(r.setup.blocks_to_swap == 45);
   CHECK(r.rejections.empty());
+  // --fused_backward_pass with Adafactor: each gradient is applied and freed in its hook
+  // (qwen_image_train.py:363-381): the gradients counted are one layer's, not the model's
+  CHECK(r.setup.fused_back_pass);
+  const std::string head = "accelerate launch src/musubi_tuner/qwen_image_train.py --dit q.safetensors --dataset_config " + kDir +
+                           "musubi/dataset_image.toml --sdpa --mixed_precision bf16 --full_bf16 --gradient_checkpointing ";
+  // another optimizer: the patch is Adafactor's, so the gradients are counted in full
+  const TrainerRead adamw = read_text("qwen_full_adamw.sh", head + "--fused_backward_pass --optimizer_type adamw\n");
+  CHECK(!adamw.setup.fused_back_pass);
+  CHECK(any_has(adamw.warnings, "patches Adafactor only"));
+  // a LoRA script has no such flag (trainer_base.py / parser_common.py do not define it)
+  const std::string lora = "accelerate launch src/musubi_tuner/wan_train_network.py --task t2v-1.3B --dit w.safetensors --dataset_config " +
+                           kDir + "musubi/dataset_video.toml --sdpa --mixed_precision bf16 --network_dim 8 --fused_backward_pass\n";
+  CHECK(any_has(read_text("wan_fused.sh", lora).rejections, "--fused_backward_pass"));
 }
 
 // ---- emitters: read back through the same reader, checked against the trainer's rules -----------------

@@ -322,8 +322,6 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
       s.mixed_precision = "no";
       r.warnings.push_back("no --full_bf16: the DiT trains in float32, predicted with fp32 weights and activations (" + src + ")");
     }
-    if (flag(cl, "fused_backward_pass"))
-      r.warnings.push_back("--fused_backward_pass steps each parameter in its gradient hook (Adafactor): gradients are counted in full, an upper bound (" + src + ")");
   } else {
     s.model_type = ModelType::Lora;  // *_train_network.py trains a network (LoRA)
     s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim"), 1, kMaxLoraRank) : 4;
@@ -333,6 +331,21 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
                                                    {"prodigy", "prodigy"}, {"lion", "lion"}, {"lion8bit", "bnb-lion8bit"}, {"sgdnesterov", "sgd"}};
   const std::string opt = cl.values.count("optimizer_type") && !cl.values.at("optimizer_type").empty() ? lower(cl.values.at("optimizer_type")) : "adamw";
   s.optimizer = optimizer_for(opt, opts, r.warnings, path + ": optimizer_type");
+  // --fused_backward_pass (full fine-tune scripts): a post-accumulate-grad hook steps each parameter and
+  // sets its grad to None (qwen_image_train.py:363-381, zimage_train.py:289), so about one layer's
+  // gradients are resident; the patch is Adafactor's ("adafactor only")
+  if (full && flag(cl, "fused_backward_pass")) {
+    const std::string src = facts.raw.at("full_finetune").at("source").get<std::string>();
+    if (s.optimizer == "adafactor") {
+      s.fused_back_pass = true;
+      r.warnings.push_back("--fused_backward_pass: each gradient is applied and freed as it is produced: about one layer's gradients resident (" + src + ")");
+    } else {
+      r.warnings.push_back("--fused_backward_pass patches Adafactor only (" + src + "): with --optimizer_type " + opt +
+                           " gradients are counted in full, an upper bound");
+    }
+  } else if (!full && flag(cl, "fused_backward_pass")) {
+    r.rejections.push_back("--fused_backward_pass: " + cl.script + " has no such flag (only the full fine-tune scripts qwen_image_train.py and zimage_train.py): argparse stops");
+  }
 }
 
 }  // namespace
