@@ -274,10 +274,16 @@ nlohmann::ordered_json phases_json(const RunPhases& run, double budget_bytes) {
 nlohmann::json phase_advice_json(const RunPhases& run) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& f : run.fixes)
-    a.push_back({{"phase", to_string(f.phase)}, {"key", f.key}, {"value", nlohmann::json::parse(f.value_json)},
-                 {"peak_after_gib", gib(f.peak_after_bytes)},
-                 {"peak_after_gib_range", {gib(f.peak_after_lo_bytes), gib(f.peak_after_hi_bytes)}},
-                 {"fits_after", f.fits_after}, {"fit_after", to_string(f.fit_after)}});
+  {
+    // key null: the trainer has no key for the phase (note says so); value null: remove the flag
+    nlohmann::json e = {{"phase", to_string(f.phase)}, {"key", f.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.key)},
+                        {"value", nlohmann::json::parse(f.value_json)},
+                        {"peak_after_gib", gib(f.peak_after_bytes)},
+                        {"peak_after_gib_range", {gib(f.peak_after_lo_bytes), gib(f.peak_after_hi_bytes)}},
+                        {"fits_after", f.fits_after}, {"fit_after", to_string(f.fit_after)}};
+    if (!f.note.empty()) e["note"] = f.note;
+    a.push_back(e);
+  }
   return a;
 }
 
@@ -386,6 +392,21 @@ nlohmann::json check_report_json(const CheckView& v) {
   }
   j["warnings"] = r.warnings;
   if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer);
+  if (r.advice && v.own_trainer_advice) {
+    // another trainer's config: no SimpleTuner key in its advice (the schedules stay as a comparison;
+    // the trainer's own plan is "emit", with its whole run)
+    nlohmann::json& a = j["advice"];
+    for (const char* k : {"recommendation", "borderline"})
+      if (a.contains(k) && a[k].is_object())
+        for (const char* f : {"config", "config_remove", "phase_advice", "phases"}) a[k].erase(f);
+    a["schedules_are"] = "SimpleTuner's schedule space, for comparison: " + v.trainer->trainer_name + " runs the plans in emit";
+    if (v.trainer_phases && a.contains("emit")) {
+      const Context& ctx = r.advice->context;
+      const double budget = usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes;
+      a["emit"]["phases"] = nlohmann::json::parse(phases_json(*v.trainer_phases, budget).dump());
+      a["emit"]["phase_advice"] = phase_advice_json(*v.trainer_phases);
+    }
+  }
   if (v.nothing_to_write) j["emitted"] = nullptr;
   if (v.rewritten) j["emitted"] = {{"path", v.rewritten->path}, {"plan", v.rewritten->plan}, {"notes", v.rewritten->notes}};
   if (v.emit_simpletuner) {

@@ -45,17 +45,23 @@ void print_phases(std::ostream& out, const RunPhases& run, double usable_bytes, 
     out << "host memory: " << gib_str(run.host.peak_bytes) << " (" << run.host.set_by << ")\n";
   if (run.fixes.empty()) return;
   out << "\n" << fmt.section(4, "Phase advice", "Phase advice (cheapest key first):\n");
-  for (const auto& f : run.fixes)
-    out << fmt.item() << to_string(f.phase) << ": " << f.key << ": " << f.value_json << " -> "
+  for (const auto& f : run.fixes) {
+    if (f.key.empty()) {  // the trainer has no key for this phase
+      out << fmt.item() << to_string(f.phase) << ": " << f.note << " (" << gib_str(f.peak_after_bytes) << ")\n";
+      continue;
+    }
+    out << fmt.item() << to_string(f.phase) << ": " << f.key << ": " << (f.value_json == "null" ? "remove it" : f.value_json) << " -> "
         << gib_str(f.peak_after_bytes) << " (90%: " << number(f.peak_after_lo_bytes / kGiB) << "–"
         << number(f.peak_after_hi_bytes / kGiB) << ", "
         << (f.fit_after == FitVerdict::Fits ? "fits" : (f.fit_after == FitVerdict::Borderline ? "borderline" : "still over"))
         << ")\n";
+  }
 }
 
 nlohmann::ordered_json with_phase_fixes(const nlohmann::ordered_json& raw, const std::vector<PhaseFix>& fixes) {
   nlohmann::ordered_json out = raw;
   for (const auto& f : fixes) {
+    if (f.key.empty()) continue;  // "no key": nothing to write
     const std::string dashed = "--" + f.key;
     const std::string key = out.contains(dashed) && !out.contains(f.key) ? dashed : f.key;
     out[key] = nlohmann::ordered_json::parse(f.value_json);

@@ -259,7 +259,20 @@ void TextPrinter::check(const CheckView& v) {
   for (const auto& w : r.warnings) out_ << fmt_.item("warning: ") << w << "\n";
   if (!r.advice) return;
   out_ << "\n" << fmt_.section(2, "Advice for this config", "Advice for this config:\n");
-  advice(*r.advice, v.trainer);
+  if (v.own_trainer_advice && v.trainer) {
+    // another trainer's config: its own plan in its own keys (SimpleTuner's schedules and keys are
+    // not this trainer's; what they would gain is the plan's closing note)
+    print_setup(out_, r.advice->context, fmt_);
+    print_measurements(out_, r.advice->context.anchor, fmt_);
+    print_trainer_advice(out_, *v.trainer, &fmt_ == &markdown_format());
+    if (v.trainer_phases) {
+      const Context& ctx = r.advice->context;
+      out_ << "\n" << v.trainer->trainer_name << "'s plan over the whole run:\n";
+      print_phases(out_, *v.trainer_phases, usable_vram_bytes(ctx.gpu, ctx.coef), ctx.headroom_bytes, fmt_);
+    }
+  } else {
+    advice(*r.advice, v.trainer);
+  }
   if (v.nothing_to_write) out_ << "\nNothing within the trainer's knobs fits: no config written.\n";
   if (v.rewritten) {
     out_ << "\nWrote " << v.rewritten->path << " (" << v.rewritten->plan << "; only the memory knobs changed)\n";

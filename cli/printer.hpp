@@ -40,6 +40,10 @@ struct CheckView {
   std::vector<BackendView> backends;
   const CheckReport* report = nullptr;
   const TrainerAdvice* trainer = nullptr;  // --emit for another trainer (nullptr: none)
+  // another trainer's config with that trainer's advice: the advice is its plan alone (no SimpleTuner
+  // schedule or key), with the whole run of its best plan by its own keys
+  bool own_trainer_advice = false;
+  std::optional<RunPhases> trainer_phases;
   bool emit_simpletuner = false;            // --emit simpletuner: the config written back
   std::optional<nlohmann::ordered_json> updated;  // that config (nullopt: nothing fits, none written)
   std::string output;                             // where it was written ("" : printed)

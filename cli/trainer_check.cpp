@@ -55,6 +55,20 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
   if (r.advice && emit != "simpletuner") {
     ta = advise_for_trainer(r.context, emit, r.advice->recommended());
     v.trainer = &ta;
+    // the config's own trainer (or another one named by --emit): its plan is the advice, printed in
+    // its own keys; the SimpleTuner schedules stay in the comparison note
+    v.own_trainer_advice = true;
+    const int shown = ta.best >= 0 ? ta.best : ta.smallest;
+    // the whole run of that plan, for the config's own trainer (its run keys are the config's)
+    if (shown >= 0 && !o.step_only && emit == tr.trainer && req.run_setup.other.trainer == emit) {
+      const TrainerPlan& p = ta.plans[shown];
+      const Context pc = r.context.with_setup(p.setup);
+      const Candidate step = evaluate(pc, p.schedule);
+      RunSetup run = req.run_setup;
+      // a plan that keeps nothing beside the denoiser caches latents and text (its config says so)
+      if (p.setup.kept_model_bytes <= 0) run.other.latent_caching = run.other.text_caching = true;
+      v.trainer_phases = predict_run(pc, step, run);
+    }
   }
   const int rc = exit_code(r, v.trainer ? std::optional<FitVerdict>(ta.verdict) : std::nullopt);
   if (r.advice && o.emit == tr.trainer && !o.output.empty()) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "check_options.hpp"
@@ -122,3 +123,71 @@ TEST_CASE("--output with another trainer's --emit is bad input") {
                        doctest::Contains("only with --emit musubi"), InputError);
 }
 
+
+// ---- advice in the trainer's own keys ------------------------------------------------------------
+
+namespace {
+
+// SimpleTuner's own keys (its checkpointing keys, the keys its phase advice names, its precision and
+// streaming keys): none may appear in what check prints for another trainer's config
+const std::vector<std::string> kSimpleTunerKeys = {
+    "SimpleTuner config keys", "gradient_checkpointing_interval", "gradient_checkpointing_segment_stride",
+    "gradient_checkpointing_backend", "gradient_checkpointing_offload_attention", "base_model_precision",
+    "quantize_via", "offload_during_startup", "offload_during_save", "vae_enable_tiling", "vae_batch_size",
+    "set_grads_to_none", "validation_resolution", "validation_num_video_frames", "text_encoder_1_precision",
+    "text_encoder_2_precision", "ramtorch", "musubi_blocks_to_swap", "enable_group_offload", "data_backend_config"};
+
+std::string check_text(const std::string& path, const std::string& gpu, const std::string& model = "") {
+  CheckOptions o;
+  o.config = path;
+  o.flags.gpu = gpu;
+  o.flags.model = model;
+  o.read.cwd = "/nonexistent-working-directory";
+  o.advise = true;
+  std::ostringstream out;
+  run_check(o, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("another trainer's config: its check and advice name only that trainer's keys") {
+  // every shipped example of the other trainers (fixtures/trainers/shipped) and every fixture written
+  // for them, on a 24 GB and an 80 GB card
+  std::vector<std::pair<std::string, std::string>> files;  // path, --model
+  for (const auto& e : fs::recursive_directory_iterator(kDir)) {
+    if (!e.is_regular_file()) continue;
+    const std::string p = e.path().string(), name = e.path().filename().string(), ext = e.path().extension().string();
+    if (name.rfind("bad_", 0) == 0 || name == "README.md" || name == "dataset_config.md") continue;
+    if (ext == ".toml") files.push_back({p, "wan14b"});  // a dataset TOML does not name the model
+    else if (ext == ".json" || ext == ".yaml" || ext == ".sh") files.push_back({p, ""});
+  }
+  // musubi's dataset TOML samples of its documentation
+  const std::string doc = slurp(kDir + "shipped/musubi-tuner/docs/dataset_config.md");
+  const std::regex block("```toml\n([^`]*)```");
+  const fs::path tmp = fs::temp_directory_path() / "segadvise-musubi-doc-keys";
+  fs::create_directories(tmp);
+  int n = 0;
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), block); it != std::sregex_iterator(); ++it) {
+    const std::string f = (tmp / ("sample" + std::to_string(n++) + ".toml")).string();
+    std::ofstream(f) << (*it)[1].str();
+    files.push_back({f, "wan14b"});
+  }
+  int checked = 0;
+  for (const auto& [f, model] : files)
+    for (const std::string gpu : {"4090", "h100"}) {
+      std::string text;
+      try {
+        text = check_text(f, gpu, model);
+      } catch (const InputError&) {
+        continue;  // refused with a clear error (test_trainers.cpp counts those)
+      }
+      ++checked;
+      for (const auto& k : kSimpleTunerKeys) CHECK_MESSAGE(text.find(k) == std::string::npos, f << " on " << gpu << ": " << k);
+      // the advice is the config's own trainer's plan
+      CHECK_MESSAGE(text.find("Advice for this config") != std::string::npos, f);
+    }
+  // 38 shipped configs (35 read: Wuerstchen x3 refused) + 13 musubi samples + the written fixtures
+  CHECK(checked >= 2 * (35 + 13));
+  fs::remove_all(tmp);
+}

@@ -362,6 +362,36 @@ TEST_CASE("diffusers scripts: their own argparse defaults, prior preservation, t
   CHECK(!run.other.samples);
 }
 
+TEST_CASE("diffusers: each script's memory flags as it has them and runs them") {
+  const FamilyPhaseData sdxl = phase_data(find_family("sdxl"));
+  double sdxl_te = 0;
+  for (const auto& e : sdxl.text_encoders) sdxl_te += e.params * 2;
+  // train_text_to_image_sdxl.py precomputes latents and prompt embeddings and deletes the VAE and the
+  // text encoders (train_text_to_image_sdxl.py:927-950): nothing beside the UNet
+  CHECK(read("diffusers/sdxl_t2i_defaults.sh").setup.kept_model_bytes == 0);
+  // train_text_to_image_lora_sdxl.py encodes the prompts every step (:1151) and keeps the VAE in float32
+  // (:670-673): both text encoders at bf16 (2 bytes) + the VAE at 4 bytes a weight
+  const TrainerRead l = read("diffusers/sdxl_t2i_lora.sh");
+  CHECK(l.rejections.empty());
+  CHECK(l.setup.kept_model_bytes == doctest::Approx(sdxl_te + sdxl.vae.params * 4));
+  // train_dreambooth_lora_sdxl.py has no --cache_latents: argparse stops; its VAE stays in float32
+  const TrainerRead d = read("diffusers/sdxl_dreambooth_cache_latents.sh");
+  REQUIRE(d.rejections.size() == 1);
+  CHECK(d.rejections[0].find("--cache_latents: train_dreambooth_lora_sdxl.py has no such flag") != std::string::npos);
+  CHECK(d.setup.kept_model_bytes == doctest::Approx(sdxl.vae.params * 4));
+  CHECK(d.setup.mixed_precision == "fp16");
+  // the Qwen script's --offload: the VAE and the text encoder come to the GPU only to encode
+  // (offload_models), so even per-image prompts keep nothing there through the step; --use_8bit_adam
+  // is bitsandbytes AdamW8bit (1 byte per moment)
+  const TrainerRead q = read("diffusers/qwen_offload_captions.sh");
+  CHECK(q.rejections.empty());
+  CHECK(q.setup.kept_model_bytes == 0);
+  CHECK(any_contains(q.warnings, "--offload"));
+  CHECK(q.setup.optimizer == "adamw8bit");
+  CHECK(q.schedule.checkpointing);
+  CHECK(q.setup.mixed_precision == "bf16");
+}
+
 TEST_CASE("musubi: a Wan 14B command line with its dataset TOML") {
   const TrainerRead r = read("musubi/wan14b_train.sh");
   CHECK(r.family->id == "wan2.1-14b");  // --task t2v-14B
@@ -406,13 +436,11 @@ TEST_CASE("diffusers: --resolution is a square, and a WxH value stops the script
 }
 
 TEST_CASE("every real example file gets a prediction or a clear input error") {
-  if (!fs::exists(kShared)) {
-    MESSAGE("../shared/reference/trainer-examples absent: skipped");
-    return;
-  }
+  // the trainers' shipped examples, copied into the fixtures (fixtures/trainers/README.md)
+  const std::string shipped = kDir + "shipped/";
   int predicted = 0, refused = 0;
   std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(kShared)) {
+  for (const auto& e : fs::recursive_directory_iterator(shipped)) {
     const std::string ext = e.path().extension().string();
     const std::string p = e.path().string();
     if ((ext == ".yaml" && p.find("/config/examples/") != std::string::npos) ||
@@ -420,7 +448,7 @@ TEST_CASE("every real example file gets a prediction or a clear input error") {
       files.push_back(p);
   }
   // musubi's dataset configs are the TOML samples of its documentation
-  const std::string doc = slurp(kShared + "musubi-tuner/docs/dataset_config.md");
+  const std::string doc = slurp(shipped + "musubi-tuner/docs/dataset_config.md");
   const std::regex block("```toml\n([^`]*)```");
   const fs::path tmp = fs::temp_directory_path() / "segadvise-musubi-doc";
   fs::create_directories(tmp);
@@ -778,4 +806,46 @@ TEST_CASE("every key of the emitted files exists in its trainer's key list with 
     }
   }
   CHECK(checked > 60);
+}
+
+TEST_CASE("another trainer's phase advice names its own key, or says it has none") {
+  // ai-toolkit's 24 GB FLUX job samples (no train.disable_sampling): its sampling phase (the VAE decode
+  // at 1024 beside the model) reaches higher than the step's point. A budget just over the step's point
+  // leaves sampling over it: the advice is ai-toolkit's own key, and sampling then does not run.
+  const TrainerRead r = read("ai-toolkit/train_lora_flux_24gb.yaml");
+  AdvisorRequest req = test::request_for(r.family->id, "h100");
+  req.setup = r.setup;
+  const Context ctx(req);
+  const Candidate step = evaluate(ctx, r.schedule);
+  const RunSetup run = trainer("ai-toolkit").run_setup(r);
+  REQUIRE(run.other.phase_knobs.size() == 1);
+  CHECK(run.other.phase_knobs[0].key == "config.process.0.train.disable_sampling");
+  const RunPhases all = predict_phases(*r.family, r.setup, ctx.chain, step.prediction, run, 1e15);
+  REQUIRE(all.at(Phase::Validation).runs);
+  const double budget = step.prediction.peak_vram_bytes + 1;
+  REQUIRE(all.at(Phase::Validation).peak_hi_bytes > budget);
+  const RunPhases ph = predict_phases(*r.family, r.setup, ctx.chain, step.prediction, run, budget);
+  bool named = false;
+  for (const auto& f : ph.fixes) {
+    if (f.phase != Phase::Validation) continue;
+    named = true;
+    CHECK(f.key == "config.process.0.train.disable_sampling");
+    CHECK(f.value_json == "true");
+    CHECK(f.fit_after == FitVerdict::Fits);  // sampling off: the phase does not run
+  }
+  CHECK(named);
+  for (const auto& f : ph.fixes) CHECK(f.key.find("quantize_via") == std::string::npos);
+  // a phase none of the trainer's keys lowers says so: the same run without its sampling key
+  RunSetup keyless = run;
+  keyless.other.phase_knobs.clear();
+  const RunPhases none = predict_phases(*r.family, r.setup, ctx.chain, step.prediction, keyless, budget);
+  bool said = false;
+  for (const auto& f : none.fixes)
+    if (f.phase == Phase::Validation) {
+      said = true;
+      CHECK(f.key.empty());
+      CHECK(f.note == "ai-toolkit has no key that lowers this phase");
+      CHECK(f.fit_after != FitVerdict::Fits);
+    }
+  CHECK(said);
 }

@@ -886,8 +886,23 @@ std::vector<Candidate> te_int8_candidates(const Ctx& c, const RunSetup& run) {
   return out;
 }
 
-// The keys that bring a phase down, cheapest first (what the trainer's documentation suggests: §E).
+// Another trainer's keys for a phase (TrainerRun::phase_knobs), in its data file's order.
+std::vector<Candidate> other_candidates(const RunSetup& run, Phase p) {
+  std::vector<Candidate> out;
+  for (const TrainerPhaseKnob& k : run.other.phase_knobs) {
+    if (k.phase != p) continue;
+    if (k.effect == "samples_off") {
+      if (!run.other.samples) continue;
+      out.push_back({k.key, k.value_json, [](RunSetup& r) { r.other.samples = false; }});
+    }
+  }
+  return out;
+}
+
+// The keys that bring a phase down, cheapest first (what the trainer's documentation suggests: §E);
+// another trainer's own keys for its run.
 std::vector<Candidate> candidates(const Ctx& c, const RunSetup& run, Phase p) {
+  if (!run.other.trainer.empty()) return other_candidates(run, p);
   std::vector<Candidate> out;
   const bool can_tile = c.data.has_vae && !c.data.vae.tiling_ignored && !tiling_on(c, run) && c.data.vae.tile_side_px > 0;
   if (p == Phase::StartupCaching) {
@@ -976,12 +991,19 @@ RunPhases predict_phases(const Family& fam, const TrainingSetup& setup, const Bl
     out.peak_hi_bytes = std::max(out.peak_hi_bytes, p.peak_hi_bytes);
   }
   out.host = host_memory(c, run);
-  // a step that does not fit is the schedule advice's to fix first: no phase advice on top of it;
-  // the advice names SimpleTuner keys, so another trainer's run gets none
-  if (run.other.trainer.empty() && budget_bytes > 0 && out.at(Phase::TrainingStep).peak_vram_bytes <= budget_bytes) {
+  // a step that does not fit is the schedule advice's to fix first: no phase advice on top of it.
+  // Another trainer's run is advised in its own keys; a phase none of them lowers says so.
+  if (budget_bytes > 0 && out.at(Phase::TrainingStep).peak_vram_bytes <= budget_bytes) {
     for (const auto& p : out.phases) {
       if (!p.runs || p.phase == Phase::TrainingStep || p.verdict(budget_bytes) == FitVerdict::Fits) continue;
-      for (const auto& f : fix_phase(c, run, p.phase, budget_bytes)) out.fixes.push_back(f);
+      std::vector<PhaseFix> fixes = fix_phase(c, run, p.phase, budget_bytes);
+      if (fixes.empty() && !run.other.trainer.empty()) {
+        PhaseFix none{p.phase, "", "null", p.peak_vram_bytes, p.peak_vram_bytes <= budget_bytes, p.verdict(budget_bytes),
+                      p.peak_lo_bytes, p.peak_hi_bytes, ""};
+        none.note = run.other.name + " has no key that lowers this phase";
+        fixes.push_back(none);
+      }
+      for (const auto& f : fixes) out.fixes.push_back(f);
     }
   }
   if (run.other.trainer.empty() && fp8_quanto(setup) && !run.offload_during_save)

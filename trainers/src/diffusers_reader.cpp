@@ -88,6 +88,24 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
                    (cl.values.count("resolution") ? "" : " (" + cl.script + "'s default)") + ", --train_batch_size " + std::to_string(user_batch) +
                    (cl.values.count("train_batch_size") ? "" : " (" + cl.script + "'s default)") +
                    (s.batch != user_batch ? " x 2 with the class images" : "");
+  // the script's own memory flags (diffusers.json script_flags): one it lacks stops argparse
+  const nlohmann::json* sf = nullptr;
+  if (facts.raw.at("script_flags").contains(cl.script)) sf = &facts.raw.at("script_flags").at(cl.script);
+  // a flag given and read by the script (an unknown script: as given)
+  const auto runs_flag = [&](const std::string& k) {
+    if (!flag(cl, k)) return false;
+    if (!sf) return true;
+    const auto& have = sf->at("flags");
+    return std::find(have.begin(), have.end(), k) != have.end();
+  };
+  if (sf)
+    for (const auto& m : facts.raw.at("memory_flags")) {
+      const std::string k = m.get<std::string>();
+      const auto& have = sf->at("flags");
+      if (cl.values.count(k) && std::find(have.begin(), have.end(), k) == have.end() && k != "aspect_ratio_buckets" &&
+          k != "bnb_quantization_config_path")  // those two say so below
+        r.rejections.push_back("--" + k + ": " + cl.script + " has no such flag (argparse stops: unrecognized arguments)");
+    }
   if (cl.values.count("aspect_ratio_buckets")) {
     if (tf && tf->aspect_ratio_buckets) r.warnings.push_back("--aspect_ratio_buckets: buckets are not read; predicted at the --resolution square");
     else r.rejections.push_back("--aspect_ratio_buckets: " + cl.script + " has no such flag (argparse stops)");
@@ -118,30 +136,50 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     s.base_precision = "no_change";
     r.warnings.push_back("--do_fp8_training: torchao float8 training keeps the weights in bf16 (predicted so); its fp8 matmul speed is not modelled");
   }
-  s.optimizer = flag(cl, "use_8bit_adam") ? "adamw8bit" : "adamw";
+  s.optimizer = runs_flag("use_8bit_adam") ? "adamw8bit" : "adamw";
   // What stays on the GPU beside the model (train_dreambooth_lora_flux.py:1513-1522, 1247): the text
   // encoders unless they are freed after one --instance_prompt is encoded (not with --train_text_encoder
   // or per-image prompts, --caption_column); the VAE unless --cache_latents. At weight_dtype (fp32 with
   // --mixed_precision no). A trained text encoder's adapters and activations are not counted.
+  // Per script (script_flags): --offload brings the VAE and the text encoders to the GPU only while they
+  // encode (not through the step); the SDXL scripts keep the VAE in float32; train_text_to_image_sdxl.py
+  // precomputes latents and embeddings and deletes both; train_text_to_image_lora_sdxl.py encodes the
+  // prompts every step.
   {
     const FamilyPhaseData pd = phase_data(fam);
     const double per = s.mixed_precision == "no" ? 4 : 2;
-    const bool te_stays = flag(cl, "train_text_encoder") || cl.values.count("caption_column") > 0;
+    const bool precomputes = sf && sf->value("precomputes", false);
+    const bool offload = runs_flag("offload");
+    const bool always_te = sf && sf->value("text_encoders_stay", false);
+    const bool te_stays = !precomputes && (flag(cl, "train_text_encoder") || always_te || (!offload && cl.values.count("caption_column") > 0));
     double kept = 0;
     std::string what;
     if (te_stays)
       for (const auto& te : pd.text_encoders) {
         kept += te.params * per;
-        what += (what.empty() ? "" : ", ") + te.name + (flag(cl, "train_text_encoder") ? " (--train_text_encoder)" : " (per-image prompts: --caption_column)");
+        what += (what.empty() ? "" : ", ") + te.name +
+                (flag(cl, "train_text_encoder") ? " (--train_text_encoder)"
+                 : always_te                    ? " (" + cl.script + " encodes the prompts every step)"
+                                                : " (per-image prompts: --caption_column)");
       }
-    if (!flag(cl, "cache_latents") && pd.has_vae) {
-      kept += pd.vae.params * per;
-      what += (what.empty() ? "" : ", ") + std::string("VAE (no --cache_latents: it encodes each batch)");
+    const bool vae_fp32 = sf && sf->value("vae_fp32", false) && !cl.values.count("pretrained_vae_model_name_or_path");
+    if (!precomputes && !offload && !runs_flag("cache_latents") && pd.has_vae) {
+      kept += pd.vae.params * (vae_fp32 ? 4 : per);
+      what += (what.empty() ? "" : ", ") + std::string(vae_fp32 ? "VAE in float32 (it encodes each batch)" : "VAE (no --cache_latents: it encodes each batch)");
     }
+    if (offload && !precomputes)
+      r.warnings.push_back("--offload: the VAE and the text encoders reach the GPU only while they encode (offload_models), not through the step");
     s.kept_model_bytes = kept;
     s.kept_models = what;
   }
   if (!tf) r.warnings.push_back("no diffusers example script is known for " + fam.name);
+  // the run's phases by the script's flags (diffusers.json "phases"); a script that precomputes latents
+  // and embeddings caches both whatever its flags say
+  r.run.other = trainer_run_from_data(facts, r);
+  if (sf && sf->value("precomputes", false)) {
+    r.run.other.latent_caching = r.run.other.text_caching = true;
+    r.run.other.latent_caching_key = r.run.other.text_caching_key = cl.script + " precomputes them";
+  }
   return r;
 }
 

@@ -158,6 +158,29 @@ TrainerRun trainer_run_from_data(const TrainerFacts& facts, const TrainerRead& r
     if (decide(l, p.at("text_encoders_quantized"), facts.origin, "text_encoders_quantized", key))
       o.text_encoder_bytes_per_param.assign(8, p.at("text_encoders_quantized").value("bytes", 1.0));
   }
+  // "fixes": [{"phase": "validation", "key": K, "value": V (null: remove the flag), "effect": "samples_off"}]:
+  // the trainer's own keys that lower a phase
+  if (p.contains("fixes")) {
+    const std::string where = facts.origin + ": phases.fixes";
+    if (!p.at("fixes").is_array()) throw InputError(where + " must be a list");
+    for (const auto& f : p.at("fixes")) {
+      if (!f.is_object() || !f.contains("phase") || !f.contains("key") || !f.contains("value") || !f.contains("effect") ||
+          !f.at("phase").is_string() || !f.at("key").is_string() || !f.at("effect").is_string())
+        throw InputError(where + ": each entry needs \"phase\", \"key\", \"value\" and \"effect\"");
+      TrainerPhaseKnob k;
+      const std::string phase = f.at("phase").get<std::string>();
+      if (phase == "startup_caching") k.phase = Phase::StartupCaching;
+      else if (phase == "model_load") k.phase = Phase::ModelLoad;
+      else if (phase == "validation") k.phase = Phase::Validation;
+      else if (phase == "save") k.phase = Phase::Save;
+      else throw InputError(where + ": phase '" + phase + "' (startup_caching, model_load, validation or save)");
+      k.key = f.at("key").get<std::string>();
+      k.value_json = f.at("value").dump();
+      k.effect = f.at("effect").get<std::string>();
+      if (k.effect != "samples_off") throw InputError(where + ": effect '" + k.effect + "' (known: samples_off)");
+      o.phase_knobs.push_back(k);
+    }
+  }
   o.source = p.value("source", "");
   return o;
 }

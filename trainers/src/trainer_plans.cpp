@@ -64,7 +64,7 @@ std::string precision_for(const TrainerFacts& facts, const char* table, const ch
 
 void note_precision(const TrainingSetup& user, const std::string& as, const std::string& trainer, std::vector<std::string>& notes) {
   if (user.base_precision == as || (!quantized(user) && as == "no_change")) return;
-  notes.push_back("base_model_precision " + precision_key(user) + " has no equivalent in " + trainer + ": predicted with " +
+  notes.push_back("the base precision " + precision_key(user) + " has no equivalent in " + trainer + ": predicted with " +
                   (as == "no_change" ? std::string("a bf16 base") : as) + " (its nearest knob)");
 }
 
@@ -213,6 +213,13 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
 
 // BFLOAT_16 explicitly for an unquantized base: a part's default is FLOAT_32
 std::string onetrainer_dtype(const TrainerFacts& facts, const TrainingSetup& user, std::string& precision) {
+  // a quantized precision OneTrainer has a DataType for (INT_8, FLOAT_W8A8, …) stays that DataType
+  if (quantized(user))
+    for (const auto& e : facts.raw.at("weight_dtypes"))
+      if (e.at("precision") == user.base_precision) {
+        precision = user.base_precision;
+        return e.at("dtype").get<std::string>();
+      }
   const FieldReader plans = plans_of(facts);
   const std::string dtype = plans.str(user.base_precision == "nf4-bnb" ? "weight_dtype_nf4"
                                       : quantized(user)                ? "weight_dtype_quantized"
@@ -554,6 +561,7 @@ class AiToolkit final : public FactsTrainer {
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
     nlohmann::ordered_json k = knobs_of(plan, {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
                                                "model.layer_offloading_transformer_percent"});
+    if (plan.contains("model.quantize")) k["model.quantize"] = plan.at("model.quantize");
     if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
     if (plan.contains("model.low_vram")) k["model.low_vram"] = plan.at("model.low_vram");
     if (!plan.contains("model.layer_offloading")) k["model.layer_offloading"] = false;
@@ -567,6 +575,23 @@ class AiToolkit final : public FactsTrainer {
   std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
                                 std::vector<std::string>& notes) const override {
     return ai_toolkit(*facts(), tf, base, notes);
+  }
+
+ public:
+  // An unquantized job that does not fit: model.quantize with the default qtype (qfloat8; float8 with
+  // layer offloading, config_modules.py:687, 714-715) is ai-toolkit's next knob
+  std::vector<KnobCombo> fallback_space(const Family& fam, const TrainingSetup& base,
+                                        std::vector<std::string>& notes) const override {
+    if (quantized(base) || !facts()->find(fam)) return {};
+    TrainingSetup q = base;
+    const std::string qtype = plans_of(*facts()).str("qtype", "", true);
+    q.base_precision = precision_for(*facts(), "qtypes", "qtype", qtype);
+    std::vector<std::string> scratch;  // the quantized plans' own notes repeat the unquantized ones
+    std::vector<KnobCombo> out = knob_space(fam, q, scratch);
+    for (auto& c : out) c.label = "model.quantize (" + c.knobs.value("model.qtype", qtype) + "), " + c.label;
+    notes.push_back("nothing fits with confidence at the job's precision: ai-toolkit's model.quantize (qtype " + qtype +
+                    ", float8 with layer_offloading) is searched too");
+    return out;
   }
 };
 
@@ -703,30 +728,40 @@ TrainerAdvice Trainer::plan(const Family& fam, const TrainingSetup& setup, const
   if (setup.ramtorch || setup.blocks_to_swap > 0 || setup.group_offload || setup.layer_offload_fraction > 0)
     a.notes.push_back("the config's weight streaming (RamTorch / block swap / group offload / layer offload) is replaced by " + f.name +
                       "'s own knob where it has one");
-  for (auto& c : knob_space(fam, setup, a.notes)) {
-    TrainerPlan p;
-    p.label = c.label;
-    p.knobs = c.knobs;
-    p.schedule = c.schedule;
-    p.setup = c.setup;
-    const PlanPrediction pp = predict(c.setup, c.schedule);
-    p.prediction = pp.prediction;
-    p.verdict = pp.prediction.supported ? pp.verdict : FitVerdict::DoesNotFit;
-    if (p.prediction.supported) a.plans.push_back(std::move(p));  // a backend the family lacks never counts
+  const auto evaluate_all = [&](const std::vector<KnobCombo>& combos) {
+    for (const auto& c : combos) {
+      TrainerPlan p;
+      p.label = c.label;
+      p.knobs = c.knobs;
+      p.schedule = c.schedule;
+      p.setup = c.setup;
+      const PlanPrediction pp = predict(c.setup, c.schedule);
+      p.prediction = pp.prediction;
+      p.verdict = pp.prediction.supported ? pp.verdict : FitVerdict::DoesNotFit;
+      if (p.prediction.supported) a.plans.push_back(std::move(p));  // a backend the family lacks never counts
+    }
+    std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
+      return x.prediction.step_time_s < y.prediction.step_time_s;
+    });
+    a.best = a.smallest = -1;
+    a.verdict = FitVerdict::DoesNotFit;
+    int borderline = -1;
+    for (std::size_t i = 0; i < a.plans.size(); ++i) {
+      const TrainerPlan& p = a.plans[i];
+      if (a.best < 0 && p.verdict == FitVerdict::Fits) a.best = static_cast<int>(i);
+      if (borderline < 0 && p.verdict == FitVerdict::Borderline) borderline = static_cast<int>(i);
+      if (a.smallest < 0 || p.prediction.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes)
+        a.smallest = static_cast<int>(i);
+    }
+    if (a.best < 0) a.best = borderline;
+    if (a.best >= 0) a.verdict = a.plans[a.best].verdict;
+  };
+  evaluate_all(knob_space(fam, setup, a.notes));
+  // nothing fits with confidence: the trainer's further knobs (a change of precision) are searched too
+  if (a.verdict != FitVerdict::Fits) {
+    const std::vector<KnobCombo> more = fallback_space(fam, setup, a.notes);
+    if (!more.empty()) evaluate_all(more);
   }
-  std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
-    return x.prediction.step_time_s < y.prediction.step_time_s;
-  });
-  int borderline = -1;
-  for (std::size_t i = 0; i < a.plans.size(); ++i) {
-    const TrainerPlan& p = a.plans[i];
-    if (a.best < 0 && p.verdict == FitVerdict::Fits) a.best = static_cast<int>(i);
-    if (borderline < 0 && p.verdict == FitVerdict::Borderline) borderline = static_cast<int>(i);
-    if (a.smallest < 0 || p.prediction.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes)
-      a.smallest = static_cast<int>(i);
-  }
-  if (a.best < 0) a.best = borderline;
-  if (a.best >= 0) a.verdict = a.plans[a.best].verdict;
   const int shown = a.best >= 0 ? a.best : a.smallest;
   if (shown >= 0) {
     const TrainerPlan& p = a.plans[shown];

@@ -98,6 +98,17 @@ FamilyPhaseData phase_data(const Family& fam, const std::string& model_flavour =
 
 // ---- the run's keys ----------------------------------------------------------------------------
 
+enum class Phase { StartupCaching, ModelLoad, TrainingStep, Validation, Save };
+std::string to_string(Phase p);  // startup_caching, model_load, training_step, validation, save
+
+// One of another trainer's keys that lowers a phase, as that trainer writes it (trainers/data/<id>.json
+// "phases"."fixes"): `value_json` null removes a flag; `effect` is what it does to the run
+// ("samples_off": no sampling during training).
+struct TrainerPhaseKnob {
+  Phase phase = Phase::Validation;
+  std::string key, value_json, effect;
+};
+
 // Another trainer's run (OneTrainer, diffusers scripts, ai-toolkit, musubi-tuner): what it keeps on the
 // GPU in each phase, by its own keys. Filled by the trainer's component (segadvise/trainers/trainer.hpp
 // run_setup: trainers/data/<id>.json "phases" and what its reader read); `trainer` empty: SimpleTuner's
@@ -127,6 +138,8 @@ struct TrainerRun {
   // then the VAE with the denoiser moved off): no moment holds all of them
   bool sample_moves_parts = false;
   std::string save_key;
+  // its keys that lower a phase (none for a phase: the phase advice says it has none)
+  std::vector<TrainerPhaseKnob> phase_knobs;
   std::string source;  // where the facts come from
 };
 
@@ -165,8 +178,6 @@ struct RunSetup {
 
 // ---- the phases ----------------------------------------------------------------------------------
 
-enum class Phase { StartupCaching, ModelLoad, TrainingStep, Validation, Save };
-std::string to_string(Phase p);  // startup_caching, model_load, training_step, validation, save
 
 struct Resident {
   std::string what;
@@ -194,6 +205,8 @@ struct PhaseFix {
   bool fits_after = false;  // the point after it fits the budget
   FitVerdict fit_after = FitVerdict::DoesNotFit;  // the phase's verdict after it (its range)
   double peak_after_lo_bytes = 0, peak_after_hi_bytes = 0;
+  // `key` empty: no key of the trainer lowers this phase, and this says so (peak_after: the phase's own)
+  std::string note;
 };
 
 struct HostMemory {

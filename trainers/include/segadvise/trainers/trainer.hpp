@@ -43,6 +43,13 @@ class Trainer {
   // precision mappings and shape changes.
   virtual std::vector<KnobCombo> knob_space(const Family& fam, const TrainingSetup& base,
                                             std::vector<std::string>& notes) const = 0;
+  // Combinations searched only when none of knob_space's fits with confidence: a change the user did
+  // not ask for but the trainer has (ai-toolkit: quantizing an unquantized base). Default: none.
+  virtual std::vector<KnobCombo> fallback_space(const Family& fam, const TrainingSetup& base,
+                                                std::vector<std::string>& notes) const {
+    (void)fam, (void)base, (void)notes;
+    return {};
+  }
   // The config lines for one combination (emit).
   virtual std::string config_text(const Family& fam, const KnobCombo& c) const = 0;
   // What the emitted lines leave for the user to set by hand.
