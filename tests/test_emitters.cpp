@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "emitters.hpp"
+#include "segadvise/costmodel/precision.hpp"
 #include "printer.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
@@ -139,6 +140,32 @@ TEST_CASE("ai-toolkit config is YAML under config.process with its own keys") {
   CHECK(a.config_text.find("dtype: \"bf16\"") != std::string::npos);
   CHECK(a.config_text.find("gradient_checkpointing: ") != std::string::npos);
   CHECK(a.config_text.find("batch_size: ") != std::string::npos);
+}
+
+TEST_CASE("an unquantized ai-toolkit job that does not fit: model.quantize is searched, in its own keys") {
+  // FLUX.1 dev at bf16 on a 24 GB card: its ~23.8 GB of bf16 weights alone leave no room, and
+  // layer_offloading does nothing on FLUX.1 in ai-toolkit; quantized (qfloat8, 1 byte a weight) it fits
+  SetupFlags f;
+  f.model = "flux";
+  f.vram_gib = 24;
+  f.precision = "no_change";  // a bf16 base
+  const Context ctx(make_request(f));
+  REQUIRE(!precision_info(ctx.setup.base_precision).quantized);
+  const TrainerAdvice a = advise_for_trainer(ctx, "ai-toolkit", nullptr);
+  REQUIRE(a.best >= 0);
+  const TrainerPlan& best = a.plans[a.best];
+  CHECK(best.knobs.value("model.quantize", false));
+  CHECK(best.knobs.value("model.qtype", std::string()) == "qfloat8");
+  CHECK(best.label.rfind("model.quantize (qfloat8)", 0) == 0);
+  CHECK(any_of_contains(a.notes, "model.quantize (qtype qfloat8"));
+  CHECK(a.config_text.find("quantize: true") != std::string::npos);
+  // every unquantized plan was tried first, and none fits with confidence
+  for (const auto& p : a.plans)
+    if (!p.knobs.contains("model.quantize")) CHECK(p.verdict != FitVerdict::Fits);
+  // an 80 GB card fits unquantized: no quantized plan is offered
+  f.vram_gib = 80;
+  const TrainerAdvice big = advise_for_trainer(Context(make_request(f)), "ai-toolkit", nullptr);
+  for (const auto& p : big.plans) CHECK(!p.knobs.contains("model.quantize"));
 }
 
 TEST_CASE("the SimpleTuner gain is stated against the trainer's best plan") {
