@@ -241,7 +241,8 @@ void TextPrinter::check(const CheckView& v) {
   }
   print_setup(out_, r.context, fmt_);
   out_ << fmt_.section(3, "Schedule in the config", "Schedule in the config: ") << c.schedule.name() << " ("
-       << to_string(c.schedule.backend) << ")" << (c.plan.supported ? " — " + c.plan.plan.description : std::string())
+       << to_string(c.schedule.backend) << ")"
+       << (c.plan.supported && !c.plan.plan.description.empty() ? " — " + c.plan.plan.description : std::string())
        << "\n\n";
   print_measurements(out_, r.context.anchor, fmt_);
   print_verdict(out_, c, fmt_);

@@ -478,6 +478,13 @@ TEST_CASE("every real example file gets a prediction or a clear input error") {
   // 13 documented dataset samples. 6 + 29 + 13 = 48; 3.
   CHECK(predicted == 48);
   CHECK(refused == 3);
+  // the three refusals are OneTrainer's Wuerstchen v2 presets, and the error says why
+  const std::string w = test::input_error_of([&] {
+    read_trainer_config(shipped + "onetrainer/training_presets/Wuerstchen v2/#wuerstchen 2.0 LoRA.json", TrainerReadOptions{});
+  });
+  CHECK(w.find("#wuerstchen 2.0 LoRA.json") != std::string::npos);
+  CHECK(w.find("Würstchen v2 is not modelled: no architecture facts") != std::string::npos);
+  CHECK(w.find("--model") != std::string::npos);
 }
 
 // ---- emitting for the other trainers ----------------------------------------------------------
