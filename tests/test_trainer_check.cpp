@@ -113,6 +113,11 @@ TEST_CASE("round trip of a OneTrainer config and an ai-toolkit job") {
   const TrainerRead back = read_trainer_config(at.string(), ro);
   CHECK(back.family->id == "flux1");
   CHECK(back.setup.mixed_precision == "bf16");
+  // the plan keeps neither the T5 nor the VAE on the GPU: the written job caches both, as planned
+  const std::string written = slurp(at.string());
+  CHECK(written.find("cache_text_embeddings: true") != std::string::npos);
+  CHECK(written.find("cache_latents_to_disk: true") != std::string::npos);
+  CHECK(back.setup.kept_model_bytes == 0);
   fs::remove(ot);
   fs::remove(at);
 }

@@ -186,6 +186,10 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
       }
       c.knobs["train.dtype"] = "bf16";  // default fp32 (config_modules.py:395)
       c.knobs["train.gradient_checkpointing"] = gc == 1;
+      // the plan keeps neither the text encoder nor the VAE on the GPU (kept_model_bytes 0): both
+      // caches on (config_modules.py:564-566, 1004-1006); "datasets[].K" is K on every dataset
+      c.knobs["train.cache_text_embeddings"] = true;
+      c.knobs["datasets[].cache_latents_to_disk"] = true;
       c.setup.quantize_all_block_linears = q;  // quantize_model converts every Linear of a block (quantize.py)
       if (q) {
         c.knobs["model.quantize"] = true;
@@ -560,7 +564,8 @@ class AiToolkit final : public FactsTrainer {
   }
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
     nlohmann::ordered_json k = knobs_of(plan, {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
-                                               "model.layer_offloading_transformer_percent"});
+                                               "model.layer_offloading_transformer_percent", "train.cache_text_embeddings",
+                                               "datasets[].cache_latents_to_disk"});
     if (plan.contains("model.quantize")) k["model.quantize"] = plan.at("model.quantize");
     if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
     if (plan.contains("model.low_vram")) k["model.low_vram"] = plan.at("model.low_vram");

@@ -123,6 +123,16 @@ Rewritten rewrite_yaml(const TrainerRead& r, const ordered_json& knobs) {
     const std::string& k = it.key();
     const auto dot = k.find('.');
     if (dot == std::string::npos) continue;
+    if (k.substr(0, dot) == "datasets[]") {  // datasets[].K: K on every dataset of the process
+      YAML::Node ds = p["datasets"];
+      if (!ds.IsSequence()) continue;
+      for (std::size_t i = 0; i < ds.size(); ++i) {
+        YAML::Node d = ds[i];
+        if (it.value().is_null()) d.remove(k.substr(dot + 1));
+        else d[k.substr(dot + 1)] = to_yaml(it.value());
+      }
+      continue;
+    }
     if (it.value().is_null()) p[k.substr(0, dot)].remove(k.substr(dot + 1));
     else p[k.substr(0, dot)][k.substr(dot + 1)] = to_yaml(it.value());
   }
