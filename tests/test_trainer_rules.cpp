@@ -239,5 +239,10 @@ TEST_CASE("a component names the memory knobs of its plan that go into the user'
   r.rejections.push_back("no attention flag (--sdpa, ...): the trainer stops");
   CHECK(trainer("musubi").memory_knobs(r, plan)["sdpa"] == true);
   CHECK(trainer("diffusers").memory_knobs(r, plan) == nlohmann::ordered_json{{"gradient_checkpointing", true}});
+  // diffusers: --cache_latents / --offload are added when the plan sets them, never removed
+  nlohmann::ordered_json cached = plan;
+  cached["cache_latents"] = true;
+  CHECK(trainer("diffusers").memory_knobs(r, cached) ==
+        nlohmann::ordered_json{{"gradient_checkpointing", true}, {"cache_latents", true}});
   CHECK(trainer("onetrainer").memory_knobs(r, plan) == plan);
 }

@@ -392,6 +392,34 @@ TEST_CASE("diffusers: each script's memory flags as it has them and runs them") 
   CHECK(q.setup.mixed_precision == "bf16");
 }
 
+TEST_CASE("diffusers plans search the script's --cache_latents and --offload") {
+  // krea2 with per-image prompts and no --cache_latents keeps the text encoder and the VAE (bf16):
+  // --cache_latents frees the VAE's bytes, --offload all of them; both flags are krea2's (script_flags)
+  const TrainerRead k = read("diffusers/krea2_fp8_captions.sh");
+  std::vector<std::string> notes;
+  const auto combos = trainer("diffusers").knob_space(*k.family, k.setup, notes);
+  const FamilyPhaseData pd = phase_data(*k.family);
+  int cached = 0, offloaded = 0;
+  for (const auto& c : combos) {
+    if (c.knobs.contains("cache_latents")) {
+      ++cached;
+      CHECK(c.setup.kept_model_bytes == doctest::Approx(k.setup.kept_model_bytes - pd.vae.params * 2));
+    }
+    if (c.knobs.contains("offload")) {
+      ++offloaded;
+      CHECK(c.setup.kept_model_bytes == 0);
+    }
+  }
+  CHECK(cached == 2);  // with and without --gradient_checkpointing
+  CHECK(offloaded == 2);
+  // the SDXL dreambooth script has neither flag: no such plan
+  const TrainerRead d = read("diffusers/sdxl_dreambooth_cache_latents.sh");
+  for (const auto& c : trainer("diffusers").knob_space(*d.family, d.setup, notes)) {
+    CHECK(!c.knobs.contains("cache_latents"));
+    CHECK(!c.knobs.contains("offload"));
+  }
+}
+
 TEST_CASE("musubi: a Wan 14B command line with its dataset TOML") {
   const TrainerRead r = read("musubi/wan14b_train.sh");
   CHECK(r.family->id == "wan2.1-14b");  // --task t2v-14B

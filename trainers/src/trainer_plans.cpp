@@ -314,7 +314,8 @@ std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, 
   return out;
 }
 
-std::vector<KnobCombo> diffusers(const TrainerFamily& tf, const TrainingSetup& user, std::vector<std::string>& notes) {
+std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
+                                 std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
   base.base_precision = "no_change";
@@ -329,15 +330,44 @@ std::vector<KnobCombo> diffusers(const TrainerFamily& tf, const TrainingSetup& u
     if (tf.aspect_ratio_buckets) notes.push_back("this script also takes --aspect_ratio_buckets for non-square training (not emitted; its value format is not recorded)");
     base.width = base.height = edge;
   }
+  // the script's own memory flags (diffusers.json script_flags): --cache_latents frees the VAE it keeps
+  // (bf16, the plan's --mixed_precision), --offload brings the VAE and the text encoders to the GPU only
+  // to encode (nothing of them through the step)
+  std::string script;  // the script the emitted line runs (diffusers_text's choice)
+  for (const auto& sc : tf.scripts)
+    if ((sc.find("lora") != std::string::npos) == (base.model_type == ModelType::Lora)) {
+      script = sc;
+      break;
+    }
+  const nlohmann::json& sf_all = facts.raw.at("script_flags");
+  const auto has = [&](const char* flag) {
+    if (!sf_all.contains(script)) return false;
+    const auto& f = sf_all.at(script).at("flags");
+    return std::find(f.begin(), f.end(), flag) != f.end();
+  };
+  const FamilyPhaseData pd = phase_data(find_family(tf.family));
+  const bool vae_kept = base.kept_models.find("VAE") != std::string::npos;
+  const double vae_bytes = pd.has_vae ? pd.vae.params * (sf_all.contains(script) && sf_all.at(script).value("vae_fp32", false) ? 4 : 2) : 0;
+  std::vector<int> mem = {0};  // 0 as read, 1 --cache_latents, 2 --offload
+  if (has("cache_latents") && vae_kept) mem.push_back(1);
+  if (has("offload") && base.kept_model_bytes > 0) mem.push_back(2);
   std::vector<KnobCombo> out;
-  for (int gc = 0; gc < 2; ++gc) {
-    KnobCombo c;
-    c.knobs["gradient_checkpointing"] = gc == 1;
-    c.setup = base;
-    c.schedule = sched(gc == 1);
-    c.label = gc ? "--gradient_checkpointing" : "no checkpointing";
-    out.push_back(c);
-  }
+  for (int m : mem)
+    for (int gc = 0; gc < 2; ++gc) {
+      KnobCombo c;
+      c.knobs["gradient_checkpointing"] = gc == 1;
+      c.setup = base;
+      if (m == 1) {
+        c.knobs["cache_latents"] = true;
+        c.setup.kept_model_bytes = std::max(0.0, base.kept_model_bytes - vae_bytes);
+      } else if (m == 2) {
+        c.knobs["offload"] = true;
+        c.setup.kept_model_bytes = 0;
+      }
+      c.schedule = sched(gc == 1);
+      c.label = std::string(gc ? "--gradient_checkpointing" : "no checkpointing") + (m == 1 ? ", --cache_latents" : m == 2 ? ", --offload" : "");
+      out.push_back(c);
+    }
   return out;
 }
 
@@ -641,7 +671,11 @@ class Diffusers final : public FactsTrainer {
             "--output_dir, --learning_rate, --max_train_steps"};
   }
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
-    return knobs_of(plan, {"gradient_checkpointing"});
+    // --cache_latents / --offload only added (a plan without them keeps what the user's line has)
+    nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing"});
+    for (const char* f : {"cache_latents", "offload"})
+      if (plan.contains(f)) k[f] = plan.at(f);
+    return k;
   }
 
  protected:
@@ -650,7 +684,7 @@ class Diffusers final : public FactsTrainer {
   }
   std::vector<KnobCombo> combos(const TrainerFamily& tf, const TrainingSetup& base,
                                 std::vector<std::string>& notes) const override {
-    return diffusers(tf, base, notes);
+    return diffusers(*facts(), tf, base, notes);
   }
 };
 
