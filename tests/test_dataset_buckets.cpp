@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "scratch_dir.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/dataset_buckets.hpp"
+#include "segadvise/trainers/video_probe.hpp"
 
 using namespace segadvise;
 
@@ -146,3 +148,98 @@ TEST_CASE("SimpleTuner's buckets: pixel, pixel_area and square crops, minimum_im
     CHECK(r.buckets[1].count == 4);
   }
 }
+
+TEST_CASE("several backends' buckets carry their backend and batch, ordered by load (pixels x frames x batch)") {
+  BackendShape photos = backend(1024, "pixel");
+  BackendShape small = backend(512, "pixel");
+  small.id = "small";
+  small.batch = 4;
+  // photos: 1500x1000 -> 1536x1024 (1.57 Mpx x batch 1); small: 1024x1024 -> 512x512 (0.26 Mpx x 4 = 1.05)
+  const BucketResult a = simpletuner_buckets(photos, {{1500, 1000}});
+  const BucketResult b = simpletuner_buckets(small, {{1024, 1024}, {1024, 1024}});
+  REQUIRE(a.buckets.size() == 1);
+  REQUIRE(b.buckets.size() == 1);
+  CHECK(a.buckets[0].backend == "photos");
+  CHECK(a.buckets[0].batch == 1);
+  CHECK(b.buckets[0].backend == "small");
+  CHECK(b.buckets[0].batch == 4);
+  CHECK(b.buckets[0].width == 512);
+  CHECK(b.buckets[0].count == 2);
+}
+
+TEST_CASE("video buckets: every clip the first num_frames frames, min_frames and max_frames under the frame rule") {
+  // Wan's rule (8k+1, rounded down), num_frames 49, pixel_area 480 with alignment 32
+  BackendShape b = backend(480, "pixel_area");
+  b.id = "clips";
+  b.dataset_type = "video";
+  b.frames = 49;
+  b.rules.alignment = 32;
+  b.rules.frame_rule = "8k+1";
+  b.rules.max_frames = 80;
+  const std::vector<MediaSize> media = {
+      {832, 480, 81},  // 81 is 8k+1 and above max_frames 80: dropped
+      {832, 480, 49},  // 49: kept
+      {832, 480, 56},  // 56 -> 49 under the rule: kept
+      {480, 832, 60},  // 60 -> 57: kept
+      {640, 480, 48},  // 48 -> 41, under min_frames (num_frames, 49): dropped
+  };
+  const BucketResult r = simpletuner_buckets(b, media);
+  CHECK(r.frames_out == 2);
+  REQUIRE(r.buckets.size() == 2);
+  // 0.2304 MP: edge round32(480) = 480. 832x480: aspect 1.73, sqrt 1.3153: W = int(631.3) = 631 -> 640,
+  // H = int(364.9) = 364 -> 352. 480x832: aspect 0.58, sqrt 0.7616: W = int(365.6) -> 352, H = int(630.3) -> 640
+  CHECK(r.buckets[0].width == 640);
+  CHECK(r.buckets[0].height == 352);
+  CHECK(r.buckets[0].frames == 49);
+  CHECK(r.buckets[0].count == 2);
+  CHECK(r.buckets[1].width == 352);
+  CHECK(r.buckets[1].height == 640);
+  CHECK(r.buckets[1].frames == 49);
+  CHECK(r.buckets[1].count == 1);
+  SUBCASE("a family without a frame rule counts frames as they are; min_frames above num_frames") {
+    b.rules.frame_rule = "none";
+    b.rules.max_frames = 0;
+    b.rules.min_frames = 57;
+    const BucketResult n = simpletuner_buckets(b, media);
+    // 81 and 60 reach 57; 49, 56 and 48 do not
+    CHECK(n.frames_out == 3);
+    REQUIRE(n.buckets.size() == 2);
+    CHECK(n.buckets[0].count == 1);
+    CHECK(n.buckets[1].count == 1);
+  }
+}
+
+#ifdef SEGADVISE_TEST_VIDEOS
+#include "video_files.hpp"
+
+TEST_CASE("video sizes and frame counts come from the container header: MP4, MOV, Matroska, WebM") {
+  REQUIRE(video_probe_unavailable().empty());
+  test::Scratch s("segadvise-videos-");
+  auto path = [&](const std::string& name) { return (s.dir / name).string(); };
+  REQUIRE(test::write_video(path("a.mp4"), "mp4", 832, 480, 49, 16));
+  REQUIRE(test::write_video(path("b.mov"), "mov", 480, 832, 81, 24));
+  REQUIRE(test::write_video(path("c.mkv"), "matroska", 1280, 720, 33, 25));
+  REQUIRE(test::write_video(path("d.webm"), "webm", 640, 360, 17, 15));
+  auto read = [&](const std::string& name) {
+    const auto v = read_video_header(path(name));
+    REQUIRE(v);
+    return std::tuple<int, int, long long>(v->width, v->height, v->frames);
+  };
+  CHECK(read("a.mp4") == std::tuple(832, 480, 49LL));   // the track's sample count
+  CHECK(read("b.mov") == std::tuple(480, 832, 81LL));
+  CHECK(read("c.mkv") == std::tuple(1280, 720, 33LL));  // 33 / 25 s x 25 frames/s
+  CHECK(read("d.webm") == std::tuple(640, 360, 17LL));  // 17 / 15 s x 15 frames/s
+  CHECK_FALSE(read_video_header(s.write("text.mp4", "not a video")));
+  CHECK_FALSE(read_video_header(path("absent.mp4")));
+
+  std::filesystem::create_directories(s.dir / "sub");
+  REQUIRE(test::write_video(path("sub/e.MP4"), "mp4", 832, 480, 60, 16));
+  s.write("a.txt", "a caption");
+  s.write("still.png", png(1024, 1024));
+  const DatasetScan d = scan_dataset(s.dir.string(), MediaKind::video);
+  CHECK(d.files == 6);  // a, b, c, d, sub/e and text.mp4; not the caption or the image
+  CHECK(d.unreadable == 1);
+  CHECK(d.media.size() == 5);
+  CHECK(d.unavailable.empty());
+}
+#endif

@@ -1,6 +1,6 @@
-// Image headers and SimpleTuner's aspect buckets (dataset_buckets.hpp). Each header is read with a few
-// small reads: PNG and WebP from their first 30 bytes, JPEG marker by marker (segments skipped by their
-// length) up to its first SOF.
+// Image headers and SimpleTuner's aspect and frame buckets (dataset_buckets.hpp). Each image header is
+// read with a few small reads: PNG and WebP from their first 30 bytes, JPEG marker by marker (segments
+// skipped by their length) up to its first SOF. Videos go through video_probe.hpp.
 #include "segadvise/trainers/dataset_buckets.hpp"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/trainers/video_probe.hpp"
 
 namespace segadvise {
 namespace {
@@ -97,10 +98,24 @@ std::optional<MediaSize> jpeg(std::FILE* f) {
   return std::nullopt;
 }
 
-bool image_extension(const std::filesystem::path& p) {
+std::string lower_extension(const std::filesystem::path& p) {
   std::string e = p.extension().string();
   for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e;
+}
+bool image_extension(const std::filesystem::path& p) {
+  const std::string e = lower_extension(p);
   return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".webp";
+}
+bool video_extension(const std::filesystem::path& p) {
+  const std::string e = lower_extension(p);
+  return e == ".mp4" || e == ".webm" || e == ".mov" || e == ".mkv";
+}
+
+std::optional<MediaSize> video_size(const std::string& path) {
+  const auto v = read_video_header(path);
+  if (!v) return std::nullopt;
+  return MediaSize{v->width, v->height, static_cast<int>(std::min<long long>(v->frames, 1000000000))};
 }
 
 }  // namespace
@@ -118,19 +133,23 @@ std::optional<MediaSize> read_image_header(const std::string& path) {
   return std::nullopt;
 }
 
-DatasetScan scan_image_dataset(const std::string& dir) {
+DatasetScan scan_dataset(const std::string& dir, MediaKind kind) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError("dataset '" + brief_text(dir) + "': not a directory");
   DatasetScan s;
   s.dir = dir;
+  const bool video = kind == MediaKind::video;
+  if (video) s.unavailable = video_probe_unavailable();
   fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
   if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
   for (; it != end; it.increment(ec)) {
     if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
-    if (!it->is_regular_file(ec) || !image_extension(it->path())) continue;
+    if (!it->is_regular_file(ec) || !(video ? video_extension(it->path()) : image_extension(it->path()))) continue;
     ++s.files;
-    if (const auto m = read_image_header(it->path().string())) s.media.push_back(*m);
+    if (!s.unavailable.empty()) continue;  // counted, not read
+    const std::string path = it->path().string();
+    if (const auto m = video ? video_size(path) : read_image_header(path)) s.media.push_back(*m);
     else ++s.unreadable;
   }
   return s;
@@ -147,7 +166,17 @@ BucketResult simpletuner_buckets(const BackendShape& b, const std::vector<MediaS
   const double min_mp = r.resolution_type == "area"         ? r.minimum_image_size
                         : r.resolution_type == "pixel_area" ? r.minimum_image_size * r.minimum_image_size / 1e6
                                                             : 0;
+  const bool video = b.dataset_type == "video" && b.frames > 1;
+  // §1.5: the frame rule applies to min_frames and to each video's count before the min/max check
+  const int min_frames = video ? apply_frame_rule(r.frame_rule, r.min_frames > 0 ? r.min_frames : b.frames) : 0;
   for (const MediaSize& m : media) {
+    if (video) {
+      const int n = apply_frame_rule(r.frame_rule, m.frames);
+      if (n < min_frames || (r.max_frames > 0 && n > r.max_frames)) {
+        ++out.frames_out;
+        continue;
+      }
+    }
     const double shorter = std::min(m.width, m.height);
     if (r.minimum_image_size > 0) {
       const bool small = r.resolution_type == "pixel" ? shorter < r.minimum_image_size
@@ -175,9 +204,11 @@ BucketResult simpletuner_buckets(const BackendShape& b, const std::vector<MediaS
     const ResolvedSize s = bucket_size(r.resolution, r.resolution_type, r.alignment, square ? 1.0 : aspect, square);
     counts[{s.width, s.height, b.frames}] += r.repeats + 1;
   }
-  for (const auto& [k, n] : counts) out.buckets.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), n});
+  for (const auto& [k, n] : counts)
+    out.buckets.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), n, b.batch, b.id});
   std::stable_sort(out.buckets.begin(), out.buckets.end(), [](const DatasetBucket& x, const DatasetBucket& y) {
-    const double ax = static_cast<double>(x.width) * x.height * x.frames, ay = static_cast<double>(y.width) * y.height * y.frames;
+    const double ax = static_cast<double>(x.width) * x.height * x.frames * x.batch,
+                 ay = static_cast<double>(y.width) * y.height * y.frames * y.batch;
     if (ax != ay) return ax > ay;
     return x.width > y.width;
   });
