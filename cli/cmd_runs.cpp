@@ -68,6 +68,13 @@ void add_run(const AddOptions& o) {
     family = tr.family;
     setup = tr.setup;
     schedule = tr.schedule;
+    if (auto d = read_trainer_datasets(tr.datasets, "", o.check.read.cwd)) {  // as check of this config compares
+      SetupFlags flags = o.check.flags;
+      flags.model.clear();
+      flags.no_runs = true;
+      predict_buckets(*d, make_request(*family, setup, flags), schedule);
+      apply_largest_bucket(setup, *d);
+    }
   }
   SetupFlags flags = o.check.flags;
   flags.model.clear();

@@ -27,20 +27,60 @@ std::string bucket_name(const DatasetBucket& b) {
 
 }  // namespace
 
+namespace {
+
+// `dir` against `cwd` where it is relative and found there; "" when it is not a directory here
+std::string local_dir(const std::string& value, const std::string& cwd) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string dir = value;
+  if (fs::path(dir).is_relative() && !cwd.empty() && fs::is_directory(fs::path(cwd) / dir, ec)) dir = (fs::path(cwd) / dir).string();
+  return fs::is_directory(dir, ec) ? dir : "";
+}
+
+void add_source(DatasetView& v, const BackendDataset& src, const BucketResult& br) {
+  v.files += src.files;
+  v.unreadable += src.unreadable;
+  v.too_small += src.too_small;
+  v.frames_out += src.frames_out;
+  v.no_full_batch += src.no_full_batch;
+  v.sources.push_back(src);
+  for (const DatasetBucket& k : br.buckets) v.buckets.push_back({k, 0, "", ""});
+}
+
+}  // namespace
+
+std::optional<DatasetView> read_trainer_datasets(const std::vector<DatasetSpec>& datasets, const std::string& dataset_dir,
+                                                 const std::string& cwd) {
+  DatasetView v;
+  for (std::size_t i = 0; i < datasets.size(); ++i) {
+    const DatasetSpec& d = datasets[i];
+    const bool given = i == 0 && !dataset_dir.empty();
+    if (!given && d.dir.empty()) continue;
+    const std::string dir = local_dir(given ? dataset_dir : d.dir, cwd);
+    if (dir.empty()) {
+      if (given) throw InputError("--dataset '" + brief_text(dataset_dir) + "': not a directory");
+      continue;  // the dataset lives on the training machine
+    }
+    const DatasetScan scan = scan_trainer_dataset(dir, d);
+    const BucketResult br = diffusers_buckets(d, scan.media);
+    BackendDataset src{d.id, dir, "image", scan.files, scan.unreadable, br.too_small, br.frames_out, br.no_full_batch, d.why};
+    add_source(v, src, br);
+  }
+  if (v.sources.empty()) return std::nullopt;
+  return v;
+}
+
 std::optional<DatasetView> read_datasets(const std::vector<BackendShape>& backends, const std::string& dataset_dir,
                                          const std::string& cwd) {
-  namespace fs = std::filesystem;
   DatasetView v;
-  bool any = false;
   for (std::size_t i = 0; i < backends.size(); ++i) {
     const BackendShape& b = backends[i];
     const bool given = i == 0 && !dataset_dir.empty();
     std::string dir = given ? dataset_dir : b.rules.instance_data_dir;
     if (dir.empty()) continue;
-    std::error_code ec;
-    if (fs::path(dir).is_relative() && !cwd.empty() && fs::is_directory(fs::path(cwd) / dir, ec))
-      dir = (fs::path(cwd) / dir).string();
-    if (!fs::is_directory(dir, ec)) {
+    dir = local_dir(dir, cwd);
+    if (dir.empty()) {
       if (given) throw InputError("--dataset '" + brief_text(dataset_dir) + "': not a directory");
       continue;  // the dataset lives on the training machine
     }
@@ -52,16 +92,10 @@ std::optional<DatasetView> read_datasets(const std::vector<BackendShape>& backen
     }
     const DatasetScan scan = scan_dataset(dir, b.dataset_type == "video" ? MediaKind::video : MediaKind::image);
     const BucketResult br = simpletuner_buckets(b, scan.media);
-    BackendDataset src{b.id, dir, b.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, scan.unavailable};
-    v.files += src.files;
-    v.unreadable += src.unreadable;
-    v.too_small += src.too_small;
-    v.frames_out += src.frames_out;
-    v.sources.push_back(src);
-    for (const DatasetBucket& k : br.buckets) v.buckets.push_back({k, 0, "", ""});
-    any = true;
+    BackendDataset src{b.id, dir, b.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, 0, scan.unavailable};
+    add_source(v, src, br);
   }
-  if (!any) return std::nullopt;
+  if (v.sources.empty()) return std::nullopt;
   return v;
 }
 
@@ -114,11 +148,14 @@ void print_buckets(std::ostream& out, const DatasetView& d, const std::string& g
     head += (i ? "; " : " ") + (several ? "'" + s.backend + "' " : std::string()) + s.dir + " (" + std::to_string(s.files) +
             " " + s.dataset_type + " files" + (s.unreadable ? ", " + std::to_string(s.unreadable) + " unreadable" : std::string()) +
             (s.too_small ? ", " + std::to_string(s.too_small) + " under minimum_image_size" : std::string()) +
-            (s.frames_out ? ", " + std::to_string(s.frames_out) + " outside min_frames..max_frames" : std::string()) + ")";
+            (s.frames_out ? ", " + std::to_string(s.frames_out) + " outside min_frames..max_frames" : std::string()) +
+            (s.no_full_batch ? ", " + std::to_string(s.no_full_batch) + " in buckets smaller than a batch, never trained" : std::string()) + ")";
   }
   out << fmt.section(3, head, head + ":\n");
   for (const BackendDataset& s : d.sources)
-    if (!s.unavailable.empty()) out << "the videos of '" << s.backend << "' were not read: " << s.unavailable << "\n";
+    if (!s.unavailable.empty())
+      out << (s.dataset_type == "video" ? "the videos of '" + s.backend + "' were not read: " : "'" + s.backend + "' forms no bucket: ")
+          << s.unavailable << "\n";
   if (d.buckets.empty()) {
     out << "no file forms a bucket: the run is judged on the config's shape\n\n";
     return;

@@ -23,12 +23,12 @@ struct BucketView {
 // One data backend's files as read.
 struct BackendDataset {
   std::string backend, dir, dataset_type;  // image | video
-  long long files = 0, unreadable = 0, too_small = 0, frames_out = 0;
+  long long files = 0, unreadable = 0, too_small = 0, frames_out = 0, no_full_batch = 0;
   std::string unavailable;  // why its files were not read ("" : they were)
 };
 struct DatasetView {
   std::vector<BackendDataset> sources;  // the backends whose directory is here, in the config's order
-  long long files = 0, unreadable = 0, too_small = 0, frames_out = 0;  // over them
+  long long files = 0, unreadable = 0, too_small = 0, frames_out = 0, no_full_batch = 0;  // over them
   std::string smaller_gpu;  // the next smaller card of the catalog ("" : none)
   std::vector<BucketView> buckets;  // after predict_buckets: the highest peak first
 };
@@ -39,6 +39,10 @@ struct DatasetView {
 // reads no files (audio, caption).
 std::optional<DatasetView> read_datasets(const std::vector<BackendShape>& backends, const std::string& dataset_dir,
                                          const std::string& cwd);
+// The same for another trainer's datasets (TrainerRead::datasets: the diffusers scripts'), bucketed by
+// that trainer's rule (dataset_buckets.hpp diffusers_buckets); `dataset_dir` stands for the first one's.
+std::optional<DatasetView> read_trainer_datasets(const std::vector<DatasetSpec>& datasets, const std::string& dataset_dir,
+                                                 const std::string& cwd);
 // The setup of the bucket with the highest peak (predict_buckets first; a note says which backend and
 // bucket); unchanged when no file formed a bucket.
 void apply_largest_bucket(TrainingSetup& setup, const DatasetView& d);

@@ -382,7 +382,7 @@ nlohmann::json check_report_json(const CheckView& v) {
       (s.dataset_type == "video" ? videos : images) += s.files;
       sources.push_back({{"id", s.backend}, {"dir", s.dir}, {"dataset_type", s.dataset_type}, {"files", s.files},
                          {"unreadable", s.unreadable}, {"under_minimum_image_size", s.too_small},
-                         {"outside_frame_range", s.frames_out},
+                         {"outside_frame_range", s.frames_out}, {"in_buckets_under_a_batch", s.no_full_batch},
                          {"not_read", s.unavailable.empty() ? nlohmann::json() : nlohmann::json(s.unavailable)}});
     }
     j["dataset"] = {{"dir", d.sources.front().dir}, {"files", d.files}, {"image_files", images}, {"video_files", videos},

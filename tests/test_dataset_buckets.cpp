@@ -34,6 +34,17 @@ std::string jpeg(unsigned w, unsigned h) {
          "abc" + std::string("\xff\xff\xc2", 3) + be16(17) + "\x08" + be16(h) + be16(w) + "\x03" + std::string(9, '\0') +
          std::string("\xff\xd9", 2);
 }
+// SOI, an APP1 EXIF segment whose IFD0 holds one entry, the orientation (tag 0x0112, SHORT, count 1), in
+// Intel (II) or Motorola (MM) byte order, then SOF0
+std::string jpeg_oriented(unsigned w, unsigned h, unsigned orientation, bool intel) {
+  auto u16 = [&](unsigned v) { return intel ? le16(v) : be16(v); };
+  auto u32 = [&](unsigned v) { return intel ? le32(v) : be32(v); };
+  const std::string tiff = std::string(intel ? "II" : "MM") + u16(42) + u32(8) + u16(1) + u16(0x0112) + u16(3) + u32(1) +
+                           u16(orientation) + u16(0) + u32(0);
+  const std::string app1 = std::string("Exif\0\0", 6) + tiff;
+  return std::string("\xff\xd8\xff\xe1", 4) + be16(app1.size() + 2) + app1 + std::string("\xff\xc0", 2) + be16(17) + "\x08" +
+         be16(h) + be16(w) + "\x03" + std::string(9, '\0') + std::string("\xff\xd9", 2);
+}
 std::string riff(const std::string& chunk, const std::string& data) {
   return "RIFF" + le32(4 + 8 + data.size()) + "WEBP" + chunk + le32(data.size()) + data;
 }
@@ -207,6 +218,74 @@ TEST_CASE("video buckets: every clip the first num_frames frames, min_frames and
     CHECK(n.buckets[0].count == 1);
     CHECK(n.buckets[1].count == 1);
   }
+}
+
+TEST_CASE("a JPEG's EXIF orientation is read from IFD0, in either byte order") {
+  test::Scratch s("segadvise-exif-");
+  const auto a = read_image_header(s.write("a.jpg", jpeg_oriented(4032, 3024, 6, true)));  // 6: turned 90 degrees
+  REQUIRE(a);
+  CHECK(a->width == 4032);  // as stored
+  CHECK(a->height == 3024);
+  CHECK(a->orientation == 6);
+  const auto b = read_image_header(s.write("b.jpg", jpeg_oriented(800, 600, 3, false)));  // 3: upside down
+  REQUIRE(b);
+  CHECK(b->orientation == 3);
+  const auto c = read_image_header(s.write("c.jpg", jpeg(800, 600)));  // an EXIF segment without the tag
+  REQUIRE(c);
+  CHECK(c->orientation == 1);
+}
+
+TEST_CASE("diffusers' buckets: the --resolution square, or the nearest listed bucket after exif_transpose") {
+  DatasetSpec d;
+  d.id = "--instance_data_dir";
+  d.edge = 1024;
+  d.batch = 2;
+  d.repeats = 3;
+  const std::vector<MediaSize> media = {{4032, 3024, 1, 6}, {4032, 3024, 1, 1}, {1024, 1024}, {1024, 1024}, {832, 1248}};
+  SUBCASE("square: every image at edge x edge, each seen --repeats times") {
+    const BucketResult r = diffusers_buckets(d, media);
+    REQUIRE(r.buckets.size() == 1);
+    CHECK(r.buckets[0].width == 1024);
+    CHECK(r.buckets[0].count == 15);  // 5 images x 3
+  }
+  SUBCASE("listed (w, h): 1024x1024, 1248x832, 832x1248; the turned photo is 3024x4032 once transposed") {
+    d.rule = "listed";
+    d.listed = {{1024, 1024}, {1248, 832}, {832, 1248}};
+    d.exif_transpose = true;
+    d.drop_last = true;
+    d.repeats = 1;
+    const BucketResult r = diffusers_buckets(d, media);
+    // |h bw - w bh| for 4032x3024 (w x h): 1024: |3024*1024 - 4032*1024| = 1032192; 1248x832: |3024*1248 -
+    // 4032*832| = 419328; 832x1248: |3024*832 - 4032*1248| = 2515968 -> 1248x832. Transposed 3024x4032:
+    // 1024: 1032192; 1248x832: |4032*1248 - 3024*832| = 2515968; 832x1248: |4032*832 - 3024*1248| = 419328
+    // -> 832x1248, with the 832x1248 image (metric 0): 2 samples. 1248x832 has 1 sample, under batch 2:
+    // never trained (drop_last). The squares: 2.
+    CHECK(r.no_full_batch == 1);
+    REQUIRE(r.buckets.size() == 2);
+    // 1024x1024 (1.05 Mpx) before 832x1248 (1.04 Mpx)
+    CHECK(r.buckets[0].width == 1024);
+    CHECK(r.buckets[0].count == 2);
+    CHECK(r.buckets[1].width == 832);
+    CHECK(r.buckets[1].height == 1248);
+    CHECK(r.buckets[1].count == 2);
+    CHECK(r.buckets[1].batch == 2);
+  }
+  SUBCASE("a rule the trainer computes in code not described here forms no bucket") {
+    d.rule = "not_modelled";
+    CHECK(diffusers_buckets(d, media).buckets.empty());
+  }
+}
+
+TEST_CASE("a DreamBooth dataset is the directory's own entries, not the directories below") {
+  test::Scratch s("segadvise-flat-");
+  std::filesystem::create_directories(s.dir / "sub");
+  s.write("a.png", png(1024, 1024));
+  s.write("sub/b.png", png(1024, 1024));
+  DatasetSpec d;
+  d.recursive = false;
+  CHECK(scan_trainer_dataset(s.dir.string(), d).files == 1);
+  d.recursive = true;
+  CHECK(scan_trainer_dataset(s.dir.string(), d).files == 2);
 }
 
 #ifdef SEGADVISE_TEST_VIDEOS

@@ -30,6 +30,17 @@ std::string png(unsigned w, unsigned h) {
          std::string(4, '\0');
 }
 
+std::string le16(unsigned v) { return {char(v), char(v >> 8)}; }
+std::string le32(unsigned v) { return {char(v), char(v >> 8), char(v >> 16), char(v >> 24)}; }
+std::string be16(unsigned v) { return {char(v >> 8), char(v)}; }
+// a JPEG header whose EXIF IFD0 says orientation 6 (stored sideways: shown turned 90 degrees)
+std::string jpeg_turned(unsigned w, unsigned h) {
+  const std::string tiff = "II" + le16(42) + le32(8) + le16(1) + le16(0x0112) + le16(3) + le32(1) + le16(6) + le16(0) + le32(0);
+  const std::string app1 = std::string("Exif\0\0", 6) + tiff;
+  return std::string("\xff\xd8\xff\xe1", 4) + be16(app1.size() + 2) + app1 + std::string("\xff\xc0", 2) + be16(17) + "\x08" +
+         be16(h) + be16(w) + "\x03" + std::string(9, '\0') + std::string("\xff\xd9", 2);
+}
+
 nlohmann::json check_json(const std::string& config, const std::string& gpu) {
   CheckOptions o;
   o.config = config;
@@ -71,6 +82,31 @@ TEST_CASE("every image backend is bucketed; the bucket with the highest peak, of
   CHECK(j["setup"]["width"] == 1024);
   CHECK(j["setup"]["batch"] == 2);
   CHECK(j["dataset"]["backends"].size() == 2);
+  CHECK(j["dataset"]["image_files"] == 3);
+}
+
+TEST_CASE("a diffusers DreamBooth command line's --instance_data_dir: listed buckets after exif_transpose") {
+  test::Scratch s("segadvise-dsdiffusers-");
+  fs::create_directories(s.dir / "photos" / "below");
+  // a phone photo stored 4032x3024 with orientation 6: 3024x4032 once transposed. Listed (h,w) buckets
+  // 1024,1024; 1248,832; 832,1248 are (w x h) 1024x1024, 832x1248, 1248x832; |h bw - w bh| for 3024x4032:
+  // 1024x1024 1032192, 832x1248 419328, 1248x832 2515968 -> 832x1248. Two 832x1248 portraits: metric 0.
+  s.write("photos/phone.jpg", jpeg_turned(4032, 3024));
+  s.write("photos/p1.png", png(832, 1248));
+  s.write("photos/p2.png", png(832, 1248));
+  s.write("photos/below/not-listed.png", png(1024, 1024));  // Path.iterdir: the directory's own entries
+  s.write("train.sh", "accelerate launch train_dreambooth_lora_qwen_image.py \\\n"
+                      "  --pretrained_model_name_or_path=Qwen/Qwen-Image --instance_prompt=x \\\n"
+                      "  --instance_data_dir=" + (s.dir / "photos").string() + " --repeats 2 \\\n"
+                      "  --resolution 1024 --train_batch_size 1 --mixed_precision bf16 --gradient_checkpointing \\\n"
+                      "  --use_aspect_ratio_buckets \"--aspect_ratio_buckets=1024,1024;1248,832;832,1248\"\n");
+  const nlohmann::json j = check_json((s.dir / "train.sh").string(), "h100");
+  REQUIRE(j["buckets"].size() == 1);
+  CHECK(j["buckets"][0]["width"] == 832);
+  CHECK(j["buckets"][0]["height"] == 1248);
+  CHECK(j["buckets"][0]["count"] == 6);  // 3 images x --repeats 2
+  CHECK(j["setup"]["width"] == 832);
+  CHECK(j["setup"]["height"] == 1248);
   CHECK(j["dataset"]["image_files"] == 3);
 }
 

@@ -70,7 +70,34 @@ std::optional<MediaSize> webp(const unsigned char* b, std::size_t n) {
   return MediaSize{static_cast<int>(w), static_cast<int>(h), 1};
 }
 
+// The orientation tag of an APP1 segment's EXIF IFD0 (1 when there is none or it does not read).
+int exif_orientation(const unsigned char* p, std::size_t n) {
+  if (n < 14 || std::string(reinterpret_cast<const char*>(p), 6) != std::string("Exif\0\0", 6)) return 1;
+  const unsigned char* t = p + 6;
+  const std::size_t tn = n - 6;
+  const bool le = t[0] == 'I' && t[1] == 'I';
+  if (!le && !(t[0] == 'M' && t[1] == 'M')) return 1;
+  auto u16 = [&](std::size_t at) -> unsigned { return le ? le16(t + at) : be16(t + at); };
+  auto u32 = [&](std::size_t at) -> unsigned long {
+    return le ? (static_cast<unsigned long>(le16(t + at + 2)) << 16) | le16(t + at) : be32(t + at);
+  };
+  if (u16(2) != 42) return 1;
+  const unsigned long ifd = u32(4);
+  if (ifd + 2 > tn) return 1;
+  const unsigned entries = u16(ifd);
+  for (unsigned i = 0; i < entries; ++i) {
+    const std::size_t e = ifd + 2 + 12 * static_cast<std::size_t>(i);
+    if (e + 12 > tn) return 1;
+    if (u16(e) == 0x0112) {
+      const unsigned v = u16(e + 8);
+      return v >= 1 && v <= 8 ? static_cast<int>(v) : 1;
+    }
+  }
+  return 1;
+}
+
 std::optional<MediaSize> jpeg(std::FILE* f) {
+  int orientation = 1;
   // after SOI: markers FF xx; standalone ones (RSTn, TEM) have no length, every other segment is skipped by
   // its length until a start-of-frame (C0-CF but C4 DHT, C8 JPG, CC DAC) gives height and width
   if (std::fseek(f, 2, SEEK_SET) != 0) return std::nullopt;
@@ -91,7 +118,15 @@ std::optional<MediaSize> jpeg(std::FILE* f) {
       if (std::fread(sof, 1, 5, f) != 5) return std::nullopt;
       const long h = be16(sof + 1), w = be16(sof + 3);
       if (!valid(w, h)) return std::nullopt;
-      return MediaSize{static_cast<int>(w), static_cast<int>(h), 1};
+      return MediaSize{static_cast<int>(w), static_cast<int>(h), 1, orientation};
+    }
+    if (marker == 0xE1 && length >= 2 + 14 && orientation == 1) {
+      // APP1: "Exif\0\0", then a TIFF header (II or MM, 42, offset of IFD0); IFD0's entries are 12 bytes
+      // (tag, type, count, value): tag 0x0112 is the orientation, a SHORT in the value's first two bytes
+      std::string seg(length - 2, '\0');
+      if (std::fread(seg.data(), 1, seg.size(), f) != seg.size()) return std::nullopt;
+      orientation = exif_orientation(reinterpret_cast<const unsigned char*>(seg.data()), seg.size());
+      continue;
     }
     if (std::fseek(f, static_cast<long>(length) - 2, SEEK_CUR) != 0) return std::nullopt;
   }
@@ -133,17 +168,12 @@ std::optional<MediaSize> read_image_header(const std::string& path) {
   return std::nullopt;
 }
 
-DatasetScan scan_dataset(const std::string& dir, MediaKind kind) {
-  namespace fs = std::filesystem;
+namespace {
+
+template <class It>
+void scan_entries(It it, DatasetScan& s, const std::string& dir, bool video) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw InputError("dataset '" + brief_text(dir) + "': not a directory");
-  DatasetScan s;
-  s.dir = dir;
-  const bool video = kind == MediaKind::video;
-  if (video) s.unavailable = video_probe_unavailable();
-  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-  if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
-  for (; it != end; it.increment(ec)) {
+  for (It end; it != end; it.increment(ec)) {
     if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
     if (!it->is_regular_file(ec) || !(video ? video_extension(it->path()) : image_extension(it->path()))) continue;
     ++s.files;
@@ -152,6 +182,68 @@ DatasetScan scan_dataset(const std::string& dir, MediaKind kind) {
     if (const auto m = video ? video_size(path) : read_image_header(path)) s.media.push_back(*m);
     else ++s.unreadable;
   }
+}
+
+}  // namespace
+
+DatasetScan scan_trainer_dataset(const std::string& dir, const DatasetSpec& d) {
+  if (d.recursive) return scan_dataset(dir, MediaKind::image);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError("dataset '" + brief_text(dir) + "': not a directory");
+  DatasetScan s;
+  s.dir = dir;
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
+  scan_entries(std::move(it), s, dir, false);
+  return s;
+}
+
+BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {
+  BucketResult out;
+  if (d.rule != "square" && d.rule != "listed") return out;
+  std::map<std::pair<int, int>, long long> counts;
+  std::vector<std::pair<int, int>> order;  // first seen first, as the script lists its buckets
+  for (MediaSize m : media) {
+    if (d.exif_transpose && m.orientation >= 5) std::swap(m.width, m.height);  // PIL ImageOps.exif_transpose
+    std::pair<int, int> b{d.edge, d.edge};
+    if (d.rule == "listed" && !d.listed.empty()) {
+      double best = -1;
+      for (const auto& [bw, bh] : d.listed) {
+        const double metric = std::fabs(static_cast<double>(m.height) * bw - static_cast<double>(m.width) * bh);
+        if (best < 0 || metric <= best) {
+          best = metric;
+          b = {bw, bh};
+        }
+      }
+    }
+    if (!counts.count(b)) order.push_back(b);
+    counts[b] += d.repeats;
+  }
+  for (const auto& b : order) {
+    if (d.drop_last && counts[b] < d.batch) {
+      out.no_full_batch += counts[b];
+      continue;
+    }
+    out.buckets.push_back({b.first, b.second, 1, counts[b], d.batch, d.id});
+  }
+  std::stable_sort(out.buckets.begin(), out.buckets.end(), [](const DatasetBucket& x, const DatasetBucket& y) {
+    return static_cast<double>(x.width) * x.height > static_cast<double>(y.width) * y.height;
+  });
+  return out;
+}
+
+DatasetScan scan_dataset(const std::string& dir, MediaKind kind) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError("dataset '" + brief_text(dir) + "': not a directory");
+  DatasetScan s;
+  s.dir = dir;
+  const bool video = kind == MediaKind::video;
+  if (video) s.unavailable = video_probe_unavailable();
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
+  scan_entries(std::move(it), s, dir, video);
   return s;
 }
 

@@ -10,14 +10,17 @@
 
 #include "segadvise/families/family.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 
 namespace segadvise {
 
 struct MediaSize {
   int width = 0, height = 0, frames = 1;
+  int orientation = 1;  // a JPEG's EXIF orientation (1-8; 5-8 turn it a quarter: width and height swap)
 };
 
-// The size a file's header says: PNG (IHDR), JPEG (the first SOF marker, EXIF and other segments skipped),
+// The size a file's header says: PNG (IHDR), JPEG (the first SOF marker, EXIF and other segments skipped;
+// the EXIF orientation tag of IFD0 read on the way),
 // WebP (VP8, VP8L, VP8X). nullopt when the file is none of these or its header is cut short. Reads at most
 // the header's bytes, never the image data.
 std::optional<MediaSize> read_image_header(const std::string& path);
@@ -47,6 +50,7 @@ struct BucketResult {
   std::vector<DatasetBucket> buckets;  // largest (width x height x frames x batch) first
   long long too_small = 0;             // files minimum_image_size drops
   long long frames_out = 0;            // videos min_frames or max_frames drops
+  long long no_full_batch = 0;         // samples in buckets smaller than a batch, which never train (drop_last)
 };
 // SimpleTuner's buckets of `media` under backend `b`'s rules (BackendShape::rules): each file's aspect
 // rounded to two decimals, its target size by resolution type, alignment and crop, files under
@@ -54,5 +58,13 @@ struct BucketResult {
 // num_frames frames of each video (b.frames, the family's frame rule applied); a video whose frame
 // count, under the same rule, is below min_frames or above max_frames is dropped.
 BucketResult simpletuner_buckets(const BackendShape& b, const std::vector<MediaSize>& media);
+
+// The images of `dir` as `d` lists them (recursively or not): scan_dataset's count and sizes.
+DatasetScan scan_trainer_dataset(const std::string& dir, const DatasetSpec& d);
+// The buckets of a diffusers example script's dataset `d` (trainer_config.hpp DatasetSpec): "square", every
+// image at edge x edge; "listed", the nearest listed (width, height) by aspect, |h x bw - w x bh| smallest
+// (ties: the later entry); EXIF orientation applied first when the script does; every count times
+// `repeats`; with drop_last a bucket of fewer samples than a batch is left out (counted in no_full_batch).
+BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media);
 
 }  // namespace segadvise
