@@ -30,8 +30,8 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   check_emit_name(o.emit);
   const std::string config_trainer = o.trainer.empty() ? detect_trainer(o.config) : o.trainer;
   if (config_trainer != "simpletuner") {
-    if (!o.dataset.empty() && config_trainer != "diffusers")
-      throw InputError("--dataset '" + o.dataset + "': datasets are read for SimpleTuner configs and diffusers command lines only (docs/datasets.md), not " +
+    if (!o.dataset.empty() && config_trainer != "diffusers" && config_trainer != "musubi")
+      throw InputError("--dataset '" + o.dataset + "': datasets are read for SimpleTuner, musubi-tuner and diffusers configs only (docs/datasets.md), not " +
                        config_trainer + "'s");
     return run_trainer_check(o, config_trainer, out);
   }

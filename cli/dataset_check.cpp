@@ -63,8 +63,10 @@ std::optional<DatasetView> read_trainer_datasets(const std::vector<DatasetSpec>&
       continue;  // the dataset lives on the training machine
     }
     const DatasetScan scan = scan_trainer_dataset(dir, d);
-    const BucketResult br = diffusers_buckets(d, scan.media);
-    BackendDataset src{d.id, dir, "image", scan.files, scan.unreadable, br.too_small, br.frames_out, br.no_full_batch, d.why};
+    const BucketResult br = d.rule == "musubi" ? musubi_buckets(d, scan.media) : diffusers_buckets(d, scan.media);
+    BackendDataset src{d.id, dir, d.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, br.no_full_batch,
+                       !scan.unavailable.empty() ? scan.unavailable : d.rule == "musubi" ? std::string() : d.why};
+    if (d.rule == "musubi") src.note = d.why;
     add_source(v, src, br);
   }
   if (v.sources.empty()) return std::nullopt;
@@ -148,10 +150,12 @@ void print_buckets(std::ostream& out, const DatasetView& d, const std::string& g
     head += (i ? "; " : " ") + (several ? "'" + s.backend + "' " : std::string()) + s.dir + " (" + std::to_string(s.files) +
             " " + s.dataset_type + " files" + (s.unreadable ? ", " + std::to_string(s.unreadable) + " unreadable" : std::string()) +
             (s.too_small ? ", " + std::to_string(s.too_small) + " under minimum_image_size" : std::string()) +
-            (s.frames_out ? ", " + std::to_string(s.frames_out) + " outside min_frames..max_frames" : std::string()) +
+            (s.frames_out ? ", " + std::to_string(s.frames_out) + (s.backend.find("video_directory") != std::string::npos ? " shorter than every target frame count" : " outside min_frames..max_frames") : std::string()) +
             (s.no_full_batch ? ", " + std::to_string(s.no_full_batch) + " in buckets smaller than a batch, never trained" : std::string()) + ")";
   }
   out << fmt.section(3, head, head + ":\n");
+  for (const BackendDataset& s : d.sources)
+    if (!s.note.empty()) out << "'" << s.backend << "': " << s.note << "\n";
   for (const BackendDataset& s : d.sources)
     if (!s.unavailable.empty())
       out << (s.dataset_type == "video" ? "the videos of '" + s.backend + "' were not read: " : "'" + s.backend + "' forms no bucket: ")

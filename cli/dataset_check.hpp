@@ -24,7 +24,8 @@ struct BucketView {
 struct BackendDataset {
   std::string backend, dir, dataset_type;  // image | video
   long long files = 0, unreadable = 0, too_small = 0, frames_out = 0, no_full_batch = 0;
-  std::string unavailable;  // why its files were not read ("" : they were)
+  std::string unavailable;  // why its files were not read, or form no bucket ("" : they were, and do)
+  std::string note;         // what the buckets assume (e.g. an aspect bucketing not modelled)
 };
 struct DatasetView {
   std::vector<BackendDataset> sources;  // the backends whose directory is here, in the config's order

@@ -288,6 +288,60 @@ TEST_CASE("a DreamBooth dataset is the directory's own entries, not the director
   CHECK(scan_trainer_dataset(s.dir.string(), d).files == 2);
 }
 
+TEST_CASE("musubi-tuner's clips by frame_extraction (docs/dataset_config.md's 40-frame examples)") {
+  DatasetSpec d;
+  d.id = "datasets[0].video_directory";
+  d.rule = "musubi";
+  d.dataset_type = "video";
+  d.width = 960;
+  d.height = 544;
+  auto frames_of = [&](const std::vector<MediaSize>& media) {
+    std::vector<std::pair<int, long long>> out;
+    for (const DatasetBucket& b : musubi_buckets(d, media).buckets) out.emplace_back(b.frames, b.count);
+    return out;
+  };
+  using V = std::vector<std::pair<int, long long>>;
+  const MediaSize forty{1280, 720, 40};
+  SUBCASE("head: one clip of each target the video reaches; num_repeats multiplies") {
+    d.target_frames = {1, 25, 45};
+    d.repeats = 2;
+    // 40 frames: 1 and 25; 50: 1, 25, 45; 20: 1 -> 45 x1, 25 x2, 1 x3, each twice
+    CHECK(frames_of({forty, {1280, 720, 50}, {1280, 720, 20}}) == V{{45, 2}, {25, 4}, {1, 6}});
+    const BucketResult r = musubi_buckets(d, {forty});
+    REQUIRE(r.buckets.size() == 2);
+    CHECK(r.buckets[0].width == 960);  // every sample at the resolution
+    CHECK(r.buckets[0].height == 544);
+  }
+  SUBCASE("chunk [13, 25]: 40 / 13 = 3 clips of 13, 40 / 25 = 1 of 25") {
+    d.target_frames = {13, 25};
+    d.frame_extraction = "chunk";
+    CHECK(frames_of({forty}) == V{{25, 1}, {13, 3}});
+  }
+  SUBCASE("slide [1, 13, 25], stride 10: (40 - N) / 10 + 1 = 4, 3, 2") {
+    d.target_frames = {1, 13, 25};
+    d.frame_extraction = "slide";
+    d.frame_stride = 10;
+    CHECK(frames_of({forty}) == V{{25, 2}, {13, 3}, {1, 4}});
+  }
+  SUBCASE("uniform [1, 13, 25], frame_sample 4: 4 clips of each") {
+    d.target_frames = {1, 13, 25};
+    d.frame_extraction = "uniform";
+    d.frame_sample = 4;
+    CHECK(frames_of({forty}) == V{{25, 4}, {13, 4}, {1, 4}});
+  }
+  SUBCASE("full, max_frames 31: 20 -> 17, 25 -> 25, 35 -> 33 -> 31") {
+    d.frame_extraction = "full";
+    d.max_frames = 31;
+    CHECK(frames_of({{1280, 720, 20}, {1280, 720, 25}, {1280, 720, 35}}) == V{{31, 1}, {25, 1}, {17, 1}});
+  }
+  SUBCASE("a video shorter than every target gives no clip") {
+    d.target_frames = {45};
+    const BucketResult r = musubi_buckets(d, {forty});
+    CHECK(r.buckets.empty());
+    CHECK(r.frames_out == 1);
+  }
+}
+
 #ifdef SEGADVISE_TEST_VIDEOS
 #include "video_files.hpp"
 

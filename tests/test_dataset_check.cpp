@@ -152,4 +152,31 @@ TEST_CASE("a video backend's clips and an image backend of the same config, judg
   CHECK(j["dataset"]["image_files"] == 2);
   CHECK(j["dataset"]["outside_frame_range"] == 2);
 }
+
+TEST_CASE("a musubi-tuner dataset TOML's video_directory: clips by target_frames at the resolution") {
+  test::Scratch s("segadvise-dsmusubi-");
+  fs::create_directories(s.dir / "clips");
+  // head, target_frames [1, 25, 45]: 50 frames give clips of 1, 25 and 45; 30 frames 1 and 25; 10 only 1
+  REQUIRE(test::write_video((s.dir / "clips/a.mp4").string(), "mp4", 1280, 720, 50, 16));
+  REQUIRE(test::write_video((s.dir / "clips/b.mkv").string(), "matroska", 720, 1280, 30, 16));
+  REQUIRE(test::write_video((s.dir / "clips/c.webm").string(), "webm", 640, 480, 10, 16));
+  s.write("dataset.toml", "[general]\nresolution = [832, 480]\nbatch_size = 1\n\n[[datasets]]\nvideo_directory = \"" +
+                              (s.dir / "clips").string() + "\"\ncache_directory = \"/tmp/none\"\ntarget_frames = [1, 25, 45]\n"
+                              "frame_extraction = \"head\"\nnum_repeats = 2\n");
+  s.write("train.sh", "accelerate launch src/musubi_tuner/wan_train_network.py --task t2v-1.3B --dit wan.safetensors "
+                      "--dataset_config " + (s.dir / "dataset.toml").string() +
+                      " --sdpa --mixed_precision bf16 --gradient_checkpointing --network_module networks.lora_wan --network_dim 16\n");
+  const nlohmann::json j = check_json((s.dir / "train.sh").string(), "h100");
+  REQUIRE(j["buckets"].size() == 3);
+  CHECK(j["buckets"][0]["frames"] == 45);
+  CHECK(j["buckets"][0]["count"] == 2);  // one clip, num_repeats 2
+  CHECK(j["buckets"][0]["width"] == 832);
+  CHECK(j["buckets"][0]["height"] == 480);
+  CHECK(j["buckets"][1]["frames"] == 25);
+  CHECK(j["buckets"][1]["count"] == 4);
+  CHECK(j["buckets"][2]["frames"] == 1);
+  CHECK(j["buckets"][2]["count"] == 6);
+  CHECK(j["setup"]["frames"] == 45);
+  CHECK(j["dataset"]["video_files"] == 3);
+}
 #endif

@@ -187,16 +187,56 @@ void scan_entries(It it, DatasetScan& s, const std::string& dir, bool video) {
 }  // namespace
 
 DatasetScan scan_trainer_dataset(const std::string& dir, const DatasetSpec& d) {
-  if (d.recursive) return scan_dataset(dir, MediaKind::image);
+  const bool video = d.dataset_type == "video";
+  if (d.recursive) return scan_dataset(dir, video ? MediaKind::video : MediaKind::image);
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError("dataset '" + brief_text(dir) + "': not a directory");
   DatasetScan s;
   s.dir = dir;
+  if (video) s.unavailable = video_probe_unavailable();
   fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
   if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
-  scan_entries(std::move(it), s, dir, false);
+  scan_entries(std::move(it), s, dir, video);
   return s;
+}
+
+BucketResult musubi_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {
+  BucketResult out;
+  std::map<int, long long> by_frames;  // clip length -> samples
+  const bool video = d.dataset_type == "video";
+  for (const MediaSize& m : media) {
+    if (!video) {
+      by_frames[1] += d.repeats;
+      continue;
+    }
+    const long long f = m.frames;
+    bool any = false;
+    auto add = [&](int n, long long clips) {
+      if (clips <= 0) return;
+      by_frames[n] += clips * d.repeats;
+      any = true;
+    };
+    if (d.frame_extraction == "full") {
+      // trimmed to N*4+1, then to max_frames: docs/dataset_config.md's example trims 35 frames under
+      // max_frames 31 to 31, 20 to 17, and keeps 25
+      const long long n = std::min<long long>((f - 1) / 4 * 4 + 1, d.max_frames);
+      if (f >= 1 && n >= 1) add(static_cast<int>(n), 1);
+    } else {
+      for (int n : d.target_frames) {
+        if (n < 1 || f < n) continue;  // a clip lies within the video
+        if (d.frame_extraction == "chunk") add(n, f / n);
+        else if (d.frame_extraction == "slide") add(n, (f - n) / std::max(1, d.frame_stride) + 1);
+        else if (d.frame_extraction == "uniform") add(n, std::max(1, d.frame_sample));
+        else add(n, 1);  // head
+      }
+    }
+    if (!any) ++out.frames_out;
+  }
+  for (const auto& [n, count] : by_frames) out.buckets.push_back({d.width, d.height, n, count, d.batch, d.id});
+  std::stable_sort(out.buckets.begin(), out.buckets.end(),
+                   [](const DatasetBucket& x, const DatasetBucket& y) { return x.frames > y.frames; });
+  return out;
 }
 
 BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {

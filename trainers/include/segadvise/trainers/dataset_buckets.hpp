@@ -59,12 +59,17 @@ struct BucketResult {
 // count, under the same rule, is below min_frames or above max_frames is dropped.
 BucketResult simpletuner_buckets(const BackendShape& b, const std::vector<MediaSize>& media);
 
-// The images of `dir` as `d` lists them (recursively or not): scan_dataset's count and sizes.
+// The images (videos, for a video DatasetSpec) of `dir` as `d` lists them (recursively or not).
 DatasetScan scan_trainer_dataset(const std::string& dir, const DatasetSpec& d);
 // The buckets of a diffusers example script's dataset `d` (trainer_config.hpp DatasetSpec): "square", every
 // image at edge x edge; "listed", the nearest listed (width, height) by aspect, |h x bw - w x bh| smallest
 // (ties: the later entry); EXIF orientation applied first when the script does; every count times
 // `repeats`; with drop_last a bucket of fewer samples than a batch is left out (counted in no_full_batch).
 BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media);
+// The buckets of a musubi-tuner dataset `d` (rule "musubi"): every sample at its resolution (width x
+// height); an image one frame; a video's clips by frame_extraction (docs/dataset_config.md): head, one
+// clip of each target N the video reaches; chunk, F / N clips of N; slide, (F - N) / frame_stride + 1;
+// uniform, frame_sample clips of N; full, F trimmed to N*4+1, then to max_frames. Counts times num_repeats.
+BucketResult musubi_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media);
 
 }  // namespace segadvise

@@ -37,6 +37,12 @@ struct DatasetSpec {
   bool exif_transpose = false;  // the trainer applies a JPEG's EXIF orientation before sizing
   bool drop_last = false;       // a bucket with fewer samples than a batch never trains
   std::string why;
+  // "musubi": every sample at width x height (its resolution), a video's clips by frame_extraction
+  std::string dataset_type = "image";  // image | video
+  int width = 0, height = 0;
+  std::vector<int> target_frames;      // each already N*4+1
+  std::string frame_extraction = "head";
+  int frame_stride = 1, frame_sample = 1, max_frames = 129;
 };
 
 struct TrainerRead {
