@@ -30,8 +30,8 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   check_emit_name(o.emit);
   const std::string config_trainer = o.trainer.empty() ? detect_trainer(o.config) : o.trainer;
   if (config_trainer != "simpletuner") {
-    if (!o.dataset.empty())
-      throw InputError("--dataset '" + o.dataset + "': datasets are read for SimpleTuner configs only (docs/datasets.md), not " +
+    if (!o.dataset.empty() && config_trainer != "diffusers" && config_trainer != "musubi")
+      throw InputError("--dataset '" + o.dataset + "': datasets are read for SimpleTuner, musubi-tuner and diffusers configs only (docs/datasets.md), not " +
                        config_trainer + "'s");
     return run_trainer_check(o, config_trainer, out);
   }
@@ -42,16 +42,19 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   CheckRequest req;
   SetupFlags flags = o.flags;  // --measured-from: the logged run used the config's own schedule
   if (!flags.measured_from.empty() && flags.measured_from_schedule.empty()) flags.measured_from_schedule = cr.schedule.name();
-  // the dataset, where it is on this machine: the run is judged by its largest bucket
-  std::optional<DatasetView> dataset =
-      cr.backends.empty() ? std::nullopt : read_dataset(cr.backends.front(), o.dataset, o.read.cwd);
+  // the datasets, where they are on this machine: every backend's buckets predicted, the run judged by the
+  // bucket with the highest peak
+  std::optional<DatasetView> dataset = read_datasets(cr.backends, o.dataset, o.read.cwd);
   if (!cr.backends.empty() && !o.dataset.empty() && !dataset)
     throw InputError("--dataset '" + o.dataset + "': backend '" + cr.backends.front().id + "' is a " +
-                     cr.backends.front().dataset_type + " dataset; only image datasets are read");
+                     cr.backends.front().dataset_type + " dataset; only image and video datasets are read");
   TrainingSetup setup = cr.setup;
-  if (dataset) apply_largest_bucket(setup, *dataset);
+  if (dataset) {
+    predict_buckets(*dataset, make_request(*cr.family, setup, flags), cr.schedule);
+    apply_largest_bucket(setup, *dataset);
+  }
   req.run = make_request(*cr.family, setup, flags);
-  if (dataset) predict_buckets(*dataset, req.run, cr.schedule);
+  if (dataset) predict_buckets(*dataset, req.run, cr.schedule);  // again, with the runs kept for this setup
   req.schedule = cr.schedule;
   req.rejections = cr.rejections;
   req.warnings = cr.warnings;

@@ -52,8 +52,13 @@ void add_run(const AddOptions& o) {
     setup = cr.setup;
     schedule = cr.schedule;
     // the setup check of this config compares: its dataset's largest bucket where the dataset is here
-    if (!cr.backends.empty())
-      if (const auto d = read_dataset(cr.backends.front(), "", o.check.read.cwd)) apply_largest_bucket(setup, *d);
+    if (auto d = read_datasets(cr.backends, "", o.check.read.cwd)) {
+      SetupFlags flags = o.check.flags;
+      flags.model.clear();
+      flags.no_runs = true;
+      predict_buckets(*d, make_request(*cr.family, setup, flags), cr.schedule);
+      apply_largest_bucket(setup, *d);
+    }
   } else {
     TrainerReadOptions ro;
     ro.trainer = trainer_id;
@@ -63,6 +68,13 @@ void add_run(const AddOptions& o) {
     family = tr.family;
     setup = tr.setup;
     schedule = tr.schedule;
+    if (auto d = read_trainer_datasets(tr.datasets, "", o.check.read.cwd)) {  // as check of this config compares
+      SetupFlags flags = o.check.flags;
+      flags.model.clear();
+      flags.no_runs = true;
+      predict_buckets(*d, make_request(*family, setup, flags), schedule);
+      apply_largest_bucket(setup, *d);
+    }
   }
   SetupFlags flags = o.check.flags;
   flags.model.clear();

@@ -1,5 +1,6 @@
 #include "dataset_check.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -18,28 +19,85 @@ std::string verdict_of(const Candidate& c) {
   return to_string(c.verdict());
 }
 
+std::string bucket_name(const DatasetBucket& b) {
+  std::string name = std::to_string(b.width) + "x" + std::to_string(b.height);
+  if (b.frames > 1) name += "x" + std::to_string(b.frames);
+  return name;
+}
+
 }  // namespace
 
-std::optional<DatasetView> read_dataset(const BackendShape& b, const std::string& dataset_dir, const std::string& cwd) {
+namespace {
+
+// `dir` against `cwd` where it is relative and found there; "" when it is not a directory here
+std::string local_dir(const std::string& value, const std::string& cwd) {
   namespace fs = std::filesystem;
-  std::string dir = dataset_dir.empty() ? b.rules.instance_data_dir : dataset_dir;
-  if (dir.empty()) return std::nullopt;
   std::error_code ec;
-  if (fs::path(dir).is_relative() && !cwd.empty() && fs::is_directory(fs::path(cwd) / dir, ec))
-    dir = (fs::path(cwd) / dir).string();
-  if (!fs::is_directory(dir, ec)) {
-    if (!dataset_dir.empty()) throw InputError("--dataset '" + brief_text(dataset_dir) + "': not a directory");
-    return std::nullopt;  // the dataset lives on the training machine
-  }
-  if (b.dataset_type != "image") return std::nullopt;  // videos: not read yet (docs/datasets.md)
-  const DatasetScan scan = scan_image_dataset(dir);
-  const BucketResult br = simpletuner_buckets(b, scan.media);
-  DatasetView v;
-  v.dir = dir;
-  v.files = scan.files;
-  v.unreadable = scan.unreadable;
-  v.too_small = br.too_small;
+  std::string dir = value;
+  if (fs::path(dir).is_relative() && !cwd.empty() && fs::is_directory(fs::path(cwd) / dir, ec)) dir = (fs::path(cwd) / dir).string();
+  return fs::is_directory(dir, ec) ? dir : "";
+}
+
+void add_source(DatasetView& v, const BackendDataset& src, const BucketResult& br) {
+  v.files += src.files;
+  v.unreadable += src.unreadable;
+  v.too_small += src.too_small;
+  v.frames_out += src.frames_out;
+  v.no_full_batch += src.no_full_batch;
+  v.sources.push_back(src);
   for (const DatasetBucket& k : br.buckets) v.buckets.push_back({k, 0, "", ""});
+}
+
+}  // namespace
+
+std::optional<DatasetView> read_trainer_datasets(const std::vector<DatasetSpec>& datasets, const std::string& dataset_dir,
+                                                 const std::string& cwd) {
+  DatasetView v;
+  for (std::size_t i = 0; i < datasets.size(); ++i) {
+    const DatasetSpec& d = datasets[i];
+    const bool given = i == 0 && !dataset_dir.empty();
+    if (!given && d.dir.empty()) continue;
+    const std::string dir = local_dir(given ? dataset_dir : d.dir, cwd);
+    if (dir.empty()) {
+      if (given) throw InputError("--dataset '" + brief_text(dataset_dir) + "': not a directory");
+      continue;  // the dataset lives on the training machine
+    }
+    const DatasetScan scan = scan_trainer_dataset(dir, d);
+    const BucketResult br = d.rule == "musubi" ? musubi_buckets(d, scan.media) : diffusers_buckets(d, scan.media);
+    BackendDataset src{d.id, dir, d.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, br.no_full_batch,
+                       !scan.unavailable.empty() ? scan.unavailable : d.rule == "musubi" ? std::string() : d.why};
+    if (d.rule == "musubi") src.note = d.why;
+    add_source(v, src, br);
+  }
+  if (v.sources.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<DatasetView> read_datasets(const std::vector<BackendShape>& backends, const std::string& dataset_dir,
+                                         const std::string& cwd) {
+  DatasetView v;
+  for (std::size_t i = 0; i < backends.size(); ++i) {
+    const BackendShape& b = backends[i];
+    const bool given = i == 0 && !dataset_dir.empty();
+    std::string dir = given ? dataset_dir : b.rules.instance_data_dir;
+    if (dir.empty()) continue;
+    dir = local_dir(dir, cwd);
+    if (dir.empty()) {
+      if (given) throw InputError("--dataset '" + brief_text(dataset_dir) + "': not a directory");
+      continue;  // the dataset lives on the training machine
+    }
+    if (b.dataset_type != "image" && b.dataset_type != "video") {
+      if (given)
+        throw InputError("--dataset '" + brief_text(dataset_dir) + "': backend '" + b.id + "' is a " + b.dataset_type +
+                         " dataset; only image and video datasets are read");
+      continue;
+    }
+    const DatasetScan scan = scan_dataset(dir, b.dataset_type == "video" ? MediaKind::video : MediaKind::image);
+    const BucketResult br = simpletuner_buckets(b, scan.media);
+    BackendDataset src{b.id, dir, b.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, 0, scan.unavailable};
+    add_source(v, src, br);
+  }
+  if (v.sources.empty()) return std::nullopt;
   return v;
 }
 
@@ -49,8 +107,9 @@ void apply_largest_bucket(TrainingSetup& setup, const DatasetView& d) {
   setup.width = big.width;
   setup.height = big.height;
   setup.frames = big.frames;
-  setup.notes.push_back("the largest bucket of the dataset " + d.dir + ": " + std::to_string(big.width) + "x" +
-                        std::to_string(big.height) + " (" + std::to_string(big.count) + " samples an epoch)");
+  setup.batch = big.batch;
+  setup.notes.push_back("the largest bucket of the dataset, backend '" + big.backend + "': " + bucket_name(big) +
+                        ", batch " + std::to_string(big.batch) + " (" + std::to_string(big.count) + " samples an epoch)");
 }
 
 void predict_buckets(DatasetView& d, const AdvisorRequest& run, const Schedule& schedule) {
@@ -63,6 +122,7 @@ void predict_buckets(DatasetView& d, const AdvisorRequest& run, const Schedule& 
     q.setup.width = bv.bucket.width;
     q.setup.height = bv.bucket.height;
     q.setup.frames = bv.bucket.frames;
+    q.setup.batch = bv.bucket.batch;
     const Candidate c = evaluate(Context(q), schedule);
     bv.peak_vram_gib = c.prediction.peak_vram_bytes / kGiB;
     bv.fit = verdict_of(c);
@@ -72,6 +132,9 @@ void predict_buckets(DatasetView& d, const AdvisorRequest& run, const Schedule& 
       bv.smaller_fit = verdict_of(evaluate(Context(q), schedule));
     }
   }
+  // the highest peak first: the bucket that sets the run's peak (ties: the larger load, as read)
+  std::stable_sort(d.buckets.begin(), d.buckets.end(),
+                   [](const BucketView& x, const BucketView& y) { return x.peak_vram_gib > y.peak_vram_gib; });
 }
 
 }  // namespace segadvise::cli
@@ -79,33 +142,52 @@ void predict_buckets(DatasetView& d, const AdvisorRequest& run, const Schedule& 
 namespace segadvise::cli {
 
 void print_buckets(std::ostream& out, const DatasetView& d, const std::string& gpu, const TextFormat& fmt) {
-  const std::string head = "Buckets of the dataset " + d.dir + " (" + std::to_string(d.files) + " image files" +
-                           (d.unreadable ? ", " + std::to_string(d.unreadable) + " unreadable" : std::string()) +
-                           (d.too_small ? ", " + std::to_string(d.too_small) + " under minimum_image_size" : std::string()) +
-                           ")";
+  const bool several = d.sources.size() > 1;
+  const bool videos = std::any_of(d.sources.begin(), d.sources.end(), [](const BackendDataset& s) { return s.dataset_type == "video"; });
+  std::string head = "Buckets of the dataset";
+  for (std::size_t i = 0; i < d.sources.size(); ++i) {
+    const BackendDataset& s = d.sources[i];
+    head += (i ? "; " : " ") + (several ? "'" + s.backend + "' " : std::string()) + s.dir + " (" + std::to_string(s.files) +
+            " " + s.dataset_type + " files" + (s.unreadable ? ", " + std::to_string(s.unreadable) + " unreadable" : std::string()) +
+            (s.too_small ? ", " + std::to_string(s.too_small) + " under minimum_image_size" : std::string()) +
+            (s.frames_out ? ", " + std::to_string(s.frames_out) + (s.backend.find("video_directory") != std::string::npos ? " shorter than every target frame count" : " outside min_frames..max_frames") : std::string()) +
+            (s.no_full_batch ? ", " + std::to_string(s.no_full_batch) + " in buckets smaller than a batch, never trained" : std::string()) + ")";
+  }
   out << fmt.section(3, head, head + ":\n");
+  for (const BackendDataset& s : d.sources)
+    if (!s.note.empty()) out << "'" << s.backend << "': " << s.note << "\n";
+  for (const BackendDataset& s : d.sources)
+    if (!s.unavailable.empty())
+      out << (s.dataset_type == "video" ? "the videos of '" + s.backend + "' were not read: " : "'" + s.backend + "' forms no bucket: ")
+          << s.unavailable << "\n";
   if (d.buckets.empty()) {
-    out << "no image forms a bucket: the run is judged on the config's shape\n\n";
+    out << "no file forms a bucket: the run is judged on the config's shape\n\n";
     return;
   }
-  std::vector<std::string> header = {"bucket", "samples", "peak GiB", "on " + gpu};
+  std::vector<std::string> header = {"bucket"};
+  if (several) header.push_back("backend");
+  if (several) header.push_back("batch");
+  header.insert(header.end(), {"samples", "peak GiB", "on " + gpu});
   if (!d.smaller_gpu.empty()) header.push_back("on " + d.smaller_gpu);
   Table t(header);
   std::vector<std::string> not_smaller;
   for (const BucketView& b : d.buckets) {
-    std::string name = std::to_string(b.bucket.width) + "x" + std::to_string(b.bucket.height);
-    if (b.bucket.frames > 1) name += "x" + std::to_string(b.bucket.frames);
+    const std::string name = bucket_name(b.bucket);
     char peak[32];
     std::snprintf(peak, sizeof peak, "%.1f", b.peak_vram_gib);
-    std::vector<std::string> row = {name, std::to_string(b.bucket.count), peak, b.fit};
+    std::vector<std::string> row = {name};
+    if (several) row.push_back(b.bucket.backend);
+    if (several) row.push_back(std::to_string(b.bucket.batch));
+    row.insert(row.end(), {std::to_string(b.bucket.count), peak, b.fit});
     if (!d.smaller_gpu.empty()) row.push_back(b.smaller_fit);
-    if (!d.smaller_gpu.empty() && b.smaller_fit != "fits") not_smaller.push_back(name);
+    const std::string label = several ? name + " ('" + b.bucket.backend + "')" : name;
+    if (!d.smaller_gpu.empty() && b.smaller_fit != "fits") not_smaller.push_back(label);
     t.add(row);
   }
   fmt.table(out, t);
   const DatasetBucket& big = d.buckets.front().bucket;
-  out << fmt.either("", "\n") << "judged by the largest bucket, " << big.width << "x" << big.height
-      << (big.frames > 1 ? "x" + std::to_string(big.frames) : std::string()) << " (the setup above)";
+  out << fmt.either("", "\n") << "judged by the largest bucket, " << bucket_name(big)
+      << (several ? " of backend '" + big.backend + "'" : std::string()) << " (the setup above)";
   if (!d.smaller_gpu.empty()) {
     out << "; on a " << d.smaller_gpu << ", ";
     if (not_smaller.empty()) out << "every bucket fits";
@@ -114,7 +196,9 @@ void print_buckets(std::ostream& out, const DatasetView& d, const std::string& g
       for (std::size_t i = 0; i < not_smaller.size(); ++i) out << (i ? ", " : "") << not_smaller[i];
     }
   }
-  out << "\n\n";
+  out << "\n";
+  if (videos) out << "each video trains as its first num_frames frames (the frames column)\n";
+  out << "\n";
 }
 
 }  // namespace segadvise::cli

@@ -375,14 +375,27 @@ nlohmann::json check_report_json(const CheckView& v) {
     nlohmann::json b = nlohmann::json::array();
     for (const BucketView& k : v.dataset->buckets) {
       nlohmann::json e = {{"width", k.bucket.width}, {"height", k.bucket.height}, {"frames", k.bucket.frames},
-                          {"count", k.bucket.count}, {"peak_vram_gib", k.peak_vram_gib}, {"fit", k.fit}};
+                          {"count", k.bucket.count}, {"batch", k.bucket.batch}, {"backend", k.bucket.backend},
+                          {"peak_vram_gib", k.peak_vram_gib}, {"fit", k.fit}};
       if (!v.dataset->smaller_gpu.empty()) e["fit_" + v.dataset->smaller_gpu] = k.smaller_fit;
       b.push_back(e);
     }
     j["buckets"] = b;
-    j["dataset"] = {{"dir", v.dataset->dir}, {"image_files", v.dataset->files}, {"unreadable", v.dataset->unreadable},
-                    {"under_minimum_image_size", v.dataset->too_small},
-                    {"smaller_gpu", v.dataset->smaller_gpu.empty() ? nlohmann::json() : nlohmann::json(v.dataset->smaller_gpu)}};
+    const DatasetView& d = *v.dataset;
+    long long images = 0, videos = 0;
+    nlohmann::json sources = nlohmann::json::array();
+    for (const BackendDataset& s : d.sources) {
+      (s.dataset_type == "video" ? videos : images) += s.files;
+      sources.push_back({{"id", s.backend}, {"dir", s.dir}, {"dataset_type", s.dataset_type}, {"files", s.files},
+                         {"unreadable", s.unreadable}, {"under_minimum_image_size", s.too_small},
+                         {"outside_frame_range", s.frames_out}, {"in_buckets_under_a_batch", s.no_full_batch},
+                         {"not_read", s.unavailable.empty() ? nlohmann::json() : nlohmann::json(s.unavailable)}});
+    }
+    j["dataset"] = {{"dir", d.sources.front().dir}, {"files", d.files}, {"image_files", images}, {"video_files", videos},
+                    {"unreadable", d.unreadable}, {"under_minimum_image_size", d.too_small},
+                    {"outside_frame_range", d.frames_out},
+                    {"smaller_gpu", d.smaller_gpu.empty() ? nlohmann::json() : nlohmann::json(d.smaller_gpu)},
+                    {"backends", sources}};
   }
   if (r.phases) {
     add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only,

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "dataset_check.hpp"
 #include "emitters.hpp"
 #include "printer.hpp"
 #include "runs.hpp"
@@ -30,7 +31,17 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
   SetupFlags flags = o.flags;
   flags.model.clear();  // the family is the one read (or --model, already applied by the reader)
   CheckRequest req;
-  req.run = make_request(*tr.family, tr.setup, flags);
+  // its datasets, where they are on this machine (docs/datasets.md): judged by the bucket with the highest peak
+  if (!o.dataset.empty() && tr.datasets.empty())
+    throw InputError("--dataset '" + o.dataset + "': the config names no dataset directory to stand for (diffusers: --instance_data_dir or --train_data_dir; musubi: image_directory or video_directory)");
+  std::optional<DatasetView> dataset = read_trainer_datasets(tr.datasets, o.dataset, o.read.cwd);
+  TrainingSetup setup = tr.setup;
+  if (dataset) {
+    predict_buckets(*dataset, make_request(*tr.family, setup, flags), tr.schedule);
+    apply_largest_bucket(setup, *dataset);
+  }
+  req.run = make_request(*tr.family, setup, flags);
+  if (dataset) predict_buckets(*dataset, req.run, tr.schedule);
   req.schedule = tr.schedule;
   req.rejections = tr.rejections;
   req.warnings = tr.warnings;
@@ -49,6 +60,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
   v.inputs = tr.inputs;
   v.shape_source = tr.shape_source;
   v.report = &r;
+  v.dataset = dataset ? &*dataset : nullptr;
   // --advise alone also shows the plan within the config's own trainer: that plan is then the answer
   const std::string emit = o.emit.empty() ? tr.trainer : o.emit;
   TrainerAdvice ta;

@@ -243,7 +243,10 @@ expect 0 '"count": 4,' -- check "$tmp/dsconfig.json" --gpu l40s --format json
 mkdir -p "$tmp/other"; cp "$ds/sq0.png" "$tmp/other/"
 expect 0 'shape +1024x1024, batch 1' -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/other"
 expect 2 "--dataset '.*nowhere': not a directory" -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/nowhere"
-expect 2 "--dataset '.*': datasets are read for SimpleTuner configs only" -- check "$fixtures/trainers/ai-toolkit/chroma_offload.yaml" --gpu l40s --dataset "$tmp/other"
+expect 2 "--dataset '.*': datasets are read for SimpleTuner, musubi-tuner and diffusers configs only" -- check "$fixtures/trainers/ai-toolkit/chroma_offload.yaml" --gpu l40s --dataset "$tmp/other"
+expect 2 "--dataset '.*': the config names no dataset directory to stand for" -- check "$fixtures/trainers/diffusers/krea2_fp8_captions.sh" --gpu l40s --dataset "$tmp/other"
+# a diffusers script's --dataset: every image at the --resolution square (flux_lora.sh: 1024), one sample each
+expect 0 '^1024x1024 +1 ' -- check "$fixtures/trainers/diffusers/flux_lora.sh" --gpu h100 --dataset "$tmp/other"
 # a run kept for that config is kept under its largest bucket: check of the config finds it
 expect 0 'kept run #1' -- runs add "$fixtures/logs/diffusers.txt" --config "$tmp/dsconfig.json" --gpu l40s
 expect 0 '^anchored on your run of ' -- check "$tmp/dsconfig.json" --gpu l40s

@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "scratch_dir.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/dataset_buckets.hpp"
+#include "segadvise/trainers/video_probe.hpp"
 
 using namespace segadvise;
 
@@ -31,6 +33,17 @@ std::string jpeg(unsigned w, unsigned h) {
   return std::string("\xff\xd8\xff\xe1", 4) + be16(app1.size() + 2) + app1 + std::string("\xff\xdb", 2) + be16(5) +
          "abc" + std::string("\xff\xff\xc2", 3) + be16(17) + "\x08" + be16(h) + be16(w) + "\x03" + std::string(9, '\0') +
          std::string("\xff\xd9", 2);
+}
+// SOI, an APP1 EXIF segment whose IFD0 holds one entry, the orientation (tag 0x0112, SHORT, count 1), in
+// Intel (II) or Motorola (MM) byte order, then SOF0
+std::string jpeg_oriented(unsigned w, unsigned h, unsigned orientation, bool intel) {
+  auto u16 = [&](unsigned v) { return intel ? le16(v) : be16(v); };
+  auto u32 = [&](unsigned v) { return intel ? le32(v) : be32(v); };
+  const std::string tiff = std::string(intel ? "II" : "MM") + u16(42) + u32(8) + u16(1) + u16(0x0112) + u16(3) + u32(1) +
+                           u16(orientation) + u16(0) + u32(0);
+  const std::string app1 = std::string("Exif\0\0", 6) + tiff;
+  return std::string("\xff\xd8\xff\xe1", 4) + be16(app1.size() + 2) + app1 + std::string("\xff\xc0", 2) + be16(17) + "\x08" +
+         be16(h) + be16(w) + "\x03" + std::string(9, '\0') + std::string("\xff\xd9", 2);
 }
 std::string riff(const std::string& chunk, const std::string& data) {
   return "RIFF" + le32(4 + 8 + data.size()) + "WEBP" + chunk + le32(data.size()) + data;
@@ -146,3 +159,220 @@ TEST_CASE("SimpleTuner's buckets: pixel, pixel_area and square crops, minimum_im
     CHECK(r.buckets[1].count == 4);
   }
 }
+
+TEST_CASE("several backends' buckets carry their backend and batch, ordered by load (pixels x frames x batch)") {
+  BackendShape photos = backend(1024, "pixel");
+  BackendShape small = backend(512, "pixel");
+  small.id = "small";
+  small.batch = 4;
+  // photos: 1500x1000 -> 1536x1024 (1.57 Mpx x batch 1); small: 1024x1024 -> 512x512 (0.26 Mpx x 4 = 1.05)
+  const BucketResult a = simpletuner_buckets(photos, {{1500, 1000}});
+  const BucketResult b = simpletuner_buckets(small, {{1024, 1024}, {1024, 1024}});
+  REQUIRE(a.buckets.size() == 1);
+  REQUIRE(b.buckets.size() == 1);
+  CHECK(a.buckets[0].backend == "photos");
+  CHECK(a.buckets[0].batch == 1);
+  CHECK(b.buckets[0].backend == "small");
+  CHECK(b.buckets[0].batch == 4);
+  CHECK(b.buckets[0].width == 512);
+  CHECK(b.buckets[0].count == 2);
+}
+
+TEST_CASE("video buckets: every clip the first num_frames frames, min_frames and max_frames under the frame rule") {
+  // Wan's rule (8k+1, rounded down), num_frames 49, pixel_area 480 with alignment 32
+  BackendShape b = backend(480, "pixel_area");
+  b.id = "clips";
+  b.dataset_type = "video";
+  b.frames = 49;
+  b.rules.alignment = 32;
+  b.rules.frame_rule = "8k+1";
+  b.rules.max_frames = 80;
+  const std::vector<MediaSize> media = {
+      {832, 480, 81},  // 81 is 8k+1 and above max_frames 80: dropped
+      {832, 480, 49},  // 49: kept
+      {832, 480, 56},  // 56 -> 49 under the rule: kept
+      {480, 832, 60},  // 60 -> 57: kept
+      {640, 480, 48},  // 48 -> 41, under min_frames (num_frames, 49): dropped
+  };
+  const BucketResult r = simpletuner_buckets(b, media);
+  CHECK(r.frames_out == 2);
+  REQUIRE(r.buckets.size() == 2);
+  // 0.2304 MP: edge round32(480) = 480. 832x480: aspect 1.73, sqrt 1.3153: W = int(631.3) = 631 -> 640,
+  // H = int(364.9) = 364 -> 352. 480x832: aspect 0.58, sqrt 0.7616: W = int(365.6) -> 352, H = int(630.3) -> 640
+  CHECK(r.buckets[0].width == 640);
+  CHECK(r.buckets[0].height == 352);
+  CHECK(r.buckets[0].frames == 49);
+  CHECK(r.buckets[0].count == 2);
+  CHECK(r.buckets[1].width == 352);
+  CHECK(r.buckets[1].height == 640);
+  CHECK(r.buckets[1].frames == 49);
+  CHECK(r.buckets[1].count == 1);
+  SUBCASE("a family without a frame rule counts frames as they are; min_frames above num_frames") {
+    b.rules.frame_rule = "none";
+    b.rules.max_frames = 0;
+    b.rules.min_frames = 57;
+    const BucketResult n = simpletuner_buckets(b, media);
+    // 81 and 60 reach 57; 49, 56 and 48 do not
+    CHECK(n.frames_out == 3);
+    REQUIRE(n.buckets.size() == 2);
+    CHECK(n.buckets[0].count == 1);
+    CHECK(n.buckets[1].count == 1);
+  }
+}
+
+TEST_CASE("a JPEG's EXIF orientation is read from IFD0, in either byte order") {
+  test::Scratch s("segadvise-exif-");
+  const auto a = read_image_header(s.write("a.jpg", jpeg_oriented(4032, 3024, 6, true)));  // 6: turned 90 degrees
+  REQUIRE(a);
+  CHECK(a->width == 4032);  // as stored
+  CHECK(a->height == 3024);
+  CHECK(a->orientation == 6);
+  const auto b = read_image_header(s.write("b.jpg", jpeg_oriented(800, 600, 3, false)));  // 3: upside down
+  REQUIRE(b);
+  CHECK(b->orientation == 3);
+  const auto c = read_image_header(s.write("c.jpg", jpeg(800, 600)));  // an EXIF segment without the tag
+  REQUIRE(c);
+  CHECK(c->orientation == 1);
+}
+
+TEST_CASE("diffusers' buckets: the --resolution square, or the nearest listed bucket after exif_transpose") {
+  DatasetSpec d;
+  d.id = "--instance_data_dir";
+  d.edge = 1024;
+  d.batch = 2;
+  d.repeats = 3;
+  const std::vector<MediaSize> media = {{4032, 3024, 1, 6}, {4032, 3024, 1, 1}, {1024, 1024}, {1024, 1024}, {832, 1248}};
+  SUBCASE("square: every image at edge x edge, each seen --repeats times") {
+    const BucketResult r = diffusers_buckets(d, media);
+    REQUIRE(r.buckets.size() == 1);
+    CHECK(r.buckets[0].width == 1024);
+    CHECK(r.buckets[0].count == 15);  // 5 images x 3
+  }
+  SUBCASE("listed (w, h): 1024x1024, 1248x832, 832x1248; the turned photo is 3024x4032 once transposed") {
+    d.rule = "listed";
+    d.listed = {{1024, 1024}, {1248, 832}, {832, 1248}};
+    d.exif_transpose = true;
+    d.drop_last = true;
+    d.repeats = 1;
+    const BucketResult r = diffusers_buckets(d, media);
+    // |h bw - w bh| for 4032x3024 (w x h): 1024: |3024*1024 - 4032*1024| = 1032192; 1248x832: |3024*1248 -
+    // 4032*832| = 419328; 832x1248: |3024*832 - 4032*1248| = 2515968 -> 1248x832. Transposed 3024x4032:
+    // 1024: 1032192; 1248x832: |4032*1248 - 3024*832| = 2515968; 832x1248: |4032*832 - 3024*1248| = 419328
+    // -> 832x1248, with the 832x1248 image (metric 0): 2 samples. 1248x832 has 1 sample, under batch 2:
+    // never trained (drop_last). The squares: 2.
+    CHECK(r.no_full_batch == 1);
+    REQUIRE(r.buckets.size() == 2);
+    // 1024x1024 (1.05 Mpx) before 832x1248 (1.04 Mpx)
+    CHECK(r.buckets[0].width == 1024);
+    CHECK(r.buckets[0].count == 2);
+    CHECK(r.buckets[1].width == 832);
+    CHECK(r.buckets[1].height == 1248);
+    CHECK(r.buckets[1].count == 2);
+    CHECK(r.buckets[1].batch == 2);
+  }
+  SUBCASE("a rule the trainer computes in code not described here forms no bucket") {
+    d.rule = "not_modelled";
+    CHECK(diffusers_buckets(d, media).buckets.empty());
+  }
+}
+
+TEST_CASE("a DreamBooth dataset is the directory's own entries, not the directories below") {
+  test::Scratch s("segadvise-flat-");
+  std::filesystem::create_directories(s.dir / "sub");
+  s.write("a.png", png(1024, 1024));
+  s.write("sub/b.png", png(1024, 1024));
+  DatasetSpec d;
+  d.recursive = false;
+  CHECK(scan_trainer_dataset(s.dir.string(), d).files == 1);
+  d.recursive = true;
+  CHECK(scan_trainer_dataset(s.dir.string(), d).files == 2);
+}
+
+TEST_CASE("musubi-tuner's clips by frame_extraction (docs/dataset_config.md's 40-frame examples)") {
+  DatasetSpec d;
+  d.id = "datasets[0].video_directory";
+  d.rule = "musubi";
+  d.dataset_type = "video";
+  d.width = 960;
+  d.height = 544;
+  auto frames_of = [&](const std::vector<MediaSize>& media) {
+    std::vector<std::pair<int, long long>> out;
+    for (const DatasetBucket& b : musubi_buckets(d, media).buckets) out.emplace_back(b.frames, b.count);
+    return out;
+  };
+  using V = std::vector<std::pair<int, long long>>;
+  const MediaSize forty{1280, 720, 40};
+  SUBCASE("head: one clip of each target the video reaches; num_repeats multiplies") {
+    d.target_frames = {1, 25, 45};
+    d.repeats = 2;
+    // 40 frames: 1 and 25; 50: 1, 25, 45; 20: 1 -> 45 x1, 25 x2, 1 x3, each twice
+    CHECK(frames_of({forty, {1280, 720, 50}, {1280, 720, 20}}) == V{{45, 2}, {25, 4}, {1, 6}});
+    const BucketResult r = musubi_buckets(d, {forty});
+    REQUIRE(r.buckets.size() == 2);
+    CHECK(r.buckets[0].width == 960);  // every sample at the resolution
+    CHECK(r.buckets[0].height == 544);
+  }
+  SUBCASE("chunk [13, 25]: 40 / 13 = 3 clips of 13, 40 / 25 = 1 of 25") {
+    d.target_frames = {13, 25};
+    d.frame_extraction = "chunk";
+    CHECK(frames_of({forty}) == V{{25, 1}, {13, 3}});
+  }
+  SUBCASE("slide [1, 13, 25], stride 10: (40 - N) / 10 + 1 = 4, 3, 2") {
+    d.target_frames = {1, 13, 25};
+    d.frame_extraction = "slide";
+    d.frame_stride = 10;
+    CHECK(frames_of({forty}) == V{{25, 2}, {13, 3}, {1, 4}});
+  }
+  SUBCASE("uniform [1, 13, 25], frame_sample 4: 4 clips of each") {
+    d.target_frames = {1, 13, 25};
+    d.frame_extraction = "uniform";
+    d.frame_sample = 4;
+    CHECK(frames_of({forty}) == V{{25, 4}, {13, 4}, {1, 4}});
+  }
+  SUBCASE("full, max_frames 31: 20 -> 17, 25 -> 25, 35 -> 33 -> 31") {
+    d.frame_extraction = "full";
+    d.max_frames = 31;
+    CHECK(frames_of({{1280, 720, 20}, {1280, 720, 25}, {1280, 720, 35}}) == V{{31, 1}, {25, 1}, {17, 1}});
+  }
+  SUBCASE("a video shorter than every target gives no clip") {
+    d.target_frames = {45};
+    const BucketResult r = musubi_buckets(d, {forty});
+    CHECK(r.buckets.empty());
+    CHECK(r.frames_out == 1);
+  }
+}
+
+#ifdef SEGADVISE_TEST_VIDEOS
+#include "video_files.hpp"
+
+TEST_CASE("video sizes and frame counts come from the container header: MP4, MOV, Matroska, WebM") {
+  REQUIRE(video_probe_unavailable().empty());
+  test::Scratch s("segadvise-videos-");
+  auto path = [&](const std::string& name) { return (s.dir / name).string(); };
+  REQUIRE(test::write_video(path("a.mp4"), "mp4", 832, 480, 49, 16));
+  REQUIRE(test::write_video(path("b.mov"), "mov", 480, 832, 81, 24));
+  REQUIRE(test::write_video(path("c.mkv"), "matroska", 1280, 720, 33, 25));
+  REQUIRE(test::write_video(path("d.webm"), "webm", 640, 360, 17, 15));
+  auto read = [&](const std::string& name) {
+    const auto v = read_video_header(path(name));
+    REQUIRE(v);
+    return std::tuple<int, int, long long>(v->width, v->height, v->frames);
+  };
+  CHECK(read("a.mp4") == std::tuple(832, 480, 49LL));   // the track's sample count
+  CHECK(read("b.mov") == std::tuple(480, 832, 81LL));
+  CHECK(read("c.mkv") == std::tuple(1280, 720, 33LL));  // 33 / 25 s x 25 frames/s
+  CHECK(read("d.webm") == std::tuple(640, 360, 17LL));  // 17 / 15 s x 15 frames/s
+  CHECK_FALSE(read_video_header(s.write("text.mp4", "not a video")));
+  CHECK_FALSE(read_video_header(path("absent.mp4")));
+
+  std::filesystem::create_directories(s.dir / "sub");
+  REQUIRE(test::write_video(path("sub/e.MP4"), "mp4", 832, 480, 60, 16));
+  s.write("a.txt", "a caption");
+  s.write("still.png", png(1024, 1024));
+  const DatasetScan d = scan_dataset(s.dir.string(), MediaKind::video);
+  CHECK(d.files == 6);  // a, b, c, d, sub/e and text.mp4; not the caption or the image
+  CHECK(d.unreadable == 1);
+  CHECK(d.media.size() == 5);
+  CHECK(d.unavailable.empty());
+}
+#endif

@@ -155,10 +155,12 @@ ResolvedSize parse_resolution(const std::string& arg, const std::string& type, c
   throw InputError("--resolution: '" + brief_text(arg) + "' is neither WxH (e.g. 832x480) nor a number (e.g. 1024)");
 }
 
-int apply_frame_rule(const Family& fam, int frames) {
+int apply_frame_rule(const Family& fam, int frames) { return apply_frame_rule(fam.geometry.frame_rule, frames); }
+
+int apply_frame_rule(const std::string& rule, int frames) {
   if (frames <= 1) return 1;
-  if (fam.geometry.frame_rule == "8k+1") return ((frames - 1) / 8) * 8 + 1;
-  if (fam.geometry.frame_rule == "17k+5") {
+  if (rule == "8k+1") return ((frames - 1) / 8) * 8 + 1;
+  if (rule == "17k+5") {
     int n = frames;
     while (n % 17 != 5) ++n;
     return n;

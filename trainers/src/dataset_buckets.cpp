@@ -1,6 +1,6 @@
-// Image headers and SimpleTuner's aspect buckets (dataset_buckets.hpp). Each header is read with a few
-// small reads: PNG and WebP from their first 30 bytes, JPEG marker by marker (segments skipped by their
-// length) up to its first SOF.
+// Image headers and SimpleTuner's aspect and frame buckets (dataset_buckets.hpp). Each image header is
+// read with a few small reads: PNG and WebP from their first 30 bytes, JPEG marker by marker (segments
+// skipped by their length) up to its first SOF. Videos go through video_probe.hpp.
 #include "segadvise/trainers/dataset_buckets.hpp"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/trainers/video_probe.hpp"
 
 namespace segadvise {
 namespace {
@@ -69,7 +70,34 @@ std::optional<MediaSize> webp(const unsigned char* b, std::size_t n) {
   return MediaSize{static_cast<int>(w), static_cast<int>(h), 1};
 }
 
+// The orientation tag of an APP1 segment's EXIF IFD0 (1 when there is none or it does not read).
+int exif_orientation(const unsigned char* p, std::size_t n) {
+  if (n < 14 || std::string(reinterpret_cast<const char*>(p), 6) != std::string("Exif\0\0", 6)) return 1;
+  const unsigned char* t = p + 6;
+  const std::size_t tn = n - 6;
+  const bool le = t[0] == 'I' && t[1] == 'I';
+  if (!le && !(t[0] == 'M' && t[1] == 'M')) return 1;
+  auto u16 = [&](std::size_t at) -> unsigned { return le ? le16(t + at) : be16(t + at); };
+  auto u32 = [&](std::size_t at) -> unsigned long {
+    return le ? (static_cast<unsigned long>(le16(t + at + 2)) << 16) | le16(t + at) : be32(t + at);
+  };
+  if (u16(2) != 42) return 1;
+  const unsigned long ifd = u32(4);
+  if (ifd + 2 > tn) return 1;
+  const unsigned entries = u16(ifd);
+  for (unsigned i = 0; i < entries; ++i) {
+    const std::size_t e = ifd + 2 + 12 * static_cast<std::size_t>(i);
+    if (e + 12 > tn) return 1;
+    if (u16(e) == 0x0112) {
+      const unsigned v = u16(e + 8);
+      return v >= 1 && v <= 8 ? static_cast<int>(v) : 1;
+    }
+  }
+  return 1;
+}
+
 std::optional<MediaSize> jpeg(std::FILE* f) {
+  int orientation = 1;
   // after SOI: markers FF xx; standalone ones (RSTn, TEM) have no length, every other segment is skipped by
   // its length until a start-of-frame (C0-CF but C4 DHT, C8 JPG, CC DAC) gives height and width
   if (std::fseek(f, 2, SEEK_SET) != 0) return std::nullopt;
@@ -90,17 +118,39 @@ std::optional<MediaSize> jpeg(std::FILE* f) {
       if (std::fread(sof, 1, 5, f) != 5) return std::nullopt;
       const long h = be16(sof + 1), w = be16(sof + 3);
       if (!valid(w, h)) return std::nullopt;
-      return MediaSize{static_cast<int>(w), static_cast<int>(h), 1};
+      return MediaSize{static_cast<int>(w), static_cast<int>(h), 1, orientation};
+    }
+    if (marker == 0xE1 && length >= 2 + 14 && orientation == 1) {
+      // APP1: "Exif\0\0", then a TIFF header (II or MM, 42, offset of IFD0); IFD0's entries are 12 bytes
+      // (tag, type, count, value): tag 0x0112 is the orientation, a SHORT in the value's first two bytes
+      std::string seg(length - 2, '\0');
+      if (std::fread(seg.data(), 1, seg.size(), f) != seg.size()) return std::nullopt;
+      orientation = exif_orientation(reinterpret_cast<const unsigned char*>(seg.data()), seg.size());
+      continue;
     }
     if (std::fseek(f, static_cast<long>(length) - 2, SEEK_CUR) != 0) return std::nullopt;
   }
   return std::nullopt;
 }
 
-bool image_extension(const std::filesystem::path& p) {
+std::string lower_extension(const std::filesystem::path& p) {
   std::string e = p.extension().string();
   for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e;
+}
+bool image_extension(const std::filesystem::path& p) {
+  const std::string e = lower_extension(p);
   return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".webp";
+}
+bool video_extension(const std::filesystem::path& p) {
+  const std::string e = lower_extension(p);
+  return e == ".mp4" || e == ".webm" || e == ".mov" || e == ".mkv";
+}
+
+std::optional<MediaSize> video_size(const std::string& path) {
+  const auto v = read_video_header(path);
+  if (!v) return std::nullopt;
+  return MediaSize{v->width, v->height, static_cast<int>(std::min<long long>(v->frames, 1000000000))};
 }
 
 }  // namespace
@@ -118,21 +168,122 @@ std::optional<MediaSize> read_image_header(const std::string& path) {
   return std::nullopt;
 }
 
-DatasetScan scan_image_dataset(const std::string& dir) {
+namespace {
+
+template <class It>
+void scan_entries(It it, DatasetScan& s, const std::string& dir, bool video) {
+  std::error_code ec;
+  for (It end; it != end; it.increment(ec)) {
+    if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
+    if (!it->is_regular_file(ec) || !(video ? video_extension(it->path()) : image_extension(it->path()))) continue;
+    ++s.files;
+    if (!s.unavailable.empty()) continue;  // counted, not read
+    const std::string path = it->path().string();
+    if (const auto m = video ? video_size(path) : read_image_header(path)) s.media.push_back(*m);
+    else ++s.unreadable;
+  }
+}
+
+}  // namespace
+
+DatasetScan scan_trainer_dataset(const std::string& dir, const DatasetSpec& d) {
+  const bool video = d.dataset_type == "video";
+  if (d.recursive) return scan_dataset(dir, video ? MediaKind::video : MediaKind::image);
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError("dataset '" + brief_text(dir) + "': not a directory");
   DatasetScan s;
   s.dir = dir;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  if (video) s.unavailable = video_probe_unavailable();
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
   if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
-    if (!it->is_regular_file(ec) || !image_extension(it->path())) continue;
-    ++s.files;
-    if (const auto m = read_image_header(it->path().string())) s.media.push_back(*m);
-    else ++s.unreadable;
+  scan_entries(std::move(it), s, dir, video);
+  return s;
+}
+
+BucketResult musubi_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {
+  BucketResult out;
+  std::map<int, long long> by_frames;  // clip length -> samples
+  const bool video = d.dataset_type == "video";
+  for (const MediaSize& m : media) {
+    if (!video) {
+      by_frames[1] += d.repeats;
+      continue;
+    }
+    const long long f = m.frames;
+    bool any = false;
+    auto add = [&](int n, long long clips) {
+      if (clips <= 0) return;
+      by_frames[n] += clips * d.repeats;
+      any = true;
+    };
+    if (d.frame_extraction == "full") {
+      // trimmed to N*4+1, then to max_frames: docs/dataset_config.md's example trims 35 frames under
+      // max_frames 31 to 31, 20 to 17, and keeps 25
+      const long long n = std::min<long long>((f - 1) / 4 * 4 + 1, d.max_frames);
+      if (f >= 1 && n >= 1) add(static_cast<int>(n), 1);
+    } else {
+      for (int n : d.target_frames) {
+        if (n < 1 || f < n) continue;  // a clip lies within the video
+        if (d.frame_extraction == "chunk") add(n, f / n);
+        else if (d.frame_extraction == "slide") add(n, (f - n) / std::max(1, d.frame_stride) + 1);
+        else if (d.frame_extraction == "uniform") add(n, std::max(1, d.frame_sample));
+        else add(n, 1);  // head
+      }
+    }
+    if (!any) ++out.frames_out;
   }
+  for (const auto& [n, count] : by_frames) out.buckets.push_back({d.width, d.height, n, count, d.batch, d.id});
+  std::stable_sort(out.buckets.begin(), out.buckets.end(),
+                   [](const DatasetBucket& x, const DatasetBucket& y) { return x.frames > y.frames; });
+  return out;
+}
+
+BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {
+  BucketResult out;
+  if (d.rule != "square" && d.rule != "listed") return out;
+  std::map<std::pair<int, int>, long long> counts;
+  std::vector<std::pair<int, int>> order;  // first seen first, as the script lists its buckets
+  for (MediaSize m : media) {
+    if (d.exif_transpose && m.orientation >= 5) std::swap(m.width, m.height);  // PIL ImageOps.exif_transpose
+    std::pair<int, int> b{d.edge, d.edge};
+    if (d.rule == "listed" && !d.listed.empty()) {
+      double best = -1;
+      for (const auto& [bw, bh] : d.listed) {
+        const double metric = std::fabs(static_cast<double>(m.height) * bw - static_cast<double>(m.width) * bh);
+        if (best < 0 || metric <= best) {
+          best = metric;
+          b = {bw, bh};
+        }
+      }
+    }
+    if (!counts.count(b)) order.push_back(b);
+    counts[b] += d.repeats;
+  }
+  for (const auto& b : order) {
+    if (d.drop_last && counts[b] < d.batch) {
+      out.no_full_batch += counts[b];
+      continue;
+    }
+    out.buckets.push_back({b.first, b.second, 1, counts[b], d.batch, d.id});
+  }
+  std::stable_sort(out.buckets.begin(), out.buckets.end(), [](const DatasetBucket& x, const DatasetBucket& y) {
+    return static_cast<double>(x.width) * x.height > static_cast<double>(y.width) * y.height;
+  });
+  return out;
+}
+
+DatasetScan scan_dataset(const std::string& dir, MediaKind kind) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError("dataset '" + brief_text(dir) + "': not a directory");
+  DatasetScan s;
+  s.dir = dir;
+  const bool video = kind == MediaKind::video;
+  if (video) s.unavailable = video_probe_unavailable();
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  if (ec) throw InputError("dataset '" + brief_text(dir) + "': " + ec.message());
+  scan_entries(std::move(it), s, dir, video);
   return s;
 }
 
@@ -147,7 +298,17 @@ BucketResult simpletuner_buckets(const BackendShape& b, const std::vector<MediaS
   const double min_mp = r.resolution_type == "area"         ? r.minimum_image_size
                         : r.resolution_type == "pixel_area" ? r.minimum_image_size * r.minimum_image_size / 1e6
                                                             : 0;
+  const bool video = b.dataset_type == "video" && b.frames > 1;
+  // §1.5: the frame rule applies to min_frames and to each video's count before the min/max check
+  const int min_frames = video ? apply_frame_rule(r.frame_rule, r.min_frames > 0 ? r.min_frames : b.frames) : 0;
   for (const MediaSize& m : media) {
+    if (video) {
+      const int n = apply_frame_rule(r.frame_rule, m.frames);
+      if (n < min_frames || (r.max_frames > 0 && n > r.max_frames)) {
+        ++out.frames_out;
+        continue;
+      }
+    }
     const double shorter = std::min(m.width, m.height);
     if (r.minimum_image_size > 0) {
       const bool small = r.resolution_type == "pixel" ? shorter < r.minimum_image_size
@@ -175,9 +336,11 @@ BucketResult simpletuner_buckets(const BackendShape& b, const std::vector<MediaS
     const ResolvedSize s = bucket_size(r.resolution, r.resolution_type, r.alignment, square ? 1.0 : aspect, square);
     counts[{s.width, s.height, b.frames}] += r.repeats + 1;
   }
-  for (const auto& [k, n] : counts) out.buckets.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), n});
+  for (const auto& [k, n] : counts)
+    out.buckets.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), n, b.batch, b.id});
   std::stable_sort(out.buckets.begin(), out.buckets.end(), [](const DatasetBucket& x, const DatasetBucket& y) {
-    const double ax = static_cast<double>(x.width) * x.height * x.frames, ay = static_cast<double>(y.width) * y.height * y.frames;
+    const double ax = static_cast<double>(x.width) * x.height * x.frames * x.batch,
+                 ay = static_cast<double>(y.width) * y.height * y.frames * y.batch;
     if (ax != ay) return ax > ay;
     return x.width > y.width;
   });

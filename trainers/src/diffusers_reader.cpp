@@ -107,8 +107,54 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
         r.rejections.push_back("--" + k + ": " + cl.script + " has no such flag (argparse stops: unrecognized arguments)");
     }
   if (cl.values.count("aspect_ratio_buckets")) {
-    if (tf && tf->aspect_ratio_buckets) r.warnings.push_back("--aspect_ratio_buckets: buckets are not read; predicted at the --resolution square");
+    if (tf && tf->aspect_ratio_buckets && !flag(cl, "use_aspect_ratio_buckets"))
+      r.rejections.push_back("--aspect_ratio_buckets without --use_aspect_ratio_buckets: the script raises ValueError "
+                             "(train_dreambooth_lora_qwen_image.py:1454-1455)");
+    else if (tf && tf->aspect_ratio_buckets) r.warnings.push_back("--aspect_ratio_buckets: without the dataset on this machine, predicted at the --resolution square");
     else r.rejections.push_back("--aspect_ratio_buckets: " + cl.script + " has no such flag (argparse stops)");
+  }
+  // the dataset (docs/datasets.md): DreamBooth scripts list --instance_data_dir's own entries
+  // (Path.iterdir, PIL.ImageOps.exif_transpose, --repeats: train_dreambooth_lora_flux.py:806, 824, 326);
+  // text_to_image scripts load --train_data_dir/** as an imagefolder, resized and cropped to the
+  // --resolution square (train_text_to_image_lora_sdxl.py:875, 932-933)
+  const bool dreambooth = cl.values.count("instance_data_dir") > 0;
+  if (dreambooth || cl.values.count("train_data_dir")) {
+    DatasetSpec d;
+    d.id = dreambooth ? "--instance_data_dir" : "--train_data_dir";
+    d.dir = cl.values.at(dreambooth ? "instance_data_dir" : "train_data_dir");
+    d.recursive = !dreambooth;
+    d.batch = s.batch;  // the class images of prior preservation take the instance image's bucket
+    d.repeats = dreambooth && cl.values.count("repeats") ? to_int(cl.values.at("repeats"), where(path, cl, "repeats"), 1, 1000000) : 1;
+    d.edge = edge;
+    d.exif_transpose = dreambooth;
+    if (tf && tf->aspect_ratio_buckets && flag(cl, "use_aspect_ratio_buckets")) {
+      // BucketBatchSampler(drop_last=True): a bucket smaller than a batch never trains
+      // (train_dreambooth_lora_qwen_image.py:971-1008, 1483); the list is "h1,w1;h2,w2;..." (:431-440)
+      d.drop_last = true;
+      if (cl.values.count("aspect_ratio_buckets")) {
+        d.rule = "listed";
+        const std::string list = cl.values.at("aspect_ratio_buckets");
+        std::size_t at = 0;
+        while (at <= list.size()) {
+          const std::size_t end = std::min(list.find(';', at), list.size());
+          const std::string item = list.substr(at, end - at);
+          at = end + 1;
+          if (item.empty()) continue;
+          const std::size_t comma = item.find(',');
+          if (comma == std::string::npos)
+            throw InputError(where(path, cl, "aspect_ratio_buckets") + ": '" + brief_text(item) + "' is not h,w");
+          const int h = to_int(item.substr(0, comma), where(path, cl, "aspect_ratio_buckets"), 1, kMaxEdgePixels);
+          const int w = to_int(item.substr(comma + 1), where(path, cl, "aspect_ratio_buckets"), 1, kMaxEdgePixels);
+          d.listed.emplace_back(w, h);
+        }
+        if (d.listed.empty()) throw InputError(where(path, cl, "aspect_ratio_buckets") + ": no bucket listed");
+      } else {
+        d.rule = "not_modelled";
+        d.why = "--use_aspect_ratio_buckets without --aspect_ratio_buckets: the buckets come from diffusers' "
+                "generate_aspect_ratio_buckets, whose ladder is not described here";
+      }
+    }
+    r.datasets.push_back(d);
   }
   if (cl.values.count("num_frames")) {
     const int f = to_int(cl.values.at("num_frames"), where(path, cl, "num_frames"), 1, kMaxFrames);

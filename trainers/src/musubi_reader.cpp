@@ -199,6 +199,42 @@ void read_dataset(const std::string& path, TrainerRead& r) {
     }
     if (wh.first <= 0 || wh.second <= 0 || batch <= 0 || frames <= 0)
       throw InputError(path + ": " + name + ": resolution, batch_size and frames must be positive");
+    // the dataset's files, where its directory is on this machine (docs/datasets.md): every sample at the
+    // resolution; with enable_bucket (default false, dataset/config_utils.py:35) musubi's BucketSelector
+    // picks an aspect bucket of about that area, whose code is not among the copied sources
+    const std::string dir_key = video ? "video_directory" : "image_directory";
+    if (ds.contains(dir_key) && ds.at(dir_key).is_string()) {
+      DatasetSpec d;
+      d.id = name + "." + dir_key;
+      d.dir = ds.at(dir_key).as_string().str;
+      d.recursive = false;
+      d.rule = "musubi";
+      d.dataset_type = video ? "video" : "image";
+      d.width = wh.first;
+      d.height = wh.second;
+      d.batch = batch;
+      d.repeats = ascend(ds, general, "num_repeats", [&](const toml::value& v) { return int_of(path, v, name + ".num_repeats", 1); });
+      if (d.repeats < 1) throw InputError(path + ": " + name + ".num_repeats: must be at least 1");
+      const bool buckets = ascend(ds, general, "enable_bucket", [&](const toml::value& v) {
+        if (v.is_uninitialized()) return false;
+        if (!v.is_boolean()) throw InputError(at(path, v, name + ".enable_bucket") + ": expected true or false");
+        return v.as_boolean();
+      });
+      if (buckets)
+        d.why = "enable_bucket: each sample takes an aspect bucket of about the resolution's area (musubi's BucketSelector, "
+                "not modelled): predicted at the resolution";
+      if (video) {
+        if (ds.contains("frame_extraction") && ds.at("frame_extraction").is_string()) d.frame_extraction = ds.at("frame_extraction").as_string().str;
+        if (ds.contains("target_frames") && ds.at("target_frames").is_array())
+          for (const auto& f : ds.at("target_frames").as_array()) d.target_frames.push_back((int_of(path, f, name + ".target_frames", 1) - 1) / 4 * 4 + 1);
+        else
+          d.target_frames = {1};  // dataset/config_utils.py:67
+        d.frame_stride = int_of(path, ds.contains("frame_stride") ? ds.at("frame_stride") : toml::value(), name + ".frame_stride", 1);
+        d.frame_sample = int_of(path, ds.contains("frame_sample") ? ds.at("frame_sample") : toml::value(), name + ".frame_sample", 1);
+        d.max_frames = int_of(path, ds.contains("max_frames") ? ds.at("max_frames") : toml::value(), name + ".max_frames", 129);
+      }
+      r.datasets.push_back(d);
+    }
     const long tokens = static_cast<long>(wh.first) * wh.second / 64 * frames * batch;
     if (tokens > best) {
       best = tokens;

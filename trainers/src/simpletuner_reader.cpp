@@ -365,6 +365,20 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
       frames = 1;
     }
     out.frames = apply_frame_rule(fam, frames);
+    // min_frames (default num_frames, never below it: the trainer raises an error) and max_frames drop
+    // videos when the dataset is read (dataset_buckets.hpp); both are counted under the frame rule (§1.5)
+    out.rules.frame_rule = fam.geometry.frame_rule;
+    if (v && v->contains("min_frames") && !(*v)["min_frames"].is_null()) {
+      const int mf = static_cast<int>(checked_integer((*v)["min_frames"], b.where("video") + ".min_frames", 1, kMaxFrames));
+      if (fam.modality == "video" && mf < frames)
+        throw InputError(b.where("video") + ".min_frames: " + std::to_string(mf) + " is below num_frames " +
+                         std::to_string(frames) + " (the trainer raises an error)");
+      out.rules.min_frames = mf;
+    }
+    if (v && v->contains("max_frames") && !(*v)["max_frames"].is_null())
+      out.rules.max_frames = static_cast<int>(checked_integer((*v)["max_frames"], b.where("video") + ".max_frames", 1, kMaxFrames));
+    if (v && v->contains("bucket_strategy") && (*v)["bucket_strategy"].is_string())
+      out.rules.bucket_strategy = (*v)["bucket_strategy"].get<std::string>();
     out.note += ", " + std::to_string(frames) + " frames" +
                 (out.frames != frames ? " -> " + std::to_string(out.frames) + " (" + fam.geometry.frame_rule + ")" : "");
   }

@@ -33,6 +33,8 @@ ResolvedSize parse_resolution(const std::string& arg, const std::string& type, c
 
 // The family's frame rule (§1.5): 8k+1 rounded down, 17k+5 rounded up, or unchanged.
 int apply_frame_rule(const Family& fam, int frames);
+// The same by the rule's name ("8k+1", "17k+5"; anything else leaves the count unchanged).
+int apply_frame_rule(const std::string& rule, int frames);
 
 struct TokenGeometry {
   int latent_width = 0, latent_height = 0, latent_frames = 1;

@@ -51,6 +51,11 @@ struct BackendShape {
     std::vector<double> crop_aspect_buckets;
     double minimum_image_size = 0;  // 0 : none
     int repeats = 0;
+    // video backends (§1.5): the family's frame rule, and video.min_frames / max_frames under it
+    std::string frame_rule;  // "8k+1", "17k+5" or "" (unchanged)
+    int min_frames = 0;      // 0 : num_frames
+    int max_frames = 0;      // 0 : none
+    std::string bucket_strategy = "aspect_ratio";
   } rules;
 };
 

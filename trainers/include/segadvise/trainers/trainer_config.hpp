@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "segadvise/costmodel/types.hpp"
@@ -17,6 +18,31 @@ struct TrainerReadOptions {
   std::string trainer;  // forced by --trainer; "" detects it from the file
   std::string model;    // --model: overrides the family read from the file (needed where the file does not name it)
   std::string cwd;      // where relative paths inside the file are also tried; "" the process's
+};
+
+// A dataset another trainer's config names (dataset_buckets.hpp buckets it, where it is on this machine),
+// with the rule that trainer sizes its samples by.
+struct DatasetSpec {
+  std::string id;    // how the config names it (e.g. --instance_data_dir)
+  std::string dir;   // as written ("" : none)
+  bool recursive = true;  // every directory below too, or the directory's own entries only
+  int batch = 1;     // samples a step
+  int repeats = 1;   // times each file is seen an epoch
+  // "square": every image resized and cropped to edge x edge; "listed": the nearest of `listed`
+  // (width, height) by aspect; "not_modelled": the trainer computes its buckets in code segadvise does
+  // not have (no bucket is formed; `why` says so)
+  std::string rule = "square";
+  int edge = 0;
+  std::vector<std::pair<int, int>> listed;
+  bool exif_transpose = false;  // the trainer applies a JPEG's EXIF orientation before sizing
+  bool drop_last = false;       // a bucket with fewer samples than a batch never trains
+  std::string why;
+  // "musubi": every sample at width x height (its resolution), a video's clips by frame_extraction
+  std::string dataset_type = "image";  // image | video
+  int width = 0, height = 0;
+  std::vector<int> target_frames;      // each already N*4+1
+  std::string frame_extraction = "head";
+  int frame_stride = 1, frame_sample = 1, max_frames = 129;
 };
 
 struct TrainerRead {
@@ -35,6 +61,8 @@ struct TrainerRead {
   // The run's other phases as this trainer runs them (run.other; Trainer::run_setup): filled by a
   // reader that reads the keys, else from trainers/data/<id>.json "phases" (trainer_run_from_data).
   RunSetup run;
+  // The datasets it trains on, where the config names their directories (DatasetSpec).
+  std::vector<DatasetSpec> datasets;
 };
 
 struct TrainerFacts;

@@ -1,0 +1,182 @@
+// check reading every data backend's dataset (cli/dataset_check.hpp): image and video backends of one
+// SimpleTuner config, each bucketed by its own rules, the run judged by the bucket with the highest peak.
+// The files are written here: images with their headers only, videos with libavformat's muxers
+// (video_files.hpp); every bucket is derived by hand in the comments (docs/datasets.md).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "check_options.hpp"
+#include "commands.hpp"
+#include "scratch_dir.hpp"
+#include "segadvise/costmodel/types.hpp"
+
+#ifdef SEGADVISE_TEST_VIDEOS
+#include "video_files.hpp"
+#endif
+
+using namespace segadvise;
+using namespace segadvise::cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string be32(unsigned v) { return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
+std::string png(unsigned w, unsigned h) {
+  return std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + "IHDR" + be32(w) + be32(h) + std::string("\x08\x02\0\0\0", 5) +
+         std::string(4, '\0');
+}
+
+std::string le16(unsigned v) { return {char(v), char(v >> 8)}; }
+std::string le32(unsigned v) { return {char(v), char(v >> 8), char(v >> 16), char(v >> 24)}; }
+std::string be16(unsigned v) { return {char(v >> 8), char(v)}; }
+// a JPEG header whose EXIF IFD0 says orientation 6 (stored sideways: shown turned 90 degrees)
+std::string jpeg_turned(unsigned w, unsigned h) {
+  const std::string tiff = "II" + le16(42) + le32(8) + le16(1) + le16(0x0112) + le16(3) + le32(1) + le16(6) + le16(0) + le32(0);
+  const std::string app1 = std::string("Exif\0\0", 6) + tiff;
+  return std::string("\xff\xd8\xff\xe1", 4) + be16(app1.size() + 2) + app1 + std::string("\xff\xc0", 2) + be16(17) + "\x08" +
+         be16(h) + be16(w) + "\x03" + std::string(9, '\0') + std::string("\xff\xd9", 2);
+}
+
+nlohmann::json check_json(const std::string& config, const std::string& gpu) {
+  CheckOptions o;
+  o.config = config;
+  o.flags.gpu = gpu;
+  o.flags.format = "json";
+  o.flags.no_runs = true;
+  std::ostringstream ss;
+  run_check(o, ss);
+  return nlohmann::json::parse(ss.str());
+}
+
+}  // namespace
+
+TEST_CASE("every image backend is bucketed; the bucket with the highest peak, of whichever backend, sets the run") {
+  test::Scratch s("segadvise-dscheck-");
+  fs::create_directories(s.dir / "photos");
+  fs::create_directories(s.dir / "squares");
+  // photos, pixel 1024, batch 1: 1500x1000 -> 1536x1024 (1.57 Mpx a step)
+  s.write("photos/a.png", png(1500, 1000));
+  // squares, pixel 1024, batch 2: 1024x1024 twice -> 1024x1024 x 2 (2.10 Mpx a step): the higher peak
+  s.write("squares/a.png", png(1024, 1024));
+  s.write("squares/b.png", png(1024, 1024));
+  s.write("backend.json", "[{\"id\": \"photos\", \"type\": \"local\", \"dataset_type\": \"image\", \"instance_data_dir\": \"" +
+                              (s.dir / "photos").string() + "\", \"resolution\": 1024, \"resolution_type\": \"pixel\"},"
+                              " {\"id\": \"squares\", \"type\": \"local\", \"dataset_type\": \"image\", \"instance_data_dir\": \"" +
+                              (s.dir / "squares").string() + "\", \"resolution\": 1024, \"resolution_type\": \"pixel\", \"train_batch_size\": 2},"
+                              " {\"id\": \"embeds\", \"dataset_type\": \"text_embeds\", \"default\": true}]");
+  s.write("config.json", "{\"model_family\": \"flux\", \"model_type\": \"lora\", \"lora_rank\": 16, \"train_batch_size\": 1, "
+                         "\"gradient_checkpointing\": true, \"data_backend_config\": \"" + (s.dir / "backend.json").string() + "\"}");
+  const nlohmann::json j = check_json((s.dir / "config.json").string(), "h100");
+  REQUIRE(j["buckets"].size() == 2);
+  CHECK(j["buckets"][0]["backend"] == "squares");
+  CHECK(j["buckets"][0]["batch"] == 2);
+  CHECK(j["buckets"][0]["width"] == 1024);
+  CHECK(j["buckets"][0]["count"] == 2);
+  CHECK(j["buckets"][1]["backend"] == "photos");
+  CHECK(j["buckets"][1]["width"] == 1536);
+  CHECK(j["buckets"][0]["peak_vram_gib"].get<double>() > j["buckets"][1]["peak_vram_gib"].get<double>());
+  CHECK(j["setup"]["width"] == 1024);
+  CHECK(j["setup"]["batch"] == 2);
+  CHECK(j["dataset"]["backends"].size() == 2);
+  CHECK(j["dataset"]["image_files"] == 3);
+}
+
+TEST_CASE("a diffusers DreamBooth command line's --instance_data_dir: listed buckets after exif_transpose") {
+  test::Scratch s("segadvise-dsdiffusers-");
+  fs::create_directories(s.dir / "photos" / "below");
+  // a phone photo stored 4032x3024 with orientation 6: 3024x4032 once transposed. Listed (h,w) buckets
+  // 1024,1024; 1248,832; 832,1248 are (w x h) 1024x1024, 832x1248, 1248x832; |h bw - w bh| for 3024x4032:
+  // 1024x1024 1032192, 832x1248 419328, 1248x832 2515968 -> 832x1248. Two 832x1248 portraits: metric 0.
+  s.write("photos/phone.jpg", jpeg_turned(4032, 3024));
+  s.write("photos/p1.png", png(832, 1248));
+  s.write("photos/p2.png", png(832, 1248));
+  s.write("photos/below/not-listed.png", png(1024, 1024));  // Path.iterdir: the directory's own entries
+  s.write("train.sh", "accelerate launch train_dreambooth_lora_qwen_image.py \\\n"
+                      "  --pretrained_model_name_or_path=Qwen/Qwen-Image --instance_prompt=x \\\n"
+                      "  --instance_data_dir=" + (s.dir / "photos").string() + " --repeats 2 \\\n"
+                      "  --resolution 1024 --train_batch_size 1 --mixed_precision bf16 --gradient_checkpointing \\\n"
+                      "  --use_aspect_ratio_buckets \"--aspect_ratio_buckets=1024,1024;1248,832;832,1248\"\n");
+  const nlohmann::json j = check_json((s.dir / "train.sh").string(), "h100");
+  REQUIRE(j["buckets"].size() == 1);
+  CHECK(j["buckets"][0]["width"] == 832);
+  CHECK(j["buckets"][0]["height"] == 1248);
+  CHECK(j["buckets"][0]["count"] == 6);  // 3 images x --repeats 2
+  CHECK(j["setup"]["width"] == 832);
+  CHECK(j["setup"]["height"] == 1248);
+  CHECK(j["dataset"]["image_files"] == 3);
+}
+
+#ifdef SEGADVISE_TEST_VIDEOS
+TEST_CASE("a video backend's clips and an image backend of the same config, judged by the largest clip") {
+  test::Scratch s("segadvise-dsvideo-");
+  fs::create_directories(s.dir / "clips");
+  fs::create_directories(s.dir / "stills");
+  // Wan 2.1 1.3B: 8k+1 frames, alignment 32; num_frames 49, max_frames 80, pixel_area 480 (edge 480)
+  REQUIRE(test::write_video((s.dir / "clips/a.mp4").string(), "mp4", 832, 480, 49, 16));    // 640x352, 49
+  REQUIRE(test::write_video((s.dir / "clips/b.mkv").string(), "matroska", 480, 832, 60, 16));  // 60 -> 57: 352x640
+  REQUIRE(test::write_video((s.dir / "clips/c.webm").string(), "webm", 640, 480, 33, 16));  // 33 < 49: dropped
+  REQUIRE(test::write_video((s.dir / "clips/d.mov").string(), "mov", 832, 480, 81, 16));    // 81 > 80: dropped
+  // stills, batch 2: 1024x1024 -> 480x480 (aspect 1: edge x edge)
+  s.write("stills/a.png", png(1024, 1024));
+  s.write("stills/b.png", png(1024, 1024));
+  s.write("backend.json", "[{\"id\": \"clips\", \"type\": \"local\", \"dataset_type\": \"video\", \"instance_data_dir\": \"" +
+                              (s.dir / "clips").string() + "\", \"resolution\": 480, \"resolution_type\": \"pixel_area\","
+                              " \"video\": {\"num_frames\": 49, \"max_frames\": 80}},"
+                              " {\"id\": \"stills\", \"type\": \"local\", \"dataset_type\": \"image\", \"instance_data_dir\": \"" +
+                              (s.dir / "stills").string() + "\", \"resolution\": 480, \"resolution_type\": \"pixel_area\", \"train_batch_size\": 2},"
+                              " {\"id\": \"embeds\", \"dataset_type\": \"text_embeds\", \"default\": true}]");
+  s.write("config.json", "{\"model_family\": \"wan\", \"model_flavour\": \"t2v-480p-1.3b-2.1\", \"model_type\": \"lora\", "
+                         "\"train_batch_size\": 1, \"data_backend_config\": \"" + (s.dir / "backend.json").string() + "\"}");
+  const nlohmann::json j = check_json((s.dir / "config.json").string(), "h100");
+  REQUIRE(j["buckets"].size() == 3);
+  // 640x352 and 352x640 carry the same tokens (20 x 11 patches x 13 latent frames): the wider is first
+  CHECK(j["buckets"][0]["backend"] == "clips");
+  CHECK(j["buckets"][0]["width"] == 640);
+  CHECK(j["buckets"][0]["height"] == 352);
+  CHECK(j["buckets"][0]["frames"] == 49);
+  CHECK(j["buckets"][0]["count"] == 1);
+  CHECK(j["buckets"][1]["width"] == 352);
+  CHECK(j["buckets"][1]["height"] == 640);
+  CHECK(j["buckets"][2]["backend"] == "stills");
+  CHECK(j["buckets"][2]["width"] == 480);
+  CHECK(j["buckets"][2]["frames"] == 1);
+  CHECK(j["buckets"][2]["batch"] == 2);
+  CHECK(j["buckets"][2]["count"] == 2);
+  CHECK(j["setup"]["width"] == 640);
+  CHECK(j["setup"]["frames"] == 49);
+  CHECK(j["dataset"]["video_files"] == 4);
+  CHECK(j["dataset"]["image_files"] == 2);
+  CHECK(j["dataset"]["outside_frame_range"] == 2);
+}
+
+TEST_CASE("a musubi-tuner dataset TOML's video_directory: clips by target_frames at the resolution") {
+  test::Scratch s("segadvise-dsmusubi-");
+  fs::create_directories(s.dir / "clips");
+  // head, target_frames [1, 25, 45]: 50 frames give clips of 1, 25 and 45; 30 frames 1 and 25; 10 only 1
+  REQUIRE(test::write_video((s.dir / "clips/a.mp4").string(), "mp4", 1280, 720, 50, 16));
+  REQUIRE(test::write_video((s.dir / "clips/b.mkv").string(), "matroska", 720, 1280, 30, 16));
+  REQUIRE(test::write_video((s.dir / "clips/c.webm").string(), "webm", 640, 480, 10, 16));
+  s.write("dataset.toml", "[general]\nresolution = [832, 480]\nbatch_size = 1\n\n[[datasets]]\nvideo_directory = \"" +
+                              (s.dir / "clips").string() + "\"\ncache_directory = \"/tmp/none\"\ntarget_frames = [1, 25, 45]\n"
+                              "frame_extraction = \"head\"\nnum_repeats = 2\n");
+  s.write("train.sh", "accelerate launch src/musubi_tuner/wan_train_network.py --task t2v-1.3B --dit wan.safetensors "
+                      "--dataset_config " + (s.dir / "dataset.toml").string() +
+                      " --sdpa --mixed_precision bf16 --gradient_checkpointing --network_module networks.lora_wan --network_dim 16\n");
+  const nlohmann::json j = check_json((s.dir / "train.sh").string(), "h100");
+  REQUIRE(j["buckets"].size() == 3);
+  CHECK(j["buckets"][0]["frames"] == 45);
+  CHECK(j["buckets"][0]["count"] == 2);  // one clip, num_repeats 2
+  CHECK(j["buckets"][0]["width"] == 832);
+  CHECK(j["buckets"][0]["height"] == 480);
+  CHECK(j["buckets"][1]["frames"] == 25);
+  CHECK(j["buckets"][1]["count"] == 4);
+  CHECK(j["buckets"][2]["frames"] == 1);
+  CHECK(j["buckets"][2]["count"] == 6);
+  CHECK(j["setup"]["frames"] == 45);
+  CHECK(j["dataset"]["video_files"] == 3);
+}
+#endif
