@@ -82,10 +82,11 @@ def main():
             json.dump(cfg_abs, open(tmp_cfg, "w"))
             out = subprocess.run([binary, "check", tmp_cfg, "--gpu", "h100", "--format", "json"],
                                  capture_output=True, text=True)
-            if out.returncode not in (0, 1):
+            try:  # any verdict's exit code (fits, does not fit, borderline) comes with the JSON report
+                setup = json.loads(out.stdout)["setup"]
+            except (json.JSONDecodeError, KeyError):
                 print(f"{fam['id']}: check failed: {out.stderr.strip()}", file=sys.stderr)
                 continue
-            setup = json.loads(out.stdout)["setup"]
             new = dict(ex)
             for k, e in FIELDS.items():
                 if k in setup and (e in ex or setup[k] != DEFAULTS.get(e, object())):
