@@ -84,8 +84,19 @@ TEST_CASE("the soft-L1 residual is linear near zero and grows like a square root
 
 TEST_CASE("fitting synthetic runs made with known coefficients recovers them within 1%") {
   Coefficients truth;
-  truth.gpu["h100"] = {0.40, 0.55, 0.30, 0.70, 1.7 * kGiB};
-  truth.gpu["l40s"] = {0.60, 0.30, 0.20, 0.50, 1.4 * kGiB};
+  // matmul, attention and elementwise efficiency, overhead, PCIe efficiency, reserve
+  auto gpu = [](double mm, double attn, double ew, double overhead, double pcie, double reserve) {
+    GpuCoefficients g;
+    g.matmul_efficiency = mm;
+    g.attention_efficiency = attn;
+    g.elementwise_efficiency = ew;
+    g.overhead_s = overhead;
+    g.pcie_efficiency = pcie;
+    g.reserve_bytes = reserve;
+    return g;
+  };
+  truth.gpu["h100"] = gpu(0.40, 0.55, 0.35, 0.30, 0.70, 1.7 * kGiB);
+  truth.gpu["l40s"] = gpu(0.60, 0.30, 0.25, 0.20, 0.50, 1.4 * kGiB);
   truth.backward_factor = 1.3;
   truth.fragmentation = 0.12;
   truth.offload_overlap = 0.3;
@@ -112,6 +123,7 @@ TEST_CASE("fitting synthetic runs made with known coefficients recovers them wit
     CAPTURE(g);
     CHECK(c.for_gpu(g).matmul_efficiency == doctest::Approx(truth.for_gpu(g).matmul_efficiency).epsilon(0.01));
     CHECK(c.for_gpu(g).attention_efficiency == doctest::Approx(truth.for_gpu(g).attention_efficiency).epsilon(0.01));
+    CHECK(c.for_gpu(g).elementwise_efficiency == doctest::Approx(truth.for_gpu(g).elementwise_efficiency).epsilon(0.01));
     CHECK(c.for_gpu(g).overhead_s == doctest::Approx(truth.for_gpu(g).overhead_s).epsilon(0.01));
     CHECK(c.for_gpu(g).pcie_efficiency == doctest::Approx(truth.for_gpu(g).pcie_efficiency).epsilon(0.01));
   }
