@@ -85,8 +85,19 @@ TEST_CASE("the soft-L1 residual is linear near zero and grows like a square root
 
 TEST_CASE("fitting synthetic runs made with known coefficients recovers them within 1%") {
   Coefficients truth;
-  truth.gpu["h100"] = {0.40, 0.55, 0.30, 0.70, 1.7 * kGiB};
-  truth.gpu["l40s"] = {0.60, 0.30, 0.20, 0.50, 1.4 * kGiB};
+  // matmul, attention and elementwise efficiency, overhead, PCIe efficiency, reserve
+  auto gpu = [](double mm, double attn, double ew, double overhead, double pcie, double reserve) {
+    GpuCoefficients g;
+    g.matmul_efficiency = mm;
+    g.attention_efficiency = attn;
+    g.elementwise_efficiency = ew;
+    g.overhead_s = overhead;
+    g.pcie_efficiency = pcie;
+    g.reserve_bytes = reserve;
+    return g;
+  };
+  truth.gpu["h100"] = gpu(0.40, 0.55, 0.35, 0.30, 0.70, 1.7 * kGiB);
+  truth.gpu["l40s"] = gpu(0.60, 0.30, 0.25, 0.20, 0.50, 1.4 * kGiB);
   truth.backward_factor = 1.3;
   truth.fragmentation = 0.12;
   truth.offload_overlap = 0.3;
@@ -109,19 +120,36 @@ TEST_CASE("fitting synthetic runs made with known coefficients recovers them wit
   opt.max_iterations = 200;
   const FitResult fr = fit_coefficients(set, start, opt);
   const Coefficients& c = fr.coef;
+  // What the runs determine, each within 1%: the coefficients no other one can stand in for
   for (const std::string g : {"h100", "l40s"}) {
     CAPTURE(g);
-    CHECK(c.for_gpu(g).matmul_efficiency == doctest::Approx(truth.for_gpu(g).matmul_efficiency).epsilon(0.01));
     CHECK(c.for_gpu(g).attention_efficiency == doctest::Approx(truth.for_gpu(g).attention_efficiency).epsilon(0.01));
     CHECK(c.for_gpu(g).overhead_s == doctest::Approx(truth.for_gpu(g).overhead_s).epsilon(0.01));
-    CHECK(c.for_gpu(g).pcie_efficiency == doctest::Approx(truth.for_gpu(g).pcie_efficiency).epsilon(0.01));
+    // an offloaded byte costs 2 / (PCIe x pcie_efficiency) x (1 - offload_overlap): without streamed
+    // weights (the other use of pcie_efficiency) only that ratio is determined, not its two factors
+    const auto exposed = [g](const Coefficients& k) { return (1 - k.offload_overlap) / k.for_gpu(g).pcie_efficiency; };
+    CHECK(exposed(c) == doctest::Approx(exposed(truth)).epsilon(0.01));
   }
-  CHECK(c.backward_factor == doctest::Approx(1.3).epsilon(0.01));
   CHECK(c.fragmentation == doctest::Approx(0.12).epsilon(0.01));
-  CHECK(c.offload_overlap == doctest::Approx(0.3).epsilon(0.01));
-  CHECK(c.time_factor("int8-sdnq-hadamard") == doctest::Approx(1.8).epsilon(0.01));
   CHECK(c.dequant("int8-sdnq-hadamard") == doctest::Approx(20).epsilon(0.01));
   CHECK(c.launch_s == doctest::Approx(2e-6).epsilon(0.01));
+  // Matmul and elementwise work both grow with the tokens (the matmul's size share and the two
+  // families' FLOP-to-byte ratios tell them apart only weakly: the fit settles within a few percent of
+  // each efficiency, of backward_factor and of the quantized time factor, at a cost of 1e-7). What the
+  // runs do determine is each part of every run's step: forward, backward, recompute and exposed
+  // transfers, each within 1% of the truth's, and the step and peak within 0.1%.
+  for (const PreparedRun& r : set.runs) {
+    CAPTURE(r.run->id);
+    const RunPrediction fit = predict_run(set, r, c, kGiB), exact = predict_run(set, r, truth, kGiB);
+    REQUIRE(fit.supported);
+    const TimeBreakdown &a = fit.full.time, &b = exact.full.time;
+    CHECK(a.forward_s == doctest::Approx(b.forward_s).epsilon(0.01));
+    CHECK(a.backward_s == doctest::Approx(b.backward_s).epsilon(0.01));
+    CHECK(a.recompute_s == doctest::Approx(b.recompute_s).epsilon(0.01));
+    CHECK(a.transfer_s == doctest::Approx(b.transfer_s).epsilon(0.01));
+    CHECK(fit.step_s == doctest::Approx(exact.step_s).epsilon(0.001));
+    CHECK(fit.peak_gib == doctest::Approx(exact.peak_gib).epsilon(0.001));
+  }
 }
 
 TEST_CASE("leave-one-family-out gives the same predictions on one thread and on three") {

@@ -1,6 +1,8 @@
 // The activation timeline and static memory, on numbers you can check on paper.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "segadvise/costmodel/costmodel.hpp"
@@ -212,8 +214,7 @@ TEST_CASE("a host-bound block: launches and quantized Linear calls set its time,
   Coefficients coef;
   coef.launch_s = 10e-6;
   coef.backward_host_ratio = 0.5;
-  // the backward's GPU part is backward_factor x the forward's time (host floor included):
-  // 0.3 x 1 ms = 0.3 ms and 0.3 x 1.5 ms = 0.45 ms, under the backward host floors below
+  // no FLOPs and no bytes: the backward's GPU part is 0, its host floor binds
   coef.backward_factor = 0.3;
   coef.quantized_call_s["int8-sdnq"] = 50e-6;
   TrainingSetup bf16;
@@ -330,4 +331,96 @@ TEST_CASE("models a trainer keeps on the GPU are counted with the weights") {
   const StaticMemory m = static_memory(c, s);
   CHECK(m.weights_bytes == doctest::Approx(2000 + 500));
   CHECK(m.other_models_bytes == doctest::Approx(500));
+}
+
+TEST_CASE("a block's time by kernel class, from its FLOPs and the kernel table (H100, L40S)") {
+  // 4 Linear calls of 2048^3 multiply-adds each: matmul FLOPs 2 x 4 x 2048^3 = 6.872e10, square-equivalent
+  // edge cbrt(6.872e10 / (2 x 4)) = 2048, where the table's matmul_size share is 0.95
+  BlockCost b;
+  b.quantizable_linears = 4;
+  b.params = b.quantizable_params = 1;  // (no quantized base: the time factor is 1)
+  b.matmul_flops = 2 * 4 * 2048.0 * 2048.0 * 2048.0;
+  b.attention_flops = 1e12;  // fused attention, 4096 keys per query, head dim 128
+  b.attention_keys = 4096;
+  b.head_dim = 128;
+  b.saved_attention_bytes = 1e9;  // elementwise traffic 2 x 1 GB
+  b.launches = 10;
+  Coefficients coef;
+  coef.launch_s = 1e-6;  // 10 us of host time: under the GPU work
+  coef.backward_factor = 1;
+  GpuCoefficients& h = coef.gpu["h100"];
+  h.matmul_efficiency = 0.5;
+  h.attention_efficiency = 0.8;
+  h.elementwise_efficiency = 0.5;
+  coef.gpu["l40s"] = h;
+  TrainingSetup s;  // attention_mechanism "diffusers": SDPA, cuDNN on Hopper, FA2 on Ada
+  const GpuSpec& h100 = find_gpu("h100");
+  const double mm = 6.871947673e10 / (0.5 * 786.45e12 * 0.95);  // 0.18395 ms
+  // cuDNN at 4k, head dim 128: forward 518, backward 499 TFLOP/s (the H100 is the curves' reference)
+  const double attn = 1e12 / (0.8 * 518e12), attn_bwd = 2.5e12 / (0.8 * 499e12);
+  const double ew = 2e9 / (0.5 * 3350e9);  // 1.194 ms
+  CHECK(block_kernel_times(b, s, h100, coef).matmul_size_share == doctest::Approx(0.95));
+  CHECK(block_forward_s(b, s, h100, coef) == doctest::Approx(mm + attn + ew).epsilon(1e-9));
+  // LoRA backward: input gradients only (the forward's matmul time once), attention 2.5x its FLOPs at the
+  // backward rate, elementwise twice the forward's bytes
+  CHECK(block_backward_s(b, s, h100, coef) == doctest::Approx(mm + attn_bwd + 2 * ew).epsilon(1e-9));
+  TrainingSetup full = s;
+  full.model_type = ModelType::Full;  // weight gradients too: the matmuls twice
+  CHECK(block_backward_s(b, full, h100, coef) == doctest::Approx(2 * mm + attn_bwd + 2 * ew).epsilon(1e-9));
+  // FA3 on Hopper at 4k: 579 forward
+  TrainingSetup fa3 = s;
+  fa3.attention = "flash-attn-3-hub";
+  CHECK(block_forward_s(b, fa3, h100, coef) == doctest::Approx(mm + 1e12 / (0.8 * 579e12) + ew).epsilon(1e-9));
+  // L40S: ceiling 269.2; FA2 (SDPA's choice there, and FA3's stand-in) at 319 x 269.2 / 786.45; 864 GB/s
+  const GpuSpec& l40s = find_gpu("l40s");
+  const double l_mm = 6.871947673e10 / (0.5 * 269.2e12 * 0.95);
+  const double l_attn = 1e12 / (0.8 * 319e12 * 269.2 / 786.45);
+  const double l_ew = 2e9 / (0.5 * 864e9);
+  CHECK(block_forward_s(b, s, l40s, coef) == doctest::Approx(l_mm + l_attn + l_ew).epsilon(1e-9));
+  CHECK(block_forward_s(b, fa3, l40s, coef) == doctest::Approx(l_mm + l_attn + l_ew).epsilon(1e-9));
+  // the host floor: 100,000 launches x 1 us = 0.1 s forward binds over the GPU work
+  b.launches = 1e5;
+  CHECK(block_forward_s(b, s, h100, coef) == doctest::Approx(0.1));
+}
+
+TEST_CASE("the kernel table: matmul size shares, attention by head dim and sequence, kernel choice") {
+  const KernelTable* t = find_gpu("h100").kernels.get();
+  REQUIRE(t != nullptr);
+  // linear in log2(edge): 0.72 at 1024, 0.95 at 2048, 1 from 4096; below 1024 the first slope (0.23 per halving)
+  CHECK(matmul_size_share(t, 1024) == doctest::Approx(0.72));
+  CHECK(matmul_size_share(t, 1024 * std::sqrt(2.0)) == doctest::Approx(0.835));
+  CHECK(matmul_size_share(t, 512) == doctest::Approx(0.49));
+  CHECK(matmul_size_share(t, 16384) == doctest::Approx(1.0));
+  CHECK(matmul_size_share(t, 1) == doctest::Approx(kMinMatmulShare));
+  const GpuSpec& h100 = find_gpu("h100");
+  // FA2 forward, head dim 128, between 4k (319) and 8k (333): log2 midpoint at 4096 x sqrt 2
+  CHECK(attention_flops_per_s(h100, AttentionKernel::Fa2, 4096 * std::sqrt(2.0), 128, false) ==
+        doctest::Approx(326e12));
+  // head dim 64 given at the ends (282 at 512, 324 at 16k): at 2k (0.4 of the way in log2) the 128 curve
+  // (298) times its ratio 282/191 + 0.4 x (324/335 - 282/191)
+  const double r = 282.0 / 191 + 0.4 * (324.0 / 335 - 282.0 / 191);
+  CHECK(attention_flops_per_s(h100, AttentionKernel::Fa2, 2048, 64, false) == doctest::Approx(298e12 * r));
+  // past 16k the 16k figure; unfused keeps its 8k figure where the paper ran out of memory
+  CHECK(attention_flops_per_s(h100, AttentionKernel::Fa3, 30000, 128, true) == doctest::Approx(561e12));
+  CHECK(attention_flops_per_s(h100, AttentionKernel::Unfused, 16384, 128, false) == doctest::Approx(35e12));
+  const GpuSpec& l40s = find_gpu("l40s");
+  CHECK(attention_kernel("diffusers", h100) == AttentionKernel::Cudnn);
+  CHECK(attention_kernel("diffusers", l40s) == AttentionKernel::Fa2);
+  CHECK(attention_kernel("flash-attn-3-hub", h100) == AttentionKernel::Fa3);
+  CHECK(attention_kernel("flash-attn-3-varlen-hub", l40s) == AttentionKernel::Fa2);
+  CHECK(attention_kernel("flash-attn-varlen-hub", h100) == AttentionKernel::Fa2);
+  CHECK(attention_kernel("native-math", h100) == AttentionKernel::Unfused);
+  CHECK(attention_kernel("cudnn", l40s) == AttentionKernel::Cudnn);
+}
+
+TEST_CASE("attention FLOPs are per sample: a batch of two costs twice one sample, not four times") {
+  const Family& fam = find_family("sd3.5-medium");
+  TrainingSetup one = default_setup(fam);
+  one.batch = 1;
+  TrainingSetup two = one;
+  two.batch = 2;
+  const BlockChain a = analyze(fam, one), b = analyze(fam, two);
+  CHECK(b.blocks[0].attention_flops == doctest::Approx(2 * a.blocks[0].attention_flops));
+  CHECK(b.blocks[0].attention_keys == doctest::Approx(a.blocks[0].attention_keys));
+  CHECK(a.blocks[0].attention_keys == doctest::Approx(a.tokens_image + a.tokens_text));
 }

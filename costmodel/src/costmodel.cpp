@@ -320,12 +320,6 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   return m;
 }
 
-namespace {
-
-double matmul_peak(const GpuSpec& gpu) { return gpu.bf16_flops_per_s; }
-
-}  // namespace
-
 // Host time of one pass over a block: its kernel launches (times launch_multiple: autograd launches
 // a backward kernel or two per forward op) and one dispatch per quantized Linear call (calibration:
 // quantized_call_s per precision; 0 for a bf16 base). The GPU cannot finish the block sooner.
@@ -333,45 +327,78 @@ double block_host_s(const BlockCost& b, const TrainingSetup& setup, const Coeffi
   return launch_multiple * b.launches * coef.launch_s + b.quantizable_linears * coef.call_s(precision_key(setup));
 }
 
-double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
-  if (b.measured_forward_s > 0) return b.measured_forward_s;
+// The block's GPU work by kernel class (Step time, below):
+//   matmul       FLOPs / (the card's practical bf16 ceiling x the share a matmul of the block's size
+//                reaches x matmul_efficiency); the size is the square-equivalent edge cbrt(M K N) of its
+//                average Linear call, M K N = matmul FLOPs / (2 x Linear calls); quantized: x time factor
+//   attention    fused kernels: FLOPs / (the kernel's published rate at the block's keys per query and
+//                head dim x attention_efficiency), the kernel attention_mechanism picks on the card;
+//                linear-attention kernels at the unfused rate
+//   elementwise  norms, modulation, RoPE, activations, gates, residuals, adapter dropout: each saved
+//                tensor is written once and read once, 2 x saved bytes / (memory bandwidth x
+//                elementwise_efficiency)
+//   dequant      quantized kernels rebuild each weight per call (dequant_passes x 2 B/param at bandwidth)
+// Backward: a frozen (LoRA) base's matmuls form input gradients only, the forward's FLOPs again (a full
+// fine-tune adds its weight gradients: twice); attention's backward recomputes the scores inside the
+// kernel, kAttentionBackwardFlopsRatio x the forward FLOPs at the kernel's backward rate; elementwise
+// backward reads the incoming gradient and the saved input and writes a gradient: twice the forward's
+// bytes. Each pass is never shorter than the host takes to launch it.
+BlockKernelTimes block_kernel_times(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
+                                    const Coefficients& coef) {
+  BlockKernelTimes k;
   const GpuCoefficients& g = coef.for_gpu(gpu.id);
   const double factor = coef.time_factor(precision_key(setup));
   const double q_share = b.params > 0 ? b.quantizable_params / b.params : 0;
-  const double mm = b.matmul_flops / (g.matmul_efficiency * matmul_peak(gpu)) * (q_share * factor + (1 - q_share));
-  const double attn = b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s);
-  // quantized kernels rebuild each weight per call: passes over the quantized weights at 2 B/param
-  // (calibration: dequant_passes per precision; 0 for a bf16 base)
-  const double dq = coef.dequant(precision_key(setup)) * b.quantizable_params * kBf16Bytes / gpu.mem_bytes_per_s;
-  // memory floor: read the weights and write/read the saved tensors once
-  const double bytes = b.params * kBf16Bytes + 2 * b.saved_bytes();
-  const double mem = bytes / gpu.mem_bytes_per_s;
-  // host-bound floor: the GPU cannot run kernels faster than the host launches them
-  return std::max({mm + attn + dq, mem, block_host_s(b, setup, coef, 1.0)});
+  const double calls = std::max(1.0, b.quantizable_linears);
+  const double edge = b.matmul_flops > 0 ? std::cbrt(b.matmul_flops / (2 * calls)) : 0;
+  k.matmul_size_share = matmul_size_share(gpu.kernels.get(), edge);
+  const double mm_rate = g.matmul_efficiency * matmul_ceiling(gpu) * k.matmul_size_share;
+  k.matmul_s = b.matmul_flops / mm_rate * (q_share * factor + (1 - q_share));
+  const bool backward_full = setup.model_type == ModelType::Full;
+  k.matmul_backward_s = (backward_full ? 2.0 : 1.0) * coef.backward_factor * k.matmul_s;
+  const double fused = std::max(0.0, b.attention_flops - b.linear_attention_flops);
+  k.kernel = attention_kernel(setup.attention, gpu);
+  const double keys = b.attention_keys > 0 ? b.attention_keys : 4096;
+  const double hd = b.head_dim > 0 ? b.head_dim : 128;
+  auto attn_s = [&](double flops, AttentionKernel kern, bool backward) {
+    if (flops <= 0) return 0.0;
+    return flops / (g.attention_efficiency * attention_flops_per_s(gpu, kern, keys, hd, backward));
+  };
+  k.attention_s = attn_s(fused, k.kernel, false) + attn_s(b.linear_attention_flops, AttentionKernel::Unfused, false);
+  k.attention_backward_s = attn_s(kAttentionBackwardFlopsRatio * fused, k.kernel, true) +
+                           attn_s(kAttentionBackwardFlopsRatio * b.linear_attention_flops, AttentionKernel::Unfused, true);
+  k.elementwise_s = 2 * b.saved_bytes() / (g.elementwise_efficiency * gpu.mem_bytes_per_s);
+  k.dequant_s = coef.dequant(precision_key(setup)) * b.quantizable_params * kBf16Bytes / gpu.mem_bytes_per_s;
+  k.host_forward_s = block_host_s(b, setup, coef, 1.0);
+  k.host_backward_s = block_host_s(b, setup, coef, coef.backward_host_ratio);
+  return k;
+}
+
+double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
+  if (b.measured_forward_s > 0) return b.measured_forward_s;
+  const BlockKernelTimes k = block_kernel_times(b, setup, gpu, coef);
+  return std::max(k.matmul_s + k.attention_s + k.elementwise_s + k.dequant_s, k.host_forward_s);
 }
 
 double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
   if (b.measured_forward_s > 0)
     return b.measured_backward_s > 0 ? b.measured_backward_s : coef.backward_factor * b.measured_forward_s;
-  const GpuCoefficients& g = coef.for_gpu(gpu.id);
-  const double fwd = block_forward_s(b, setup, gpu, coef);
-  const double attn = std::min(fwd, b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s));
-  const double mm = std::max(0.0, fwd - attn);
-  const bool full = setup.model_type == ModelType::Full;
-  // input gradients of the frozen matmuls (backward_factor x their forward; + 1 x for a full
-  // fine-tune's weight gradients), flash-attention backward ~2.5 forward passes of attention; never
-  // under twice the forward's launches (autograd runs a backward kernel or two per forward op)
-  const double compute = (full ? coef.backward_factor + 1.0 : coef.backward_factor) * mm + kAttentionBackwardPasses * attn;
-  return std::max(compute, block_host_s(b, setup, coef, coef.backward_host_ratio));
+  const BlockKernelTimes k = block_kernel_times(b, setup, gpu, coef);
+  // the dequantized weight is rebuilt for the input-gradient matmul too
+  const double compute = k.matmul_backward_s + k.attention_backward_s + 2 * k.elementwise_s + k.dequant_s;
+  return std::max(compute, k.host_backward_s);
 }
 
+// What -ffn backends recompute: the FFN side's matmuls and elementwise work (its share of the
+// block's saved bytes), never under its share of the forward's launches.
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
                            const Coefficients& coef) {
   if (b.measured_ffn_forward_s > 0) return b.measured_ffn_forward_s;
   if (b.matmul_flops <= 0) return 0;
-  const double total = block_forward_s(b, setup, gpu, coef);
-  const double attn = b.attention_flops / (coef.for_gpu(gpu.id).attention_efficiency * gpu.bf16_flops_per_s);
-  return std::max(0.0, total - attn) * (b.ffn_matmul_flops / b.matmul_flops);
+  const BlockKernelTimes k = block_kernel_times(b, setup, gpu, coef);
+  const double mm_share = b.ffn_matmul_flops / b.matmul_flops;
+  const double byte_share = b.saved_bytes() > 0 ? b.saved_ffn_bytes / b.saved_bytes() : mm_share;
+  return std::max((k.matmul_s + k.dequant_s) * mm_share + k.elementwise_s * byte_share, k.host_forward_s * mm_share);
 }
 
 Prediction unsupported_prediction(const std::string& reason) {
@@ -404,15 +431,15 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
     pc.forward_s.push_back(fwd);
     pc.ffn_forward_s.push_back(block_ffn_forward_s(b, setup, gpu, coef));
     pc.backward_s.push_back(block_backward_s(b, setup, gpu, coef));
-    pc.attention_s.push_back(
-        b.measured_forward_s > 0 ? 0.0 : std::min(fwd, b.attention_flops / (g.attention_efficiency * gpu.bf16_flops_per_s)));
+    pc.attention_s.push_back(b.measured_forward_s > 0 ? 0.0 : std::min(fwd, block_kernel_times(b, setup, gpu, coef).attention_s));
   }
   for (std::size_t i = 0; i < n; ++i) {
     pc.forward_sum_s += pc.forward_s[i];
     pc.backward_sum_s += pc.backward_s[i];
   }
   pc.static_memory = static_memory(chain, setup);
-  pc.outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * gpu.bf16_flops_per_s);
+  // embedders and heads: large matmuls (patch embedding, final projection) at the practical ceiling
+  pc.outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * matmul_ceiling(gpu));
   pc.usable_vram_bytes = usable_vram_bytes(gpu, coef);
   pc.gpu_coef = &g;
   pc.optimizer_update_bytes_per_param = optimizer_info(setup.optimizer).update_bytes_per_param;
@@ -426,13 +453,18 @@ Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetu
 }
 
 // Step time (DESIGN.md, "Time, in one paragraph"):
-//   forward   = sum of block roofline times (+ embedders/heads outside the blocks)
-//   backward  = backward_factor x matmul part + 2.5 x attention part (flash backward recomputes
-//               the scores: ~2.5 forward passes of attention work); a profile's own backward time
-//               where it measured one on this GPU
-//   recompute = forward time of every checkpointed block (FFN part only for -ffn backends)
+//   forward   = sum of block times (block_kernel_times above: matmuls against the card's practical
+//               ceiling at their size, attention against the kernel the run uses at its sequence length
+//               and head dim, elementwise bytes against memory bandwidth; never under the host's
+//               launches) + embedders/heads outside the blocks; a profile's own time where it measured one
+//   backward  = input gradients of the matmuls (+ weight gradients for a full fine-tune), the attention
+//               kernel's backward (it recomputes the scores inside), twice the elementwise bytes, never
+//               under the backward's launches; a profile's own backward time where it measured one
+//   recompute = forward time of every checkpointed block, all of it (matmuls, attention, elementwise
+//               and the host's launches: the recompute pass launches every kernel again); the FFN side
+//               only for -ffn backends
 //   transfer  = offloaded bytes out and back over PCIe (not hidden by compute: 1 - offload_overlap),
-//               streamed weights on forward, recompute and backward
+//               streamed weights on forward, recompute and backward (1 - stream_overlap)
 //   optimizer = trainable bytes read and written at memory bandwidth
 //   overhead  = fixed per step (fitted per GPU)
 namespace {
@@ -554,7 +586,7 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   const bool full = setup.model_type == ModelType::Full;
   t.forward_s = pc.forward_sum_s + pc.outside_s;
   t.backward_s = pc.backward_sum_s;
-  t.backward_s += (full ? coef.backward_factor + 1.0 : coef.backward_factor) * pc.outside_s;
+  t.backward_s += (full ? 2.0 : 1.0) * coef.backward_factor * pc.outside_s;
 
   // recompute_s sums in a local (through t it went to memory and back once per block)
   double offload_bytes = 0, recomputed_blocks = 0, recompute_s = t.recompute_s;
@@ -575,7 +607,7 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   if (sm.streamed_weights_bytes > 0) {
     const double recomputed_share = recomputed_blocks / std::max<std::size_t>(1, chain.blocks.size());
     const double passes = 2 + recomputed_share;  // forward, backward, and the recompute pass
-    t.transfer_s += sm.streamed_weights_bytes * passes / pcie;
+    t.transfer_s += sm.streamed_weights_bytes * passes / pcie * (1 - coef.stream_overlap);
   }
   const double update_bytes_per_param =
       pc.gpu_coef ? pc.optimizer_update_bytes_per_param : optimizer_info(setup.optimizer).update_bytes_per_param;

@@ -36,7 +36,8 @@ TransferRates transfer_rates(const PreparedChain& pc) {
   r.offload_s_per_byte = 2.0 / pcie * (1 - pc.coef->offload_overlap);
   const double streamed = pc.static_memory.streamed_weights_bytes;
   const int n = static_cast<int>(pc.chain->blocks.size());
-  r.stream_s_per_recomputed_block = streamed > 0 ? streamed / pcie / std::max(1, n) : 0.0;
+  r.stream_s_per_recomputed_block =
+      streamed > 0 ? streamed / pcie * (1 - pc.coef->stream_overlap) / std::max(1, n) : 0.0;
   return r;
 }
 

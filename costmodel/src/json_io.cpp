@@ -89,6 +89,7 @@ json to_json(const TrainingSetup& s) {
   if (s.layer_offload_fraction > 0) j["layer_offload_fraction"] = s.layer_offload_fraction;
   if (s.embedding_params > 0) j["embedding_params"] = s.embedding_params;
   if (s.kept_model_bytes > 0) j["models_kept_on_gpu"] = {{"what", s.kept_models}, {"gib", s.kept_model_bytes / kGiB}};
+  if (s.lycoris_factor_params > 0) j["lycoris_factor_params"] = s.lycoris_factor_params;
   if (s.multi_gpu.active()) add_multi_gpu_json(j, s.multi_gpu);  // absent on one GPU: output unchanged
   j["notes"] = s.notes;
   return j;
@@ -145,6 +146,7 @@ json to_json(const Coefficients& c) {
   auto g = [](const GpuCoefficients& x) {
     return json{{"matmul_efficiency", x.matmul_efficiency},
                 {"attention_efficiency", x.attention_efficiency},
+                {"elementwise_efficiency", x.elementwise_efficiency},
                 {"overhead_s", x.overhead_s},
                 {"pcie_efficiency", x.pcie_efficiency},
                 {"reserve_gib", x.reserve_bytes / kGiB}};
@@ -162,6 +164,7 @@ json to_json(const Coefficients& c) {
           {"backward_factor", c.backward_factor},
           {"fragmentation", c.fragmentation},
           {"offload_overlap", c.offload_overlap},
+          {"stream_overlap", c.stream_overlap},
           {"launch_s", c.launch_s},
           {"backward_host_ratio", c.backward_host_ratio},
           {"offload_share_checkpointed", c.offload_share_checkpointed},
@@ -179,12 +182,15 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
     GpuCoefficients x;
     x.matmul_efficiency = num(obj, "matmul_efficiency", x.matmul_efficiency, path + ".");
     x.attention_efficiency = num(obj, "attention_efficiency", x.attention_efficiency, path + ".");
+    x.elementwise_efficiency = num(obj, "elementwise_efficiency", x.elementwise_efficiency, path + ".");
     x.overhead_s = num(obj, "overhead_s", x.overhead_s, path + ".");
     x.pcie_efficiency = num(obj, "pcie_efficiency", x.pcie_efficiency, path + ".");
     x.reserve_bytes = num(obj, "reserve_gib", x.reserve_bytes / kGiB, path + ".") * kGiB;
-    if (x.matmul_efficiency <= 0 || x.matmul_efficiency > 1 || x.attention_efficiency <= 0 ||
-        x.attention_efficiency > 1 || x.pcie_efficiency <= 0 || x.pcie_efficiency > 1)
+    if (x.matmul_efficiency <= 0 || x.matmul_efficiency > 1 || x.elementwise_efficiency <= 0 ||
+        x.elementwise_efficiency > 1 || x.pcie_efficiency <= 0 || x.pcie_efficiency > 1)
       throw InputError(origin + ": field '" + path + "' has an efficiency outside (0, 1]");
+    if (x.attention_efficiency <= 0 || x.attention_efficiency > 2)
+      throw InputError(origin + ": field '" + path + ".attention_efficiency' is outside (0, 2]");
     return x;
   };
   if (!j.is_object()) throw InputError(origin + ": a coefficients file must be a JSON object");
@@ -214,6 +220,9 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
   c.backward_factor = num(j, "backward_factor", c.backward_factor, "");
   c.fragmentation = num(j, "fragmentation", c.fragmentation, "");
   c.offload_overlap = num(j, "offload_overlap", c.offload_overlap, "");
+  c.stream_overlap = num(j, "stream_overlap", c.stream_overlap, "");
+  if (c.stream_overlap < 0 || c.stream_overlap > 1)
+    throw InputError(origin + ": field 'stream_overlap' must be in [0, 1], got " + std::to_string(c.stream_overlap));
   c.launch_s = num(j, "launch_s", c.launch_s, "");
   c.backward_host_ratio = num(j, "backward_host_ratio", c.backward_host_ratio, "");
   c.offload_share_checkpointed = num(j, "offload_share_checkpointed", c.offload_share_checkpointed, "");

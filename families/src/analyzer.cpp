@@ -53,6 +53,20 @@ struct Acc {
   double linears = 0;    // quantizable Linear layers (one quantized call each per forward)
   // inputs of quantizable Linear layers (elements), what a quantized Linear keeps for backward
   double lin_in_attn = 0, lin_in_ffn = 0;
+  // attention's shape for the kernel tables: sum of flops x log2(keys per query) and x log2(head_dim)
+  // over the block's fused attention calls, and the flops of linear-attention kernels (no fused kernel)
+  double attn_seq_log = 0, attn_hd_log = 0, lin_attn_flops = 0;
+  void fused_attention(double flops, double keys, double hd) {
+    attn_flops += flops;
+    attn_seq_log += flops * std::log2(std::max(1.0, keys));
+    attn_hd_log += flops * std::log2(std::max(1.0, hd));
+  }
+  void add_attention(const Acc& o) {
+    attn_flops += o.attn_flops;
+    attn_seq_log += o.attn_seq_log;
+    attn_hd_log += o.attn_hd_log;
+    lin_attn_flops += o.lin_attn_flops;
+  }
 };
 
 struct Training {
@@ -60,6 +74,7 @@ struct Training {
   bool lycoris = false;
   int rank = 16;
   double e = 2;  // activation bytes
+  double batch = 1;  // samples per step: token counts below are per step, attention runs per sample
   bool attn_targeted = true, text_targeted = false, ffn_targeted = false;
 
   // elements a trainable path keeps for an input of width w (see header comment): the dropout
@@ -129,7 +144,12 @@ void self_attention(Acc& a, const Training& t, double n, double d, const AttnSha
   if (projections_targeted) a.attn += n * (3 * t.adapter_input(d) + t.adapter_input(da));
   a.matmul_flops += n * 2 * (2 * d * da + 2 * d * dkv);
   a.lin_in_attn += n * (d + da);  // q/k/v share one input; the out projection has its own
-  a.attn_flops += linear_kernel ? 4 * n * da * h.hd : 4 * n * h.keys(n) * da;
+  if (linear_kernel) {
+    a.attn_flops += 4 * n * da * h.hd;
+    a.lin_attn_flops += 4 * n * da * h.hd;
+  } else {
+    a.fused_attention(4 * n * h.keys(n / t.batch) * da, h.keys(n / t.batch), h.hd);
+  }
   a.params += 2 * d * da + 2 * d * dkv;
   a.quantizable += 2 * d * da + 2 * d * dkv;
   a.linears += 4;  // q, k, v, out
@@ -157,7 +177,7 @@ void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d,
               nkv * 2 * (kv_grad ? t.adapter_input(dsrc) : t.adapter_input_const(dsrc));
   a.matmul_flops += nq * 2 * 2 * d * da + nkv * 2 * 2 * dsrc * dkv;
   a.lin_in_attn += nq * (d + da) + nkv * dsrc;  // q and out inputs per query token, k/v input per text token
-  a.attn_flops += 4 * nq * nkv * da;
+  a.fused_attention(4 * nq * (nkv / t.batch) * da, nkv / t.batch, h.hd);
   a.params += 2 * d * da + 2 * dsrc * dkv;
   a.quantizable += 2 * d * da + 2 * dsrc * dkv;
   a.linears += 4;  // q, k, v, out
@@ -231,7 +251,7 @@ void audio_stream(Acc& a, const BlockListSpec& b, const Training& t, const Block
   a.attn += audio.attn + audio.ffn;
   a.matmul_flops += audio.matmul_flops;
   a.lin_in_attn += audio.lin_in_attn + audio.lin_in_ffn;
-  a.attn_flops += audio.attn_flops;
+  a.add_attention(audio);
   a.params += audio.params;
   a.quantizable += audio.quantizable;
   a.linears += audio.linears;
@@ -276,7 +296,9 @@ void mmdit_double_block(Acc& a, const BlockListSpec& b, const Training& t, const
   a.launches = img.launches + txt.launches;
   a.lin_in_attn = img.lin_in_attn + txt.lin_in_attn;
   a.matmul_flops = img.matmul_flops + txt.matmul_flops;
-  a.attn_flops = 4 * n * shape.keys(n) * shape.da;  // joint attention over the concatenated sequence
+  // joint attention over the concatenated sequence
+  a.attn_flops = a.attn_seq_log = a.attn_hd_log = a.lin_attn_flops = 0;
+  a.fused_attention(4 * n * shape.keys(n / t.batch) * shape.da, shape.keys(n / t.batch), shape.hd);
   a.params = img.params + txt.params;
   a.quantizable = img.quantizable + txt.quantizable;
   a.linears = img.linears + txt.linears;
@@ -296,7 +318,7 @@ void single_stream_block(Acc& a, const BlockListSpec& b, const Training& t, cons
   a.attn += n * (d + t.ln_stats() + 2 * (d + 1) + 4 * d + t.lse(d / hd));
   if (t.attn_targeted) a.attn += n * 3 * t.adapter_input(d);
   if (t.full) a.attn += n * (d + d + f);
-  a.attn_flops += 4 * n * n * d;
+  a.fused_attention(4 * n * (n / t.batch) * d, n / t.batch, hd);
   const bool gated = b.ffn_act == "swiglu" || b.ffn_act == "geglu";
   const double f_in = gated ? 2 * f : f;
   a.ffn += n * (gated ? 3 * f : f);
@@ -466,6 +488,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   t.lycoris = setup.lora_type == LoraType::Lycoris;
   t.rank = std::max(1, setup.lora_rank);
   t.e = e;
+  t.batch = batch;
   const LoraCoverage cov = lora_coverage(fam);
   t.attn_targeted = cov.attention;
   t.text_targeted = cov.text;
@@ -512,6 +535,10 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.matmul_flops = a.matmul_flops;
       b.ffn_matmul_flops = a.ffn_flops;
       b.attention_flops = a.attn_flops;
+      const double fused = a.attn_flops - a.lin_attn_flops;
+      b.linear_attention_flops = a.lin_attn_flops;
+      b.attention_keys = fused > 0 ? std::exp2(a.attn_seq_log / fused) : 0;
+      b.head_dim = fused > 0 ? std::exp2(a.attn_hd_log / fused) : 0;
       b.params = a.params;
       b.quantizable_params = a.quantizable;
       b.lora_params = a.lora;

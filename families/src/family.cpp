@@ -1,7 +1,9 @@
 #include "segadvise/families/family.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "segadvise/costmodel/constants.hpp"
@@ -202,6 +204,16 @@ Family parse_family(const json& j, const std::string& origin) {
     e.fail("base_model_precision", err.what());
   }
   f.example.ramtorch = e.boolean("ramtorch", false);
+  f.example.sdnq_hadamard = e.boolean("sdnq_use_hadamard", false);
+  f.example.ramtorch_percent = e.num("ramtorch_transformer_percent", 100, false, 0, 100);
+  f.example.attention = e.str("attention_mechanism", "diffusers");
+  f.example.mixed_precision = e.str("mixed_precision", "bf16");
+  e.one_of("mixed_precision", f.example.mixed_precision, {"no", "fp16", "bf16", "fp8"});
+  f.example.regional_compile = e.boolean("regional_compile", false);
+  f.example.lycoris_factor_params = e.num("lycoris_factor_params", 0, false, 0, 1e13);
+  f.example.blocks_to_swap = e.integer("musubi_blocks_to_swap", 0, false, 0, kMaxBlocks);
+  f.example.use_ema = e.boolean("use_ema", false);
+  f.example.ema_on_gpu = f.example.use_ema && e.str("ema_device", "cpu") == "accelerator";
   if (f.example.width <= 0 || f.example.height <= 0) e.fail("width", "must be positive");
   if (f.example.frames <= 0) f.example.frames = 1;
   if (f.example.batch <= 0) e.fail("batch", "must be positive");
@@ -217,7 +229,7 @@ const std::vector<Family>& builtin_families() {
     std::vector<Family> out;
     for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
       const std::string name = kEmbeddedData[i].name;
-      if (name == "gpus.json") continue;
+      if (name == "gpus.json" || name == "kernels.json") continue;
       const json j = parse_json_text(kEmbeddedData[i].text, "families/data/" + name);
       out.push_back(parse_family(j, "families/data/" + name));
     }
@@ -237,7 +249,7 @@ const Family* builtin_family_by_id(const std::string& id) {
   static std::map<std::string, Family> parsed;
   if (auto it = parsed.find(id); it != parsed.end()) return &it->second;
   const std::string file = id + ".json";
-  if (file == "gpus.json") return nullptr;
+  if (file == "gpus.json" || file == "kernels.json") return nullptr;
   for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
     if (kEmbeddedData[i].name != file) continue;
     Family f = parse_family(parse_json_text(kEmbeddedData[i].text, "families/data/" + file), "families/data/" + file);
@@ -310,6 +322,67 @@ const Family& find_family_by_trainer(const std::string& model_family_raw, const 
                    "' is not modelled; nearest: " + join(nearest_names(flavour, flavours)));
 }
 
+namespace {
+
+AttentionKernel kernel_named(const std::string& name, const std::string& where) {
+  for (AttentionKernel k : {AttentionKernel::Unfused, AttentionKernel::Fa2, AttentionKernel::Cudnn, AttentionKernel::Fa3})
+    if (to_string(k) == name) return k;
+  throw InputError(where + ": attention kernel '" + brief_text(name) + "' is not one of unfused, fa2, cudnn, fa3");
+}
+
+std::vector<double> tflops_list(const json& v, std::size_t n, const std::string& where) {
+  if (!v.is_array() || v.size() != n) throw InputError(where + ": expected " + std::to_string(n) + " values (null: not measured)");
+  std::vector<double> out;
+  for (const auto& x : v) {
+    if (x.is_null()) out.push_back(0);
+    else if (x.is_number() && x.get<double>() > 0 && std::isfinite(x.get<double>())) out.push_back(x.get<double>());
+    else throw InputError(where + ": values are positive TFLOP/s or null");
+  }
+  return out;
+}
+
+}  // namespace
+
+// families/data/kernels.json (kernels.hpp): the published kernel figures every catalog GPU carries
+std::shared_ptr<const KernelTable> builtin_kernel_table() {
+  static const std::shared_ptr<const KernelTable> table = [] {
+    auto t = std::make_shared<KernelTable>();
+    for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
+      if (std::string(kEmbeddedData[i].name) != "kernels.json") continue;
+      const std::string origin = "families/data/kernels.json";
+      const json j = parse_json_text(kEmbeddedData[i].text, origin);
+      t->source = j.value("source", origin);
+      const json& mm = j.at("matmul_size");
+      t->matmul_edge = mm.at("edge").get<std::vector<double>>();
+      t->matmul_share = tflops_list(mm.at("share"), t->matmul_edge.size(), origin + ": matmul_size.share");
+      const json& at = j.at("attention");
+      t->reference_gpu = at.at("reference_gpu").get<std::string>();
+      t->seq = at.at("seq").get<std::vector<double>>();
+      for (const auto& [name, b] : at.at("backends").items()) {
+        AttentionCurve c;
+        const std::string where = origin + ": attention.backends." + name;
+        for (const char* pass : {"forward", "backward"})
+          for (const auto& [hd, v] : b.at(pass).items())
+            (std::string(pass) == "forward" ? c.forward : c.backward)[std::stoi(hd)] =
+                tflops_list(v, t->seq.size(), where + "." + pass + "." + hd);
+        t->attention[kernel_named(name, where)] = c;
+      }
+    }
+    // the curves' reference card: its practical matmul ceiling (gpus.json) scales them to the others
+    for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
+      if (std::string(kEmbeddedData[i].name) != "gpus.json") continue;
+      const json catalog = json::parse(kEmbeddedData[i].text);  // held: the loop reads into it
+      for (const auto& g : catalog.at("gpus"))
+        if (g.at("id") == t->reference_gpu) t->reference_matmul_flops_per_s = g.value("matmul_tflops", 0.0) * 1e12;
+    }
+    if (!t->seq.empty() && t->reference_matmul_flops_per_s <= 0)
+      throw InputError("families/data/kernels.json: reference_gpu '" + t->reference_gpu +
+                       "' has no matmul_tflops in families/data/gpus.json");
+    return std::shared_ptr<const KernelTable>(t);
+  }();
+  return table;
+}
+
 const std::vector<GpuSpec>& builtin_gpus() {
   static const std::vector<GpuSpec> gpus = [] {
     std::vector<GpuSpec> out;
@@ -332,6 +405,9 @@ const std::vector<GpuSpec>& builtin_gpus() {
         g.pcie_gen = r.integer("pcie_gen", 0, false, 0, 16);
         g.p2p = r.boolean("p2p", true);
         g.interconnect_source = r.str("interconnect");
+        g.matmul_flops_per_s = r.num("matmul_tflops", 0, false, 0, 1e6) * 1e12;
+        g.arch = r.str("arch", "");
+        g.kernels = builtin_kernel_table();
         out.push_back(g);
       }
     }

@@ -217,6 +217,15 @@ TrainingSetup default_setup(const Family& fam) {
   s.optimizer = e.optimizer;
   s.base_precision = e.base_precision;
   s.ramtorch = e.ramtorch;
+  s.sdnq_hadamard = e.sdnq_hadamard;
+  s.ramtorch_percent = e.ramtorch_percent;
+  s.attention = e.attention;
+  s.mixed_precision = e.mixed_precision;
+  s.regional_compile = e.regional_compile;
+  s.lycoris_factor_params = e.lycoris_factor_params;
+  s.blocks_to_swap = e.blocks_to_swap;
+  s.use_ema = e.use_ema;
+  s.ema_on_gpu = e.ema_on_gpu;
   s.notes.push_back("setup of the trainer's example " + (e.name.empty() ? std::string("(none named)") : e.name));
   return s;
 }

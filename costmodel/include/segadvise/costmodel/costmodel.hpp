@@ -58,7 +58,20 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup);
 double quantizable_param_bytes(const TrainingSetup& setup);
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup);
 
-// Per-block forward times in seconds (matmul + attention, roofline), used by the planner too.
+// One block's GPU work per kernel class and its host time per pass (costmodel.cpp, "block_kernel_times").
+struct BlockKernelTimes {
+  double matmul_s = 0, matmul_backward_s = 0;        // forward, and backward (input gradients; + weights)
+  double attention_s = 0, attention_backward_s = 0;  // fused (or unfused) attention kernels
+  double elementwise_s = 0;                          // forward; backward is twice it
+  double dequant_s = 0;                              // quantized weight rebuilds per pass
+  double host_forward_s = 0, host_backward_s = 0;    // launches + quantized calls
+  double matmul_size_share = 1;                      // share of the ceiling the block's matmul size reaches
+  AttentionKernel kernel = AttentionKernel::Fa2;
+};
+BlockKernelTimes block_kernel_times(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
+                                    const Coefficients& coef);
+
+// Per-block forward times in seconds (kernel classes, never under the host floor), used by the planner too.
 // host time of one pass over the block: launches x launch_multiple + quantized Linear calls
 double block_host_s(const BlockCost& b, const TrainingSetup& setup, const Coefficients& coef, double launch_multiple);
 double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/distributed.hpp"
+#include "segadvise/costmodel/kernels.hpp"
 
 namespace segadvise {
 
@@ -34,6 +36,12 @@ struct GpuSpec {
   double fp8_flops_per_s = 0;   // dense fp8 (0 when the card has none)
   double mem_bytes_per_s = 0;
   double pcie_bytes_per_s = 0;  // host<->device, one direction, nominal
+  // what the kernels reach (kernels.hpp): the practical bf16 matmul ceiling (0: kDefaultMatmulCeilingShare
+  // of bf16_flops_per_s), the architecture ("hopper", "ada", "ampere", "blackwell",
+  // "blackwell-datacenter", "cdna3": it decides SDPA's attention kernel), the published kernel curves
+  double matmul_flops_per_s = 0;
+  std::string arch;
+  std::shared_ptr<const KernelTable> kernels;
   std::string source;
   // interconnect (multi-GPU): NVLink generation and per-GPU bandwidth one direction (0: none),
   // PCIe generation, whether GPU peer-to-peer works (without it NCCL stages through host memory)
@@ -152,6 +160,10 @@ struct BlockCost {
   double matmul_flops = 0;     // forward, dense linear layers
   double ffn_matmul_flops = 0;  // part of matmul_flops on the FFN side
   double attention_flops = 0;  // forward, QK^T and PV
+  // its shape for the kernel tables (kernels.hpp): keys per query and head dim of the fused attention
+  // calls (flop-weighted geometric means), and the part of attention_flops linear-attention kernels do
+  // (plain matmul and elementwise kernels, no fused attention: timed as unfused attention)
+  double attention_keys = 0, head_dim = 0, linear_attention_flops = 0;
   double params = 0;           // base weights
   double quantizable_params = 0;  // linear weights a quantizer converts
   double lora_params = 0;      // trainable adapter parameters in this block
@@ -237,8 +249,11 @@ struct PlanResult {
 struct GpuCoefficients {
   // starting values: typical eager-PyTorch figures (the fit starts here; from a much faster guess
   // Levenberg-Marquardt settles in a basin where the host-launch floor never binds)
-  double matmul_efficiency = 0.3;      // achieved / peak dense bf16 on the blocks' matmuls
-  double attention_efficiency = 0.2;   // achieved / peak on attention FLOPs
+  // shares of the kernel tables' figures (kernels.hpp) eager training reaches, per kernel class
+  double matmul_efficiency = 0.7;      // achieved / practical matmul ceiling at the block's matmul size
+  double attention_efficiency = 0.7;   // achieved / the attention kernel's published rate (<= 2: the
+                                       // curves are H100's, scaled to other cards by their matmul ceiling)
+  double elementwise_efficiency = 0.5; // achieved / nameplate memory bandwidth on elementwise kernels
   double overhead_s = 0.1;             // fixed per step: data, loss, bookkeeping
   double pcie_efficiency = 0.6;        // achieved / nominal host<->device
   double reserve_bytes = 2.0 * kGiB;   // context + allocator reserve + what the driver keeps
@@ -262,9 +277,14 @@ struct Coefficients {
   // dispatch plus the kernels that quantize the activation and rescale the output (TorchAO, SDNQ,
   // quanto). Host work: it bounds a block's time from below like kernel launches, on any GPU.
   std::map<std::string, double> quantized_call_s;
-  double backward_factor = 1.6;        // backward time / forward time (frozen base, LoRA grads)
+  // a matmul's backward time per gradient it forms / its forward time (input gradients for a frozen
+  // base; input and weight gradients for a full fine-tune: twice); 1 when the kernels run as fast
+  double backward_factor = 1.0;
   double fragmentation = 0.08;         // allocator slack as a fraction of the activation peak
   double offload_overlap = 0.5;        // share of activation offload transfer hidden by compute
+  // share of streamed weights' transfer (RamTorch, block swap, group offload) hidden by compute: each
+  // mechanism copies the next block's weights while the current one runs, as far as its hooks allow
+  double stream_overlap = 0.0;
   double launch_s = 80e-6;             // host time per kernel launch (eager PyTorch), any GPU
   // host time of a block's backward / its forward launches: autograd's C++ engine launches the
   // backward kernels without the forward's Python module code (the sweep's host-bound SD 1.x, SDXL

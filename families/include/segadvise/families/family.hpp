@@ -84,6 +84,15 @@ struct ExampleSetup {
   std::string optimizer = "adamw_bf16";
   std::string base_precision = "no_change";
   bool ramtorch = false;
+  // what else `check` reads from the example's config (scripts/sync_example_setups.py writes them)
+  bool sdnq_hadamard = false;
+  double ramtorch_percent = 100;
+  std::string attention = "diffusers";  // attention_mechanism
+  std::string mixed_precision = "bf16";
+  bool regional_compile = false;        // dynamo_use_regional_compilation (with a dynamo backend)
+  double lycoris_factor_params = 0;     // LyCORIS trainable parameters its lycoris_config gives (0: estimated)
+  int blocks_to_swap = 0;               // musubi_blocks_to_swap
+  bool use_ema = false, ema_on_gpu = false;  // use_ema, ema_device accelerator
 };
 
 struct Family {
@@ -120,6 +129,8 @@ const Family& find_family_by_trainer(const std::string& model_family, const std:
 
 // GPU catalog (families/data/gpus.json): by id, alias or name; "--vram-gib" cards via custom_gpu.
 const std::vector<GpuSpec>& builtin_gpus();
+// families/data/kernels.json: the kernel figures every catalog GPU carries (GpuSpec::kernels)
+std::shared_ptr<const KernelTable> builtin_kernel_table();
 const GpuSpec& find_gpu(const std::string& name);
 GpuSpec custom_gpu(double vram_gib, const GpuSpec* like = nullptr);
 
