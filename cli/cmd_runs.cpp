@@ -108,16 +108,12 @@ void list_runs(const std::string& format) {
   const std::vector<RememberedRun> runs = load_runs(path);
   if (format == "json") {
     nlohmann::json arr = nlohmann::json::array();
-    for (const RememberedRun& r : runs)
-      arr.push_back({{"id", r.id},
-                     {"added", r.added},
-                     {"log", r.log},
-                     {"config", r.config},
-                     {"family", r.family},
-                     {"gpu", r.gpu},
-                     {"setup", r.setup},
-                     {"measurement", r.measurement.text},
-                     {"source", r.measurement.source}});
+    for (const RememberedRun& r : runs) {
+      nlohmann::json j = run_json(r);
+      j["measurement"] = r.measurement.text;
+      j["source"] = r.measurement.source;
+      arr.push_back(std::move(j));
+    }
     std::cout << nlohmann::json({{"file", path}, {"runs", arr}}).dump(2) << "\n";
     return;
   }

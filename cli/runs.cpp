@@ -127,22 +127,23 @@ std::vector<RememberedRun> load_runs(const std::string& path) {
   return out;
 }
 
+nlohmann::json run_json(const RememberedRun& r) {
+  return {{"id", r.id},         {"added", r.added}, {"log", r.log},     {"config", r.config},
+          {"family", r.family}, {"gpu", r.gpu},     {"setup", r.setup}};
+}
+
 void save_runs(const std::string& path, const std::vector<RememberedRun>& runs) {
   if (path.empty()) throw InputError("runs: no cache directory (set XDG_CACHE_HOME or HOME)");
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   if (ec) throw InputError("runs: cannot create '" + std::filesystem::path(path).parent_path().string() + "': " + ec.message());
   nlohmann::json arr = nlohmann::json::array();
-  for (const RememberedRun& r : runs)
-    arr.push_back({{"id", r.id},
-                   {"added", r.added},
-                   {"log", r.log},
-                   {"config", r.config},
-                   {"family", r.family},
-                   {"gpu", r.gpu},
-                   {"setup_key", r.setup_key},
-                   {"setup", r.setup},
-                   {"measurement", measurement_json(r.measurement)}});
+  for (const RememberedRun& r : runs) {
+    nlohmann::json j = run_json(r);
+    j["setup_key"] = r.setup_key;
+    j["measurement"] = measurement_json(r.measurement);
+    arr.push_back(std::move(j));
+  }
   write_file_atomically(path, nlohmann::json({{"format", kFormatTag}, {"runs", arr}}).dump(1) + "\n");
 }
 

@@ -35,6 +35,9 @@ std::string setup_key(const AdvisorRequest& r);
 
 // Every run of the file (none when it does not exist); InputError naming the file and field when malformed.
 std::vector<RememberedRun> load_runs(const std::string& path);
+// The fields the file's entry of a run and `runs list --format json` share: id, added, log, config,
+// family, gpu, setup (the file adds setup_key and the measurement as JSON; the listing its text and source).
+nlohmann::json run_json(const RememberedRun& r);
 // Writes the runs atomically (a temporary file renamed over it), creating the directory.
 void save_runs(const std::string& path, const std::vector<RememberedRun>& runs);
 

@@ -7,6 +7,7 @@
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 
 namespace segadvise::fuzz {
 
@@ -28,6 +29,23 @@ inline void check_schedule(const Family& fam, const BlockChain& chain, const Tra
 inline void check_setup(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
                         const Coefficients& coef = default_coefficients()) {
   for (const char* name : {"none", "layer", "interval2"}) check_schedule(fam, chain, setup, Schedule::parse(name), coef);
+}
+
+// A trainer config in the fuzzer's bytes, written to scratch_dir()/name and read as `check` reads
+// it (relative paths from the scratch folder): read or an InputError; an accepted one's schedule
+// gives a finite, non-negative prediction. (Here rather than in fuzz_util.hpp, which needs no
+// segadvise library.)
+inline void check_trainer_config(const char* name, const uint8_t* data, std::size_t size) {
+  const std::string path = write_scratch(name, data, size);
+  try {
+    TrainerReadOptions o;
+    o.cwd = scratch_dir();
+    const TrainerRead r = read_trainer_config(path, o);
+    if (!r.family) return;
+    const BlockChain chain = analyze(*r.family, r.setup);
+    check_schedule(*r.family, chain, r.setup, r.schedule);
+  } catch (const InputError&) {
+  }
 }
 
 }  // namespace segadvise::fuzz

@@ -68,6 +68,15 @@ BackendShape backend(double res, const std::string& type, bool crop = false, con
   return b;
 }
 
+// bucket i of r: its edges and, where given (>= 0), how many samples it holds
+void check_bucket(const BucketResult& r, std::size_t i, int width, int height, int count = -1) {
+  CAPTURE(i);
+  REQUIRE(i < r.buckets.size());
+  CHECK(r.buckets[i].width == width);
+  CHECK(r.buckets[i].height == height);
+  if (count >= 0) CHECK(r.buckets[i].count == count);
+}
+
 }  // namespace
 
 TEST_CASE("image sizes come from the PNG, JPEG and WebP headers") {
@@ -114,29 +123,20 @@ TEST_CASE("SimpleTuner's buckets: pixel, pixel_area and square crops, minimum_im
     CHECK(r.too_small == 1);
     REQUIRE(r.buckets.size() == 3);
     // 1500x1000: aspect 1.5 -> height 1024, width int(1536) = 1536
-    CHECK(r.buckets[0].width == 1536);
-    CHECK(r.buckets[0].height == 1024);
-    CHECK(r.buckets[0].count == 2);
+    check_bucket(r, 0, 1536, 1024, 2);
     // 768x1024: aspect 0.75 -> width 1024, height int(1024 / 0.75) = 1365 -> round(21.33) x 64 = 1344
-    CHECK(r.buckets[1].width == 1024);
-    CHECK(r.buckets[1].height == 1344);
-    CHECK(r.buckets[1].count == 2);
-    CHECK(r.buckets[2].width == 1024);
-    CHECK(r.buckets[2].height == 1024);
-    CHECK(r.buckets[2].count == 4);
+    check_bucket(r, 1, 1024, 1344, 2);
+    check_bucket(r, 2, 1024, 1024, 4);
   }
   SUBCASE("pixel_area 1024 (1.048576 MP): edge 1024, W = round64(1024 sqrt(ar)), H = round64(1024 / sqrt(ar))") {
     const BucketResult r = simpletuner_buckets(backend(1024, "pixel_area"), media);
     REQUIRE(r.buckets.size() == 3);
     // 1.5: 1024 * 1.2247 = 1254.1 -> 1280; 1024 / 1.2247 = 836.1 -> 832
-    CHECK(r.buckets[0].width == 1280);
-    CHECK(r.buckets[0].height == 832);
+    check_bucket(r, 0, 1280, 832);
     // 0.75: 1024 * 0.8660 = 886.8 -> 896; 1024 / 0.8660 = 1182.4 -> 1152
-    CHECK(r.buckets[2].width == 896);
-    CHECK(r.buckets[2].height == 1152);
+    check_bucket(r, 2, 896, 1152);
     // the square ones, and 400x400 (no minimum given) upscaled into the same bucket: 3
-    CHECK(r.buckets[1].width == 1024);
-    CHECK(r.buckets[1].count == 3);
+    check_bucket(r, 1, 1024, 1024, 3);
   }
   SUBCASE("a square crop puts every image in one bucket; pixel_area's minimum is in area and short side") {
     BackendShape b = backend(1024, "pixel_area", true, "square");
@@ -144,19 +144,15 @@ TEST_CASE("SimpleTuner's buckets: pixel, pixel_area and square crops, minimum_im
     const BucketResult r = simpletuner_buckets(b, media);
     CHECK(r.too_small == 2);  // 768x1024 and 400x400
     REQUIRE(r.buckets.size() == 1);
-    CHECK(r.buckets[0].width == 1024);
-    CHECK(r.buckets[0].height == 1024);
-    CHECK(r.buckets[0].count == 3);
+    check_bucket(r, 0, 1024, 1024, 3);
   }
   SUBCASE("crop_aspect closest: the crop bucket nearest each image's aspect") {
     BackendShape b = backend(1024, "pixel_area", true, "closest");
     b.rules.crop_aspect_buckets = {1.0, 1.5};
     const BucketResult r = simpletuner_buckets(b, media);
     REQUIRE(r.buckets.size() == 2);
-    CHECK(r.buckets[0].width == 1280);  // 1.5: the 1500x1000 photo
-    CHECK(r.buckets[0].count == 1);
-    CHECK(r.buckets[1].width == 1024);  // 1.0: the squares, 400x400 and 768x1024 (0.75 is nearer 1.0)
-    CHECK(r.buckets[1].count == 4);
+    check_bucket(r, 0, 1280, 832, 1);   // 1.5: the 1500x1000 photo (pixel_area's 1.5 bucket)
+    check_bucket(r, 1, 1024, 1024, 4);  // 1.0: the squares, 400x400 and 768x1024 (0.75 is nearer 1.0)
   }
 }
 

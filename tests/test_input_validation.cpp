@@ -308,6 +308,14 @@ TEST_CASE("measured runs: known mixed precision, finite positive times, a non-em
                                  "runs.json");
             }),
             "runs.json: run 1: field 'gpu' unknown GPU 'h900'"));
+  // and the model too: an unknown one is an error naming the field, not a run scored as "not modelled"
+  CHECK(has(error_of([] {
+              parse_dataset_json(json::parse(R"({"runs": [{"model": "fluxx:dev", "gpu": "h100", "mode": "layer", "status": "oom"}]})"),
+                                 "runs.json");
+            }),
+            "runs.json: run 1: field 'model' is 'fluxx:dev': model_family 'fluxx' is not modelled; nearest: flux"));
+  CHECK(has(run_error(R"("family_id": "flux-nine")"), "runs.json: run 1: field 'family_id' names an unknown model 'flux-nine'"));
+  CHECK(run_error(R"("family_id": "flux1")").empty());
   CHECK(has(run_error(R"("lora_type": "loha")"), "runs.json: run 1: field 'lora_type' is 'loha'; expected one of standard, lycoris"));
   CHECK(has(error_of([] { parse_dataset_json(json::parse(R"({"runs": []})"), "empty.json"); }), "empty.json: field 'runs' is empty"));
 }

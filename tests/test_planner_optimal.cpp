@@ -330,6 +330,30 @@ TEST_CASE("the Pareto front of optimal plans falls in time as memory grows and i
   CHECK(svg.find("knee") != std::string::npos);
 }
 
+TEST_CASE("a chain past 256 blocks gets a front of at most 8 budgets, each point a real plan") {
+  // 300 blocks (longer than any shipped family): the front is held to 8 budgets (pareto_front);
+  // 60 blocks keep the 16 asked for (at most: budgets on one plan give one point)
+  const GpuSpec gpu = test_gpu();
+  TrainingSetup setup;
+  Coefficients coef;
+  OptimalOptions o;
+  o.max_segment_blocks = 32;  // as the advisor sets it on long chains
+  const BlockChain long_chain = random_chain(300, 5, false);
+  const PlanOptimizer opt(long_chain, setup, gpu, coef, 0, o);
+  const ParetoFront front = opt.pareto_front(16);
+  REQUIRE(front.points.size() >= 3);
+  CHECK(front.points.size() <= 8);
+  for (std::size_t i = 0; i < front.points.size(); ++i) {
+    const Prediction p = opt.predict_plan(front.points[i].plan);
+    CHECK(p.peak_vram_bytes == doctest::Approx(front.points[i].peak_vram_bytes).epsilon(1e-12));
+    CHECK(p.step_time_s == doctest::Approx(front.points[i].step_time_s).epsilon(1e-12));
+    if (i) CHECK(front.points[i].step_time_s < front.points[i - 1].step_time_s);
+  }
+  const BlockChain short_chain = random_chain(60, 5, false);
+  const PlanOptimizer short_opt(short_chain, setup, gpu, coef, 0, o);
+  CHECK(short_opt.pareto_front(16).points.size() > 8);
+}
+
 TEST_CASE("the memory insight rows add up to the bytes the plan frees and the time it adds") {
   const Context ctx = example_context("wan2.1-14b", "l40s");
   const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));

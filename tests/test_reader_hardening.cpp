@@ -132,6 +132,42 @@ TEST_CASE("a musubi dataset_config or config_file that is a FIFO, or missing, is
   CHECK(!has(e, "dataset_config"));
 }
 
+TEST_CASE("a musubi TOML of the wrong shape names the file, line, key and the value's type") {
+  // the dataset TOML with `datasets` written as a table ([datasets]) rather than [[datasets]] entries
+  auto dataset = [](const std::string& name, const std::string& toml) {
+    const std::string ds = scratch().write(name + ".toml", toml);
+    return read_error(scratch().write(
+        name + ".sh", "python wan_train_network.py --task t2v-14B --sdpa --dataset_config " + ds + "\n"));
+  };
+  const std::string table = dataset("ds_table", "[general]\nresolution = 512\n\n[datasets]\nimage_directory = \"/d\"\n");
+  CHECK(has(table, "ds_table.toml:4: datasets: is a table; expected an array of tables ([[datasets]] entries)"));
+  CHECK(has(dataset("ds_general", "general = [1, 2]\n[[datasets]]\nimage_directory = \"/d\"\n"),
+            "ds_general.toml:1: general: is an array; expected a table ([general])"));
+  CHECK(has(dataset("ds_entry", "datasets = [1]\n"), "ds_entry.toml:1: datasets[0]: is the integer 1; expected a table"));
+  CHECK(has(dataset("ds_res", "[[datasets]]\nimage_directory = \"/d\"\nresolution = [960, \"544\"]\n"),
+            "ds_res.toml:3: datasets[0].resolution[1]: is the string \"544\"; expected an integer in [1, 65536]"));
+  CHECK(has(dataset("ds_res_table", "[[datasets]]\nimage_directory = \"/d\"\nresolution = {w = 960}\n"),
+            "datasets[0].resolution: is a table; expected an integer or [W, H]"));
+  // an integer past int's range is refused, not wrapped (4294967808 would wrap to 512)
+  CHECK(has(dataset("ds_wrap", "[[datasets]]\nimage_directory = \"/d\"\nbatch_size = 4294967297\n"),
+            "datasets[0].batch_size: is the integer 4294967297; expected an integer in [1, 65536]"));
+  CHECK(has(dataset("ds_edge", "[[datasets]]\nimage_directory = \"/d\"\nresolution = 4294967808\n"),
+            "is the integer 4294967808; expected an integer in [1, 65536]"));
+  CHECK(has(dataset("ds_frames", "[[datasets]]\nvideo_directory = \"/v\"\nframe_extraction = 3\n"),
+            "ds_frames.toml:3: datasets[0].frame_extraction: is the integer 3; expected a string"));
+  CHECK(has(dataset("ds_target", "[[datasets]]\nvideo_directory = \"/v\"\ntarget_frames = [1, true]\n"),
+            "datasets[0].target_frames: is the boolean true; expected an integer in [1, 65536]"));
+  // a --config_file section holding a table, where flags are scalars or lists
+  const std::string cfg = scratch().write("cfg_nested.toml", "[model]\ntask = \"t2v-14B\"\nsdpa = true\n[model.extra]\nx = 1\n");
+  CHECK(has(read_error(scratch().write("cfg_nested.sh", "python wan_train_network.py --config_file " + cfg + "\n")),
+            "cfg_nested.toml:4: extra: is a table; expected a boolean, number, string or list"));
+  // a list flag (network_args) is read as argparse reads it, not refused
+  const std::string ds = scratch().write("ds_ok.toml", "[[datasets]]\nimage_directory = \"/d\"\nresolution = 512\n");
+  const std::string lists = scratch().write(
+      "cfg_list.toml", "[model]\ntask = \"t2v-14B\"\nsdpa = true\nnetwork_args = [\"loraplus_lr_ratio=4\"]\ndataset_config = \"" + ds + "\"\n");
+  CHECK(read_error(scratch().write("cfg_list.sh", "python wan_train_network.py --config_file " + lists + "\n")).empty());
+}
+
 TEST_CASE("a newline ends a command: the issue's two-line script takes the training line's flags") {
   const std::string sh = scratch().write(
       "two_lines.sh",

@@ -84,6 +84,27 @@ MeasuredRun parse_row(const Row& r, const std::string& default_id) {
   m.id = r.str("id", default_id);
   m.model = r.str("model", "", true);
   m.family_id = r.str("family_id", "");
+  // A case naming a model segadvise does not know is an error, as an unknown GPU is: left out of the
+  // score as "not modelled" instead, a typo would shrink the scored set without a word, and figures
+  // of another set of runs would be read as this one's. (prepare() resolves the model the same way.)
+  if (!m.family_id.empty()) {
+    try {
+      find_family(m.family_id);
+    } catch (const InputError& e) {
+      std::string why = e.what();
+      if (why.rfind("--model: ", 0) == 0) why = why.substr(9);
+      r.fail("family_id", "names an " + why);
+    }
+  } else {
+    const auto colon = m.model.find(':');
+    try {
+      find_family_by_trainer(m.model.substr(0, colon), colon == std::string::npos ? "" : m.model.substr(colon + 1), "");
+    } catch (const InputError& e) {
+      std::string why = e.what();
+      if (why.rfind(": ", 0) == 0) why = why.substr(2);
+      r.fail("model", "is '" + brief_text(m.model) + "': " + why);
+    }
+  }
   m.regional_compile = r.boolean("regional_compile");
   m.text_tokens = r.has("text_tokens") ? r.integer("text_tokens", 0, kMaxTextTokens) : -1;
   m.family_name = r.str("family", m.model);

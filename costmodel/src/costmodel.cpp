@@ -269,7 +269,7 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
     // is 4d^2 against the attention's d^2). The rest of the bytes wait on the host and are streamed.
     const double f = std::clamp(setup.layer_offload_fraction, 0.0, 1.0);
     const double loaded = std::max(all_block_bytes * (1 - f), std::min(all_block_bytes, largest + second));
-    const double slack = largest_linear_bytes > 0 ? std::min(kLayerOffloadCacheOverhead * loaded, 10 * largest_linear_bytes)
+    const double slack = largest_linear_bytes > 0 ? std::min(kLayerOffloadCacheOverhead * loaded, kLayerOffloadCacheTensors * largest_linear_bytes)
                                                   : kLayerOffloadCacheOverhead * loaded;
     m.weights_bytes += loaded + slack;
     m.streamed_weights_bytes += all_block_bytes - loaded;

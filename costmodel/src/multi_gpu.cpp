@@ -68,9 +68,9 @@ void fill_zero(const Replica& rep, RankStateInput& in) {
   in.grad_bytes = pt * kBf16Bytes;
   in.optimizer_state_bytes = pt * (kFp32Bytes + 2 * kFp32Bytes);  // master + m + v (ZeRO paper K = 12)
   in.optimizer_element_bytes = kFp32Bytes;
-  // "auto" reduce bucket h^2 elements (dist §1.3), double-buffered; a transformer block holds
-  // about 12 h^2 parameters, so h^2 ~ the largest block's parameters / 12
-  in.bucket_bytes = 2 * kBf16Bytes * rep.largest_block_params / 12;
+  // "auto" reduce bucket h^2 elements (dist §1.3), double-buffered; h^2 from the largest block's
+  // parameters (kBlockParamsPerHiddenSquared)
+  in.bucket_bytes = 2 * kBf16Bytes * rep.largest_block_params / kBlockParamsPerHiddenSquared;
 }
 
 }  // namespace

@@ -117,13 +117,13 @@ bool contains_any(const std::vector<std::string>& targets, const std::set<std::s
 // (local / sliding-window attention; 0: the whole sequence). With da = dkv = d and no window every
 // formula below is the plain multi-head one of the header comment.
 struct AttnShape {
-  double da = 0, dkv = 0, hd = 64, window = 0;
+  double da = 0, dkv = 0, hd = kDefaultHeadDim, window = 0;
   double keys(double n) const { return window > 0 ? std::min(n, window) : n; }
 };
 
 AttnShape attn_shape(const BlockListSpec& b, double d) {
   AttnShape s;
-  s.hd = b.head_dim > 0 ? b.head_dim : 64;
+  s.hd = b.head_dim > 0 ? b.head_dim : kDefaultHeadDim;
   s.da = b.heads > 0 ? b.heads * s.hd : d;
   s.dkv = b.kv_heads > 0 ? b.kv_heads * s.hd : s.da;
   s.window = b.attention_window;
@@ -155,7 +155,7 @@ void self_attention(Acc& a, const Training& t, double n, double d, const AttnSha
   a.linears += 4;  // q, k, v, out
   if (projections_targeted)
     a.lora += t.adapter_params(d, da) + 2 * t.adapter_params(d, dkv) + t.adapter_params(da, d);
-  a.launches += 24 + (qk_norm ? 4 : 0) + (projections_targeted ? 4 * t.adapter_launches() : 0);
+  a.launches += kAttentionLaunches + (qk_norm ? kQkNormLaunches : 0) + (projections_targeted ? 4 * t.adapter_launches() : 0);
 }
 
 void self_attention(Acc& a, const Training& t, double n, double d, double hd, bool qk_norm, bool projections_targeted,
@@ -182,7 +182,7 @@ void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d,
   a.quantizable += 2 * d * da + 2 * dsrc * dkv;
   a.linears += 4;  // q, k, v, out
   if (t.attn_targeted) a.lora += t.adapter_params(d, da) + t.adapter_params(da, d) + 2 * t.adapter_params(dsrc, dkv);
-  a.launches += 15 + (t.attn_targeted ? 4 * t.adapter_launches() : 0);
+  a.launches += kCrossAttentionLaunches + (t.attn_targeted ? 4 * t.adapter_launches() : 0);
 }
 
 void cross_attention(Acc& a, const Training& t, double nq, double nkv, double d, double dkv, double hd, bool qk_norm,
@@ -336,7 +336,8 @@ void single_stream_block(Acc& a, const BlockListSpec& b, const Training& t, cons
   a.quantizable += proj_in + proj_out;
   a.linears += 5;  // to_q, to_k, to_v, proj_mlp, proj_out (diffusers' single-stream block)
   if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
-  a.launches += 24 + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
+  // the attention's launches (kAttentionLaunches); its MLP shares the fused projections
+  a.launches += kAttentionLaunches + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
   if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
   a.transient = n * f_in;
 }
@@ -357,7 +358,7 @@ void linear_dit_block(Acc& a, const BlockListSpec& b, const Training& t, const B
   a.matmul_flops += fl;
   a.ffn_flops += fl;
   a.params += 3 * d * f + 18 * f;
-  a.launches += 12;
+  a.launches += kConvBlockLaunches;
   a.quantizable += 3 * d * f;
   a.transient = std::max(a.transient, n * 2 * f);
 }
@@ -370,9 +371,9 @@ void unet_res_block(Acc& a, const Training& t, const BlockDims& k) {
   a.rest += n * 6 * d;
   if (t.full) a.rest += n * 2 * d;
   a.matmul_flops += n * 2 * 18 * d * d;
-  a.params += 18 * d * d + 1280 * d;
-  a.launches += 12;
-  a.quantizable += 1280 * d;  // convolutions are not quantized by most backends; the time projection is
+  a.params += 18 * d * d + kUnetTimeEmbeddingWidth * d;  // two 3x3 convolutions, the time projection
+  a.launches += kConvBlockLaunches;
+  a.quantizable += kUnetTimeEmbeddingWidth * d;  // convolutions are not quantized by most backends; the time projection is
   a.linears += 1;
   a.transient = n * d * 2;
 }

@@ -98,6 +98,7 @@ namespace {
 constexpr std::size_t kLongChain = 256;
 constexpr double kLabelWork = 1 << 19;
 constexpr std::size_t kMinLabels = 8;
+constexpr int kLongChainFrontPlans = 8;
 
 template <class Decisions>
 std::size_t label_cap(const Decisions& decisions, const std::vector<int>& flags, std::size_t max_labels,
@@ -607,6 +608,13 @@ ParetoFront PlanOptimizer::pareto_front(int max_points) const {
   ParetoFront front;
   if (chain_.blocks.empty()) return front;
   max_points = std::max(2, max_points);
+  // A long chain's front (past kLongChain blocks) solves at most kLongChainFrontPlans budgets: each
+  // search there is already thinned to a few labels per position (label_cap) and costs labels x
+  // decisions (8 x ~550,000 for 4,096 blocks, both attention settings, twice: quick and bounded
+  // pass), so the front's cost is held to about twice one advise's. Its points are real plans with
+  // their exact figures, fewer of them. Shorter chains (every shipped family) keep the points asked
+  // for, each exact.
+  if (chain_.blocks.size() > kLongChain) max_points = std::min(max_points, kLongChainFrontPlans);
   const double lo = activation_for_peak_vram(min_peak_vram_bytes());
   const OptimalPlan fastest = solve_activation(kInf);
   if (!fastest.found) return front;

@@ -90,6 +90,26 @@ std::string at(const std::string& path, const toml::value& v, const std::string&
   return path + ":" + std::to_string(v.location().line()) + ": " + key;
 }
 
+// what a TOML value is, for a message: its type, and a scalar's text cut to kMaxEchoChars
+std::string found(const toml::value& v) {
+  switch (v.type()) {
+    case toml::value_t::table: return "a table";
+    case toml::value_t::array:
+      return !v.as_array().empty() && v.as_array().front().is_table() ? "an array of tables" : "an array";
+    case toml::value_t::string: return "the string \"" + brief_text(v.as_string().str) + "\"";
+    case toml::value_t::boolean: return std::string("the boolean ") + (v.as_boolean() ? "true" : "false");
+    case toml::value_t::integer: return "the integer " + brief_text(std::to_string(v.as_integer()));
+    case toml::value_t::floating: return "the float " + brief_text(toml::format(v));
+    default: return "a " + toml::stringize(v.type());  // a date or time
+  }
+}
+
+// "<file>:<line>: <key>: is <what it is>; expected <what>"
+[[noreturn]] void mistyped(const std::string& path, const toml::value& v, const std::string& key,
+                           const std::string& expected) {
+  throw InputError(at(path, v, key) + ": is " + found(v) + "; expected " + expected);
+}
+
 // a --config_file TOML as flags: key -> (value as text, line)
 CommandLine flatten_config(const toml::value& root, const std::string& path) {
   CommandLine cl;
@@ -99,7 +119,14 @@ CommandLine flatten_config(const toml::value& root, const std::string& path) {
     else if (v.is_integer()) text = std::to_string(v.as_integer());
     else if (v.is_floating()) text = std::to_string(v.as_floating());
     else if (v.is_string()) text = v.as_string().str;
-    else throw InputError(at(path, v, k) + ": expected a boolean, number or string");
+    else if (v.is_array()) {
+      // a list flag (network_args, optimizer_args: nargs="*"), as argparse takes it: its items
+      for (const auto& item : v.as_array()) {
+        if (item.is_table() || item.is_array()) mistyped(path, item, k, "a list of booleans, numbers or strings");
+        text += (text.empty() ? "" : " ") + (item.is_string() ? item.as_string().str : toml::format(item));
+      }
+    } else
+      mistyped(path, v, k, "a boolean, number, string or list (a section's key, parser_common.py:796-804)");
     cl.values[k] = text;
     cl.lines[k] = static_cast<int>(v.location().line());
   };
@@ -154,47 +181,63 @@ auto ascend(const toml::value& ds, const toml::value* general, const std::string
   return read(toml::value());
 }
 
-std::pair<int, int> resolution_of(const std::string& path, const toml::value& v, const std::string& key) {
-  if (v.is_uninitialized()) return {960, 544};  // dataset/config_utils.py:34
-  if (v.is_integer()) return {static_cast<int>(v.as_integer()), static_cast<int>(v.as_integer())};
-  if (v.is_array() && v.as_array().size() == 2 && v.as_array()[0].is_integer() && v.as_array()[1].is_integer())
-    return {static_cast<int>(v.as_array()[0].as_integer()), static_cast<int>(v.as_array()[1].as_integer())};
-  throw InputError(at(path, v, key) + ": expected an integer or [W, H] (dataset/config_utils.py:116)");
+// an integer in [lo, hi] (the setup limits of constants.hpp), else the value and its type named
+int bounded(const std::string& path, const toml::value& v, const std::string& key, int lo, int hi) {
+  const std::string range = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (!v.is_integer() || v.as_integer() < lo || v.as_integer() > hi) mistyped(path, v, key, range);
+  return static_cast<int>(v.as_integer());
 }
 
-int int_of(const std::string& path, const toml::value& v, const std::string& key, int def) {
+std::pair<int, int> resolution_of(const std::string& path, const toml::value& v, const std::string& key) {
+  if (v.is_uninitialized()) return {960, 544};  // dataset/config_utils.py:34
+  if (v.is_integer()) {
+    const int e = bounded(path, v, key, 1, kMaxEdgePixels);
+    return {e, e};
+  }
+  if (!v.is_array() || v.as_array().size() != 2)
+    mistyped(path, v, key, "an integer or [W, H] (dataset/config_utils.py:116)");
+  return {bounded(path, v.as_array()[0], key + "[0]", 1, kMaxEdgePixels),
+          bounded(path, v.as_array()[1], key + "[1]", 1, kMaxEdgePixels)};
+}
+
+int int_of(const std::string& path, const toml::value& v, const std::string& key, int def, int hi) {
   if (v.is_uninitialized()) return def;
-  if (!v.is_integer()) throw InputError(at(path, v, key) + ": expected an integer");
-  return static_cast<int>(v.as_integer());
+  return bounded(path, v, key, 1, hi);
 }
 
 void read_dataset(const std::string& path, TrainerRead& r) {
   const toml::value root = parse_toml(path, "musubi dataset config");
   r.inputs.push_back(path);
   const toml::value* general = root.contains("general") ? &root.at("general") : nullptr;
-  if (general && !general->is_table()) throw InputError(at(path, *general, "general") + ": expected a table");
-  if (!root.contains("datasets") || !root.at("datasets").is_array() || root.at("datasets").as_array().empty())
+  if (general && !general->is_table()) mistyped(path, *general, "general", "a table ([general])");
+  if (!root.contains("datasets") || (root.at("datasets").is_array() && root.at("datasets").as_array().empty()))
     throw InputError(path + ": datasets: missing or empty (a musubi dataset config has [[datasets]] entries)");
+  if (!root.at("datasets").is_array())
+    mistyped(path, root.at("datasets"), "datasets", "an array of tables ([[datasets]] entries)");
   long best = -1;
   const auto& list = root.at("datasets").as_array();
   for (std::size_t i = 0; i < list.size(); ++i) {
     const toml::value& ds = list[i];
     const std::string name = "datasets[" + std::to_string(i) + "]";
-    if (!ds.is_table()) throw InputError(at(path, ds, name) + ": expected a table");
+    if (!ds.is_table()) mistyped(path, ds, name, "a table (a [[datasets]] entry)");
     const auto wh = ascend(ds, general, "resolution", [&](const toml::value& v) { return resolution_of(path, v, name + ".resolution"); });
-    const int batch = ascend(ds, general, "batch_size", [&](const toml::value& v) { return int_of(path, v, name + ".batch_size", 1); });
+    const int batch = ascend(ds, general, "batch_size", [&](const toml::value& v) { return int_of(path, v, name + ".batch_size", 1, kMaxBatch); });
     int frames = 1;
     const bool video = ds.contains("video_directory") || ds.contains("video_jsonl_file");
     if (video) {
-      const std::string extraction = ds.contains("frame_extraction") && ds.at("frame_extraction").is_string()
-                                         ? ds.at("frame_extraction").as_string().str : "head";
+      std::string extraction = "head";
+      if (ds.contains("frame_extraction")) {
+        const toml::value& fe = ds.at("frame_extraction");
+        if (!fe.is_string()) mistyped(path, fe, name + ".frame_extraction", "a string");
+        extraction = fe.as_string().str;
+      }
       if (extraction == "full") {
-        frames = int_of(path, ds.contains("max_frames") ? ds.at("max_frames") : toml::value(), name + ".max_frames", 129);
+        frames = int_of(path, ds.contains("max_frames") ? ds.at("max_frames") : toml::value(), name + ".max_frames", 129, kMaxFrames);
       } else if (ds.contains("target_frames")) {
         const toml::value& tfv = ds.at("target_frames");
-        if (!tfv.is_array()) throw InputError(at(path, tfv, name + ".target_frames") + ": expected a list of integers");
+        if (!tfv.is_array()) mistyped(path, tfv, name + ".target_frames", "a list of integers");
         frames = 0;
-        for (const auto& f : tfv.as_array()) frames = std::max(frames, int_of(path, f, name + ".target_frames", 1));
+        for (const auto& f : tfv.as_array()) frames = std::max(frames, int_of(path, f, name + ".target_frames", 1, kMaxFrames));
       }
     }
     if (wh.first <= 0 || wh.second <= 0 || batch <= 0 || frames <= 0)

@@ -258,10 +258,11 @@ void read_other_parts(const TrainerFacts& facts, const Obj& top, const Family& f
     double bytes = spec.params * per;
     std::string why = train ? "trained" : method == "EMBEDDING" ? "the embedding's gradient runs through it" : "latent_caching false";
     if (train && method == "LORA") {
-      // LoRA on its attention (4 linears h->h) and MLP (h->4h->h) linears: rank x 18h per layer [I],
-      // in lora_weight_dtype (FLOAT_32 by default) with fp32 gradients and optimizer state
-      const double lora = s.lora_rank * 18.0 * spec.hidden * spec.layers;
-      bytes += lora * (4 + 4 + opt.state_bytes_per_param);
+      // LoRA on its attention (4 linears h->h) and MLP (h->4h->h) linears: rank x 18h per layer [I]
+      // (kLoraWidthsPerLayer), in lora_weight_dtype (FLOAT_32 by default) with fp32 gradients and
+      // optimizer state
+      const double lora = s.lora_rank * kLoraWidthsPerLayer * spec.hidden * spec.layers;
+      bytes += lora * (kFp32Bytes + kFp32Bytes + opt.state_bytes_per_param);
     } else if (train) {
       // its own weights train: gradients in their dtype and the optimizer state
       bytes += spec.params * (per + opt.state_bytes_per_param);

@@ -63,6 +63,11 @@ constexpr double kCommEfficiency = 0.8;
 // block ahead in backward: two units' unsharded weights in flight (dist §3). ZeRO-3's prefetch is
 // modelled the same.
 constexpr double kGatheredUnitsInFlight = 2;
+// A transformer block holds about 12 h^2 parameters (q, k, v, out 4 h^2; a 4h MLP 8 h^2: the count
+// N ~ 12 n_layer d_model^2 of Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §2.1),
+// so h^2 ~ the largest block's parameters / 12: DeepSpeed's "auto" reduce bucket of h^2 elements
+// (costmodel/src/multi_gpu.cpp)
+constexpr double kBlockParamsPerHiddenSquared = 12;
 
 // An optimizer step on the CPU (ZeRO offload_optimizer, FSDP2 CPU offload) streams per parameter
 // the fp32 master, two moments and the fp32 gradient in (16 B) and master and moments out (12 B),
@@ -86,6 +91,13 @@ constexpr double kStreamedBlockBuffers = 2;
 // overhead" over the loaded layers' bytes (LayerOffloadConductor.py StaticLayerAllocator.allocate_cache,
 // Nerogar/OneTrainer@23df383); the upper end is counted.
 constexpr double kLayerOffloadCacheOverhead = 0.10;
+// ... and it holds at most 10 cache tensors, each adding at most one largest tensor of the loaded
+// layers (the same StaticLayerAllocator.allocate_cache)
+constexpr double kLayerOffloadCacheTensors = 10;
+// A LoRA of rank r on a transformer layer's attention (4 Linears h -> h: r x 2h each) and MLP
+// (h -> 4h and 4h -> h: r x 5h each) holds r x 18h parameters (trainers/src/onetrainer_reader.cpp:
+// a trained text encoder)
+constexpr double kLoraWidthsPerLayer = 18;
 
 // ---- static analyzer (families/src/analyzer.cpp; its header comment derives the counts) ----
 constexpr int kDefaultHeadDim = 64;  // head width when a family gives neither heads nor head_dim
