@@ -464,6 +464,31 @@ TEST_CASE("score models: conformal quantiles of the normalized score, by stratum
   CHECK(lofo.all.n == 72);
 }
 
+TEST_CASE("score tails are set on families left out: a family beyond every other one opens its end to the extremes") {
+  // coverage 0.9: a = 0.05 per end; 10 families of 10 runs (n = 100), the promise checked as
+  // beyond + 1 <= a (n + 1) = 5.05, i.e. at most 4 runs of the families left out beyond an end
+  using Scores = std::vector<std::pair<std::string, std::pair<std::string, double>>>;
+  Scores same;
+  for (int f = 0; f < 10; ++f)
+    for (int z = 1; z <= 10; ++z) same.push_back({"f" + std::to_string(f), {"s", static_cast<double>(z)}});
+  // every family holds the scores 1..10: leaving one out, the others' 90 scores are nine copies of
+  // 1..10; the upper end at a = 0.05 is rank ceil(91 * 0.95) = 87 of 90 -> 10, the lower rank
+  // floor(91 * 0.05) = 4 -> 1: no run of the family left out falls beyond, the tails stay at a
+  const TailLevels t = family_tail_levels(same, 0.9);
+  CHECK(t.lo == doctest::Approx(0.05));
+  CHECK(t.hi == doctest::Approx(0.05));
+  // family f9 measured 20 on all its runs, above every other family: left out, its ten runs lie
+  // above the others' largest score (10) at every tail probability, 10 > 4, so the upper end takes
+  // the extreme (tail 0); its runs are never below, and leaving out any other family the lower end
+  // (rank 4 of eight copies of 1..10 and ten 20s -> 1) holds all of them: the lower tail stays a
+  Scores outlier;
+  for (const auto& x : same)
+    outlier.push_back(x.first == "f9" ? std::make_pair(x.first, std::make_pair(std::string("s"), 20.0)) : x);
+  const TailLevels o = family_tail_levels(outlier, 0.9);
+  CHECK(o.lo == doctest::Approx(0.05));
+  CHECK(o.hi == doctest::Approx(0.0));
+}
+
 TEST_CASE("accuracy counts how often the ranges hold the measurement, overall and per stratum") {
   Dataset d;
   d.origin = "coverage-test";

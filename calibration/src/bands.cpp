@@ -59,41 +59,105 @@ double minimize_one(const std::vector<const ScoredResidual*>& r, std::vector<dou
   return laplace_nll(r, sigma);
 }
 
-struct StrataBands {
-  Band all;
-  std::map<std::string, Band> strata;
+// The order statistics of sorted scores `z` at tail probabilities a_lo (below) and a_hi (above):
+// ranks floor((n+1) a_lo) and ceil((n+1) (1 - a_hi)), clamped to 1..n (conformal_band with a_lo =
+// a_hi = (1 - coverage) / 2), the band always holding 0 (the prediction itself).
+Band tail_band(const std::vector<double>& z, double a_lo, double a_hi) {
+  if (z.empty()) return Band{};
+  const long n = static_cast<long>(z.size());
+  const double n1 = static_cast<double>(n + 1);
+  const long lo = std::clamp(static_cast<long>(std::floor(n1 * a_lo + 1e-9)), 1L, n);
+  const long hi = std::clamp(static_cast<long>(std::ceil(n1 * (1 - a_hi) - 1e-9)), 1L, n);
+  return Band(std::min(0.0, z[lo - 1]), std::max(0.0, z[hi - 1]), static_cast<int>(n));
+}
+
+struct Scored {
+  const std::string* family;
+  std::string stratum;
+  double z;
 };
 
-// conformal quantiles of the scores of every family but `without`, pooled and per stratum (a stratum
-// with fewer than kRangeStratumRuns scores or kRangeStratumFamilies families has none of its own)
-template <class S>
-StrataBands strata_bands(const std::vector<S>& scored, const std::string& without, double coverage) {
-  StrataBands out;
+// the scores of every family but `without`, sorted, pooled and per stratum that has at least
+// kRangeStratumRuns of them from kRangeStratumFamilies families (the others take the pooled ones)
+struct Pools {
   std::vector<double> all;
-  std::map<std::string, std::vector<double>> by;
+  std::map<std::string, std::vector<double>> strata;
+  std::map<std::string, int> families;
+  int all_families = 0;
+};
+Pools pools(const std::vector<Scored>& scored, const std::string* without) {
+  Pools out;
   std::map<std::string, std::set<std::string>> fams;
   std::set<std::string> every;
-  for (const S& x : scored) {
-    if (*x.family == without) continue;
-    all.push_back(x.z);
-    by[x.stratum].push_back(x.z);
+  for (const Scored& x : scored) {
+    if (without && *x.family == *without) continue;
+    out.all.push_back(x.z);
+    out.strata[x.stratum].push_back(x.z);
     fams[x.stratum].insert(*x.family);
     every.insert(*x.family);
   }
-  out.all = conformal_band(std::move(all), coverage);
-  out.all.families = static_cast<int>(every.size());
-  for (auto& [st, z] : by) {
-    if (z.size() < static_cast<std::size_t>(kRangeStratumRuns) ||
-        fams[st].size() < static_cast<std::size_t>(kRangeStratumFamilies))
+  std::sort(out.all.begin(), out.all.end());
+  for (auto it = out.strata.begin(); it != out.strata.end();) {
+    if (it->second.size() < static_cast<std::size_t>(kRangeStratumRuns) ||
+        fams[it->first].size() < static_cast<std::size_t>(kRangeStratumFamilies)) {
+      it = out.strata.erase(it);
       continue;
-    Band b = conformal_band(std::move(z), coverage);
-    b.families = static_cast<int>(fams[st].size());
-    out.strata[st] = b;
+    }
+    std::sort(it->second.begin(), it->second.end());
+    out.families[it->first] = static_cast<int>(fams[it->first].size());
+    ++it;
   }
+  out.all_families = static_cast<int>(every.size());
   return out;
 }
 
+const std::vector<double>& pool_of(const Pools& p, const std::string& stratum) {
+  const auto it = p.strata.find(stratum);
+  return it == p.strata.end() ? p.all : it->second;
+}
+
 }  // namespace
+
+TailLevels family_tail_levels(const std::vector<std::pair<std::string, std::pair<std::string, double>>>& scores,
+                              double coverage) {
+  std::vector<Scored> scored;
+  std::set<std::string> fam_names;
+  for (const auto& x : scores) fam_names.insert(x.first);
+  std::vector<std::string> fams(fam_names.begin(), fam_names.end());
+  for (const auto& x : scores)
+    scored.push_back({&*std::lower_bound(fams.begin(), fams.end(), x.first), x.second.first, x.second.second});
+  const double a = (1 - coverage) / 2;
+  TailLevels out{a, a};
+  if (fams.size() < 2) return out;
+  // each family's scores against the pools of the others
+  std::vector<Pools> without;
+  without.reserve(fams.size());
+  for (const std::string& g : fams) without.push_back(pools(scored, &g));
+  // the largest tail probability (of a / kRangeTailSteps steps down to 0: the extreme scores) at
+  // which the families left out fall beyond that end no more often than a
+  for (int side = 0; side < 2; ++side) {
+    double level = 0;
+    for (int k = kRangeTailSteps; k >= 0; --k) {
+      const double t = a * k / kRangeTailSteps;
+      double beyond = 0;
+      for (std::size_t gi = 0; gi < fams.size(); ++gi)
+        for (const Scored& x : scored) {
+          if (x.family != &fams[gi]) continue;
+          const Band b = side == 0 ? tail_band(pool_of(without[gi], x.stratum), t, a)
+                                   : tail_band(pool_of(without[gi], x.stratum), a, t);
+          beyond += side == 0 ? x.z < b.log_lo : x.z > b.log_hi;
+        }
+      const double n = static_cast<double>(scored.size());
+      // the conformal (n + 1) correction, the next family's run counted as one beyond
+      if (beyond + 1 <= a * (n + 1)) {
+        level = t;
+        break;
+      }
+    }
+    (side == 0 ? out.lo : out.hi) = level;
+  }
+  return out;
+}
 
 ScoreModel fit_score_model(const ResidualsByFamily& by_family, const std::string& left_out, RangeKind kind,
                            double coverage) {
@@ -127,40 +191,26 @@ ScoreModel fit_score_model(const ResidualsByFamily& by_family, const std::string
     if (!seen[k]) sigma[k] = widest > 0 ? widest : sigma[0];
   m.sigma = sigma;
   // scores, with their family and stratum
-  struct Scored {
-    const std::string* family;
-    std::string stratum;
-    double z;
-  };
-  std::vector<Scored> scored;
+  std::vector<std::pair<std::string, std::pair<std::string, double>>> flat;
   for (const auto& [fam, v] : by_family) {
     if (fam == left_out) continue;
     for (const ScoredResidual& x : v) {
       const double u = m.u(x.parts);
-      if (u > 0) scored.push_back({&fam, x.parts.stratum, x.log_ratio / u});
+      if (u > 0) flat.push_back({fam, {x.parts.stratum, x.log_ratio / u}});
     }
   }
-  const StrataBands bands = strata_bands(scored, "", coverage);
-  m.all = bands.all;
-  m.strata = bands.strata;
-  // strata only where they hold better on families left out: each training family predicted by the
-  // quantiles of the others, pooled against stratified (fewer covered with strata: the strata
-  // describe the measured families, not the next one; the pooled quantiles serve every stratum)
-  if (!m.strata.empty()) {
-    std::set<std::string> fams;
-    for (const Scored& x : scored) fams.insert(*x.family);
-    int pooled = 0, stratified = 0;
-    for (const std::string& g : fams) {
-      const StrataBands b = strata_bands(scored, g, coverage);
-      for (const Scored& x : scored) {
-        if (*x.family != g) continue;
-        pooled += x.z >= b.all.log_lo && x.z <= b.all.log_hi;
-        const auto it = b.strata.find(x.stratum);
-        const Band& sb = it == b.strata.end() ? b.all : it->second;
-        stratified += x.z >= sb.log_lo && x.z <= sb.log_hi;
-      }
-    }
-    if (stratified < pooled) m.strata.clear();
+  // the tails at which these families, each left out in turn, stay inside as often as promised;
+  // then the quantiles of every score at those tails, per stratum where it has its own
+  const TailLevels t = family_tail_levels(flat, coverage);
+  std::vector<Scored> scored;
+  for (const auto& x : flat) scored.push_back({&x.first, x.second.first, x.second.second});
+  const Pools p = pools(scored, nullptr);
+  m.all = tail_band(p.all, t.lo, t.hi);
+  m.all.families = p.all_families;
+  for (const auto& [st, z] : p.strata) {
+    Band b = tail_band(z, t.lo, t.hi);
+    b.families = p.families.at(st);
+    m.strata[st] = b;
   }
   return m;
 }
@@ -204,6 +254,7 @@ std::string join_names(const std::vector<Schedule>& v) {
   return out;
 }
 
+
 BandedAccuracy banded_accuracy(const PreparedSet& set, const AccuracyReport& plain, const BandOptions& o) {
   BandedAccuracy b;
   const std::vector<Schedule>& anchors = o.anchors;
@@ -228,8 +279,8 @@ BandedAccuracy banded_accuracy(const PreparedSet& set, const AccuracyReport& pla
     m.source = "written by `segadvise accuracy --leave-family-out --anchor " + join_names(file_anchors) +
                " --write-ranges` from " + std::to_string(set.data.runs.size()) + " runs of " +
                (set.data.source.empty() ? set.data.origin : set.data.source) +
-               ": per-part sigmas (Laplace fit) and split-conformal quantiles of log(measured / predicted) / u, "
-               "by kind of run, on leave-one-family-out residuals";
+               ": per-part sigmas (Laplace fit) and conformal quantiles of log(measured / predicted) / u by kind "
+               "of run, at the tails that hold on families left out, on leave-one-family-out residuals";
     b.bands = std::move(m);
   }
   return b;
