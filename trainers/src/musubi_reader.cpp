@@ -200,6 +200,9 @@ std::pair<int, int> resolution_of(const std::string& path, const toml::value& v,
           bounded(path, v.as_array()[1], key + "[1]", 1, kMaxEdgePixels)};
 }
 
+// a dataset's num_repeats: musubi multiplies its sample list by it; past 65,536 it is no real dataset
+constexpr int kMaxRepeats = 1 << 16;
+
 int int_of(const std::string& path, const toml::value& v, const std::string& key, int def, int hi) {
   if (v.is_uninitialized()) return def;
   return bounded(path, v, key, 1, hi);
@@ -256,7 +259,7 @@ void read_dataset(const std::string& path, TrainerRead& r) {
       d.width = wh.first;
       d.height = wh.second;
       d.batch = batch;
-      d.repeats = ascend(ds, general, "num_repeats", [&](const toml::value& v) { return int_of(path, v, name + ".num_repeats", 1); });
+      d.repeats = ascend(ds, general, "num_repeats", [&](const toml::value& v) { return int_of(path, v, name + ".num_repeats", 1, kMaxRepeats); });
       if (d.repeats < 1) throw InputError(path + ": " + name + ".num_repeats: must be at least 1");
       const bool buckets = ascend(ds, general, "enable_bucket", [&](const toml::value& v) {
         if (v.is_uninitialized()) return false;
@@ -269,12 +272,12 @@ void read_dataset(const std::string& path, TrainerRead& r) {
       if (video) {
         if (ds.contains("frame_extraction") && ds.at("frame_extraction").is_string()) d.frame_extraction = ds.at("frame_extraction").as_string().str;
         if (ds.contains("target_frames") && ds.at("target_frames").is_array())
-          for (const auto& f : ds.at("target_frames").as_array()) d.target_frames.push_back((int_of(path, f, name + ".target_frames", 1) - 1) / 4 * 4 + 1);
+          for (const auto& f : ds.at("target_frames").as_array()) d.target_frames.push_back((int_of(path, f, name + ".target_frames", 1, kMaxFrames) - 1) / 4 * 4 + 1);
         else
           d.target_frames = {1};  // dataset/config_utils.py:67
-        d.frame_stride = int_of(path, ds.contains("frame_stride") ? ds.at("frame_stride") : toml::value(), name + ".frame_stride", 1);
-        d.frame_sample = int_of(path, ds.contains("frame_sample") ? ds.at("frame_sample") : toml::value(), name + ".frame_sample", 1);
-        d.max_frames = int_of(path, ds.contains("max_frames") ? ds.at("max_frames") : toml::value(), name + ".max_frames", 129);
+        d.frame_stride = int_of(path, ds.contains("frame_stride") ? ds.at("frame_stride") : toml::value(), name + ".frame_stride", 1, kMaxFrames);
+        d.frame_sample = int_of(path, ds.contains("frame_sample") ? ds.at("frame_sample") : toml::value(), name + ".frame_sample", 1, kMaxFrames);
+        d.max_frames = int_of(path, ds.contains("max_frames") ? ds.at("max_frames") : toml::value(), name + ".max_frames", 129, kMaxFrames);
       }
       r.datasets.push_back(d);
     }
