@@ -179,8 +179,10 @@ TEST_CASE("another trainer's config: its check and advice name only that trainer
     files.push_back({f, "wan14b"});
   }
   int checked = 0;
-  for (const auto& [f, model] : files)
+  for (const auto& entry : files)
     for (const std::string gpu : {"4090", "h100"}) {
+      const std::string& f = entry.first;  // not a structured binding: CHECK_MESSAGE's lambda captures it
+      const std::string& model = entry.second;
       std::string text;
       try {
         text = check_text(f, gpu, model);
