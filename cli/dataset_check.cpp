@@ -48,57 +48,64 @@ void add_source(DatasetView& v, const BackendDataset& src, const BucketResult& b
   for (const DatasetBucket& k : br.buckets) v.buckets.push_back({k, 0, "", ""});
 }
 
-}  // namespace
-
-std::optional<DatasetView> read_trainer_datasets(const std::vector<DatasetSpec>& datasets, const std::string& dataset_dir,
-                                                 const std::string& cwd) {
+// Every dataset of a config in its order: `configured(i)` is the i-th one's directory as written ("" :
+// none), `dataset_dir` (--dataset) stands for the first one's; `read(i, dir, given, v)` reads and buckets
+// one whose directory is here. A directory that is not here is skipped (the dataset lives on the training
+// machine), except --dataset's.
+template <class Configured, class Read>
+std::optional<DatasetView> read_each(std::size_t n, const std::string& dataset_dir, const std::string& cwd,
+                                     Configured configured, Read read) {
   DatasetView v;
-  for (std::size_t i = 0; i < datasets.size(); ++i) {
-    const DatasetSpec& d = datasets[i];
+  for (std::size_t i = 0; i < n; ++i) {
     const bool given = i == 0 && !dataset_dir.empty();
-    if (!given && d.dir.empty()) continue;
-    const std::string dir = local_dir(given ? dataset_dir : d.dir, cwd);
+    const std::string written = given ? dataset_dir : configured(i);
+    if (written.empty()) continue;
+    const std::string dir = local_dir(written, cwd);
     if (dir.empty()) {
       if (given) throw InputError("--dataset '" + brief_text(dataset_dir) + "': not a directory");
-      continue;  // the dataset lives on the training machine
+      continue;
     }
-    const DatasetScan scan = scan_trainer_dataset(dir, d);
-    const BucketResult br = d.rule == "musubi" ? musubi_buckets(d, scan.media) : diffusers_buckets(d, scan.media);
-    BackendDataset src{d.id, dir, d.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, br.no_full_batch,
-                       !scan.unavailable.empty() ? scan.unavailable : d.rule == "musubi" ? std::string() : d.why};
-    if (d.rule == "musubi") src.note = d.why;
-    add_source(v, src, br);
+    read(i, dir, given, v);
   }
   if (v.sources.empty()) return std::nullopt;
   return v;
 }
 
+}  // namespace
+
+std::optional<DatasetView> read_trainer_datasets(const std::vector<DatasetSpec>& datasets, const std::string& dataset_dir,
+                                                 const std::string& cwd) {
+  return read_each(
+      datasets.size(), dataset_dir, cwd, [&](std::size_t i) { return datasets[i].dir; },
+      [&](std::size_t i, const std::string& dir, bool, DatasetView& v) {
+        const DatasetSpec& d = datasets[i];
+        const DatasetScan scan = scan_trainer_dataset(dir, d);
+        const BucketResult br = trainer_buckets(d, scan.media);
+        // a rule that forms no bucket says why in place of the buckets; the others' assumptions are a note
+        const bool forms = d.rule != "not_modelled";
+        BackendDataset src{d.id, dir, d.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, br.no_full_batch,
+                           !scan.unavailable.empty() ? scan.unavailable : forms ? std::string() : d.why};
+        if (forms) src.note = d.why;
+        add_source(v, src, br);
+      });
+}
+
 std::optional<DatasetView> read_datasets(const std::vector<BackendShape>& backends, const std::string& dataset_dir,
                                          const std::string& cwd) {
-  DatasetView v;
-  for (std::size_t i = 0; i < backends.size(); ++i) {
-    const BackendShape& b = backends[i];
-    const bool given = i == 0 && !dataset_dir.empty();
-    std::string dir = given ? dataset_dir : b.rules.instance_data_dir;
-    if (dir.empty()) continue;
-    dir = local_dir(dir, cwd);
-    if (dir.empty()) {
-      if (given) throw InputError("--dataset '" + brief_text(dataset_dir) + "': not a directory");
-      continue;  // the dataset lives on the training machine
-    }
-    if (b.dataset_type != "image" && b.dataset_type != "video") {
-      if (given)
-        throw InputError("--dataset '" + brief_text(dataset_dir) + "': backend '" + b.id + "' is a " + b.dataset_type +
-                         " dataset; only image and video datasets are read");
-      continue;
-    }
-    const DatasetScan scan = scan_dataset(dir, b.dataset_type == "video" ? MediaKind::video : MediaKind::image);
-    const BucketResult br = simpletuner_buckets(b, scan.media);
-    BackendDataset src{b.id, dir, b.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, 0, scan.unavailable};
-    add_source(v, src, br);
-  }
-  if (v.sources.empty()) return std::nullopt;
-  return v;
+  return read_each(
+      backends.size(), dataset_dir, cwd, [&](std::size_t i) { return backends[i].rules.instance_data_dir; },
+      [&](std::size_t i, const std::string& dir, bool given, DatasetView& v) {
+        const BackendShape& b = backends[i];
+        if (b.dataset_type != "image" && b.dataset_type != "video") {
+          if (given)
+            throw InputError("--dataset '" + brief_text(dataset_dir) + "': backend '" + b.id + "' is a " + b.dataset_type +
+                             " dataset; only image and video datasets are read");
+          return;
+        }
+        const DatasetScan scan = scan_dataset(dir, b.dataset_type == "video" ? MediaKind::video : MediaKind::image);
+        const BucketResult br = simpletuner_buckets(b, scan.media);
+        add_source(v, {b.id, dir, b.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, 0, scan.unavailable}, br);
+      });
 }
 
 void apply_largest_bucket(TrainingSetup& setup, const DatasetView& d) {

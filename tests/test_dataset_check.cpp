@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "check_options.hpp"
 #include "commands.hpp"
@@ -52,6 +54,27 @@ nlohmann::json check_json(const std::string& config, const std::string& gpu) {
   return nlohmann::json::parse(ss.str());
 }
 
+// one SimpleTuner data backend entry of a backend list (its JSON text): a local image or video backend of
+// `dir`, `more` its other keys; kEmbeds the text-embed backend every list needs
+std::string backend_entry(const std::string& id, const std::string& type, const fs::path& dir, const std::string& more) {
+  return "{\"id\": \"" + id + "\", \"type\": \"local\", \"dataset_type\": \"" + type + "\", \"instance_data_dir\": \"" +
+         dir.string() + "\", " + more + "}";
+}
+const std::string kEmbeds = "{\"id\": \"embeds\", \"dataset_type\": \"text_embeds\", \"default\": true}";
+// a SimpleTuner config of `fields` whose data_backend_config lists `entries` (and kEmbeds), in `s`
+std::string simpletuner_config(test::Scratch& s, const std::vector<std::string>& entries, const std::string& fields) {
+  std::string list = "[";
+  for (const std::string& e : entries) list += e + ", ";
+  s.write("backend.json", list + kEmbeds + "]");
+  return s.write("config.json", "{" + fields + ", \"data_backend_config\": \"" + (s.dir / "backend.json").string() + "\"}");
+}
+
+// a bucket of check's JSON as (width, height, frames, count)
+using Shape = std::tuple<int, int, int, long long>;
+Shape shape(const nlohmann::json& b) {
+  return {b["width"].get<int>(), b["height"].get<int>(), b["frames"].get<int>(), b["count"].get<long long>()};
+}
+
 }  // namespace
 
 TEST_CASE("every image backend is bucketed; the bucket with the highest peak, of whichever backend, sets the run") {
@@ -63,14 +86,12 @@ TEST_CASE("every image backend is bucketed; the bucket with the highest peak, of
   // squares, pixel 1024, batch 2: 1024x1024 twice -> 1024x1024 x 2 (2.10 Mpx a step): the higher peak
   s.write("squares/a.png", png(1024, 1024));
   s.write("squares/b.png", png(1024, 1024));
-  s.write("backend.json", "[{\"id\": \"photos\", \"type\": \"local\", \"dataset_type\": \"image\", \"instance_data_dir\": \"" +
-                              (s.dir / "photos").string() + "\", \"resolution\": 1024, \"resolution_type\": \"pixel\"},"
-                              " {\"id\": \"squares\", \"type\": \"local\", \"dataset_type\": \"image\", \"instance_data_dir\": \"" +
-                              (s.dir / "squares").string() + "\", \"resolution\": 1024, \"resolution_type\": \"pixel\", \"train_batch_size\": 2},"
-                              " {\"id\": \"embeds\", \"dataset_type\": \"text_embeds\", \"default\": true}]");
-  s.write("config.json", "{\"model_family\": \"flux\", \"model_type\": \"lora\", \"lora_rank\": 16, \"train_batch_size\": 1, "
-                         "\"gradient_checkpointing\": true, \"data_backend_config\": \"" + (s.dir / "backend.json").string() + "\"}");
-  const nlohmann::json j = check_json((s.dir / "config.json").string(), "h100");
+  const std::string config = simpletuner_config(
+      s,
+      {backend_entry("photos", "image", s.dir / "photos", "\"resolution\": 1024, \"resolution_type\": \"pixel\""),
+       backend_entry("squares", "image", s.dir / "squares", "\"resolution\": 1024, \"resolution_type\": \"pixel\", \"train_batch_size\": 2")},
+      "\"model_family\": \"flux\", \"model_type\": \"lora\", \"lora_rank\": 16, \"train_batch_size\": 1, \"gradient_checkpointing\": true");
+  const nlohmann::json j = check_json(config, "h100");
   REQUIRE(j["buckets"].size() == 2);
   CHECK(j["buckets"][0]["backend"] == "squares");
   CHECK(j["buckets"][0]["batch"] == 2);
@@ -123,29 +144,21 @@ TEST_CASE("a video backend's clips and an image backend of the same config, judg
   // stills, batch 2: 1024x1024 -> 480x480 (aspect 1: edge x edge)
   s.write("stills/a.png", png(1024, 1024));
   s.write("stills/b.png", png(1024, 1024));
-  s.write("backend.json", "[{\"id\": \"clips\", \"type\": \"local\", \"dataset_type\": \"video\", \"instance_data_dir\": \"" +
-                              (s.dir / "clips").string() + "\", \"resolution\": 480, \"resolution_type\": \"pixel_area\","
-                              " \"video\": {\"num_frames\": 49, \"max_frames\": 80}},"
-                              " {\"id\": \"stills\", \"type\": \"local\", \"dataset_type\": \"image\", \"instance_data_dir\": \"" +
-                              (s.dir / "stills").string() + "\", \"resolution\": 480, \"resolution_type\": \"pixel_area\", \"train_batch_size\": 2},"
-                              " {\"id\": \"embeds\", \"dataset_type\": \"text_embeds\", \"default\": true}]");
-  s.write("config.json", "{\"model_family\": \"wan\", \"model_flavour\": \"t2v-480p-1.3b-2.1\", \"model_type\": \"lora\", "
-                         "\"train_batch_size\": 1, \"data_backend_config\": \"" + (s.dir / "backend.json").string() + "\"}");
-  const nlohmann::json j = check_json((s.dir / "config.json").string(), "h100");
+  const std::string config = simpletuner_config(
+      s,
+      {backend_entry("clips", "video", s.dir / "clips",
+                     "\"resolution\": 480, \"resolution_type\": \"pixel_area\", \"video\": {\"num_frames\": 49, \"max_frames\": 80}"),
+       backend_entry("stills", "image", s.dir / "stills", "\"resolution\": 480, \"resolution_type\": \"pixel_area\", \"train_batch_size\": 2")},
+      "\"model_family\": \"wan\", \"model_flavour\": \"t2v-480p-1.3b-2.1\", \"model_type\": \"lora\", \"train_batch_size\": 1");
+  const nlohmann::json j = check_json(config, "h100");
   REQUIRE(j["buckets"].size() == 3);
   // 640x352 and 352x640 carry the same tokens (20 x 11 patches x 13 latent frames): the wider is first
   CHECK(j["buckets"][0]["backend"] == "clips");
-  CHECK(j["buckets"][0]["width"] == 640);
-  CHECK(j["buckets"][0]["height"] == 352);
-  CHECK(j["buckets"][0]["frames"] == 49);
-  CHECK(j["buckets"][0]["count"] == 1);
-  CHECK(j["buckets"][1]["width"] == 352);
-  CHECK(j["buckets"][1]["height"] == 640);
+  CHECK(shape(j["buckets"][0]) == Shape{640, 352, 49, 1});
+  CHECK(shape(j["buckets"][1]) == Shape{352, 640, 49, 1});
   CHECK(j["buckets"][2]["backend"] == "stills");
-  CHECK(j["buckets"][2]["width"] == 480);
-  CHECK(j["buckets"][2]["frames"] == 1);
+  CHECK(shape(j["buckets"][2]) == Shape{480, 480, 1, 2});
   CHECK(j["buckets"][2]["batch"] == 2);
-  CHECK(j["buckets"][2]["count"] == 2);
   CHECK(j["setup"]["width"] == 640);
   CHECK(j["setup"]["frames"] == 49);
   CHECK(j["dataset"]["video_files"] == 4);
@@ -168,14 +181,10 @@ TEST_CASE("a musubi-tuner dataset TOML's video_directory: clips by target_frames
                       " --sdpa --mixed_precision bf16 --gradient_checkpointing --network_module networks.lora_wan --network_dim 16\n");
   const nlohmann::json j = check_json((s.dir / "train.sh").string(), "h100");
   REQUIRE(j["buckets"].size() == 3);
-  CHECK(j["buckets"][0]["frames"] == 45);
-  CHECK(j["buckets"][0]["count"] == 2);  // one clip, num_repeats 2
-  CHECK(j["buckets"][0]["width"] == 832);
-  CHECK(j["buckets"][0]["height"] == 480);
-  CHECK(j["buckets"][1]["frames"] == 25);
-  CHECK(j["buckets"][1]["count"] == 4);
-  CHECK(j["buckets"][2]["frames"] == 1);
-  CHECK(j["buckets"][2]["count"] == 6);
+  // one clip of 45 (num_repeats 2), two of 25, three of 1, each twice; every one at the resolution
+  CHECK(shape(j["buckets"][0]) == Shape{832, 480, 45, 2});
+  CHECK(shape(j["buckets"][1]) == Shape{832, 480, 25, 4});
+  CHECK(shape(j["buckets"][2]) == Shape{832, 480, 1, 6});
   CHECK(j["setup"]["frames"] == 45);
   CHECK(j["dataset"]["video_files"] == 3);
 }

@@ -273,6 +273,10 @@ BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize
   return out;
 }
 
+BucketResult trainer_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {
+  return d.rule == "musubi" ? musubi_buckets(d, media) : diffusers_buckets(d, media);
+}
+
 DatasetScan scan_dataset(const std::string& dir, MediaKind kind) {
   namespace fs = std::filesystem;
   std::error_code ec;

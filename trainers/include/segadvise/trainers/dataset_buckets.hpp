@@ -71,5 +71,7 @@ BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize
 // clip of each target N the video reaches; chunk, F / N clips of N; slide, (F - N) / frame_stride + 1;
 // uniform, frame_sample clips of N; full, F trimmed to N*4+1, then to max_frames. Counts times num_repeats.
 BucketResult musubi_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media);
+// The buckets of `d` by its rule: musubi_buckets for "musubi", else diffusers_buckets.
+BucketResult trainer_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media);
 
 }  // namespace segadvise
