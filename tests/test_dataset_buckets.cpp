@@ -334,6 +334,60 @@ TEST_CASE("musubi-tuner's clips by frame_extraction (docs/dataset_config.md's 40
   }
 }
 
+TEST_CASE("area buckets: every sample at the resolution, its clips at num_frames; repeats, balancing and samples") {
+  DatasetSpec d;
+  d.id = "datasets[0].folder_path";
+  d.rule = "area";
+  d.width = d.height = 1024;
+  d.repeats = 3;
+  const std::vector<MediaSize> media = {{1500, 1000}, {1000, 1500}, {1024, 1024}, {640, 480}};
+  SUBCASE("ai-toolkit: num_repeats 3, every image at 1024x1024 whatever its aspect: 4 x 3 samples") {
+    CHECK(shapes(trainer_buckets(d, media)) == std::vector<Shape>{{1024, 1024, 1, 12}});
+  }
+  SUBCASE("a video dataset: every clip num_frames frames") {
+    d.dataset_type = "video";
+    d.frames = 33;
+    CHECK(shapes(area_buckets(d, {{832, 480, 81}, {480, 832, 40}})) == std::vector<Shape>{{1024, 1024, 33, 6}});
+  }
+  SUBCASE("OneTrainer REPEATS: files x balancing, rounded: 4 x 1.4 = 5.6 -> 6") {
+    d.balancing = 1.4;
+    CHECK(shapes(area_buckets(d, media)) == std::vector<Shape>{{1024, 1024, 1, 6}});
+  }
+  SUBCASE("no_upscale, step 16 (diffusers' on-the-fly cap, min(resolution, round(sqrt(h x w)))); SAMPLES shared out") {
+    d.no_upscale = true;
+    d.align = 16;
+    d.samples = 10;
+    // 1500x1000 and 1000x1500: 1.5 Mpx >= 1024^2 -> 1024x1024; 1024x1024 -> 1024x1024; 640x480: sqrt(307200)
+    // = 554.3 -> 554 -> 544 (34 x 16). 10 samples over 4 files: 3 of 4 -> 7.5 -> 8, 1 of 4 -> 2.5 -> 3
+    CHECK(shapes(area_buckets(d, media)) == std::vector<Shape>{{1024, 1024, 1, 8}, {544, 544, 1, 3}});
+  }
+  SUBCASE("drop_last: a bucket of fewer samples than a batch never trains") {
+    d.no_upscale = true;
+    d.align = 16;
+    d.repeats = 1;
+    d.batch = 2;
+    d.drop_last = true;
+    const BucketResult r = area_buckets(d, media);
+    CHECK(shapes(r) == std::vector<Shape>{{1024, 1024, 1, 3}});  // 544x544 holds one sample
+    CHECK(r.no_full_batch == 1);
+  }
+}
+
+TEST_CASE("musubi-tuner's bucket_no_upscale: a sample under the resolution's pixels keeps its own area") {
+  DatasetSpec d;
+  d.id = "datasets[0].image_directory";
+  d.rule = "musubi";
+  d.width = 960;
+  d.height = 544;
+  d.no_upscale = true;
+  d.align = 16;
+  // 1280x720 (921,600 px) >= 960x544 (522,240): 960x544. 640x360 (230,400): k = sqrt(230400 / 522240) =
+  // 0.66421; 960k = 637.6 -> 638 -> 624 (39 x 16), 544k = 361.3 -> 361 -> 352 (22 x 16)
+  CHECK(shapes(musubi_buckets(d, {{1280, 720}, {640, 360}, {640, 360}})) == std::vector<Shape>{{960, 544, 1, 1}, {624, 352, 1, 2}});
+  d.no_upscale = false;  // without it (or without enable_bucket) every sample at the resolution
+  CHECK(shapes(musubi_buckets(d, {{1280, 720}, {640, 360}})) == std::vector<Shape>{{960, 544, 1, 2}});
+}
+
 #ifdef SEGADVISE_TEST_VIDEOS
 #include "video_files.hpp"
 

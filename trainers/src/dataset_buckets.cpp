@@ -201,20 +201,47 @@ DatasetScan scan_trainer_dataset(const std::string& dir, const DatasetSpec& d) {
   return s;
 }
 
+namespace {
+
+// d.width x d.height, or with no_upscale, for a sample of fewer pixels, that shape scaled to the sample's
+// own area: each side round(side x sqrt(pixels / (W x H))), then down to a multiple of d.align (at least
+// one step). For a square of edge E that side is round(sqrt(w x h)), the on-the-fly cap of diffusers'
+// DreamBooth scripts (min(resolution, round((height * width) ** 0.5)), train_dreambooth_lora_flux2_klein.py).
+std::pair<int, int> sample_size(const DatasetSpec& d, const MediaSize& m) {
+  const double full = static_cast<double>(d.width) * d.height, own = static_cast<double>(m.width) * m.height;
+  if (!d.no_upscale || own >= full) return {d.width, d.height};
+  const double k = std::sqrt(own / full);
+  const int a = std::max(1, d.align);
+  auto side = [&](int s) { return std::max(a, static_cast<int>(std::llround(s * k)) / a * a); };
+  return {side(d.width), side(d.height)};
+}
+
+// largest first: pixels x frames, then the wider
+void sort_largest_first(std::vector<DatasetBucket>& buckets) {
+  std::stable_sort(buckets.begin(), buckets.end(), [](const DatasetBucket& x, const DatasetBucket& y) {
+    const double ax = static_cast<double>(x.width) * x.height * x.frames, ay = static_cast<double>(y.width) * y.height * y.frames;
+    if (ax != ay) return ax > ay;
+    return x.width > y.width;
+  });
+}
+
+}  // namespace
+
 BucketResult musubi_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {
   BucketResult out;
-  std::map<int, long long> by_frames;  // clip length -> samples
+  std::map<std::tuple<int, int, int>, long long> by_shape;  // (width, height, clip length) -> samples
   const bool video = d.dataset_type == "video";
   for (const MediaSize& m : media) {
+    const auto [w, h] = sample_size(d, m);
     if (!video) {
-      by_frames[1] += d.repeats;
+      by_shape[{w, h, 1}] += d.repeats;
       continue;
     }
     const long long f = m.frames;
     bool any = false;
-    auto add = [&](int n, long long clips) {
+    auto add = [&, w = w, h = h](int n, long long clips) {
       if (clips <= 0) return;
-      by_frames[n] += clips * d.repeats;
+      by_shape[{w, h, n}] += clips * d.repeats;
       any = true;
     };
     if (d.frame_extraction == "full") {
@@ -233,9 +260,29 @@ BucketResult musubi_buckets(const DatasetSpec& d, const std::vector<MediaSize>& 
     }
     if (!any) ++out.frames_out;
   }
-  for (const auto& [n, count] : by_frames) out.buckets.push_back({d.width, d.height, n, count, d.batch, d.id});
-  std::stable_sort(out.buckets.begin(), out.buckets.end(),
-                   [](const DatasetBucket& x, const DatasetBucket& y) { return x.frames > y.frames; });
+  for (const auto& [k, count] : by_shape)
+    out.buckets.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), count, d.batch, d.id});
+  sort_largest_first(out.buckets);
+  return out;
+}
+
+BucketResult area_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {
+  BucketResult out;
+  std::map<std::pair<int, int>, long long> files;  // shape -> files
+  for (const MediaSize& m : media) ++files[sample_size(d, m)];
+  const int frames = d.dataset_type == "video" ? std::max(1, d.frames) : 1;
+  for (const auto& [wh, n] : files) {
+    const long long count = d.samples > 0     ? std::llround(static_cast<double>(d.samples) * n / static_cast<double>(media.size()))
+                            : d.balancing > 0 ? std::llround(n * d.balancing)
+                                              : n * d.repeats;
+    if (count <= 0) continue;
+    if (d.drop_last && count < d.batch) {
+      out.no_full_batch += count;
+      continue;
+    }
+    out.buckets.push_back({wh.first, wh.second, frames, count, d.batch, d.id});
+  }
+  sort_largest_first(out.buckets);
   return out;
 }
 
@@ -274,7 +321,9 @@ BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize
 }
 
 BucketResult trainer_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media) {
-  return d.rule == "musubi" ? musubi_buckets(d, media) : diffusers_buckets(d, media);
+  if (d.rule == "musubi") return musubi_buckets(d, media);
+  if (d.rule == "area") return area_buckets(d, media);
+  return diffusers_buckets(d, media);
 }
 
 DatasetScan scan_dataset(const std::string& dir, MediaKind kind) {

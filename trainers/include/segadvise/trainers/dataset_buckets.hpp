@@ -70,8 +70,16 @@ BucketResult diffusers_buckets(const DatasetSpec& d, const std::vector<MediaSize
 // height); an image one frame; a video's clips by frame_extraction (docs/dataset_config.md): head, one
 // clip of each target N the video reaches; chunk, F / N clips of N; slide, (F - N) / frame_stride + 1;
 // uniform, frame_sample clips of N; full, F trimmed to N*4+1, then to max_frames. Counts times num_repeats.
+// With no_upscale (enable_bucket and bucket_no_upscale) a sample of fewer pixels than the resolution
+// counts at its own area (DatasetSpec::no_upscale).
 BucketResult musubi_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media);
-// The buckets of `d` by its rule: musubi_buckets for "musubi", else diffusers_buckets.
+// The buckets of a dataset whose trainer's aspect ladder is not modelled (rule "area": ai-toolkit,
+// OneTrainer, diffusers' on-the-fly buckets): every sample at d.width x d.height (x d.frames), or with
+// no_upscale a smaller sample at its own area; counts by repeats, balancing or samples; with drop_last a
+// bucket of fewer samples than a batch is left out (no_full_batch).
+BucketResult area_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media);
+// The buckets of `d` by its rule: musubi_buckets for "musubi", area_buckets for "area", else
+// diffusers_buckets.
 BucketResult trainer_buckets(const DatasetSpec& d, const std::vector<MediaSize>& media);
 
 }  // namespace segadvise

@@ -29,8 +29,10 @@ struct DatasetSpec {
   int batch = 1;     // samples a step
   int repeats = 1;   // times each file is seen an epoch
   // "square": every image resized and cropped to edge x edge; "listed": the nearest of `listed`
-  // (width, height) by aspect; "not_modelled": the trainer computes its buckets in code segadvise does
-  // not have (no bucket is formed; `why` says so)
+  // (width, height) by aspect; "area": the trainer's aspect buckets hold about width x height pixels and
+  // their ladder is not among the copied sources: every sample counted at width x height (`why` says so);
+  // "not_modelled": the trainer computes its buckets in code segadvise does not have (no bucket is
+  // formed; `why` says so)
   std::string rule = "square";
   int edge = 0;
   std::vector<std::pair<int, int>> listed;
@@ -43,6 +45,15 @@ struct DatasetSpec {
   std::vector<int> target_frames;      // each already N*4+1
   std::string frame_extraction = "head";
   int frame_stride = 1, frame_sample = 1, max_frames = 129;
+  // "area" and "musubi": a sample of fewer pixels than width x height is not upscaled: it counts at its
+  // own area (the shape scaled by sqrt(its pixels / (width x height)), rounded, each side down to `align`)
+  bool no_upscale = false;
+  int align = 1;
+  int frames = 1;  // "area" video datasets: every clip's frame count
+  // "area": in place of `repeats`, samples an epoch = files x balancing, rounded to the nearest (> 0), or
+  // a fixed `samples` shared by the buckets in proportion to their files (> 0)
+  double balancing = 0;
+  long long samples = 0;
 };
 
 struct TrainerRead {
