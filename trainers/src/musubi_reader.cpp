@@ -266,9 +266,20 @@ void read_dataset(const std::string& path, TrainerRead& r) {
         if (!v.is_boolean()) throw InputError(at(path, v, name + ".enable_bucket") + ": expected true or false");
         return v.as_boolean();
       });
+      // bucket_no_upscale (default false, ignored without enable_bucket: docs/dataset_config.md) keeps a
+      // smaller sample at its own area; 16 is taken as its bucket step (musubi's step is in its
+      // BucketSelector, which is not among the copied sources)
+      const bool no_upscale = buckets && ascend(ds, general, "bucket_no_upscale", [&](const toml::value& v) {
+        if (v.is_uninitialized()) return false;
+        if (!v.is_boolean()) throw InputError(at(path, v, name + ".bucket_no_upscale") + ": expected true or false");
+        return v.as_boolean();
+      });
+      d.no_upscale = no_upscale;
+      d.align = 16;
       if (buckets)
-        d.why = "enable_bucket: each sample takes an aspect bucket of about the resolution's area (musubi's BucketSelector, "
-                "not modelled): predicted at the resolution";
+        d.why = std::string("enable_bucket: each sample takes an aspect bucket of about the resolution's area (musubi's BucketSelector, "
+                            "not modelled): counted at the resolution") +
+                (no_upscale ? ", or, bucket_no_upscale, a smaller sample at its own area" : "");
       if (video) {
         if (ds.contains("frame_extraction") && ds.at("frame_extraction").is_string()) d.frame_extraction = ds.at("frame_extraction").as_string().str;
         if (ds.contains("target_frames") && ds.at("target_frames").is_array())
