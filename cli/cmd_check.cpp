@@ -29,12 +29,7 @@ namespace segadvise::cli {
 int run_check(const CheckOptions& o, std::ostream& out) {
   check_emit_name(o.emit);
   const std::string config_trainer = o.trainer.empty() ? detect_trainer(o.config) : o.trainer;
-  if (config_trainer != "simpletuner") {
-    if (!o.dataset.empty() && config_trainer != "diffusers" && config_trainer != "musubi")
-      throw InputError("--dataset '" + o.dataset + "': datasets are read for SimpleTuner, musubi-tuner and diffusers configs only (docs/datasets.md), not " +
-                       config_trainer + "'s");
-    return run_trainer_check(o, config_trainer, out);
-  }
+  if (config_trainer != "simpletuner") return run_trainer_check(o, config_trainer, out);
   if (!o.output.empty() && o.emit != "simpletuner")
     throw InputError("--output '" + o.output + "': only with --emit simpletuner (it writes the config back)");
   const auto printer = make_printer(o.flags.format, out);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <tuple>
 
 #include "output.hpp"
 #include "text_format.hpp"
@@ -75,17 +77,25 @@ std::optional<DatasetView> read_each(std::size_t n, const std::string& dataset_d
 
 std::optional<DatasetView> read_trainer_datasets(const std::vector<DatasetSpec>& datasets, const std::string& dataset_dir,
                                                  const std::string& cwd) {
+  // one directory read once, however many datasets name it (an ai-toolkit folder of several resolutions)
+  std::map<std::tuple<std::string, bool, std::string>, DatasetScan> scans;
   return read_each(
       datasets.size(), dataset_dir, cwd, [&](std::size_t i) { return datasets[i].dir; },
       [&](std::size_t i, const std::string& dir, bool, DatasetView& v) {
         const DatasetSpec& d = datasets[i];
-        const DatasetScan scan = scan_trainer_dataset(dir, d);
+        const auto key = std::make_tuple(dir, d.recursive, d.dataset_type);
+        auto it = scans.find(key);
+        if (it == scans.end()) it = scans.emplace(key, scan_trainer_dataset(dir, d)).first;
+        const DatasetScan& scan = it->second;
         const BucketResult br = trainer_buckets(d, scan.media);
         // a rule that forms no bucket says why in place of the buckets; the others' assumptions are a note
         const bool forms = d.rule != "not_modelled";
         BackendDataset src{d.id, dir, d.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, br.no_full_batch,
                            !scan.unavailable.empty() ? scan.unavailable : forms ? std::string() : d.why};
         if (forms) src.note = d.why;
+        if (d.dataset_type == "video")
+          src.clips = d.rule == "musubi" ? "each video gives the clips of frame_extraction and target_frames (the frames column)"
+                                         : "each video trains as num_frames frames spread over it (the frames column)";
         add_source(v, src, br);
       });
 }
@@ -104,7 +114,9 @@ std::optional<DatasetView> read_datasets(const std::vector<BackendShape>& backen
         }
         const DatasetScan scan = scan_dataset(dir, b.dataset_type == "video" ? MediaKind::video : MediaKind::image);
         const BucketResult br = simpletuner_buckets(b, scan.media);
-        add_source(v, {b.id, dir, b.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, 0, scan.unavailable}, br);
+        BackendDataset src{b.id, dir, b.dataset_type, scan.files, scan.unreadable, br.too_small, br.frames_out, 0, scan.unavailable};
+        if (b.dataset_type == "video") src.clips = "each video trains as its first num_frames frames (the frames column)";
+        add_source(v, src, br);
       });
 }
 
@@ -150,7 +162,6 @@ namespace segadvise::cli {
 
 void print_buckets(std::ostream& out, const DatasetView& d, const std::string& gpu, const TextFormat& fmt) {
   const bool several = d.sources.size() > 1;
-  const bool videos = std::any_of(d.sources.begin(), d.sources.end(), [](const BackendDataset& s) { return s.dataset_type == "video"; });
   std::string head = "Buckets of the dataset";
   for (std::size_t i = 0; i < d.sources.size(); ++i) {
     const BackendDataset& s = d.sources[i];
@@ -204,7 +215,12 @@ void print_buckets(std::ostream& out, const DatasetView& d, const std::string& g
     }
   }
   out << "\n";
-  if (videos) out << "each video trains as its first num_frames frames (the frames column)\n";
+  std::vector<std::string> said;
+  for (const BackendDataset& s : d.sources)
+    if (!s.clips.empty() && std::find(said.begin(), said.end(), s.clips) == said.end()) {
+      said.push_back(s.clips);
+      out << s.clips << "\n";
+    }
   out << "\n";
 }
 

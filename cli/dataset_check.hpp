@@ -26,6 +26,7 @@ struct BackendDataset {
   long long files = 0, unreadable = 0, too_small = 0, frames_out = 0, no_full_batch = 0;
   std::string unavailable;  // why its files were not read, or form no bucket ("" : they were, and do)
   std::string note;         // what the buckets assume (e.g. an aspect bucketing not modelled)
+  std::string clips;        // a video dataset: how its videos become clips ("" : an image dataset)
 };
 struct DatasetView {
   std::vector<BackendDataset> sources;  // the backends whose directory is here, in the config's order

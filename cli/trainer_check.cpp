@@ -33,7 +33,8 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
   CheckRequest req;
   // its datasets, where they are on this machine (docs/datasets.md): judged by the bucket with the highest peak
   if (!o.dataset.empty() && tr.datasets.empty())
-    throw InputError("--dataset '" + o.dataset + "': the config names no dataset directory to stand for (diffusers: --instance_data_dir or --train_data_dir; musubi: image_directory or video_directory)");
+    throw InputError("--dataset '" + o.dataset + "': the config names no dataset directory to stand for (diffusers: --instance_data_dir or --train_data_dir; musubi: image_directory or video_directory; "
+                     "ai-toolkit: datasets[].folder_path; OneTrainer: a concept's path)");
   std::optional<DatasetView> dataset = read_trainer_datasets(tr.datasets, o.dataset, o.read.cwd);
   TrainingSetup setup = tr.setup;
   if (dataset) {

@@ -245,7 +245,8 @@ expect 0 '"count": 4,' -- check "$tmp/dsconfig.json" --gpu l40s --format json
 mkdir -p "$tmp/other"; cp "$ds/sq0.png" "$tmp/other/"
 expect 0 'shape +1024x1024, batch 1' -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/other"
 expect 2 "--dataset '.*nowhere': not a directory" -- check "$tmp/dsconfig.json" --gpu l40s --dataset "$tmp/nowhere"
-expect 2 "--dataset '.*': datasets are read for SimpleTuner, musubi-tuner and diffusers configs only" -- check "$fixtures/trainers/ai-toolkit/chroma_offload.yaml" --gpu l40s --dataset "$tmp/other"
+# an ai-toolkit job's --dataset stands for its folder_path: the one image at the resolution [1024] square
+expect 0 '^1024x1024 +1 ' -- check "$fixtures/trainers/ai-toolkit/chroma_offload.yaml" --gpu l40s --dataset "$tmp/other"
 expect 2 "--dataset '.*': the config names no dataset directory to stand for" -- check "$fixtures/trainers/diffusers/krea2_fp8_captions.sh" --gpu l40s --dataset "$tmp/other"
 # a diffusers script's --dataset: every image at the --resolution square (flux_lora.sh: 1024), one sample each
 expect 0 '^1024x1024 +1 ' -- check "$fixtures/trainers/diffusers/flux_lora.sh" --gpu h100 --dataset "$tmp/other"

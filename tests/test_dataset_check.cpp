@@ -131,6 +131,105 @@ TEST_CASE("a diffusers DreamBooth command line's --instance_data_dir: listed buc
   CHECK(j["dataset"]["image_files"] == 3);
 }
 
+// three photos of mixed aspect under `dir`, one more in a directory below it
+void mixed_photos(test::Scratch& s, const std::string& dir) {
+  fs::create_directories(s.dir / dir / "below");
+  s.write(dir + "/wide.png", png(1500, 1000));
+  s.write(dir + "/tall.png", png(1000, 1500));
+  s.write(dir + "/square.png", png(1024, 1024));
+  s.write(dir + "/below/small.png", png(640, 480));
+}
+
+// an ai-toolkit job (its own YAML format) of one dataset: folder_path `dir`, `dataset` its other keys
+// (YAML lines, indented), LoRA of `rank` on the model `model` (a YAML flow mapping)
+std::string ai_toolkit_job(test::Scratch& s, const fs::path& dir, const std::string& dataset, int rank, const std::string& model) {
+  return s.write("job.yaml", "job: extension\nconfig:\n  name: buckets\n  process:\n    - type: sd_trainer\n"
+                             "      network: {type: lora, linear: " + std::to_string(rank) + ", linear_alpha: " + std::to_string(rank) + "}\n"
+                             "      datasets:\n        - folder_path: " + dir.string() + "\n" + dataset +
+                             "      train: {batch_size: 1, gradient_checkpointing: true, optimizer: adamw8bit, dtype: bf16}\n"
+                             "      model: " + model + "\n");
+}
+
+TEST_CASE("an ai-toolkit job's folder_path: each resolution its own dataset, every sample at its square") {
+  test::Scratch s("segadvise-dsaitk-");
+  mixed_photos(s, "photos");
+  // resolution [512, 1024]: two datasets of the folder (config_modules.py preprocess_dataset_raw_config);
+  // its 4 images (the one below included) x num_repeats 2 = 8 samples at 1024x1024 and 8 at 512x512
+  const std::string job = ai_toolkit_job(s, s.dir / "photos", "          resolution: [512, 1024]\n          num_repeats: 2\n", 16,
+                                         "{name_or_path: black-forest-labs/FLUX.1-dev, is_flux: true, quantize: true}");
+  const nlohmann::json j = check_json(job, "h100");
+  REQUIRE(j["buckets"].size() == 2);
+  CHECK(shape(j["buckets"][0]) == Shape{1024, 1024, 1, 8});
+  CHECK(j["buckets"][0]["backend"] == "datasets[0].folder_path at 1024");
+  CHECK(shape(j["buckets"][1]) == Shape{512, 512, 1, 8});
+  CHECK(j["setup"]["width"] == 1024);
+  CHECK(j["dataset"]["image_files"] == 8);  // the folder's 4 files count in each resolution's dataset
+}
+
+TEST_CASE("OneTrainer's concepts: in the config or its concept file; balancing by REPEATS or SAMPLES") {
+  test::Scratch s("segadvise-dsonetrainer-");
+  mixed_photos(s, "photos");
+  const std::string head = "{\"model_type\": \"FLUX_DEV_1\", \"base_model_name\": \"black-forest-labs/FLUX.1-dev\", "
+                           "\"training_method\": \"LORA\", \"batch_size\": 2, \"resolution\": \"768\", \"train_dtype\": \"BFLOAT_16\", "
+                           "\"transformer\": {\"train\": true, \"weight_dtype\": \"NFLOAT_4\"}, ";
+  SUBCASE("concepts in the config: its own entries (include_subdirectories false), 3 x balancing 1.5 = 4.5 -> 5") {
+    const std::string config = s.write("config.json", head + "\"concepts\": [{\"path\": \"" + (s.dir / "photos").string() +
+                                                              "\", \"balancing\": 1.5, \"balancing_strategy\": \"REPEATS\"}]}");
+    const nlohmann::json j = check_json(config, "h100");
+    REQUIRE(j["buckets"].size() == 1);
+    CHECK(shape(j["buckets"][0]) == Shape{768, 768, 1, 5});
+    CHECK(j["buckets"][0]["batch"] == 2);
+    CHECK(j["dataset"]["image_files"] == 3);
+  }
+  SUBCASE("concept_file_name beside the config: SAMPLES 10 over every directory below; disabled and validation concepts left out") {
+    s.write("concepts.json", "[{\"path\": \"" + (s.dir / "photos").string() + "\", \"include_subdirectories\": true, "
+                             "\"balancing\": 10, \"balancing_strategy\": \"SAMPLES\"},"
+                             " {\"path\": \"" + (s.dir / "photos").string() + "\", \"type\": \"VALIDATION\"},"
+                             " {\"path\": \"" + (s.dir / "photos").string() + "\", \"enabled\": false}]");
+    const std::string config = s.write("config.json", head + "\"concept_file_name\": \"concepts.json\"}");
+    const nlohmann::json j = check_json(config, "h100");
+    REQUIRE(j["buckets"].size() == 1);
+    CHECK(shape(j["buckets"][0]) == Shape{768, 768, 1, 10});
+    CHECK(j["dataset"]["image_files"] == 4);
+  }
+}
+
+TEST_CASE("a musubi-tuner image dataset with enable_bucket and bucket_no_upscale") {
+  test::Scratch s("segadvise-dsmusubinoup-");
+  fs::create_directories(s.dir / "images");
+  // 960x544 (522,240 px): 1280x720 is larger: 960x544; 640x360 (230,400 px) keeps its area: 624x352
+  // (test_dataset_buckets derives it); num_repeats 1
+  s.write("images/big.png", png(1280, 720));
+  s.write("images/a.png", png(640, 360));
+  s.write("images/b.png", png(640, 360));
+  s.write("dataset.toml", "[general]\nresolution = [960, 544]\nbatch_size = 1\nenable_bucket = true\nbucket_no_upscale = true\n\n"
+                          "[[datasets]]\nimage_directory = \"" + (s.dir / "images").string() + "\"\ncache_directory = \"/tmp/none\"\n");
+  const std::string sh = s.write("train.sh", "accelerate launch src/musubi_tuner/wan_train_network.py --task t2v-1.3B --dit wan.safetensors "
+                                             "--dataset_config " + (s.dir / "dataset.toml").string() +
+                                             " --sdpa --mixed_precision bf16 --gradient_checkpointing --network_module networks.lora_wan --network_dim 16\n");
+  const nlohmann::json j = check_json(sh, "h100");
+  REQUIRE(j["buckets"].size() == 2);
+  CHECK(shape(j["buckets"][0]) == Shape{960, 544, 1, 1});
+  CHECK(shape(j["buckets"][1]) == Shape{624, 352, 1, 2});
+}
+
+TEST_CASE("a diffusers DreamBooth script's on-the-fly buckets: each image at min(--resolution, round(sqrt(h w)))") {
+  test::Scratch s("segadvise-dsonthefly-");
+  mixed_photos(s, "photos");
+  s.write("photos/tiny.png", png(320, 320));
+  // own entries: wide, tall, square (>= 1024^2 px: 1024), tiny 320 (320 = 20 x 16); below/small is not
+  // listed. --repeats 2: 6 samples at 1024, 2 at 320; batch 1 (drop_last leaves none out)
+  const std::string sh = s.write("train.sh", "accelerate launch train_dreambooth_lora_qwen_image.py \\\n"
+                                             "  --pretrained_model_name_or_path=Qwen/Qwen-Image --instance_prompt=x \\\n"
+                                             "  --instance_data_dir=" + (s.dir / "photos").string() + " --repeats 2 \\\n"
+                                             "  --resolution 1024 --train_batch_size 1 --mixed_precision bf16 --gradient_checkpointing \\\n"
+                                             "  --use_aspect_ratio_buckets\n");
+  const nlohmann::json j = check_json(sh, "h100");
+  REQUIRE(j["buckets"].size() == 2);
+  CHECK(shape(j["buckets"][0]) == Shape{1024, 1024, 1, 6});
+  CHECK(shape(j["buckets"][1]) == Shape{320, 320, 1, 2});
+}
+
 #ifdef SEGADVISE_TEST_VIDEOS
 TEST_CASE("a video backend's clips and an image backend of the same config, judged by the largest clip") {
   test::Scratch s("segadvise-dsvideo-");
@@ -164,6 +263,22 @@ TEST_CASE("a video backend's clips and an image backend of the same config, judg
   CHECK(j["dataset"]["video_files"] == 4);
   CHECK(j["dataset"]["image_files"] == 2);
   CHECK(j["dataset"]["outside_frame_range"] == 2);
+}
+
+TEST_CASE("an ai-toolkit video dataset (num_frames 33): every video one clip of 33 frames at the resolution's square") {
+  test::Scratch s("segadvise-dsaitkvideo-");
+  fs::create_directories(s.dir / "clips");
+  // shrink_video_to_frames: num_frames spread over the whole video, whatever its length; resolution [480]
+  REQUIRE(test::write_video((s.dir / "clips/a.mp4").string(), "mp4", 832, 480, 49, 16));
+  REQUIRE(test::write_video((s.dir / "clips/b.mkv").string(), "matroska", 480, 832, 81, 16));
+  s.write("clips/still.png", png(1024, 1024));  // a video dataset lists its videos only
+  const std::string job = ai_toolkit_job(s, s.dir / "clips", "          resolution: [480]\n          num_frames: 33\n", 32,
+                                         "{name_or_path: Wan-AI/Wan2.1-T2V-1.3B-Diffusers, arch: wan21}");
+  const nlohmann::json j = check_json(job, "h100");
+  REQUIRE(j["buckets"].size() == 1);
+  CHECK(shape(j["buckets"][0]) == Shape{480, 480, 33, 2});
+  CHECK(j["setup"]["frames"] == 33);
+  CHECK(j["dataset"]["video_files"] == 2);
 }
 
 TEST_CASE("a musubi-tuner dataset TOML's video_directory: clips by target_frames at the resolution") {

@@ -130,6 +130,35 @@ int control_images(const Yaml& y, const YAML::Node& d, const std::string& at) {
   return n;
 }
 
+// datasets[i].folder_path, where set: one DatasetSpec for each of its resolutions, each its own dataset
+// (preprocess_dataset_raw_config, config_modules.py:1097-1112), bucketed by area (docs/datasets.md):
+// ai-toolkit's aspect buckets (buckets: true, bucket_tolerance 64, config_modules.py:949-950) are made
+// around resolution x resolution pixels, and their list is not among the copied sources, so every sample
+// counts at that square; num_frames > 1 reads the folder's videos, each trained as num_frames frames
+// (shrink_video_to_frames, :1054-1058); every file num_repeats times an epoch (:1002).
+void add_folder_datasets(const Yaml& y, const YAML::Node& d, const std::string& at, const std::vector<int>& sizes, int frames,
+                         int batch, TrainerRead& r) {
+  const std::string folder = y.get<std::string>(d, "folder_path", "", at + ".folder_path");
+  if (folder.empty()) return;
+  const int repeats = y.get<int>(d, "num_repeats", 1, at + ".num_repeats");
+  if (repeats < 1 || repeats > (1 << 16))
+    throw InputError(y.where(d["num_repeats"], at + ".num_repeats") + ": " + std::to_string(repeats) + " is not in [1, 65536]");
+  for (int edge : sizes) {
+    DatasetSpec ds;
+    ds.id = at + ".folder_path" + (sizes.size() > 1 ? " at " + std::to_string(edge) : "");
+    ds.dir = folder;
+    ds.rule = "area";
+    ds.width = ds.height = ds.edge = edge;
+    ds.frames = frames;
+    ds.dataset_type = frames > 1 ? "video" : "image";
+    ds.batch = batch;
+    ds.repeats = repeats;
+    ds.why = "ai-toolkit's aspect buckets hold about " + std::to_string(edge) + "x" + std::to_string(edge) +
+             " pixels and their list is not modelled: every sample is counted at that square (about the same tokens)";
+    r.datasets.push_back(ds);
+  }
+}
+
 void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int train_batch) {
   const YAML::Node datasets = process["datasets"];
   int edge = 512, frames = 1, batch = train_batch;
@@ -162,6 +191,8 @@ void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int tr
       };
       in_range("num_frames", f, kMaxFrames);
       in_range("batch_size", b, kMaxBatch);
+      for (int sz : sizes) in_range("resolution", sz, kMaxEdgePixels);
+      add_folder_datasets(y, d, at, sizes, f, b, r);
       for (int s : sizes) {
         in_range("resolution", s, kMaxEdgePixels);
         const double tokens = double(s) * s / 64 * f * b;

@@ -149,9 +149,15 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
         }
         if (d.listed.empty()) throw InputError(where(path, cl, "aspect_ratio_buckets") + ": no bucket listed");
       } else {
-        d.rule = "not_modelled";
-        d.why = "--use_aspect_ratio_buckets without --aspect_ratio_buckets: the buckets come from diffusers' "
-                "generate_aspect_ratio_buckets, whose ladder is not described here";
+        // on the fly: each image's ladder is generate_aspect_ratio_buckets(min(--resolution,
+        // round(sqrt(h x w))), divisibility 16), its nearest bucket taken (train_dreambooth_lora_flux2_klein.py:
+        // 800, 957-968); that ladder is not among the copied sources, so each image counts at that area
+        d.rule = "area";
+        d.width = d.height = edge;
+        d.no_upscale = true;
+        d.align = 16;
+        d.why = "--use_aspect_ratio_buckets without --aspect_ratio_buckets: the ladder of diffusers' generate_aspect_ratio_buckets "
+                "is not modelled: each image is counted at the square of its bucket's area, min(--resolution, round(sqrt(h x w)))";
       }
     }
     r.datasets.push_back(d);

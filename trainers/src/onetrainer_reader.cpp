@@ -2,9 +2,12 @@
 // does (facts: trainers/data/onetrainer.json): per-part checkpointing and offloading since
 // 2026-07-05, the migrations a file without __version goes through, FLOAT_32 part defaults.
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
+#include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/phases.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
@@ -295,6 +298,78 @@ void read_other_parts(const TrainerFacts& facts, const Obj& top, const Family& f
 
 }  // namespace
 
+// The concepts' image directories (docs/datasets.md): `concepts` in the config, else the JSON list of its
+// `concept_file_name` (default training_concepts/concepts.json, TrainConfig.py:982-987, 1051-1052), tried
+// against the working directory and the config's directory; a file not here adds none. A concept's keys
+// are those of OneTrainer's ConceptConfig, which is not among the copied sources: `path`, `enabled`,
+// `type` (a VALIDATION concept does not train), `include_subdirectories`, `balancing` with
+// `balancing_strategy` REPEATS (files x balancing an epoch) or SAMPLES (balancing samples). Bucketed by
+// area at `resolution`: OneTrainer's aspect buckets (aspect_ratio_bucketing, default true, :1053) are
+// computed in its data loader, not among the copied sources.
+void read_concepts(const Obj& top, const std::string& path, const TrainerReadOptions& o,
+                   std::pair<int, int> wh, int batch, TrainerRead& r) {
+  namespace fs = std::filesystem;
+  const ordered_json* list = top.find("concepts");
+  ordered_json from_file;
+  std::string origin = path;
+  if (!list) {
+    const std::string name = top.str("concept_file_name", "training_concepts/concepts.json");
+    std::error_code ec;
+    std::string file;
+    for (const fs::path& base : {fs::path(o.cwd), fs::path(path).parent_path()}) {
+      const fs::path c = fs::path(name).is_relative() ? base / name : fs::path(name);
+      if (fs::is_regular_file(c, ec)) {
+        file = c.string();
+        break;
+      }
+    }
+    if (file.empty()) {  // the concepts live on the training machine: --dataset can stand for the first
+      DatasetSpec d;
+      d.id = "concept_file_name";
+      d.rule = "area";
+      d.width = d.edge = wh.first;
+      d.height = wh.second;
+      d.batch = batch;
+      d.why = "the concept file '" + name + "' is not here: --dataset is counted as one concept at the resolution";
+      r.datasets.push_back(d);
+      return;
+    }
+    from_file = read_json_file(file, "OneTrainer concept file");
+    r.inputs.push_back(file);
+    list = &from_file;
+    origin = file;
+  }
+  if (!list->is_array()) throw InputError(origin + ": concepts: " + brief_text(list->dump()) + " is not a list of concepts");
+  const bool bucketing = top.boolean("aspect_ratio_bucketing", true);
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const ordered_json& c = (*list)[i];
+    const std::string at = "concepts[" + std::to_string(i) + "]";
+    if (!c.is_object()) throw InputError(origin + ": " + at + ": " + brief_text(c.dump()) + " is not a concept (an object)");
+    const Obj co{c, origin, at + "."};
+    if (!co.boolean("enabled", true) || co.str("type", "STANDARD") == "VALIDATION") continue;
+    const std::string dir = co.str("path", "");
+    if (dir.empty()) continue;
+    DatasetSpec d;
+    d.id = at + ".path";
+    d.dir = dir;
+    d.recursive = co.boolean("include_subdirectories", false);
+    d.rule = "area";
+    d.width = d.edge = wh.first;
+    d.height = wh.second;
+    d.batch = batch;
+    const double balancing = co.number("balancing", 1.0);
+    if (!(balancing > 0) || balancing > 1e6) throw InputError(co.where("balancing") + ": " + std::to_string(balancing) + " is not in (0, 1e6]");
+    const std::string strategy = co.str("balancing_strategy", "REPEATS");
+    if (strategy == "SAMPLES") d.samples = std::max<long long>(1, std::llround(balancing));
+    else if (strategy == "REPEATS") d.balancing = balancing;
+    else throw InputError(co.where("balancing_strategy") + ": '" + brief_text(strategy) + "' is not REPEATS or SAMPLES");
+    d.why = bucketing ? "OneTrainer's aspect buckets (aspect_ratio_bucketing) hold about the resolution's pixels and are not "
+                        "modelled: every image is counted at the resolution (about the same tokens)"
+                      : "aspect_ratio_bucketing false: every image trains at the resolution";
+    r.datasets.push_back(d);
+  }
+}
+
 TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o) {
   const TrainerFacts& facts = trainer_facts("onetrainer");
   const ordered_json raw = read_json_file(path, "OneTrainer config");
@@ -378,6 +453,7 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   s.height = wh.second;
   r.shape_source = std::string("resolution \"") + top.str("resolution", "512") + "\"" + (top.find("resolution") ? "" : " (default, TrainConfig.py:1078)") +
                    ", batch_size " + std::to_string(s.batch) + " (aspect-ratio buckets of that area)";
+  read_concepts(top, path, o, wh, s.batch, r);
   const std::string ema = top.str("ema", "OFF");
   s.use_ema = ema != "OFF";
   s.ema_on_gpu = ema == "GPU";
