@@ -4,12 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "check_options.hpp"
 #include "commands.hpp"
 #include "test_util.hpp"
+#include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 
 using namespace segadvise;
@@ -20,12 +20,7 @@ namespace {
 
 const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/";
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 }  // namespace
 
@@ -168,16 +163,8 @@ TEST_CASE("another trainer's config: its check and advice name only that trainer
     else if (ext == ".json" || ext == ".yaml" || ext == ".sh") files.push_back({p, ""});
   }
   // musubi's dataset TOML samples of its documentation
-  const std::string doc = slurp(kDir + "shipped/musubi-tuner/docs/dataset_config.md");
-  const std::regex block("```toml\n([^`]*)```");
   const fs::path tmp = fs::temp_directory_path() / "segadvise-musubi-doc-keys";
-  fs::create_directories(tmp);
-  int n = 0;
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), block); it != std::sregex_iterator(); ++it) {
-    const std::string f = (tmp / ("sample" + std::to_string(n++) + ".toml")).string();
-    std::ofstream(f) << (*it)[1].str();
-    files.push_back({f, "wan14b"});
-  }
+  for (const auto& f : test::musubi_doc_samples(kDir + "shipped/musubi-tuner/docs/dataset_config.md", tmp)) files.push_back({f, "wan14b"});
   int checked = 0;
   for (const auto& entry : files)
     for (const std::string gpu : {"4090", "h100"}) {

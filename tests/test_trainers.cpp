@@ -10,7 +10,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "advisor_request.hpp"
@@ -51,12 +50,7 @@ bool any_contains(const std::vector<std::string>& v, const std::string& what) {
   return false;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 // predicts a read config on an H100 the way `check` does; throws InputError for bad input
 Prediction predict(const TrainerRead& r) {
@@ -476,16 +470,10 @@ TEST_CASE("every real example file gets a prediction or a clear input error") {
       files.push_back(p);
   }
   // musubi's dataset configs are the TOML samples of its documentation
-  const std::string doc = slurp(shipped + "musubi-tuner/docs/dataset_config.md");
-  const std::regex block("```toml\n([^`]*)```");
   const fs::path tmp = fs::temp_directory_path() / "segadvise-musubi-doc";
-  fs::create_directories(tmp);
-  int n = 0;
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), block); it != std::sregex_iterator(); ++it) {
-    const std::string f = (tmp / ("sample" + std::to_string(n++) + ".toml")).string();
-    std::ofstream(f) << (*it)[1].str();
-    files.push_back(f);
-  }
+  const std::vector<std::string> samples = test::musubi_doc_samples(shipped + "musubi-tuner/docs/dataset_config.md", tmp);
+  files.insert(files.end(), samples.begin(), samples.end());
+  const int n = static_cast<int>(samples.size());
   CHECK(n == 13);
   for (const auto& f : files) {
     TrainerReadOptions o;
