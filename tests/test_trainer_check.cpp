@@ -185,3 +185,35 @@ TEST_CASE("another trainer's config: its check and advice name only that trainer
   CHECK(checked >= 2 * (35 + 13));
   fs::remove_all(tmp);
 }
+
+TEST_CASE("a OneTrainer plan whose sampling is over the card sets sample_after_unit NEVER, written and read back") {
+  // the built-in #pixart alpha 1.0 preset on a 16 GiB card (14 GiB usable, 13 after the 1 GiB headroom):
+  // its step fits, but sampling (every sample_after minutes, GenericTrainer.py) brings the text encoder
+  // to the GPU (13.4 GiB); OneTrainer's own key for that phase is sample_after_unit NEVER (onetrainer.json
+  // phases.fixes), so the plan sets it, and the file written back samples no more
+  const fs::path out = fs::temp_directory_path() / "segadvise-onetrainer-samples.json";
+  CheckOptions o;
+  o.config = kDir + "shipped/onetrainer/training_presets/PixArt Alpha/#pixart alpha 1.0.json";
+  o.flags.vram_gib = 16;
+  o.flags.format = "json";
+  o.flags.ranges = std::string(SEGADVISE_FIXTURES_DIR) + "/check/point-ranges.json";
+  o.read.cwd = "/nonexistent-working-directory";
+  o.emit = "onetrainer";
+  o.output = out.string();
+  o.advise = true;
+  std::ostringstream text;
+  run_check(o, text);
+  const auto w = nlohmann::json::parse(slurp(out.string()));
+  CHECK(w["sample_after_unit"] == "NEVER");
+  TrainerReadOptions ro;
+  const TrainerRead back = read_trainer_config(out.string(), ro);
+  CHECK(!trainer("onetrainer").run_setup(back).other.samples);
+  // the original samples (sample_after_unit unset: its default MINUTE)
+  CHECK(trainer("onetrainer").run_setup(read_trainer_config(o.config, ro)).other.samples);
+  // on an 80 GiB card sampling fits: the plan leaves the key alone
+  o.flags.vram_gib = 80;
+  std::ostringstream text80;
+  run_check(o, text80);
+  CHECK(!nlohmann::json::parse(slurp(out.string())).contains("sample_after_unit"));
+  fs::remove(out);
+}
