@@ -335,6 +335,16 @@ TEST_CASE("the trainers' own refusals: Krea 2 fp8 without scaling, Qwen-Image-Ed
                            "      datasets:\n        - folder_path: /d\n          control_path: /c\n";
   const TrainerRead r = read_text("qwen_edit_unload.yaml", edit);
   CHECK(any_has(r.rejections, "unload_text_encoder"));
+  // its plans cache the embeddings instead, and the job written back drops the key: it then runs
+  CHECK(!r.setup.text_encoder_unloaded);
+  std::vector<std::string> notes;
+  const auto plans = trainer("ai-toolkit").knob_space(*r.family, r.setup, notes);
+  REQUIRE(!plans.empty());
+  CHECK(plans.front().knobs.value("train.cache_text_embeddings", false));
+  const Trainer& t = trainer("ai-toolkit");
+  const Rewritten w = t.rewrite(r, t.memory_knobs(r, plans.front().knobs));
+  CHECK(w.text.find("unload_text_encoder") == std::string::npos);
+  CHECK(read_text("qwen_edit_unload_rewritten.yaml", w.text).rejections.empty());
   // a wan22_14b job with both experts switched off stops (wan22_14b_model.py:205-208)
   const std::string none = "job: extension\nconfig:\n  process:\n    - type: sd_trainer\n      model:\n        name_or_path: ai-toolkit/Wan2.2-T2V-A14B\n"
                            "        arch: wan22_14b\n        model_kwargs:\n          train_high_noise: false\n          train_low_noise: false\n"

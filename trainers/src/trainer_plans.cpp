@@ -621,11 +621,12 @@ class AiToolkit final : public FactsTrainer {
     return {"model.name_or_path (the emitted one names the model ai-toolkit downloads; model.arch is set)", "datasets[].folder_path", "config.name, training_folder",
             "train.steps, train.lr, train.optimizer", "the sample section"};
   }
+  // train.unload_text_encoder goes where the plan caches the embeddings instead (a family whose text
+  // encoder encodes the control images stops on it, config_modules.py:1502-1504)
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
     nlohmann::ordered_json k = knobs_of(plan, {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
                                                "model.layer_offloading_transformer_percent", "train.cache_text_embeddings",
-                                               "datasets[].cache_latents_to_disk"});
-    if (plan.contains("train.unload_text_encoder")) k["train.unload_text_encoder"] = plan.at("train.unload_text_encoder");
+                                               "datasets[].cache_latents_to_disk", "train.unload_text_encoder"});
     if (plan.contains("model.quantize")) k["model.quantize"] = plan.at("model.quantize");
     if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
     if (plan.contains("model.low_vram")) k["model.low_vram"] = plan.at("model.low_vram");
