@@ -207,7 +207,7 @@ void print_buckets(std::ostream& out, const DatasetView& d, const std::string& g
   out << fmt.either("", "\n") << "judged by the largest bucket, " << bucket_name(big)
       << (several ? " of backend '" + big.backend + "'" : std::string()) << " (the setup above)";
   if (!d.smaller_gpu.empty()) {
-    out << "; on a " << d.smaller_gpu << ", ";
+    out << "; on the next smaller card (" << d.smaller_gpu << "), ";
     if (not_smaller.empty()) out << "every bucket fits";
     else {
       out << "these would not fit with confidence: ";

@@ -81,6 +81,22 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
       // a plan that keeps nothing beside the denoiser caches latents and text (its config says so)
       if (p.setup.kept_model_bytes <= 0) run.other.latent_caching = run.other.text_caching = true;
       v.trainer_phases = predict_run(pc, step, run);
+      // a phase the trainer's own plan keys bring under the card (OneTrainer: sample_after_unit NEVER):
+      // the plan sets them, its lines and the file written back say so, and its run is predicted with them
+      const nlohmann::ordered_json extra = trainer(emit).phase_knobs(v.trainer_phases->fixes);
+      if (!extra.empty()) {
+        TrainerPlan& pm = ta.plans[shown];
+        for (auto it = extra.begin(); it != extra.end(); ++it) {
+          pm.knobs[it.key()] = it.value();
+          pm.label += ", " + it.key() + " " + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+        }
+        ta.config_text = trainer(emit).config_text(*tr.family, KnobCombo{pm.label, pm.knobs, pm.schedule, pm.setup});
+        for (const PhaseFix& f : v.trainer_phases->fixes)
+          if (extra.contains(f.key))
+            for (const TrainerPhaseKnob& k : run.other.phase_knobs)
+              if (k.key == f.key && k.effect == "samples_off") run.other.samples = false;
+        v.trainer_phases = predict_run(pc, step, run);
+      }
     }
   }
   const int rc = exit_code(r, v.trainer ? std::optional<FitVerdict>(ta.verdict) : std::nullopt);

@@ -22,7 +22,8 @@ for cfg in simpletuner/examples/*/config.json; do
   rc=$?
   if [ $rc -eq 2 ] || [ -z "$out" ]; then
     bad=$((bad + 1))
-    printf '%-58s %5s %9s  exit 2: %s\n' "$name" "$tier" "-" "$(head -c 220 "$err" | tr '\n' ' ' | sed 's/^segadvise: error: //')"
+    # the reason without the config's own path or the list of paths tried
+    printf '%-58s %5s %9s  exit 2: %s\n' "$name" "$tier" "-" "$(tr '\n' ' ' <"$err" | sed 's/^segadvise: error: //; s/^[^ ]*config\.json: //; s/; tried: .*//' | head -c 300)"
     continue
   fi
   line="$(printf '%s' "$out" | python3 -c '

@@ -97,6 +97,22 @@ TEST_CASE("a data backend that cannot be found names every path tried") {
   CHECK(e.find(kDir + "backends/does-not-exist.json") != std::string::npos);
 }
 
+TEST_CASE("an example naming a data backend its repository does not ship says so") {
+  // repo/simpletuner/examples/ex-24g/config.json names config/examples/missing.json (a path relative to
+  // the trainer's repository root, whose config/examples is simpletuner/examples): neither exists
+  const fs::path repo = fs::temp_directory_path() / "segadvise-unshipped-backend";
+  fs::create_directories(repo / "simpletuner" / "examples" / "ex-24g");
+  const fs::path cfg = repo / "simpletuner" / "examples" / "ex-24g" / "config.json";
+  std::ofstream(cfg) << "{\"model_family\": \"flux\", \"model_type\": \"lora\", \"data_backend_config\": "
+                        "\"config/examples/missing.json\"}\n";
+  const std::string e = test::input_error_of([&] { read_simpletuner_config(cfg.string(), away()); });
+  CHECK(e.find("data_backend_config 'config/examples/missing.json' not found: the trainer's repository (" +
+               repo.lexically_normal().string() + ") does not ship it (config/examples/ is its simpletuner/examples/); "
+               "pass --data-backend FILE with your own") != std::string::npos);
+  CHECK(e.find((repo / "simpletuner" / "examples" / "missing.json").string()) != std::string::npos);  // among the paths tried
+  fs::remove_all(repo);
+}
+
 TEST_CASE("--data-backend overrides the config's data_backend_config") {
   ReadOptions o = away();
   o.data_backend_override = kDir + "backends/own-512-pixel.json";

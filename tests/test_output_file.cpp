@@ -36,12 +36,7 @@ struct TempDir {
   }
 };
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::slurp;
 
 std::string error_of(const std::function<void()>& f) { return test::input_error_of(f); }
 

@@ -144,19 +144,28 @@ TEST_CASE("a musubi TOML of the wrong shape names the file, line, key and the va
   CHECK(has(dataset("ds_general", "general = [1, 2]\n[[datasets]]\nimage_directory = \"/d\"\n"),
             "ds_general.toml:1: general: is an array; expected a table ([general])"));
   CHECK(has(dataset("ds_entry", "datasets = [1]\n"), "ds_entry.toml:1: datasets[0]: is the integer 1; expected a table"));
-  CHECK(has(dataset("ds_res", "[[datasets]]\nimage_directory = \"/d\"\nresolution = [960, \"544\"]\n"),
-            "ds_res.toml:3: datasets[0].resolution[1]: is the string \"544\"; expected an integer in [1, 65536]"));
-  CHECK(has(dataset("ds_res_table", "[[datasets]]\nimage_directory = \"/d\"\nresolution = {w = 960}\n"),
-            "datasets[0].resolution: is a table; expected an integer or [W, H]"));
-  // an integer past int's range is refused, not wrapped (4294967808 would wrap to 512)
-  CHECK(has(dataset("ds_wrap", "[[datasets]]\nimage_directory = \"/d\"\nbatch_size = 4294967297\n"),
-            "datasets[0].batch_size: is the integer 4294967297; expected an integer in [1, 65536]"));
-  CHECK(has(dataset("ds_edge", "[[datasets]]\nimage_directory = \"/d\"\nresolution = 4294967808\n"),
-            "is the integer 4294967808; expected an integer in [1, 65536]"));
-  CHECK(has(dataset("ds_frames", "[[datasets]]\nvideo_directory = \"/v\"\nframe_extraction = 3\n"),
-            "ds_frames.toml:3: datasets[0].frame_extraction: is the integer 3; expected a string"));
-  CHECK(has(dataset("ds_target", "[[datasets]]\nvideo_directory = \"/v\"\ntarget_frames = [1, true]\n"),
-            "datasets[0].target_frames: is the boolean true; expected an integer in [1, 65536]"));
+  // one [[datasets]] entry (an image or a video directory) with one bad key: the error each names
+  struct Bad {
+    const char* name;
+    const char* entry;  // the entry's first line
+    const char* key;    // the bad key's line
+    const char* expected;
+  };
+  const Bad bad[] = {
+      {"ds_res", "image_directory = \"/d\"", "resolution = [960, \"544\"]",
+       "ds_res.toml:3: datasets[0].resolution[1]: is the string \"544\"; expected an integer in [1, 65536]"},
+      {"ds_res_table", "image_directory = \"/d\"", "resolution = {w = 960}", "datasets[0].resolution: is a table; expected an integer or [W, H]"},
+      // an integer past int's range is refused, not wrapped (4294967808 would wrap to 512)
+      {"ds_wrap", "image_directory = \"/d\"", "batch_size = 4294967297",
+       "datasets[0].batch_size: is the integer 4294967297; expected an integer in [1, 65536]"},
+      {"ds_edge", "image_directory = \"/d\"", "resolution = 4294967808", "is the integer 4294967808; expected an integer in [1, 65536]"},
+      {"ds_frames", "video_directory = \"/v\"", "frame_extraction = 3",
+       "ds_frames.toml:3: datasets[0].frame_extraction: is the integer 3; expected a string"},
+      {"ds_target", "video_directory = \"/v\"", "target_frames = [1, true]",
+       "datasets[0].target_frames: is the boolean true; expected an integer in [1, 65536]"},
+  };
+  for (const Bad& b : bad)
+    CHECK_MESSAGE(has(dataset(b.name, std::string("[[datasets]]\n") + b.entry + "\n" + b.key + "\n"), b.expected), b.name);
   // a --config_file section holding a table, where flags are scalars or lists
   const std::string cfg = scratch().write("cfg_nested.toml", "[model]\ntask = \"t2v-14B\"\nsdpa = true\n[model.extra]\nx = 1\n");
   CHECK(has(read_error(scratch().write("cfg_nested.sh", "python wan_train_network.py --config_file " + cfg + "\n")),

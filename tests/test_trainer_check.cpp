@@ -4,12 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "check_options.hpp"
 #include "commands.hpp"
 #include "test_util.hpp"
+#include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 
 using namespace segadvise;
@@ -20,12 +20,7 @@ namespace {
 
 const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/";
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 }  // namespace
 
@@ -168,16 +163,8 @@ TEST_CASE("another trainer's config: its check and advice name only that trainer
     else if (ext == ".json" || ext == ".yaml" || ext == ".sh") files.push_back({p, ""});
   }
   // musubi's dataset TOML samples of its documentation
-  const std::string doc = slurp(kDir + "shipped/musubi-tuner/docs/dataset_config.md");
-  const std::regex block("```toml\n([^`]*)```");
   const fs::path tmp = fs::temp_directory_path() / "segadvise-musubi-doc-keys";
-  fs::create_directories(tmp);
-  int n = 0;
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), block); it != std::sregex_iterator(); ++it) {
-    const std::string f = (tmp / ("sample" + std::to_string(n++) + ".toml")).string();
-    std::ofstream(f) << (*it)[1].str();
-    files.push_back({f, "wan14b"});
-  }
+  for (const auto& f : test::musubi_doc_samples(kDir + "shipped/musubi-tuner/docs/dataset_config.md", tmp)) files.push_back({f, "wan14b"});
   int checked = 0;
   for (const auto& entry : files)
     for (const std::string gpu : {"4090", "h100"}) {
@@ -197,4 +184,36 @@ TEST_CASE("another trainer's config: its check and advice name only that trainer
   // 38 shipped configs (35 read: Wuerstchen x3 refused) + 13 musubi samples + the written fixtures
   CHECK(checked >= 2 * (35 + 13));
   fs::remove_all(tmp);
+}
+
+TEST_CASE("a OneTrainer plan whose sampling is over the card sets sample_after_unit NEVER, written and read back") {
+  // the built-in #pixart alpha 1.0 preset on a 16 GiB card (14 GiB usable, 13 after the 1 GiB headroom):
+  // its step fits, but sampling (every sample_after minutes, GenericTrainer.py) brings the text encoder
+  // to the GPU (13.4 GiB); OneTrainer's own key for that phase is sample_after_unit NEVER (onetrainer.json
+  // phases.fixes), so the plan sets it, and the file written back samples no more
+  const fs::path out = fs::temp_directory_path() / "segadvise-onetrainer-samples.json";
+  CheckOptions o;
+  o.config = kDir + "shipped/onetrainer/training_presets/PixArt Alpha/#pixart alpha 1.0.json";
+  o.flags.vram_gib = 16;
+  o.flags.format = "json";
+  o.flags.ranges = std::string(SEGADVISE_FIXTURES_DIR) + "/check/point-ranges.json";
+  o.read.cwd = "/nonexistent-working-directory";
+  o.emit = "onetrainer";
+  o.output = out.string();
+  o.advise = true;
+  std::ostringstream text;
+  run_check(o, text);
+  const auto w = nlohmann::json::parse(slurp(out.string()));
+  CHECK(w["sample_after_unit"] == "NEVER");
+  TrainerReadOptions ro;
+  const TrainerRead back = read_trainer_config(out.string(), ro);
+  CHECK(!trainer("onetrainer").run_setup(back).other.samples);
+  // the original samples (sample_after_unit unset: its default MINUTE)
+  CHECK(trainer("onetrainer").run_setup(read_trainer_config(o.config, ro)).other.samples);
+  // on an 80 GiB card sampling fits: the plan leaves the key alone
+  o.flags.vram_gib = 80;
+  std::ostringstream text80;
+  run_check(o, text80);
+  CHECK(!nlohmann::json::parse(slurp(out.string())).contains("sample_after_unit"));
+  fs::remove(out);
 }

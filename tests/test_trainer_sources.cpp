@@ -335,6 +335,16 @@ TEST_CASE("the trainers' own refusals: Krea 2 fp8 without scaling, Qwen-Image-Ed
                            "      datasets:\n        - folder_path: /d\n          control_path: /c\n";
   const TrainerRead r = read_text("qwen_edit_unload.yaml", edit);
   CHECK(any_has(r.rejections, "unload_text_encoder"));
+  // its plans cache the embeddings instead, and the job written back drops the key: it then runs
+  CHECK(!r.setup.text_encoder_unloaded);
+  std::vector<std::string> notes;
+  const auto plans = trainer("ai-toolkit").knob_space(*r.family, r.setup, notes);
+  REQUIRE(!plans.empty());
+  CHECK(plans.front().knobs.value("train.cache_text_embeddings", false));
+  const Trainer& t = trainer("ai-toolkit");
+  const Rewritten w = t.rewrite(r, t.memory_knobs(r, plans.front().knobs));
+  CHECK(w.text.find("unload_text_encoder") == std::string::npos);
+  CHECK(read_text("qwen_edit_unload_rewritten.yaml", w.text).rejections.empty());
   // a wan22_14b job with both experts switched off stops (wan22_14b_model.py:205-208)
   const std::string none = "job: extension\nconfig:\n  process:\n    - type: sd_trainer\n      model:\n        name_or_path: ai-toolkit/Wan2.2-T2V-A14B\n"
                            "        arch: wan22_14b\n        model_kwargs:\n          train_high_noise: false\n          train_low_noise: false\n"
@@ -363,4 +373,108 @@ TEST_CASE("a local accuracy-recovery adapter counts its own tensors' bytes") {
   const TrainerRead r = read_text("qwen_ara_local.yaml", job);
   CHECK(r.setup.base_precision == "uint3-ostris");
   CHECK(r.setup.kept_model_bytes == doctest::Approx(196608));
+}
+
+TEST_CASE("ai-toolkit's train.unload_text_encoder: off the GPU, kept by the plan, written and read back") {
+  // the FLUX.1 LoRA job of config/examples with train.unload_text_encoder and no cached embeddings:
+  // SDTrainer.py hook_before_train_loop moves the text encoder to the CPU (the job then trains on its
+  // trigger word alone) and every dataset caches latents, so nothing beside the transformer stays
+  const std::string head = "job: extension\nconfig:\n  name: \"unload\"\n  process:\n    - type: \"sd_trainer\"\n"
+                           "      network:\n        type: \"lora\"\n        linear: 16\n        linear_alpha: 16\n"
+                           "      datasets:\n        - folder_path: \"/data\"\n          cache_latents_to_disk: true\n"
+                           "          resolution: [ 1024 ]\n"
+                           "      model:\n        name_or_path: \"black-forest-labs/FLUX.1-dev\"\n        arch: \"flux\"\n"
+                           "        quantize: true\n"
+                           "      train:\n        batch_size: 1\n        gradient_checkpointing: true\n        dtype: bf16\n";
+  const TrainerRead r = read_text("unload_te.yaml", head + "        unload_text_encoder: true\n");
+  REQUIRE(r.family->id == "flux1");
+  CHECK(r.rejections.empty());
+  CHECK(r.setup.text_encoder_unloaded);
+  CHECK(r.setup.kept_model_bytes == 0);
+  // without the key: T5-XXL and CLIP-L stay, quantized with the transformer (quantize_te follows
+  // quantize, qtype_te qfloat8 at 1.01 B a weight): (123,060,480 + 4,762,310,656) x 1.01 B
+  const TrainerRead kept = read_text("keep_te.yaml", head);
+  CHECK(!kept.setup.text_encoder_unloaded);
+  CHECK(kept.setup.kept_model_bytes == doctest::Approx((123060480.0 + 4762310656.0) * 1.01));
+  // the plans keep the job's unload (caching the captions' embeddings would change what it trains)
+  std::vector<std::string> notes;
+  const auto combos = trainer("ai-toolkit").knob_space(*r.family, r.setup, notes);
+  REQUIRE(!combos.empty());
+  for (const auto& c : combos) {
+    CHECK(c.knobs.value("train.unload_text_encoder", false));
+    CHECK(!c.knobs.contains("train.cache_text_embeddings"));
+  }
+  // a job that keeps its text encoder is planned with the embeddings cached instead
+  for (const auto& c : trainer("ai-toolkit").knob_space(*kept.family, kept.setup, notes)) {
+    CHECK(!c.knobs.contains("train.unload_text_encoder"));
+    CHECK(c.knobs.value("train.cache_text_embeddings", false));
+  }
+  // the emitted job reads back unloaded, with nothing beside the transformer
+  const std::string text = trainer_config_text(trainer_facts("ai-toolkit"), *r.family, combos.front());
+  CHECK(text.find("unload_text_encoder: true") != std::string::npos);
+  CHECK(text.find("cache_text_embeddings") == std::string::npos);
+  const TrainerRead back = read_text("unload_te_emitted.yaml", text);
+  CHECK(back.rejections.empty());
+  CHECK(back.setup.text_encoder_unloaded);
+  CHECK(back.setup.kept_model_bytes == 0);
+  // the user's own job written back keeps the key
+  const Trainer& t = trainer("ai-toolkit");
+  const Rewritten w = t.rewrite(r, t.memory_knobs(r, combos.front().knobs));
+  const TrainerRead again = read_text("unload_te_rewritten.yaml", w.text);
+  CHECK(again.setup.text_encoder_unloaded);
+  CHECK(again.setup.kept_model_bytes == 0);
+  // ai-toolkit stops on a trained text encoder with either way of unloading it (SDTrainer.py:351-355)
+  CHECK(any_has(read_text("unload_trained_te.yaml", head + "        unload_text_encoder: true\n        train_text_encoder: true\n").rejections,
+                "Cannot unload text encoder if training text encoder"));
+}
+
+TEST_CASE("diffusers' --use_8bit_adam: read, searched when AdamW does not fit, written and read back") {
+  // train_text_to_image_sdxl.py, a full fine-tune with AdamW (the script's default): 8 B of state a
+  // parameter (two fp32 moments); --use_8bit_adam (bitsandbytes AdamW8bit) stores 2.1 B
+  const TrainerRead r = read_fixture("diffusers/sdxl_t2i_defaults.sh");
+  REQUIRE(r.family->id == "sdxl");
+  CHECK(r.setup.optimizer == "adamw");
+  const Trainer& t = trainer("diffusers");
+  std::vector<std::string> notes;
+  for (const auto& c : t.knob_space(*r.family, r.setup, notes)) {
+    CHECK(!c.knobs.contains("use_8bit_adam"));
+    CHECK(c.setup.optimizer == "adamw");
+  }
+  const auto eight = t.fallback_space(*r.family, r.setup, notes);
+  REQUIRE(eight.size() == 2);  // with and without --gradient_checkpointing
+  for (const auto& c : eight) {
+    CHECK(c.knobs.value("use_8bit_adam", false));
+    CHECK(c.setup.optimizer == "adamw8bit");
+  }
+  CHECK(any_has(notes, "--use_8bit_adam"));
+  // the emitted line and the user's own line written back run AdamW8bit as the reader reads them
+  const std::string line = trainer_config_text(trainer_facts("diffusers"), *r.family, eight.front());
+  CHECK(line.find("--use_8bit_adam") != std::string::npos);
+  const TrainerRead back = read_text("sdxl_t2i_8bit_emitted.sh", line);
+  CHECK(back.rejections.empty());
+  CHECK(back.setup.optimizer == "adamw8bit");
+  const Rewritten w = t.rewrite(r, t.memory_knobs(r, eight.back().knobs));
+  CHECK(read_text("sdxl_t2i_8bit_rewritten.sh", w.text).setup.optimizer == "adamw8bit");
+  // a line that already runs it keeps it in every plan (flux_lora.sh has --use_8bit_adam)
+  const TrainerRead f = read_fixture("diffusers/flux_lora.sh");
+  CHECK(f.setup.optimizer == "adamw8bit");
+  for (const auto& c : t.knob_space(*f.family, f.setup, notes)) CHECK(c.knobs.value("use_8bit_adam", false));
+  // --optimizer: the dreambooth scripts take AdamW or prodigy (train_dreambooth_lora_flux.py:1404-1418),
+  // --use_8bit_adam is ignored with prodigy; the text_to_image scripts have no such flag
+  const std::string flux = "accelerate launch train_dreambooth_lora_flux.py --pretrained_model_name_or_path=black-forest-labs/FLUX.1-dev "
+                           "--instance_data_dir=dog --instance_prompt=dog --mixed_precision=bf16 --resolution=512 ";
+  const TrainerRead p = read_text("flux_prodigy.sh", flux + "--optimizer prodigy --use_8bit_adam\n");
+  CHECK(p.setup.optimizer == "prodigy");
+  CHECK(any_has(p.warnings, "--use_8bit_adam is ignored"));
+  for (const auto& c : t.knob_space(*p.family, p.setup, notes)) {
+    CHECK(c.knobs.value("optimizer", std::string()) == "prodigy");
+    CHECK(c.setup.optimizer == "prodigy");
+  }
+  CHECK(t.fallback_space(*p.family, p.setup, notes).empty());  // prodigy is not swapped for AdamW8bit
+  CHECK(read_text("flux_lion.sh", flux + "--optimizer lion\n").setup.optimizer == "adamw");
+  CHECK(any_has(read_text("sdxl_t2i_opt.sh",
+                          "accelerate launch train_text_to_image_sdxl.py --pretrained_model_name_or_path=stabilityai/stable-diffusion-xl-base-1.0 "
+                          "--dataset_name=x --optimizer prodigy\n")
+                    .rejections,
+                "--optimizer"));
 }

@@ -10,7 +10,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "advisor_request.hpp"
@@ -23,7 +22,9 @@
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/trainer_writer.hpp"
 #include "segadvise/trainers/trainer.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/phases.hpp"
 
 using namespace segadvise;
@@ -51,12 +52,7 @@ bool any_contains(const std::vector<std::string>& v, const std::string& what) {
   return false;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 // predicts a read config on an H100 the way `check` does; throws InputError for bad input
 Prediction predict(const TrainerRead& r) {
@@ -476,16 +472,10 @@ TEST_CASE("every real example file gets a prediction or a clear input error") {
       files.push_back(p);
   }
   // musubi's dataset configs are the TOML samples of its documentation
-  const std::string doc = slurp(shipped + "musubi-tuner/docs/dataset_config.md");
-  const std::regex block("```toml\n([^`]*)```");
   const fs::path tmp = fs::temp_directory_path() / "segadvise-musubi-doc";
-  fs::create_directories(tmp);
-  int n = 0;
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), block); it != std::sregex_iterator(); ++it) {
-    const std::string f = (tmp / ("sample" + std::to_string(n++) + ".toml")).string();
-    std::ofstream(f) << (*it)[1].str();
-    files.push_back(f);
-  }
+  const std::vector<std::string> samples = test::musubi_doc_samples(shipped + "musubi-tuner/docs/dataset_config.md", tmp);
+  files.insert(files.end(), samples.begin(), samples.end());
+  const int n = static_cast<int>(samples.size());
   CHECK(n == 13);
   for (const auto& f : files) {
     TrainerReadOptions o;
@@ -883,4 +873,51 @@ TEST_CASE("another trainer's phase advice names its own key, or says it has none
       CHECK(f.fit_after != FitVerdict::Fits);
     }
   CHECK(said);
+}
+
+TEST_CASE("OneTrainer's shipped fine-tune with the fused back pass holds one layer's gradients") {
+  // #anima Finetune: FINE_TUNE, transformer BFLOAT_16, optimizer ADAFACTOR with
+  // optimizer_defaults.ADAFACTOR.fused_back_pass true. GenericTrainer.py: with the fused back pass each
+  // parameter's gradient is applied by the optimizer and freed in its backward hook, so the step holds the
+  // gradients of one layer at a time: the largest block's parameters x 2 bytes (bf16), against every
+  // trainable parameter (the blocks and the rest) x 2 bytes without it
+  const TrainerRead r = read("onetrainer/#anima_finetune.json");
+  REQUIRE(r.setup.fused_back_pass);
+  REQUIRE(r.setup.model_type == ModelType::Full);
+  const BlockChain chain = analyze(*r.family, r.setup);
+  double largest = 0, all = chain.outside_params;
+  for (const auto& b : chain.blocks) {
+    largest = std::max(largest, b.params);
+    all += b.params;
+  }
+  REQUIRE(chain.blocks.size() > 1);
+  const Prediction fused = predict(r);
+  CHECK(fused.memory.gradient_bytes == doctest::Approx(largest * 2));
+  TrainerRead plain = r;
+  plain.setup.fused_back_pass = false;
+  CHECK(predict(plain).memory.gradient_bytes == doctest::Approx(all * 2));
+}
+
+TEST_CASE("a OneTrainer config's offload fraction 0.6 keeps 60% of the blocks' weight bytes on the host") {
+  // the built-in #qwen LoRA 24GB preset with transformer.offload_fraction 0.6 (a '#' file: read
+  // unmigrated, so the fraction stands). LayerOffloadStrategy offloads by bytes: target_loaded_bytes =
+  // total x (1 - 0.6), so 60% of the blocks' FLOAT_8 weight bytes wait on the host and stream in;
+  // 60 blocks, so 40% of them is more than the two-layer minimum
+  auto j = nlohmann::json::parse(slurp(kDir + "onetrainer/#qwen_lora_24gb.json"));
+  j["transformer"]["offload_fraction"] = 0.6;
+  const fs::path dir = fs::temp_directory_path() / "segadvise-onetrainer-fraction";
+  fs::create_directories(dir);
+  const fs::path f = dir / "#qwen_offload_0.6.json";
+  std::ofstream(f) << j.dump(4);
+  TrainerReadOptions o;
+  const TrainerRead r = read_trainer_config(f.string(), o);
+  REQUIRE(r.rejections.empty());
+  CHECK(r.setup.layer_offload_fraction == doctest::Approx(0.6));
+  const BlockChain chain = analyze(*r.family, r.setup);
+  double blocks = 0;
+  for (const auto& b : chain.blocks) blocks += block_weight_bytes(b, r.setup);
+  const StaticMemory m = static_memory(chain, r.setup);
+  CHECK(m.streamed_weights_bytes == doctest::Approx(0.6 * blocks));
+  CHECK(predict(r).memory.streamed_weights_bytes == doctest::Approx(0.6 * blocks));
+  fs::remove_all(dir);
 }

@@ -383,7 +383,13 @@ void add_model(const Ctx& c, std::vector<Resident>& r, bool optimizer, bool grad
   if (gradients) add(r, "gradients", m.gradient_bytes, b);
 }
 
-int largest_te_activation_tokens(const Ctx& c) { return c.data.max_tokens > 0 ? c.data.max_tokens : 512; }
+// The text tokens a text encoder's activations are counted at when the family's phase data give no
+// max_tokens (every shipped family gives one; a family from the user's own JSON may not). An assumption:
+// the length SimpleTuner encodes FLUX.1's T5 prompts at (its flux model forces tokenizer_max_length 512,
+// run-phases.json "flux" max_tokens), the common T5 length of the shipped families.
+constexpr int kAssumedTextTokens = 512;
+
+int largest_te_activation_tokens(const Ctx& c) { return c.data.max_tokens > 0 ? c.data.max_tokens : kAssumedTextTokens; }
 
 double te_activation_peak(const Ctx& c, const RunSetup& run) {
   double a = 0;

@@ -389,6 +389,10 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   const bool cache_te = y.get<bool>(train, "cache_text_embeddings", false, "train.cache_text_embeddings") ||
                         all_datasets("cache_text_embeddings", nullptr);
   const bool cache_latents = all_datasets("cache_latents", "cache_latents_to_disk");
+  s.text_encoder_unloaded = unload_te && !cache_te && !(fe && fe->value("text_encoder_encodes_control", false));
+  if (y.get<bool>(train, "train_text_encoder", false, "train.train_text_encoder") && (unload_te || cache_te))
+    r.rejections.push_back(std::string("train.train_text_encoder with ") + (unload_te ? "train.unload_text_encoder" : "cache_text_embeddings") +
+                           ": ai-toolkit stops, 'Cannot unload text encoder if training text encoder' (SDTrainer.py:351-355)");
   if (!pd.known) {
     r.warnings.push_back("no text-encoder or VAE data for " + fam.name + ": only the transformer is counted on the GPU");
   } else {

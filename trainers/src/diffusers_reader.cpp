@@ -188,7 +188,22 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     s.base_precision = "no_change";
     r.warnings.push_back("--do_fp8_training: torchao float8 training keeps the weights in bf16 (predicted so); its fp8 matmul speed is not modelled");
   }
-  s.optimizer = runs_flag("use_8bit_adam") ? "adamw8bit" : "adamw";
+  // the optimizer (train_dreambooth_lora_flux.py:1404-1418, the same in each dreambooth script): --optimizer
+  // AdamW (the default) or prodigy, anything else warned and run as AdamW; --use_8bit_adam (bitsandbytes
+  // AdamW8bit) only with AdamW. The text_to_image scripts have no --optimizer: AdamW, 8-bit with the flag.
+  std::string opt = "adamw";
+  if (cl.values.count("optimizer") && sf && std::find(sf->at("flags").begin(), sf->at("flags").end(), "optimizer") != sf->at("flags").end()) {
+    opt = lower(cl.values.at("optimizer"));
+    if (opt != "adamw" && opt != "prodigy") {
+      r.warnings.push_back("--optimizer " + cl.values.at("optimizer") + ": " + cl.script + " supports adamW and prodigy; it warns and runs AdamW");
+      opt = "adamw";
+    }
+  } else if (cl.values.count("optimizer") && sf) {
+    r.rejections.push_back("--optimizer: " + cl.script + " has no such flag (argparse stops: unrecognized arguments)");
+  }
+  if (opt == "prodigy" && flag(cl, "use_8bit_adam"))
+    r.warnings.push_back("--use_8bit_adam is ignored with --optimizer prodigy (" + cl.script + " says so and runs Prodigy)");
+  s.optimizer = opt == "prodigy" ? "prodigy" : runs_flag("use_8bit_adam") ? "adamw8bit" : "adamw";
   // What stays on the GPU beside the model (train_dreambooth_lora_flux.py:1513-1522, 1247): the text
   // encoders unless they are freed after one --instance_prompt is encoded (not with --train_text_encoder
   // or per-image prompts, --caption_column); the VAE unless --cache_latents. At weight_dtype (fp32 with

@@ -102,10 +102,6 @@ const nlohmann::json& dtype_entry(const TrainerFacts& facts, const std::string& 
   throw InputError(where + ": weight_dtype '" + dtype + "' has no segadvise precision (GGUF and NONE are not modelled)");
 }
 
-std::string precision_for_dtype(const TrainerFacts& facts, const std::string& dtype, const std::string& where) {
-  return dtype_entry(facts, dtype, where).at("precision").get<std::string>();
-}
-
 // A built-in preset: OneTrainer loads it without migration (TopBarController.py load_config_from_file,
 // scripts/train.py --preset-path): a file name starting with '#', not "#.json".
 bool built_in_preset(const std::string& path) {

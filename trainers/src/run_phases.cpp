@@ -91,6 +91,17 @@ struct Lookup {
     if (present || !n->is_boolean()) return 1;
     return n->get<bool>() ? 1 : 0;
   }
+
+  // whether a JSON config sets `key` to `want` (a phase key already set as its fix sets it)
+  bool json_equals(const std::string& key, const json& want) const {
+    if (format != "json") return false;
+    const json* n = &j;
+    for (const auto& part : split(key)) {
+      if (!n->is_object() || !n->contains(part)) return false;
+      n = &(*n)[part];
+    }
+    return *n == want;
+  }
 };
 
 Lookup lookup_for(const TrainerFacts& facts, const TrainerRead& r) {
@@ -179,6 +190,11 @@ TrainerRun trainer_run_from_data(const TrainerFacts& facts, const TrainerRead& r
       k.effect = f.at("effect").get<std::string>();
       if (k.effect != "samples_off") throw InputError(where + ": effect '" + k.effect + "' (known: samples_off)");
       o.phase_knobs.push_back(k);
+      // the config already sets the key as the fix does (OneTrainer's sample_after_unit NEVER): no sampling
+      if (k.effect == "samples_off" && !f.at("value").is_null() && l.json_equals(k.key, f.at("value"))) {
+        o.samples = false;
+        o.sample_key = k.key;
+      }
     }
   }
   o.source = p.value("source", "");

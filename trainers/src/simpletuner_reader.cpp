@@ -188,7 +188,23 @@ std::string resolve_config_path(const std::string& value, const std::string& key
     if (file_exists(c)) return c;
   std::string tried;
   for (const auto& c : cands) tried += "\n  " + c;
-  throw InputError(config_path + ": " + key + " '" + brief_text(value) + "' not found; tried:" + tried);
+  // a relative path inside the trainer's own repository (the folder above the config that holds
+  // simpletuner/examples; config/examples/ is that folder under its other name): the repository does not
+  // ship the file the example names, which no path of this machine mends
+  std::string why;
+  std::error_code ec;
+  if (!fs::path(value).is_absolute())
+    for (fs::path dir = fs::absolute(fs::path(config_path), ec).parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      if (fs::is_directory(dir / "simpletuner" / "examples", ec)) {
+        why = ": the trainer's repository (" + dir.lexically_normal().string() + ") does not ship it" +
+              (value.rfind("config/examples/", 0) == 0 ? " (config/examples/ is its simpletuner/examples/)" : "") +
+              "; pass --data-backend FILE with your own";
+        break;
+      }
+      if (dir == dir.root_path() || dir.parent_path() == dir) break;
+    }
+  if (key != "data_backend_config" && !why.empty()) why = ": the trainer's repository does not ship it";
+  throw InputError(config_path + ": " + key + " '" + brief_text(value) + "' not found" + why + "; tried:" + tried);
 }
 
 const std::vector<std::string>& checkpointing_keys() {

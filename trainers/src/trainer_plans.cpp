@@ -188,7 +188,10 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
       c.knobs["train.gradient_checkpointing"] = gc == 1;
       // the plan keeps neither the text encoder nor the VAE on the GPU (kept_model_bytes 0): both
       // caches on (config_modules.py:564-566, 1004-1006); "datasets[].K" is K on every dataset
-      c.knobs["train.cache_text_embeddings"] = true;
+      // a job that unloads its text encoder (train.unload_text_encoder, trigger-word training) keeps
+      // that key: caching the captions' embeddings instead would change what it trains
+      if (user.text_encoder_unloaded) c.knobs["train.unload_text_encoder"] = true;
+      else c.knobs["train.cache_text_embeddings"] = true;
       c.knobs["datasets[].cache_latents_to_disk"] = true;
       c.setup.quantize_all_block_linears = q;  // quantize_model converts every Linear of a block (quantize.py)
       if (q) {
@@ -210,8 +213,12 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
       out.push_back(c);
     }
   if (q) note_precision(user, q_precision, "ai-toolkit", notes);
-  notes.push_back("the ai-toolkit job caches latents and text embeddings (datasets[].cache_latents_to_disk, cache_text_embeddings): "
-                  "the VAE and the text encoder leave the GPU before training (SDTrainer.py hook_before_train_loop)");
+  if (user.text_encoder_unloaded)
+    notes.push_back("the ai-toolkit job caches latents (datasets[].cache_latents_to_disk) and keeps train.unload_text_encoder: the VAE "
+                    "and the text encoder leave the GPU before training, which runs on the trigger word alone (SDTrainer.py hook_before_train_loop)");
+  else
+    notes.push_back("the ai-toolkit job caches latents and text embeddings (datasets[].cache_latents_to_disk, cache_text_embeddings): "
+                    "the VAE and the text encoder leave the GPU before training (SDTrainer.py hook_before_train_loop)");
   return out;
 }
 
@@ -314,8 +321,9 @@ std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, 
   return out;
 }
 
+// `use_8bit_adam`: the plans run --use_8bit_adam whatever the user's optimizer (Diffusers::fallback_space)
 std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
-                                 std::vector<std::string>& notes) {
+                                 std::vector<std::string>& notes, bool use_8bit_adam = false) {
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
   base.base_precision = "no_change";
@@ -351,11 +359,30 @@ std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily&
   std::vector<int> mem = {0};  // 0 as read, 1 --cache_latents, 2 --offload
   if (has("cache_latents") && vae_kept) mem.push_back(1);
   if (has("offload") && base.kept_model_bytes > 0) mem.push_back(2);
+  // the optimizer the emitted line runs: torch AdamW (the scripts' default, its state in fp32: the
+  // trained parameters are cast to fp32, cast_training_params), bitsandbytes AdamW8bit with
+  // --use_8bit_adam where the script has it, Prodigy with --optimizer prodigy (the dreambooth scripts;
+  // --use_8bit_adam is then ignored, train_dreambooth_lora_flux.py:1404-1418)
+  ordered_json opt_knobs = ordered_json::object();
+  const bool eight_bit = optimizer_info(user.optimizer).state_bytes_per_param < 4 && user.optimizer.find("adamw") != std::string::npos;
+  if ((use_8bit_adam || eight_bit) && has("use_8bit_adam")) {
+    base.optimizer = "adamw8bit";
+    opt_knobs["use_8bit_adam"] = true;
+  } else if (user.optimizer == "prodigy" && has("optimizer")) {
+    base.optimizer = "prodigy";
+    opt_knobs["optimizer"] = "prodigy";
+  } else {
+    if (user.optimizer != "adamw")
+      notes.push_back("the optimizer " + user.optimizer + " is not one the script runs: predicted with its AdamW (fp32 state)" +
+                      std::string(eight_bit ? "; this script has no --use_8bit_adam" : ""));
+    base.optimizer = "adamw";
+  }
   std::vector<KnobCombo> out;
   for (int m : mem)
     for (int gc = 0; gc < 2; ++gc) {
       KnobCombo c;
       c.knobs["gradient_checkpointing"] = gc == 1;
+      for (auto it = opt_knobs.begin(); it != opt_knobs.end(); ++it) c.knobs[it.key()] = it.value();
       c.setup = base;
       if (m == 1) {
         c.knobs["cache_latents"] = true;
@@ -365,7 +392,8 @@ std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily&
         c.setup.kept_model_bytes = 0;
       }
       c.schedule = sched(gc == 1);
-      c.label = std::string(gc ? "--gradient_checkpointing" : "no checkpointing") + (m == 1 ? ", --cache_latents" : m == 2 ? ", --offload" : "");
+      c.label = std::string(gc ? "--gradient_checkpointing" : "no checkpointing") + (m == 1 ? ", --cache_latents" : m == 2 ? ", --offload" : "") +
+                (opt_knobs.contains("use_8bit_adam") ? ", --use_8bit_adam" : "");
       out.push_back(c);
     }
   return out;
@@ -435,7 +463,8 @@ std::string ai_toolkit_text(const Family& fam, const KnobCombo& c) {
   if (s.model_type == ModelType::Lora)
     o << "      network:\n        type: \"lora\"\n        linear: " << s.lora_rank << "\n        linear_alpha: " << s.lora_rank << "\n";
   o << "      datasets:\n        - folder_path: \"/path/to/images\"\n          resolution: [" << square_edge_for_area(s.width, s.height) << "]\n"
-    << "          cache_latents_to_disk: true\n          cache_text_embeddings: true\n";
+    << "          cache_latents_to_disk: true\n";
+  if (!c.knobs.contains("train.unload_text_encoder")) o << "          cache_text_embeddings: true\n";
   if (s.reference_images > 0) {
     if (s.reference_images == 1) o << "          control_path: \"/path/to/control_images\"\n";
     else
@@ -592,10 +621,12 @@ class AiToolkit final : public FactsTrainer {
     return {"model.name_or_path (the emitted one names the model ai-toolkit downloads; model.arch is set)", "datasets[].folder_path", "config.name, training_folder",
             "train.steps, train.lr, train.optimizer", "the sample section"};
   }
+  // train.unload_text_encoder goes where the plan caches the embeddings instead (a family whose text
+  // encoder encodes the control images stops on it, config_modules.py:1502-1504)
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
     nlohmann::ordered_json k = knobs_of(plan, {"train.gradient_checkpointing", "train.dtype", "model.layer_offloading",
                                                "model.layer_offloading_transformer_percent", "train.cache_text_embeddings",
-                                               "datasets[].cache_latents_to_disk"});
+                                               "datasets[].cache_latents_to_disk", "train.unload_text_encoder"});
     if (plan.contains("model.quantize")) k["model.quantize"] = plan.at("model.quantize");
     if (plan.contains("model.qtype")) k["model.qtype"] = plan.at("model.qtype");
     if (plan.contains("model.low_vram")) k["model.low_vram"] = plan.at("model.low_vram");
@@ -657,6 +688,17 @@ class OneTrainer final : public FactsTrainer {
   std::vector<KnobCombo> combos(const TrainerFamily&, const TrainingSetup&, std::vector<std::string>&) const override {
     return {};  // knob_space above (it needs the family's text encoders)
   }
+
+ public:
+  // OneTrainer's phase keys (onetrainer.json phases.fixes: sample_after_unit NEVER turns sampling off)
+  // are top-level keys of its config, as its plans write theirs: a plan whose sampling is over the card
+  // takes the key on
+  nlohmann::ordered_json phase_knobs(const std::vector<PhaseFix>& fixes) const override {
+    nlohmann::ordered_json k = nlohmann::ordered_json::object();
+    for (const PhaseFix& f : fixes)
+      if (!f.key.empty() && f.value_json != "null") k[f.key] = nlohmann::ordered_json::parse(f.value_json);
+    return k;
+  }
 };
 
 class Diffusers final : public FactsTrainer {
@@ -673,9 +715,24 @@ class Diffusers final : public FactsTrainer {
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
     // --cache_latents / --offload only added (a plan without them keeps what the user's line has)
     nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing"});
-    for (const char* f : {"cache_latents", "offload"})
+    for (const char* f : {"cache_latents", "offload", "use_8bit_adam", "optimizer"})
       if (plan.contains(f)) k[f] = plan.at(f);
     return k;
+  }
+  // Nothing fits with confidence with AdamW: --use_8bit_adam (bitsandbytes AdamW8bit, a quarter of
+  // AdamW's state) where the script has it; a change of optimizer the user did not ask for
+  std::vector<KnobCombo> fallback_space(const Family& fam, const TrainingSetup& base,
+                                        std::vector<std::string>& notes) const override {
+    const TrainerFamily* tf = facts()->find(fam);
+    if (!tf) return {};
+    std::vector<std::string> scratch;  // the plans' own notes repeat the AdamW ones
+    std::vector<KnobCombo> plain_plans = diffusers(*facts(), *tf, base, scratch);
+    if (plain_plans.empty() || plain_plans.front().setup.optimizer != "adamw") return {};
+    std::vector<KnobCombo> out = diffusers(*facts(), *tf, base, scratch, true);
+    if (out.empty() || !out.front().knobs.contains("use_8bit_adam")) return {};
+    for (auto& c : out) c.setup.trainer = id();
+    notes.push_back("nothing fits with confidence with AdamW: the script's --use_8bit_adam (bitsandbytes AdamW8bit) is searched too");
+    return out;
   }
 
  protected:

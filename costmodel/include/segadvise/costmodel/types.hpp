@@ -113,6 +113,10 @@ struct TrainingSetup {
   // parameter is stepped and its gradient freed as backward produces it, so about one block's
   // gradients are resident, not the model's.
   bool fused_back_pass = false;
+  // ai-toolkit's train.unload_text_encoder without cached embeddings: the text encoder waits on the CPU
+  // and the job trains on its trigger word (or a blank prompt) alone (SDTrainer.py hook_before_train_loop);
+  // its plans keep that choice rather than caching the captions' embeddings. Not read by the cost model.
+  bool text_encoder_unloaded = false;
   // OneTrainer's layer offload (LayerOffloadConductor): this share of the blocks' weight BYTES stays on
   // the host; the GPU keeps a static cache of the rest (at least two blocks), 0: none.
   double layer_offload_fraction = 0;

@@ -11,6 +11,7 @@
 
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
+#include "segadvise/families/phases.hpp"
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
@@ -66,6 +67,13 @@ class Trainer {
   }
   // `r`'s own file with only `knobs` changed (trainer_writer.hpp).
   virtual Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const = 0;
+  // The keys a plan takes on from its run's phase advice (`fixes` of the plan's own run: a phase other
+  // than the step over the card), as the plan's knobs; empty where the trainer's phase keys are not
+  // its plan's keys. Default: none.
+  virtual nlohmann::ordered_json phase_knobs(const std::vector<PhaseFix>& fixes) const {
+    (void)fixes;
+    return nlohmann::ordered_json::object();
+  }
 };
 
 // The component of `id`; InputError naming the value and the known trainers.
