@@ -210,6 +210,7 @@ nlohmann::json measurements_json(const Anchor& a) {
            {{"fixed_memory", a.fixed_scale},
             {"activations", a.activation_scale},
             {"compute", a.compute_scale},
+            {"recompute", a.recompute_scale},
             {"host_overhead", a.host_scale},
             {"transfers", a.transfer_scale}}}};
 }

@@ -146,7 +146,8 @@ void print_measurements(std::ostream& out, const Anchor& a, const TextFormat& fm
   out << fmt.either("  ", "\n") << "every prediction below is anchored on them: fixed memory x" << num(a.fixed_scale, 2)
       << ", activations x" << num(a.activation_scale, 2) << (a.raised_by_oom ? " (raised to honour the OOM)" : "");
   if (a.time_anchored)
-    out << "; compute x" << num(a.compute_scale, 2) << ", host overhead x" << num(a.host_scale, 2);
+    out << "; compute x" << num(a.compute_scale, 2) << ", recompute x" << num(a.recompute_scale, 2)
+        << ", host overhead x" << num(a.host_scale, 2);
   out << "\n\n";
 }
 

@@ -14,9 +14,10 @@ using namespace segadvise;
 namespace {
 
 // fixed part: weights + 1 GiB adapters/gradients/optimizer each split as given; activations as
-// activation peak + fragmentation
+// activation peak + fragmentation; compute_s is forward (0.4) + backward (0.6), recompute_s the
+// recompute pass on top
 Prediction made(double weights_gib, double other_fixed_gib, double act_gib, double frag_gib, double compute_s,
-                double host_s, double transfer_s, double usable_gib = 40) {
+                double host_s, double transfer_s, double usable_gib = 40, double recompute_s = 0) {
   Prediction p;
   p.supported = true;
   p.memory.weights_bytes = weights_gib * kGiB;
@@ -25,12 +26,12 @@ Prediction made(double weights_gib, double other_fixed_gib, double act_gib, doub
   p.memory.fragmentation_bytes = frag_gib * kGiB;
   p.peak_vram_bytes = (weights_gib + other_fixed_gib + act_gib + frag_gib) * kGiB;
   p.usable_vram_bytes = usable_gib * kGiB;
-  p.time.forward_s = compute_s * 0.3;
-  p.time.backward_s = compute_s * 0.5;
-  p.time.recompute_s = compute_s * 0.2;
+  p.time.forward_s = compute_s * 0.4;
+  p.time.backward_s = compute_s * 0.6;
+  p.time.recompute_s = recompute_s;
   p.time.overhead_s = host_s;
   p.time.transfer_s = transfer_s;
-  p.step_time_s = compute_s + host_s + transfer_s;
+  p.step_time_s = compute_s + recompute_s + host_s + transfer_s;
   return p;
 }
 
@@ -39,6 +40,7 @@ AnchorOptions clean_options() {
   o.fixed_sigma = 0.1;
   o.activation_sigma = 0.5;
   o.compute_sigma = 0.4;
+  o.recompute_sigma = 0.8;
   o.host_sigma = 0.4;
   o.transfer_sigma = 0.6;
   return o;
@@ -125,6 +127,40 @@ TEST_CASE("one measured schedule shares its surprise by the model's uncertainty 
   const Prediction self = apply_anchor(a, Schedule::parse("layer"), pt.predicted, kGiB);
   CHECK(gib(self.peak_vram_bytes) == doctest::Approx(22.6));
   CHECK(self.step_time_s == doctest::Approx(2.0));
+}
+
+TEST_CASE("a measured layer run's surprise goes to the recompute pass apart, and none follows") {
+  // layer, predicted: fixed 10 GiB (8 weights + 2 adapters), activations 2 GiB; forward + backward 0.8 s,
+  // recompute 0.4 s, host 0.4 s (model 1.6 s, 12 GiB). Measured 1.96 s, 12.6 GiB.
+  // time: surprise 0.36; sigmas forward+backward 0.25, recompute 0.5, host 0.25:
+  //   sigma^2 v^2 = 0.0625 * 0.64 = 0.04, 0.25 * 0.16 = 0.04, 0.0625 * 0.16 = 0.01; W = 0.09
+  //   k_compute   = 1 + 0.36 * 0.0625 * 0.8 / 0.09 = 1.2
+  //   k_recompute = 1 + 0.36 * 0.25 * 0.4 / 0.09 = 1.4
+  //   k_host      = 1 + 0.36 * 0.0625 * 0.4 / 0.09 = 1.1   (0.96 + 0.56 + 0.44 = 1.96)
+  // peak: surprise 0.6; sigmas fixed 0.1, activations 0.5: 0.01 * 100 = 1, 0.25 * 4 = 1, W = 2
+  //   k_fixed = 1 + 0.6 * 0.01 * 10 / 2 = 1.03, k_act = 1 + 0.6 * 0.25 * 2 / 2 = 1.15 (10.3 + 2.3 = 12.6)
+  AnchorOptions o = clean_options();
+  o.compute_sigma = 0.25;
+  o.recompute_sigma = 0.5;
+  o.host_sigma = 0.25;
+  const Prediction layer = made(8, 2, 2, 0, 0.8, 0.4, 0, 40, 0.4);
+  const Anchor a = fit_anchor({{parse_measurement("layer:1.96:12.6"), layer}}, o);
+  CHECK(a.compute_scale == doctest::Approx(1.2));
+  CHECK(a.recompute_scale == doctest::Approx(1.4));
+  CHECK(a.host_scale == doctest::Approx(1.1));
+  CHECK(a.fixed_scale == doctest::Approx(1.03));
+  CHECK(a.activation_scale == doctest::Approx(1.15));
+  // none: the same forward + backward and host, no recompute, activations 12 GiB:
+  //   time 0.8 * 1.2 + 0.4 * 1.1 = 1.40 s; peak 10 * 1.03 + 12 * 1.15 = 10.3 + 13.8 = 24.1 GiB.
+  // (One scale over forward + backward + recompute would have put 1.27 on all of it: 1.016 + 0.436 = 1.452 s.)
+  const Prediction none = apply_anchor(a, Schedule::parse("none"), made(8, 2, 12, 0, 0.8, 0.4, 0), kGiB);
+  CHECK(none.step_time_s == doctest::Approx(1.40));
+  CHECK(none.time.recompute_s == 0);
+  CHECK(gib(none.peak_vram_bytes) == doctest::Approx(24.1));
+  // interval2 recomputes half as much (0.2 s): 0.96 + 0.2 * 1.4 + 0.44 = 1.68 s
+  const Prediction i2 = apply_anchor(a, Schedule::parse("interval2"), made(8, 2, 7, 0, 0.8, 0.4, 0, 40, 0.2), kGiB);
+  CHECK(i2.step_time_s == doctest::Approx(1.68));
+  CHECK(i2.time.recompute_s == doctest::Approx(0.28));
 }
 
 TEST_CASE("a surprise that would push a part below the floor is carried by the other parts") {

@@ -78,7 +78,7 @@ std::vector<double> split_surprise(const std::vector<double>& v, const std::vect
   return k;
 }
 
-// Solves A x = b (n <= 3) by Gaussian elimination with partial pivoting; false when singular.
+// Solves A x = b (n <= 4) by Gaussian elimination with partial pivoting; false when singular.
 bool solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vector<double>& x) {
   const std::size_t n = b.size();
   for (std::size_t c = 0; c < n; ++c) {
@@ -131,9 +131,10 @@ std::vector<double> peak_vector(const Prediction& p) {
   const PeakParts q = peak_parts(p);
   return {q.fixed_bytes, q.activation_bytes};
 }
+// the time parts an anchor scales apart: forward + backward, the recompute pass, host, transfers
 std::vector<double> time_vector(const Prediction& p) {
   const TimeParts q = time_parts(p);
-  return {q.compute_s, q.host_s, q.transfer_s};
+  return {p.time.forward_s + p.time.backward_s, p.time.recompute_s, q.host_s, q.transfer_s};
 }
 
 void validate(const AnchorPoint& p) {
@@ -224,7 +225,7 @@ Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& o
     tm.push_back(p.measured.step_time_s);
   }
   const std::vector<double> ps = {opt.fixed_sigma, opt.activation_sigma};
-  const std::vector<double> ts = {opt.compute_sigma, opt.host_sigma, opt.transfer_sigma};
+  const std::vector<double> ts = {opt.compute_sigma, opt.recompute_sigma, opt.host_sigma, opt.transfer_sigma};
   if (!pv.empty()) {
     std::vector<double> k = split_surprise(pv[0], ps, pm[0], opt.min_scale);
     if (pv.size() > 1) k = solve_parts(pv, pm, ps, k, opt.min_scale, opt.ridge);
@@ -234,8 +235,9 @@ Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& o
     std::vector<double> t = split_surprise(tv[0], ts, tm[0], opt.min_scale);
     if (tv.size() > 1) t = solve_parts(tv, tm, ts, t, opt.min_scale, opt.ridge);
     a.compute_scale = t[0];
-    a.host_scale = t[1];
-    a.transfer_scale = t[2];
+    a.recompute_scale = t[1];
+    a.host_scale = t[2];
+    a.transfer_scale = t[3];
     a.time_anchored = true;
   }
   // an OOM is a lower bound on that schedule's peak (oom_lower_bound): raise the activations until the
@@ -277,7 +279,9 @@ Prediction apply_anchor_scales(const Anchor& a, const Prediction& p, double head
   m.activation_peak_bytes *= a.activation_scale;
   m.fragmentation_bytes *= a.activation_scale;
   TimeBreakdown& t = q.time;
-  for (double* x : {&t.forward_s, &t.backward_s, &t.recompute_s}) *x *= a.compute_scale;
+  t.forward_s *= a.compute_scale;
+  t.backward_s *= a.compute_scale;
+  t.recompute_s *= a.recompute_scale;
   t.optimizer_s *= a.host_scale;
   t.overhead_s *= a.host_scale;
   t.transfer_s *= a.transfer_scale;

@@ -147,7 +147,7 @@ void PlanOptimizer::build_decisions(bool attention_offload) {
   auto add = [&](std::vector<Decision>& d, const Segment& s) {
     const SegmentCost c = segment_cost(pc, view, s);
     d.push_back({s.begin, s.end, s.mode, s.offload_to_host, c.working_bytes, c.retained_bytes,
-                 segment_added_s(pc, view, s, rates, anchor_.compute_scale, anchor_.transfer_scale)});
+                 segment_added_s(pc, view, s, rates, anchor_.recompute_scale, anchor_.transfer_scale)});
   };
   for (int i = 0; i < n; ++i) {
     const BlockCost& b = chain_.blocks[i];
