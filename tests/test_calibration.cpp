@@ -530,3 +530,48 @@ TEST_CASE("accuracy counts how often the ranges hold the measurement, overall an
   CHECK(rep.ranges_by_stratum.at("none").peak_hi_lo_median == doctest::Approx((22.0 / 18 + 25.0 / 21) / 2));
   CHECK(rep.overall.ranges.time_hi_lo_median == doctest::Approx(3));
 }
+
+TEST_CASE("a checkpointed run measured at its setup's none peak did not engage: left out of the range residuals") {
+  Dataset d;
+  d.origin = "engaged-test";
+  // one setup (sd3, H100, bf16): none measured 30.0 GiB; layer 30.1 GiB (within 0.5% of none: freed
+  // nothing); interval2 18 GiB (freed 40%); a second layer run on the L40S setup at 30.0 GiB whose
+  // setup has no none run (nothing to compare with: kept)
+  const char* modes[] = {"none", "layer", "interval2", "layer"};
+  const char* gpus[] = {"h100", "h100", "h100", "l40s"};
+  const double peaks[] = {30.0, 30.1, 18.0, 30.0};
+  for (int i = 0; i < 4; ++i) {
+    MeasuredRun r = run("sd3", gpus[i], modes[i], 1024, 1024, 1);
+    r.id = "r" + std::to_string(i);
+    r.peak_gib = peaks[i];
+    r.sec_per_step = 2;
+    d.runs.push_back(r);
+  }
+  const PreparedSet set = prepare(d);
+  // predictions by hand: none 30 GiB, the checkpointed runs 10 GiB (the model says they free 2/3)
+  std::vector<RunPrediction> preds;
+  for (int i = 0; i < 4; ++i) {
+    RunPrediction p = predict_run(set, set.runs[i], Coefficients{}, kGiB);
+    REQUIRE(p.supported);
+    p.peak_gib = i == 0 ? 30 : 10;
+    p.step_s = 2;
+    p.peak_parts.total = p.peak_gib * kGiB;
+    p.peak_parts.x = {p.peak_gib * kGiB, 0, 0, 0};
+    p.time_parts.total = 2;
+    p.time_parts.x = {2, 0, 0, 0};
+    preds.push_back(p);
+  }
+  const std::vector<bool> off = checkpointing_not_engaged(set, preds);
+  CHECK(off == std::vector<bool>{false, true, false, false});
+  const Residuals res = residuals(set, preds);
+  REQUIRE(res.peak.count("sd3"));
+  // none, interval2 and the L40S layer run stay: log(30/30), log(18/10), log(30/10)
+  REQUIRE(res.peak.at("sd3").size() == 3);
+  CHECK(res.peak.at("sd3")[0].log_ratio == doctest::Approx(0));
+  CHECK(res.peak.at("sd3")[1].log_ratio == doctest::Approx(std::log(1.8)));
+  CHECK(res.peak.at("sd3")[2].log_ratio == doctest::Approx(std::log(3.0)));
+  CHECK(res.time.at("sd3").size() == 3);
+  // a model that predicts the layer run flat too (within 10% of none: 28 GiB) got it right: kept
+  preds[1].peak_gib = 28;
+  CHECK(checkpointing_not_engaged(set, preds) == std::vector<bool>{false, false, false, false});
+}

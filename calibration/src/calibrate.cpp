@@ -717,13 +717,39 @@ std::vector<RunPrediction> ranged_runs(const PreparedSet& set, const std::vector
   return out;
 }
 
+std::vector<bool> checkpointing_not_engaged(const PreparedSet& set, const std::vector<RunPrediction>& preds) {
+  // the completed `none` run of each setup group, with its prediction
+  std::map<std::string, std::size_t> none_of;
+  for (std::size_t i = 0; i < set.runs.size(); ++i) {
+    const PreparedRun& r = set.runs[i];
+    if (!r.schedule.checkpointing && r.schedule.name() == "none" && r.run->status == "ok" && r.run->peak_gib > 0 &&
+        preds[i].modelled && preds[i].supported)
+      none_of[setup_group(r) + "#" + std::to_string(r.chain)] = i;
+  }
+  std::vector<bool> out(set.runs.size(), false);
+  for (std::size_t i = 0; i < set.runs.size(); ++i) {
+    const PreparedRun& r = set.runs[i];
+    if (!r.schedule.checkpointing || r.run->status != "ok" || !preds[i].modelled || !preds[i].supported) continue;
+    const auto it = none_of.find(setup_group(r) + "#" + std::to_string(r.chain));
+    if (it == none_of.end()) continue;
+    const MeasuredRun& n = *set.runs[it->second].run;
+    const double pn = preds[it->second].peak_gib;
+    const bool same_peak = std::fabs(r.run->peak_gib / n.peak_gib - 1) <= kNotEngagedPeakTolerance;
+    const bool said_to_save = pn > 0 && preds[i].peak_gib <= (1 - kNotEngagedPredictedSaving) * pn;
+    out[i] = same_peak && said_to_save;
+  }
+  return out;
+}
+
 Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& preds) {
   Residuals res;
+  const std::vector<bool> not_engaged = checkpointing_not_engaged(set, preds);
   for (std::size_t i = 0; i < set.runs.size(); ++i) {
     const RunPrediction& p = preds[i];
     const MeasuredRun& r = *set.runs[i].run;
     if (!p.modelled || !p.supported || p.measured_anchor || r.status != "ok") continue;
     if (p.peak_gib <= 0 || p.step_s <= 0 || r.peak_gib <= 0 || r.sec_per_step <= 0) continue;
+    if (not_engaged[i]) continue;
     res.peak[set.runs[i].group].push_back({std::log(r.peak_gib / p.peak_gib), p.peak_parts});
     res.time[set.runs[i].group].push_back({std::log(r.sec_per_step / p.step_s), p.time_parts});
   }

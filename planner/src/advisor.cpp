@@ -238,12 +238,35 @@ static Schedule kind_of_plan(const Plan& plan) {
 static OptimalView solve_optimal(const Context& ctx, bool with_front) {
   OptimalView v;
   const PlanOptimizer opt(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
+  // the optimal plan's figures are the cost model's own (not anchored): its unanchored bands
+  const auto verdict_of = [&](const OptimalPlan& o) {
+    return ranged_prediction(ctx.ranges, Anchor{}, kind_of_plan(o.plan), o.prediction, ctx.headroom_bytes);
+  };
   v.optimal = opt.solve();
   if (v.optimal.found) {
+    RangedPrediction r = verdict_of(v.optimal);
+    // One rule for "fits" (the range's upper end plus headroom), for the optimal plan as for every
+    // schedule: the DP's budget is on the point peak, so a plan at the edge of it is borderline.
+    // Tighten the point budget by what the upper end overshoots, re-solve, and keep the fastest plan
+    // found whose verdict is "fits" (a range's upper end grows with the point peak, so a few
+    // steps settle it); when none is found the point-budget plan stays, with its verdict.
+    const double usable = v.optimal.prediction.usable_vram_bytes;
+    double budget = usable - ctx.headroom_bytes;
+    for (int step = 0; step < kOptimalFitSteps && r.fit == FitVerdict::Borderline; ++step) {
+      budget -= r.peak_vram_bytes.hi + ctx.headroom_bytes - usable;
+      if (!(budget > 0)) break;
+      OptimalPlan tighter = opt.solve_for_peak(budget);
+      if (!tighter.found) break;
+      RangedPrediction rt = verdict_of(tighter);
+      if (rt.fit == FitVerdict::Fits) {
+        v.optimal = std::move(tighter);
+        r = std::move(rt);
+        break;
+      }
+      r.peak_vram_bytes = rt.peak_vram_bytes;  // the next step shrinks by this plan's overshoot
+    }
+    v.verdict = verdict_of(v.optimal).fit;
     v.insight = opt.insight(v.optimal.plan);
-    // the optimal plan's figures are the cost model's own (not anchored): its unanchored bands
-    v.verdict = ranged_prediction(ctx.ranges, Anchor{}, kind_of_plan(v.optimal.plan), v.optimal.prediction,
-                                  ctx.headroom_bytes).fit;
   }
   if (with_front) v.front = opt.pareto_front(kParetoFrontPlans);
   return v;

@@ -221,6 +221,19 @@ using ResidualsByFamily = std::map<std::string, std::vector<ScoredResidual>>;
 struct Residuals {
   ResidualsByFamily peak, time;
 };
+// Ranges are calibrated on runs that ran the schedule they are labelled with. A checkpointed run
+// whose measured peak equals its setup's measured `none` peak (to kNotEngagedPeakTolerance) while the
+// model says the schedule frees at least kNotEngagedPredictedSaving of that peak freed nothing any
+// checkpointing frees: the schedule did not engage (the sweep's Sana and SanaVideo rows: the same peak,
+// and the same step time to 0.3%, with and without checkpointing, although the trainer's code
+// checkpoints their blocks; Cosmos 3's flat rows). Such a run measures `none`, not its schedule: its
+// residual says nothing about how uncertain a schedule's prediction is, and it is left out of the
+// residuals (it is still scored: `accuracy` counts it in coverage and verdicts). Runs the model
+// already predicts flat (regional compilation keeping activations: Krea 2, MageFlow) are not
+// touched. True per run of `preds` (aligned with set.runs).
+constexpr double kNotEngagedPeakTolerance = 0.005;
+constexpr double kNotEngagedPredictedSaving = 0.10;
+std::vector<bool> checkpointing_not_engaged(const PreparedSet& set, const std::vector<RunPrediction>& preds);
 Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& preds);
 
 }  // namespace segadvise
