@@ -394,7 +394,10 @@ RangeParts range_parts(RangeKind k, const Anchor& a, const Schedule& schedule, c
         const TimeParts pm = time_parts(pt.predicted);
         const double am = a.activation_scale * activation_part(pt.predicted);
         const double d_a = std::fabs(act - am);
-        const double d_c = std::fabs(t.compute_s - a.compute_scale * pm.compute_s);
+        // the measured schedule's compute as anchored: forward + backward and the recompute pass
+        // each by its own scale (apply_anchor)
+        const double pr = pt.predicted.time.recompute_s;
+        const double d_c = std::fabs(t.compute_s - (a.compute_scale * (pm.compute_s - pr) + a.recompute_scale * pr));
         const double d_x = std::fabs(t.transfer_s - a.transfer_scale * pm.transfer_s);
         if (da < 0 || d_a < da) da = d_a;
         if (dc < 0 || d_c + d_x < dc + dx) {
