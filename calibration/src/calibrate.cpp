@@ -741,9 +741,26 @@ std::vector<bool> checkpointing_not_engaged(const PreparedSet& set, const std::v
   return out;
 }
 
+std::vector<bool> none_slower_than_layer(const PreparedSet& set) {
+  std::map<std::string, double> layer_s;  // the completed `layer` run of each setup group: its step time
+  const auto key = [&](const PreparedRun& r) { return setup_group(r) + "#" + std::to_string(r.chain); };
+  for (const PreparedRun& r : set.runs)
+    if (r.schedule.name() == "layer" && r.run->status == "ok" && r.run->sec_per_step > 0)
+      layer_s[key(r)] = r.run->sec_per_step;
+  std::vector<bool> out(set.runs.size(), false);
+  for (std::size_t i = 0; i < set.runs.size(); ++i) {
+    const PreparedRun& r = set.runs[i];
+    if (r.schedule.name() != "none" || r.run->status != "ok") continue;
+    const auto it = layer_s.find(key(r));
+    out[i] = it != layer_s.end() && r.run->sec_per_step > (1 + kNoneSlowerTolerance) * it->second;
+  }
+  return out;
+}
+
 Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& preds) {
   Residuals res;
   const std::vector<bool> not_engaged = checkpointing_not_engaged(set, preds);
+  const std::vector<bool> none_slow = none_slower_than_layer(set);
   for (std::size_t i = 0; i < set.runs.size(); ++i) {
     const RunPrediction& p = preds[i];
     const MeasuredRun& r = *set.runs[i].run;
@@ -751,7 +768,7 @@ Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& pr
     if (p.peak_gib <= 0 || p.step_s <= 0 || r.peak_gib <= 0 || r.sec_per_step <= 0) continue;
     if (not_engaged[i]) continue;
     res.peak[set.runs[i].group].push_back({std::log(r.peak_gib / p.peak_gib), p.peak_parts});
-    res.time[set.runs[i].group].push_back({std::log(r.sec_per_step / p.step_s), p.time_parts});
+    if (!none_slow[i]) res.time[set.runs[i].group].push_back({std::log(r.sec_per_step / p.step_s), p.time_parts});
   }
   return res;
 }

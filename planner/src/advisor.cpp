@@ -247,23 +247,24 @@ static OptimalView solve_optimal(const Context& ctx, bool with_front) {
     RangedPrediction r = verdict_of(v.optimal);
     // One rule for "fits" (the range's upper end plus headroom), for the optimal plan as for every
     // schedule: the DP's budget is on the point peak, so a plan at the edge of it is borderline.
-    // Tighten the point budget by what the upper end overshoots, re-solve, and keep the fastest plan
-    // found whose verdict is "fits" (a range's upper end grows with the point peak, so a few
-    // steps settle it); when none is found the point-budget plan stays, with its verdict.
-    const double usable = v.optimal.prediction.usable_vram_bytes;
-    double budget = usable - ctx.headroom_bytes;
-    for (int step = 0; step < kOptimalFitSteps && r.fit == FitVerdict::Borderline; ++step) {
-      budget -= r.peak_vram_bytes.hi + ctx.headroom_bytes - usable;
-      if (!(budget > 0)) break;
+    // Tighten the point budget by the factor the upper end overshoots (the upper end is about the
+    // point times a factor: a point at budget x (usable - headroom) / hi would put it at the edge),
+    // re-solve, and keep the first plan found whose verdict is "fits" (the fastest at that budget);
+    // when none is found the point-budget plan stays, with its verdict.
+    const double limit = v.optimal.prediction.usable_vram_bytes - ctx.headroom_bytes;
+    double point = r.prediction.peak_vram_bytes, hi = r.peak_vram_bytes.hi;
+    for (int step = 0; step < kOptimalFitSteps && r.fit == FitVerdict::Borderline && hi > 0; ++step) {
+      const double budget = point * limit / hi * (1 - 1e-6 * (step + 1));
       OptimalPlan tighter = opt.solve_for_peak(budget);
       if (!tighter.found) break;
-      RangedPrediction rt = verdict_of(tighter);
+      const RangedPrediction rt = verdict_of(tighter);
       if (rt.fit == FitVerdict::Fits) {
         v.optimal = std::move(tighter);
-        r = std::move(rt);
         break;
       }
-      r.peak_vram_bytes = rt.peak_vram_bytes;  // the next step shrinks by this plan's overshoot
+      if (!(rt.prediction.peak_vram_bytes < point)) break;  // no smaller plan: nothing tighter to find
+      point = rt.prediction.peak_vram_bytes;
+      hi = rt.peak_vram_bytes.hi;
     }
     v.verdict = verdict_of(v.optimal).fit;
     v.insight = opt.insight(v.optimal.plan);

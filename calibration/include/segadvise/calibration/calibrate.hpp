@@ -234,6 +234,13 @@ struct Residuals {
 constexpr double kNotEngagedPeakTolerance = 0.005;
 constexpr double kNotEngagedPredictedSaving = 0.10;
 std::vector<bool> checkpointing_not_engaged(const PreparedSet& set, const std::vector<RunPrediction>& preds);
+// The same for step time: a `none` run measured slower than its setup's completed `layer` run (by
+// more than kNoneSlowerTolerance) spent its time on something besides the step both run — `layer`
+// does all of `none`'s work and recomputes every block's forward on top — such as a compile stall
+// (the sweep's Cosmos 3 SDNQ runs: `none` 17.1 s, `layer` 3.2 s on the H100; AnyFlow's and OmniGen's
+// SDNQ rows). Its time residual is left out of the time ranges' residuals (its peak residual stays).
+constexpr double kNoneSlowerTolerance = 0.05;
+std::vector<bool> none_slower_than_layer(const PreparedSet& set);
 Residuals residuals(const PreparedSet& set, const std::vector<RunPrediction>& preds);
 
 }  // namespace segadvise
