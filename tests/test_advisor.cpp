@@ -194,23 +194,29 @@ TEST_CASE("check warns about host memory only when the machine's is known and th
 }
 
 TEST_CASE("every report's verdict is the three-valued one: an advice, a prediction, the optimal plan") {
-  const auto ranged = [](const char* gpu) {
+  const auto ranged = [](const char* gpu, double gib = 0) {
     AdvisorRequest r = request_for("flux", gpu);
     r.ranges = default_ranges();  // the shipped 90% bands
+    if (gib > 0) r.gpu.total_bytes = gib * kGiB;
     return r;
   };
-  // unmeasured, Flux's example on a 24 GB card is only borderline: the 90% range straddles the card
+  const auto upper_fits = [](const Range& peak, double usable) { return peak.hi + kGiB <= usable; };
+  // Flux's example on a 24 GB card: the recommendation is a schedule whose whole range fits
   const AdviceReport a = advise_report(ranged("4090"), AdviceOptions{});
-  REQUIRE(a.recommended() == nullptr);
-  REQUIRE(a.advice.borderline >= 0);
-  CHECK(a.verdict() == FitVerdict::Borderline);
-  const PredictionReport p = predict_report(ranged("4090"), a.advice.candidates[a.advice.borderline].schedule);
+  REQUIRE(a.recommended() != nullptr);
+  CHECK(a.verdict() == FitVerdict::Fits);
+  CHECK(upper_fits(a.recommended()->peak_range_bytes, a.recommended()->prediction.usable_vram_bytes));
+  // the optimal plan by the same rule: the point budget is tightened until its range's upper end fits
+  REQUIRE(a.optimal.optimal.found);
+  CHECK(a.optimal.verdict == FitVerdict::Fits);
+  // the same setup on a 19 GiB card: nothing fits with confidence, the best is only borderline
+  const AdviceReport b = advise_report(ranged("4090", 19), AdviceOptions{});
+  REQUIRE(b.recommended() == nullptr);
+  REQUIRE(b.advice.borderline >= 0);
+  CHECK(b.verdict() == FitVerdict::Borderline);
+  const PredictionReport p = predict_report(ranged("4090", 19), b.advice.candidates[b.advice.borderline].schedule);
   CHECK(p.verdict() == FitVerdict::Borderline);
   CHECK(p.candidate.prediction.fits);  // the point fits: not a reason to say "fits"
-  // the optimal plan is pressed against the card (the fastest plan whose point fits): its range straddles too
-  REQUIRE(a.optimal.optimal.found);
-  CHECK(a.optimal.optimal.prediction.fits);
-  CHECK(a.optimal.verdict == FitVerdict::Borderline);
   // with room to spare every verdict is "fits"
   const AdviceReport roomy = advise_report(ranged("h100"), AdviceOptions{});
   CHECK(roomy.verdict() == FitVerdict::Fits);
