@@ -575,3 +575,35 @@ TEST_CASE("a checkpointed run measured at its setup's none peak did not engage: 
   preds[1].peak_gib = 28;
   CHECK(checkpointing_not_engaged(set, preds) == std::vector<bool>{false, false, false, false});
 }
+
+TEST_CASE("a none run slower than its setup's layer run stalled on something else: no time residual") {
+  Dataset d;
+  d.origin = "stall-test";
+  // none 3.0 s against layer 2.0 s (layer does all of none's work and more): 3.0 > 1.05 x 2.0;
+  // on the L40S setup none 2.05 s against layer 2.0 s is within 5%: kept
+  const char* modes[] = {"none", "layer", "none", "layer"};
+  const char* gpus[] = {"h100", "h100", "l40s", "l40s"};
+  const double secs[] = {3.0, 2.0, 2.05, 2.0};
+  for (int i = 0; i < 4; ++i) {
+    MeasuredRun r = run("sd3", gpus[i], modes[i], 1024, 1024, 1);
+    r.id = "s" + std::to_string(i);
+    r.peak_gib = i % 2 ? 10 : 30;
+    r.sec_per_step = secs[i];
+    d.runs.push_back(r);
+  }
+  const PreparedSet set = prepare(d);
+  CHECK(none_slower_than_layer(set) == std::vector<bool>{true, false, false, false});
+  std::vector<RunPrediction> preds;
+  for (int i = 0; i < 4; ++i) {
+    RunPrediction p = predict_run(set, set.runs[i], Coefficients{}, kGiB);
+    REQUIRE(p.supported);
+    p.peak_gib = i % 2 ? 10 : 30;  // the model agrees with every peak: no run is "not engaged"
+    p.step_s = 2;
+    preds.push_back(p);
+  }
+  const Residuals res = residuals(set, preds);
+  CHECK(res.peak.at("sd3").size() == 4);
+  REQUIRE(res.time.at("sd3").size() == 3);
+  CHECK(res.time.at("sd3")[0].log_ratio == doctest::Approx(0));                 // h100 layer 2 / 2
+  CHECK(res.time.at("sd3")[1].log_ratio == doctest::Approx(std::log(2.05 / 2)));  // l40s none
+}
