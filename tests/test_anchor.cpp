@@ -514,6 +514,25 @@ TEST_CASE("a range propagates each part's uncertainty: counted weights narrow it
   CHECK(t.step_time_s.hi == doctest::Approx(1.5 * std::exp(2 * 0.240370)).epsilon(1e-5));
 }
 
+TEST_CASE("a compiled step's time range is of its own kind; its peak range keeps the schedule's") {
+  RangeModel m;
+  m.time.sigma = {0, 0.2, 0.6, 0.6};
+  m.time.all = {-2, 3, 100};               // every run's scores, compiled ones among them
+  m.time.strata["per-block"] = {-1, 1, 60};  // eager per-block runs' scores
+  Prediction p = made(16, 0, 4, 0, 1, 0.5, 0);
+  // eager: compute 1 s, host 0.5 s -> u = 0.240370 (as above); the per-block scores -1 .. 1
+  const RangedPrediction eager = ranged_prediction(m, Anchor{}, Schedule::parse("layer"), p, kGiB);
+  CHECK(std::string(eager.time_parts.stratum) == "per-block");
+  CHECK(eager.step_time_s.hi == doctest::Approx(1.5 * std::exp(0.240370)).epsilon(1e-5));
+  // compiled: no "compiled" quantiles of its own here, so the pooled -2 .. 3 apply
+  p.time.compiled = true;
+  const RangedPrediction comp = ranged_prediction(m, Anchor{}, Schedule::parse("layer"), p, kGiB);
+  CHECK(std::string(comp.time_parts.stratum) == "compiled");
+  CHECK(std::string(comp.peak_parts.stratum) == "per-block");
+  CHECK(comp.step_time_s.lo == doctest::Approx(1.5 * std::exp(-2 * 0.240370)).epsilon(1e-5));
+  CHECK(comp.step_time_s.hi == doctest::Approx(1.5 * std::exp(3 * 0.240370)).epsilon(1e-5));
+}
+
 TEST_CASE("an anchored range keeps only what the measurement leaves open: the structure between schedules") {
   RangeModel m;
   m.peak_anchored.sigma = {0.01, 0.4};  // level 1%, structure 40%

@@ -353,7 +353,7 @@ std::string to_string(RangeKind k) {
 
 namespace {
 
-const char* const kStrata[] = {"none", "per-block", "segmented", "offload", "streamed"};
+const char* const kStrata[] = {"none", "per-block", "segmented", "offload", "streamed", "compiled"};
 
 double activation_part(const Prediction& p) { return p.memory.activation_peak_bytes + p.memory.fragmentation_bytes; }
 
@@ -371,6 +371,8 @@ const char* range_stratum(const Schedule& s, const Prediction& p) {
 RangeParts range_parts(RangeKind k, const Anchor& a, const Schedule& schedule, const Prediction& q) {
   RangeParts r;
   r.stratum = range_stratum(schedule, q);
+  const bool time_kind = k == RangeKind::Time || k == RangeKind::TimeAnchored;
+  if (time_kind && q.time.compiled) r.stratum = kStrata[5];
   const MemoryBreakdown& m = q.memory;
   const TimeParts t = time_parts(q);
   switch (k) {

@@ -613,6 +613,7 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
       pc.gpu_coef ? pc.optimizer_update_bytes_per_param : optimizer_info(setup.optimizer).update_bytes_per_param;
   t.optimizer_s = sm.trainable_params * update_bytes_per_param / gpu.mem_bytes_per_s;
   t.overhead_s = g.overhead_s;
+  t.compiled = setup.regional_compile;
   p.step_time_s = t.forward_s + t.backward_s + t.recompute_s + t.transfer_s + t.optimizer_s + t.overhead_s;
   if (setup.multi_gpu.active()) apply_multi_gpu(pc, p, headroom_bytes);  // per rank (multi_gpu.hpp)
   return p;

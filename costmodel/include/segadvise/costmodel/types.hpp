@@ -335,6 +335,9 @@ struct TimeBreakdown {
   double optimizer_s = 0;
   double overhead_s = 0;
   double communication_s = 0;  // multi-GPU: collectives and offload traffic compute does not hide
+  // the blocks run regionally compiled (dynamo): the step is not eager PyTorch's kernels and launches,
+  // and its time range is of its own kind (range_stratum)
+  bool compiled = false;
 };
 
 // What a multi-GPU prediction adds: the rank's setup and the step's communication, all per rank.
