@@ -533,30 +533,6 @@ TEST_CASE("a compiled step's time range is of its own kind; its peak range keeps
   CHECK(comp.step_time_s.hi == doctest::Approx(1.5 * std::exp(3 * 0.240370)).epsilon(1e-5));
 }
 
-TEST_CASE("a range stops at the most extreme ratio its kind of run was ever measured at") {
-  RangeModel m;
-  m.time.sigma = {0, 0.2, 0.6, 0.6};
-  m.time.all = {-2, 3, 100};
-  // compute 1 s, host 0.5 s: u = 0.240370 (as above); quantile ends 1.5 * exp(-2 u) .. 1.5 * exp(3 u)
-  // = 0.9287 .. 3.0823 s. The residuals behind the band went no further than x0.8 .. x1.5:
-  m.time.all.ratio_log_lo = std::log(0.8);
-  m.time.all.ratio_log_hi = std::log(1.5);
-  const Prediction p = made(16, 0, 4, 0, 1, 0.5, 0);
-  const RangedPrediction r = ranged_prediction(m, Anchor{}, Schedule::parse("layer"), p, kGiB);
-  CHECK(r.step_time_s.lo == doctest::Approx(1.5 * 0.8));  // x0.619 would pass x0.8: 1.2 s
-  CHECK(r.step_time_s.hi == doctest::Approx(1.5 * 1.5));  // x2.055 would pass x1.5: 2.25 s
-  // where the quantile ends lie inside the extremes they are kept: ends -0.5 .. 1 and a run of
-  // compute 1 s only (u = 0.2): 1 * exp(-0.1) .. 1 * exp(0.2) = x0.905 .. x1.221, inside x0.8 .. x1.5
-  m.time.all = {-0.5, 1, 100};
-  m.time.all.ratio_log_lo = std::log(0.8);
-  m.time.all.ratio_log_hi = std::log(1.5);
-  const Prediction c = made(16, 0, 4, 0, 1, 0, 0);
-  const RangedPrediction k = ranged_prediction(m, Anchor{}, Schedule::parse("layer"), c, kGiB);
-  CHECK(k.time_u == doctest::Approx(0.2));
-  CHECK(k.step_time_s.lo == doctest::Approx(std::exp(-0.1)));
-  CHECK(k.step_time_s.hi == doctest::Approx(std::exp(0.2)));
-}
-
 TEST_CASE("an anchored range keeps only what the measurement leaves open: the structure between schedules") {
   RangeModel m;
   m.peak_anchored.sigma = {0.01, 0.4};  // level 1%, structure 40%

@@ -414,9 +414,6 @@ TEST_CASE("accuracy --by family prints the signed median error of a cell and the
   CHECK(none.peak_carrier == "weights");
 }
 
-// the step-time bands of the residuals below, whose u is the level sigma `u` (defined after the test)
-void check_time_extremes(const ScoreModel& m, double u);
-
 TEST_CASE("score models: conformal quantiles of the normalized score, by stratum where the residuals support one") {
   // parts of the level only: u = sigma_level for every run, so the range factor exp(z u) is the
   // log ratio's own order statistic, whatever sigma the fit finds
@@ -465,32 +462,6 @@ TEST_CASE("score models: conformal quantiles of the normalized score, by stratum
   const ScoreModel lofo = fit_score_model(by, "f0", RangeKind::Peak, 0.9);
   CHECK_FALSE(lofo.strata.count("none"));
   CHECK(lofo.all.n == 72);
-  // a peak band is not clamped; a step-time band records the most extreme log ratios of its
-  // residuals: "none" -0.19 .. 0.20, "per-block" -0.019 .. 0.020, pooled -0.5 .. 0.5 (the
-  // segmented pairs). The same residuals as step times: the same sigma of the level part, u = that
-  CHECK(std::isinf(m.all.ratio_log_hi));
-  CHECK(std::isinf(m.strata.at("none").ratio_log_lo));
-  const ScoreModel mt = fit_score_model(by, "", RangeKind::Time, 0.9);
-  REQUIRE(mt.strata.count("none"));
-  p.stratum = "none";
-  CHECK(mt.u(p) == doctest::Approx(u));
-  check_time_extremes(mt, u);
-  const ScoreModel lofo_t = fit_score_model(by, "f0", RangeKind::Time, 0.9);
-  // without f0 (k = -15, -10, .., 20 are f0's): pooled still -0.5 .. 0.5
-  CHECK(lofo_t.all.ratio_log_hi == doctest::Approx(0.5));
-}
-
-void check_time_extremes(const ScoreModel& m, double u) {
-  CHECK(m.strata.at("none").ratio_log_lo == doctest::Approx(-0.19));
-  CHECK(m.strata.at("none").ratio_log_hi == doctest::Approx(0.20));
-  CHECK(m.strata.at("per-block").ratio_log_hi == doctest::Approx(0.020));
-  CHECK(m.all.ratio_log_lo == doctest::Approx(-0.5));
-  CHECK(m.all.ratio_log_hi == doctest::Approx(0.5));
-  // a run ten times as uncertain as these: the quantile ends * u would be -1.8 .. 1.9, but no
-  // "none" residual went past -0.19 .. 0.20, so the range stops there
-  CHECK(m.strata.at("none").lo_at(10 * u) == doctest::Approx(-0.19));
-  CHECK(m.strata.at("none").hi_at(10 * u) == doctest::Approx(0.20));
-  CHECK(m.strata.at("none").hi_at(u) == doctest::Approx(0.19));  // inside the extremes: the quantile
 }
 
 TEST_CASE("score tails are set on families left out: a family beyond every other one opens its end to the extremes") {

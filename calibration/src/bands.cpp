@@ -75,9 +75,7 @@ struct Scored {
   const std::string* family;
   std::string stratum;
   double z;
-  double u = 1;  // the run's uncertainty: its log ratio is z * u
 };
-
 
 // the scores of every family but `without`, sorted, pooled and per stratum that has at least
 // kRangeStratumRuns of them from kRangeStratumFamilies families (the others take the pooled ones)
@@ -86,24 +84,15 @@ struct Pools {
   std::map<std::string, std::vector<double>> strata;
   std::map<std::string, int> families;
   int all_families = 0;
-  // the most extreme log ratios (min, max), pooled ("") and per stratum
-  std::map<std::string, std::pair<double, double>> extremes;
-  bool clamp = false;  // the bands stop at them (step-time kinds, bands.hpp)
 };
-Pools pools(const std::vector<Scored>& scored, const std::string* without, bool clamp) {
+Pools pools(const std::vector<Scored>& scored, const std::string* without) {
   Pools out;
-  out.clamp = clamp;
   std::map<std::string, std::set<std::string>> fams;
   std::set<std::string> every;
   for (const Scored& x : scored) {
     if (without && *x.family == *without) continue;
     out.all.push_back(x.z);
     out.strata[x.stratum].push_back(x.z);
-    for (const std::string& st : {std::string(), x.stratum}) {
-      auto e = out.extremes.try_emplace(st, 0.0, 0.0).first;
-      e->second.first = std::min(e->second.first, x.z * x.u);
-      e->second.second = std::max(e->second.second, x.z * x.u);
-    }
     fams[x.stratum].insert(*x.family);
     every.insert(*x.family);
   }
@@ -122,19 +111,10 @@ Pools pools(const std::vector<Scored>& scored, const std::string* without, bool 
   return out;
 }
 
-// the band of `stratum` at tail probabilities a_lo, a_hi, with the extreme ratios of its pool
-Band pool_band(const Pools& p, const std::string& stratum, double a_lo, double a_hi) {
-  const bool own = p.strata.count(stratum) > 0;
-  Band b = tail_band(own ? p.strata.at(stratum) : p.all, a_lo, a_hi);
-  const auto e = p.extremes.find(own ? stratum : std::string());
-  if (p.clamp && e != p.extremes.end()) {
-    b.ratio_log_lo = e->second.first;
-    b.ratio_log_hi = e->second.second;
-  }
-  return b;
+const std::vector<double>& pool_of(const Pools& p, const std::string& stratum) {
+  const auto it = p.strata.find(stratum);
+  return it == p.strata.end() ? p.all : it->second;
 }
-
-TailLevels tail_levels(std::vector<Scored> scored, const std::vector<std::string>& fams, double coverage, bool clamp);
 
 }  // namespace
 
@@ -146,21 +126,13 @@ TailLevels family_tail_levels(const std::vector<std::pair<std::string, std::pair
   std::vector<std::string> fams(fam_names.begin(), fam_names.end());
   for (const auto& x : scores)
     scored.push_back({&*std::lower_bound(fams.begin(), fams.end(), x.first), x.second.first, x.second.second});
-  return tail_levels(std::move(scored), fams, coverage, false);
-}
-
-namespace {
-
-// family_tail_levels on scores that carry their u (the clamp at the extreme ratios is checked too:
-// a run left out is beyond an end when its log ratio is beyond the clamped end)
-TailLevels tail_levels(std::vector<Scored> scored, const std::vector<std::string>& fams, double coverage, bool clamp) {
   const double a = (1 - coverage) / 2;
   TailLevels out{a, a};
   if (fams.size() < 2) return out;
   // each family's scores against the pools of the others
   std::vector<Pools> without;
   without.reserve(fams.size());
-  for (const std::string& g : fams) without.push_back(pools(scored, &g, clamp));
+  for (const std::string& g : fams) without.push_back(pools(scored, &g));
   // the largest tail probability (of a / kRangeTailSteps steps down to 0: the extreme scores) at
   // which the families left out fall beyond that end no more often than a
   for (int side = 0; side < 2; ++side) {
@@ -171,9 +143,9 @@ TailLevels tail_levels(std::vector<Scored> scored, const std::vector<std::string
       for (std::size_t gi = 0; gi < fams.size(); ++gi)
         for (const Scored& x : scored) {
           if (x.family != &fams[gi]) continue;
-          const Band b = side == 0 ? pool_band(without[gi], x.stratum, t, a) : pool_band(without[gi], x.stratum, a, t);
-          const double lr = x.z * x.u;
-          beyond += side == 0 ? lr < b.lo_at(x.u) : lr > b.hi_at(x.u);
+          const Band b = side == 0 ? tail_band(pool_of(without[gi], x.stratum), t, a)
+                                   : tail_band(pool_of(without[gi], x.stratum), a, t);
+          beyond += side == 0 ? x.z < b.log_lo : x.z > b.log_hi;
         }
       const double n = static_cast<double>(scored.size());
       // the conformal (n + 1) correction, the next family's run counted as one beyond
@@ -186,8 +158,6 @@ TailLevels tail_levels(std::vector<Scored> scored, const std::vector<std::string
   }
   return out;
 }
-
-}  // namespace
 
 ScoreModel fit_score_model(const ResidualsByFamily& by_family, const std::string& left_out, RangeKind kind,
                            double coverage) {
@@ -220,30 +190,25 @@ ScoreModel fit_score_model(const ResidualsByFamily& by_family, const std::string
   for (std::size_t k = 1; k < parts; ++k)
     if (!seen[k]) sigma[k] = widest > 0 ? widest : sigma[0];
   m.sigma = sigma;
-  // scores, with their family, stratum and u
-  std::set<std::string> fam_names;
-  for (const auto& [fam, v] : by_family)
-    if (fam != left_out) fam_names.insert(fam);
-  const std::vector<std::string> fams(fam_names.begin(), fam_names.end());
-  std::vector<Scored> scored;
+  // scores, with their family and stratum
+  std::vector<std::pair<std::string, std::pair<std::string, double>>> flat;
   for (const auto& [fam, v] : by_family) {
     if (fam == left_out) continue;
-    const std::string* f = &*std::lower_bound(fams.begin(), fams.end(), fam);
     for (const ScoredResidual& x : v) {
       const double u = m.u(x.parts);
-      if (u > 0) scored.push_back({f, x.parts.stratum, x.log_ratio / u, u});
+      if (u > 0) flat.push_back({fam, {x.parts.stratum, x.log_ratio / u}});
     }
   }
   // the tails at which these families, each left out in turn, stay inside as often as promised;
-  // then the quantiles of every score at those tails, per stratum where it has its own, each
-  // step-time band clamped at the most extreme log ratio of its residuals
-  const bool clamp = kind == RangeKind::Time || kind == RangeKind::TimeAnchored;  // bands.hpp
-  const TailLevels t = tail_levels(scored, fams, coverage, clamp);
-  const Pools p = pools(scored, nullptr, clamp);
-  m.all = pool_band(p, "", t.lo, t.hi);
+  // then the quantiles of every score at those tails, per stratum where it has its own
+  const TailLevels t = family_tail_levels(flat, coverage);
+  std::vector<Scored> scored;
+  for (const auto& x : flat) scored.push_back({&x.first, x.second.first, x.second.second});
+  const Pools p = pools(scored, nullptr);
+  m.all = tail_band(p.all, t.lo, t.hi);
   m.all.families = p.all_families;
   for (const auto& [st, z] : p.strata) {
-    Band b = pool_band(p, st, t.lo, t.hi);
+    Band b = tail_band(z, t.lo, t.hi);
     b.families = p.families.at(st);
     m.strata[st] = b;
   }

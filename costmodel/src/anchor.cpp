@@ -462,9 +462,9 @@ double RangeModel::least_peak_hi_factor() const {
     const double rest = zero || inv <= 0 ? 0 : 1 / inv;
     u = std::sqrt(peak.sigma[0] * peak.sigma[0] + rest);
   }
-  double hi = peak.all.hi_at(u);
-  for (const auto& [name, b] : peak.strata) hi = std::min(hi, b.hi_at(u));
-  return std::exp(std::max(0.0, hi));
+  double hi = peak.all.log_hi;
+  for (const auto& [name, b] : peak.strata) hi = std::min(hi, b.log_hi);
+  return std::exp(std::max(0.0, hi) * u);
 }
 
 namespace {
@@ -485,26 +485,11 @@ Band band_from_json(const nlohmann::json& b, const std::string& origin, const st
       throw InputError(origin + ": field '" + key + "." + field + "' must be a non-negative integer");
   Band out(edge[0], edge[1], b.value("n", 0));
   out.families = b.value("families", 0);
-  // the extreme ratios: optional (a file without them clamps nothing)
-  const char* ratio_fields[2] = {"ratio_log_lo", "ratio_log_hi"};
-  for (int k = 0; k < 2; ++k) {
-    const char* field = ratio_fields[k];
-    if (!b.contains(field)) continue;
-    if (!b[field].is_number() || !std::isfinite(b[field].get<double>()))
-      throw InputError(origin + ": field '" + key + "." + field + "' must be a finite number");
-    const double v = b[field].get<double>();
-    if (k == 0 ? v > 0 : v < 0)
-      throw InputError(origin + ": field '" + key + "." + field + "' must be " + (k == 0 ? "<= 0" : ">= 0"));
-    (k == 0 ? out.ratio_log_lo : out.ratio_log_hi) = v;
-  }
   return out;
 }
 
 nlohmann::json band_json(const Band& b) {
-  nlohmann::json j = {{"log_lo", b.log_lo}, {"log_hi", b.log_hi}, {"n", b.n}, {"families", b.families}};
-  if (std::isfinite(b.ratio_log_lo)) j["ratio_log_lo"] = b.ratio_log_lo;
-  if (std::isfinite(b.ratio_log_hi)) j["ratio_log_hi"] = b.ratio_log_hi;
-  return j;
+  return {{"log_lo", b.log_lo}, {"log_hi", b.log_hi}, {"n", b.n}, {"families", b.families}};
 }
 
 ScoreModel score_from_json(const nlohmann::json& j, const std::string& origin, RangeKind kind) {
@@ -610,8 +595,8 @@ RangedPrediction ranged_prediction(const RangeModel& ranges, const Anchor& a, co
   r.time_u = ts.u(r.time_parts);
   const Band& pb = ps.band(r.peak_parts.stratum);
   const Band& tb = ts.band(r.time_parts.stratum);
-  r.peak_vram_bytes = {q.peak_vram_bytes * std::exp(pb.lo_at(r.peak_u)), q.peak_vram_bytes * std::exp(pb.hi_at(r.peak_u))};
-  r.step_time_s = {q.step_time_s * std::exp(tb.lo_at(r.time_u)), q.step_time_s * std::exp(tb.hi_at(r.time_u))};
+  r.peak_vram_bytes = {q.peak_vram_bytes * std::exp(pb.log_lo * r.peak_u), q.peak_vram_bytes * std::exp(pb.log_hi * r.peak_u)};
+  r.step_time_s = {q.step_time_s * std::exp(tb.log_lo * r.time_u), q.step_time_s * std::exp(tb.log_hi * r.time_u)};
   // no run holds less than its resident weights (counted from parameters and dtypes; a measurement
   // below them is refused as bad input): the lower end never goes under them
   r.peak_vram_bytes.lo = std::min(q.peak_vram_bytes, std::max(r.peak_vram_bytes.lo, q.memory.weights_bytes));

@@ -48,11 +48,6 @@ constexpr int kRangeSeenRuns = 20;
 // 40 residuals put the 90% quantiles at the 2nd and 39th order statistic; 5 families keep one
 // family's runs (they are not independent of each other) from setting a stratum's edge alone
 constexpr int kRangeStratumRuns = 40, kRangeStratumFamilies = 5;
-// Step-time bands (plain and anchored) stop at the most extreme log ratio of their residuals
-// (Band::ratio_log_lo / hi): a score quantile set by runs of small u, times the u of a host-heavy
-// step, would claim a factor no measured run of that kind came near. Peak bands are not clamped:
-// their upper end decides "fits", and clamped, more runs of the families left out ran out of memory
-// under a "fits" (one family's peak beyond every other family's is what the extreme score is for).
 // one tail's probability is tried from (1 - coverage) / 2 down to 0 in this many steps
 constexpr int kRangeTailSteps = 20;
 struct TailLevels {

@@ -14,9 +14,7 @@
 // schedule itself replaces the prediction of that schedule.
 #pragma once
 
-#include <algorithm>
 #include <array>
-#include <limits>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -152,15 +150,6 @@ struct Band {
   double lo = 1, hi = 1;          // exp(log_lo), exp(log_hi)
   int n = 0;                      // residuals it was derived from
   int families = 0;               // families they came from (0: not recorded)
-  // The most extreme log(measured / predicted) among those residuals (<= 0 and >= 0). A range never
-  // reaches past them: where u is large (a host-heavy step) the score quantile times u would claim
-  // more uncertainty than any measured run of that kind showed. Clamping there uncovers no residual
-  // behind the band (each lies inside both ends). -inf / +inf: none recorded, no clamp.
-  double ratio_log_lo = -std::numeric_limits<double>::infinity();
-  double ratio_log_hi = std::numeric_limits<double>::infinity();
-  // the log of the range's ends for a run of uncertainty u: score quantile * u, within the ratios
-  double lo_at(double u) const { return std::max(log_lo * u, ratio_log_lo); }
-  double hi_at(double u) const { return std::min(log_hi * u, ratio_log_hi); }
 };
 // The (1-c)/2 and (1+c)/2 conformal quantiles of the scores (the (n+1)-corrected order statistics).
 Band conformal_band(std::vector<double> scores, double coverage);
