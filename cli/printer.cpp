@@ -56,10 +56,11 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFo
     out << fmt.section(3, "Recommendation", "Recommendation: ") << c->schedule.name() << " — "
         << time_with_range(*c, "/step") << ", peak " << peak_with_range(*c) << " of "
         << gib_str(c->prediction.usable_vram_bytes) << " usable\n";
-    out << fmt.either("SimpleTuner config keys:\n", "\n")
+    out << fmt.either("SimpleTuner config keys (merge them into your config.json):\n", "\n")
         << fmt.code_block("json", simpletuner_keys(c->schedule).dump(2) + "\n");
     for (const auto& k : keys_to_remove(c->schedule))
-      out << "and remove " << k << " from the config if it sets one (it would stay in force)\n";
+      out << "If your config sets \"" << k << "\", delete that key: SimpleTuner would apply it on top of "
+          << "the keys above, and no value of it means unset.\n";
     for (const auto& w : c->prediction.warnings) out << "warning: " << w << "\n";
     return;
   }

@@ -306,6 +306,12 @@ TEST_CASE("a ranges file round-trips and a broken one is bad input naming the fi
   j["peak"]["log_lo"] = 0.5;
   CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("log_lo must be <= 0"), InputError);
   j = to_json(m);
+  j["time"]["strata"]["eager"] = {{"log_lo", -1.0}, {"log_hi", 1.0}, {"n", 50}};
+  CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"),
+                       doctest::Contains("time.strata.eager': not a kind of run (none, per-block, segmented, "
+                                         "offload, streamed, compiled)"),
+                       InputError);
+  j = to_json(m);
   j["peak"]["sigma"]["gradients"] = 0.1;
   CHECK_THROWS_WITH_AS(range_model_from_json(j, "ranges.json"), doctest::Contains("peak.sigma.gradients"), InputError);
   j = to_json(m);

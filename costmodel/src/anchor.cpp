@@ -354,25 +354,33 @@ std::string to_string(RangeKind k) {
 namespace {
 
 const char* const kStrata[] = {"none", "per-block", "segmented", "offload", "streamed", "compiled"};
+enum StratumIndex { kStratumNone, kStratumPerBlock, kStratumSegmented, kStratumOffload, kStratumStreamed, kStratumCompiled };
+
+// "none, per-block, ..." for an error message
+std::string strata_list() {
+  std::string out;
+  for (const char* s : kStrata) out += (out.empty() ? "" : ", ") + std::string(s);
+  return out;
+}
 
 double activation_part(const Prediction& p) { return p.memory.activation_peak_bytes + p.memory.fragmentation_bytes; }
 
 }  // namespace
 
-const char* range_stratum(const Schedule& s, const Prediction& p) {
+const char* range_stratum(RangeKind k, const Schedule& s, const Prediction& p) {
+  const bool time_kind = k == RangeKind::Time || k == RangeKind::TimeAnchored;
+  if (time_kind && p.time.compiled) return kStrata[kStratumCompiled];
   // streaming changes what is resident and what moves more than the schedule does: its own kind
-  if (p.memory.streamed_weights_bytes > 0) return kStrata[4];
-  if (s.offload_attention || (s.checkpointing && is_unsloth(s.backend))) return kStrata[3];
-  if (!s.checkpointing) return kStrata[0];
-  if (s.interval > 1 || s.stride > 1) return kStrata[2];
-  return kStrata[1];
+  if (p.memory.streamed_weights_bytes > 0) return kStrata[kStratumStreamed];
+  if (s.offload_attention || (s.checkpointing && is_unsloth(s.backend))) return kStrata[kStratumOffload];
+  if (!s.checkpointing) return kStrata[kStratumNone];
+  if (s.interval > 1 || s.stride > 1) return kStrata[kStratumSegmented];
+  return kStrata[kStratumPerBlock];
 }
 
 RangeParts range_parts(RangeKind k, const Anchor& a, const Schedule& schedule, const Prediction& q) {
   RangeParts r;
-  r.stratum = range_stratum(schedule, q);
-  const bool time_kind = k == RangeKind::Time || k == RangeKind::TimeAnchored;
-  if (time_kind && q.time.compiled) r.stratum = kStrata[5];
+  r.stratum = range_stratum(k, schedule, q);
   const MemoryBreakdown& m = q.memory;
   const TimeParts t = time_parts(q);
   switch (k) {
@@ -517,7 +525,7 @@ ScoreModel score_from_json(const nlohmann::json& j, const std::string& origin, R
     for (auto it = st.begin(); it != st.end(); ++it) {
       if (std::find(std::begin(kStrata), std::end(kStrata), it.key()) == std::end(kStrata))
         throw InputError(origin + ": field '" + key + ".strata." + it.key() +
-                         "': not a kind of run (none, per-block, segmented, offload, streamed, compiled)");
+                         "': not a kind of run (" + strata_list() + ")");
       m.strata[it.key()] = band_from_json(it.value(), origin, key + ".strata." + it.key());
     }
   }

@@ -171,10 +171,11 @@ struct RangeParts {
 // Kind of run, for the stratified quantiles: "none" (no checkpointing), "per-block" (every block
 // checkpointed), "segmented" (an interval or segments), "offload" (attention offload or unsloth's
 // host copies), "streamed" (block weights streamed from the host: RamTorch, block swap).
-// A time range has one kind more: "compiled" (regionally compiled blocks, whatever the schedule):
-// a compiled step runs other kernels, fewer launches, and whatever recompiles it hits, so its
-// residuals say nothing of how far eager PyTorch's step time is from its prediction (range_parts).
-const char* range_stratum(const Schedule& s, const Prediction& p);
+// A time range (Time, TimeAnchored) has one kind more: "compiled" (regionally compiled blocks,
+// whatever the schedule): a compiled step runs other kernels, fewer launches, and whatever
+// recompiles it hits, so its residuals say nothing of how far eager PyTorch's step time is from
+// its prediction.
+const char* range_stratum(RangeKind k, const Schedule& s, const Prediction& p);
 
 struct ScoreModel {
   std::vector<double> sigma;          // per part of the kind (empty: u = 1)
