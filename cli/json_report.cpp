@@ -449,6 +449,9 @@ nlohmann::json accuracy_json(const AccuracyView& v) {
   nlohmann::json strata = nlohmann::json::object();
   for (const auto& [k, r] : rep.ranges_by_stratum) strata[k] = ranges_json(r);
   j["ranges_by_kind_of_run"] = strata;
+  nlohmann::json shares = nlohmann::json::object();
+  for (const auto& [k, r] : rep.ranges_by_fixed_share) shares[k] = ranges_json(r);
+  j["ranges_by_fixed_share"] = shares;
   nlohmann::json dec = nlohmann::json::array();
   for (const auto& d : rep.decisions)
     dec.push_back({{"group", d.key}, {"chosen", d.chosen}, {"measured_fastest", d.measured_best}, {"good", d.good}, {"why", d.why}});

@@ -130,23 +130,27 @@ void print_ranges(std::ostream& out, const AccuracyReport& rep, const TextFormat
     if (m.has_ranges) row(k, m);
   row(fmt.either("OVERALL", "**overall**"), rep.overall);
   fmt.table(out, t);
-  if (!rep.ranges_by_stratum.empty()) {
-    const std::string sub = "By kind of run (the strata of the score quantiles)";
+  // one row per kind of run (or per band of the fixed share), then the overall row
+  auto by_group = [&](const std::string& sub, const char* first, const std::map<std::string, RangeStats>& groups) {
     out << "\n" << fmt.section(5, sub, sub + "\n\n");
-    Table k({"kind of run", "peak covered", "peak hi/lo", "s/step covered", "s/step hi/lo", "fits", "borderline",
+    Table k({first, "peak covered", "peak hi/lo", "s/step covered", "s/step hi/lo", "fits", "borderline",
              "unsafe fits"});
     auto share = [](int a, int n) { return n ? pct(double(a) / n) + " (" + std::to_string(a) + "/" + std::to_string(n) + ")" : "-"; };
     auto ratio = [](double x) { return x > 0 ? fixed(x, 2) : std::string("-"); };
-    for (const auto& [st, r] : rep.ranges_by_stratum)
-      k.add({st, share(r.peak_covered, r.peak_n), ratio(r.peak_hi_lo_median), share(r.time_covered, r.time_n),
+    auto add = [&](const std::string& name, const RangeStats& r) {
+      k.add({name, share(r.peak_covered, r.peak_n), ratio(r.peak_hi_lo_median), share(r.time_covered, r.time_n),
              ratio(r.time_hi_lo_median), std::to_string(r.fits), share(r.borderline, r.verdicts()),
              std::to_string(r.fits_oom)});
-    const RangeStats& o = rep.overall.ranges;
-    k.add({fmt.either("OVERALL", "**overall**"), share(o.peak_covered, o.peak_n), ratio(o.peak_hi_lo_median),
-           share(o.time_covered, o.time_n), ratio(o.time_hi_lo_median), std::to_string(o.fits),
-           share(o.borderline, o.verdicts()), std::to_string(o.fits_oom)});
+    };
+    for (const auto& [name, r] : groups) add(name, r);
+    add(fmt.either("OVERALL", "**overall**"), rep.overall.ranges);
     fmt.table(out, k);
-  }
+  };
+  if (!rep.ranges_by_stratum.empty())
+    by_group("By kind of run (the strata of the score quantiles)", "kind of run", rep.ranges_by_stratum);
+  if (!rep.ranges_by_fixed_share.empty())
+    by_group("By the share of the peak no schedule changes (weights and training state)", "fixed share",
+             rep.ranges_by_fixed_share);
   out << "Width: median (hi - lo) / prediction. Verdicts on runs that completed or ran out of memory; an unsafe "
          "fit is a \"fits\" verdict on a run that ran out of memory. Decision above picks the fastest \"fits\" "
          "(the fastest \"borderline\" where none fits), as advise does.\n";

@@ -2,15 +2,15 @@
 # The trainer's tiered examples: configs named after the card they are meant for (`ideogram-image-24g`,
 # `mageflow-image-12g` … `-80g`, `infinitetalk-14b-480p-24gb`, `…-141g`). Runs
 # `segadvise check CONFIG --vram-gib TIER` on each and prints the tier, the predicted peak and the
-# verdict: "agrees" when segadvise says it fits the card the authors named, "DISAGREES" when not,
-# "exit 2" with the reason when the config cannot be checked (a data-backend file the trainer's
-# repository lacks, an unmodelled component).
+# verdict on the card the authors named: "fits" (the 90% range's upper end fits with headroom),
+# "borderline" (the range straddles it), "does not fit", or "exit 2" with the reason when the config
+# cannot be checked (a data-backend file the trainer's repository lacks, an unmodelled component).
 # usage: scripts/check-tiers.sh [SEGADVISE_BIN] [EXAMPLES_ROOT]
 set -u
 source "$(dirname "$0")/examples-env.sh"
 err="$(mktemp)"
 trap 'rm -f "$err"' EXIT
-n=0; agree=0; disagree=0; bad=0
+n=0; fits=0; border=0; nofit=0; bad=0
 printf '%-58s %5s %9s  %s\n' example tier "peak GiB" verdict
 for cfg in simpletuner/examples/*/config.json; do
   name="$(basename "$(dirname "$cfg")")"
@@ -32,10 +32,14 @@ j = json.load(sys.stdin); p = j["prediction"]
 if not p.get("supported", True):
     print("-\tnot run by the trainer: " + p.get("reason", "")[:160])
 else:
-    print("%.1f\t%s (usable %.1f GiB)" % (p["peak_vram_gib"], "agrees: fits" if p["fits"] else "DISAGREES: " + str(p.get("fit")), p.get("usable_vram_gib", 0)))
+    print("%.1f\t%s (usable %.1f GiB)" % (p["peak_vram_gib"], str(p.get("fit")), p.get("usable_vram_gib", 0)))
 ')"
   peak="${line%%$'\t'*}"; verdict="${line#*$'\t'}"
-  case "$verdict" in agrees*) agree=$((agree + 1)) ;; *) disagree=$((disagree + 1)) ;; esac
+  case "$verdict" in
+    fits*) fits=$((fits + 1)) ;;
+    borderline*) border=$((border + 1)) ;;
+    *) nofit=$((nofit + 1)) ;;
+  esac
   printf '%-58s %5s %9s  %s\n' "$name" "$tier" "$peak" "$verdict"
 done
-echo "tiered examples $n: agree $agree, disagree $disagree, exit 2 $bad"
+echo "tiered examples $n: fits $fits, borderline $border, does not fit $nofit, exit 2 $bad"

@@ -517,6 +517,12 @@ TEST_CASE("accuracy counts how often the ranges hold the measurement, overall an
     p.step_hi_s = 3;
     p.verdict = FitVerdict::Fits;
     p.peak_parts.stratum = i < 2 ? "none" : "per-block";
+    // fixed share (weights and training state over the peak): 0.5 for the first two, 0.8 for the others
+    p.full.memory = MemoryBreakdown{};
+    p.full.peak_vram_bytes = 10 * kGiB;
+    p.full.memory.weights_bytes = (i < 2 ? 4.0 : 7.0) * kGiB;
+    p.full.memory.optimizer_bytes = 1 * kGiB;
+    p.full.memory.activation_peak_bytes = (i < 2 ? 5.0 : 2.0) * kGiB;
     preds.push_back(p);
   }
   const AccuracyReport rep = score(set, preds, kGiB, "test");
@@ -529,6 +535,14 @@ TEST_CASE("accuracy counts how often the ranges hold the measurement, overall an
   // hi / lo medians: none 22/18 = 1.2222 and 25/21 = 1.1905 -> 1.2063; time 3 everywhere
   CHECK(rep.ranges_by_stratum.at("none").peak_hi_lo_median == doctest::Approx((22.0 / 18 + 25.0 / 21) / 2));
   CHECK(rep.overall.ranges.time_hi_lo_median == doctest::Approx(3));
+  // the same runs by fixed share: 0.5 falls in 40-60%, 0.8 in 75-90%
+  CHECK(std::string(fixed_share_band(preds[0].full)) == "40-60%");
+  CHECK(std::string(fixed_share_band(preds[2].full)) == "75-90%");
+  CHECK(rep.ranges_by_fixed_share.size() == 2);
+  CHECK(rep.ranges_by_fixed_share.at("40-60%").peak_n == 2);
+  CHECK(rep.ranges_by_fixed_share.at("40-60%").peak_covered == 1);
+  CHECK(rep.ranges_by_fixed_share.at("75-90%").peak_covered == 1);
+  CHECK(rep.ranges_by_fixed_share.at("75-90%").peak_hi_lo_median == doctest::Approx((21.0 / 19 + 19.9 / 10) / 2));
 }
 
 TEST_CASE("a checkpointed run measured at its setup's none peak did not engage: left out of the range residuals") {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -394,7 +395,8 @@ void fill_widths(AccuracyReport& rep, const PreparedSet& set) {
     const RunPrediction& p = rep.predictions[i];
     if (!p.modelled || !p.supported || !p.has_range || p.measured_anchor || set.runs[i].run->status != "ok") continue;
     for (const std::string& k :
-         {std::string("*"), "f:" + set.runs[i].group, "s:" + std::string(p.peak_parts.stratum)}) {
+         {std::string("*"), "f:" + set.runs[i].group, "s:" + std::string(p.peak_parts.stratum),
+          "w:" + std::string(fixed_share_band(p.full))}) {
       pw[k].push_back((p.peak_hi_gib - p.peak_lo_gib) / p.peak_gib);
       tw[k].push_back((p.step_hi_s - p.step_lo_s) / p.step_s);
       if (p.peak_lo_gib > 0) pr[k].push_back(p.peak_hi_gib / p.peak_lo_gib);
@@ -410,9 +412,17 @@ void fill_widths(AccuracyReport& rep, const PreparedSet& set) {
   put(rep.overall.ranges, "*");
   for (auto& [fam, m] : rep.per_family) put(m.ranges, "f:" + fam);
   for (auto& [st, r] : rep.ranges_by_stratum) put(r, "s:" + st);
+  for (auto& [band, r] : rep.ranges_by_fixed_share) put(r, "w:" + band);
 }
 
 }  // namespace
+
+const char* fixed_share_band(const Prediction& p) {
+  const double share = p.peak_vram_bytes > 0 ? peak_parts(p).fixed_bytes / p.peak_vram_bytes : 0;
+  for (const FixedShareBand& b : kFixedShareBands)
+    if (share < b.upper) return b.name;
+  return kFixedShareBands[std::size(kFixedShareBands) - 1].name;
+}
 
 AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> preds, double headroom_bytes,
                      const std::string& method) {
@@ -445,7 +455,8 @@ AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> preds, d
     if (p.modelled && p.supported && p.has_range) {
       rep.overall.has_ranges = rep.per_family[r.group].has_ranges = true;
       add_range_stats(p, *r.run,
-                      {&rep.overall.ranges, &rep.per_family[r.group].ranges, &rep.ranges_by_stratum[p.peak_parts.stratum]});
+                      {&rep.overall.ranges, &rep.per_family[r.group].ranges, &rep.ranges_by_stratum[p.peak_parts.stratum],
+                       &rep.ranges_by_fixed_share[fixed_share_band(p.full)]});
     }
     if (p.modelled && p.supported && st == "ok" && !p.measured_anchor) {
       const double pe = std::fabs(p.peak_gib / r.run->peak_gib - 1), te = std::fabs(p.step_s / r.run->sec_per_step - 1);

@@ -158,10 +158,25 @@ struct AccuracyReport {
   std::map<std::string, Metrics> per_family;
   // the ranges by kind of run (range_stratum of the peak's parts: none, per-block, segmented, ...)
   std::map<std::string, RangeStats> ranges_by_stratum;
+  // the same by the share of the predicted peak that no schedule changes (weights and training state,
+  // peak_parts' fixed part), in the bands of kFixedShareBands: whether a range holds as often for a
+  // weights-bound run (a LoRA on a large base) as for an activation-bound one
+  std::map<std::string, RangeStats> ranges_by_fixed_share;
   std::vector<RunPrediction> predictions;  // one per prepared run (LOFO: from the fit without its family)
   std::vector<DecisionGroup> decisions;
   std::map<std::string, std::string> family_notes;  // why a family misses a target, where known
 };
+
+// The bands of ranges_by_fixed_share: upper ends of the fixed share, and the name of the band below
+// each ("0-40%" ... "90-100%"; the names sort in the bands' order).
+struct FixedShareBand {
+  double upper;
+  const char* name;
+};
+inline constexpr FixedShareBand kFixedShareBands[] = {
+    {0.40, "0-40%"}, {0.60, "40-60%"}, {0.75, "60-75%"}, {0.90, "75-90%"}, {1.01, "90-100%"}};
+// the band of a prediction's fixed share (fixed bytes / peak)
+const char* fixed_share_band(const Prediction& p);
 
 // Metrics of given predictions (one per run, same order as set.runs).
 AccuracyReport score(const PreparedSet& set, std::vector<RunPrediction> predictions, double headroom_bytes,
