@@ -68,7 +68,7 @@ expect 0 'verdict: fits' -- predict --model qwen-image --gpu h100 --schedule lay
 expect 3 'borderline: peak' -- predict --model qwen-image --gpu h100 --vram-gib 50 --schedule layer --backend unsloth --precision bf16
 expect 0 'wan2.1-14b' -- list models
 expect 0 'l40s' -- list gpus
-expect 0 'Recommendation: ' -- --model sdxl --vram-gib 12
+expect 0 'Recommendation: ' -- --model sdxl --vram-gib 13
 expect 3 'No confident recommendation' -- --model sdxl --vram-gib 9
 expect 0 'custom card' -- --model sdxl --vram-gib 12 --measured layer:1.2:6.5
 # no input aborts: numbers too large for their type, a zero aspect, an unknown command

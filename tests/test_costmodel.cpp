@@ -253,6 +253,41 @@ TEST_CASE("a block's stored weight bytes: quantized width, but bf16 for a Transf
   CHECK(static_memory(c, s).weights_bytes == doctest::Approx(block_weight_bytes(b, s) + c.outside_params * 2.0));
 }
 
+TEST_CASE("TorchAO and fp8-native convert the modulation Linears too; Quanto and SDNQ leave them in bf16") {
+  BlockCost b;
+  b.params = 1000;
+  b.quantizable_params = 800;
+  b.modulation_params = 150;  // adaLN modulation Linears; the other 50 a convolution
+  TrainingSetup s;
+  s.model_type = ModelType::Lora;
+  s.base_precision = "fp8-torchao";  // 1.01 B a weight (scales included), every nn.Linear
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(950 * 1.01 + 50 * 2.0));
+  s.base_precision = "fp8-native";  // 1 B a weight, every nn.Linear
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(950 * 1.0 + 50 * 2.0));
+  s.base_precision = "int8-quanto";  // exclude lists keep `*norm*` (AdaLayerNormZero.linear) in bf16
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * precision_info("int8-quanto").bytes_per_param + 200 * 2.0));
+  s.base_precision = "int8-sdnq";  // SDNQ's own skip keys
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * precision_info("int8-sdnq").bytes_per_param + 200 * 2.0));
+  s.quantize_all_block_linears = true;  // a trainer's plan that converts the whole block (ai-toolkit, OneTrainer)
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(1000 * precision_info("int8-sdnq").bytes_per_param));
+  s.quantize_all_block_linears = false;
+  s.base_precision = "bf16";  // nothing converted
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(1000 * 2.0));
+}
+
+TEST_CASE("the analyzer counts a block's modulation Linears apart: mmdit 6d^2 a stream, none in a U-Net") {
+  const Family& fam = find_family("sd3.5-medium");
+  const BlockChain chain = analyze(fam, default_setup(fam));
+  REQUIRE_FALSE(chain.blocks.empty());
+  const BlockCost& dbl = chain.blocks[0];
+  REQUIRE(dbl.kind == "mmdit_double");
+  const double d = 1536;  // SD 3.5 Medium's width, both streams: 6 d^2 each
+  CHECK(dbl.modulation_params == doctest::Approx(12 * d * d));
+  CHECK(dbl.params - dbl.quantizable_params == doctest::Approx(dbl.modulation_params));
+  const Family& sdxl = find_family("sdxl");
+  for (const BlockCost& blk : analyze(sdxl, default_setup(sdxl)).blocks) CHECK(blk.modulation_params == 0);
+}
+
 // ---- other trainers' memory rules (TrainingSetup fields a trainer's reader sets) -----------------
 
 namespace {

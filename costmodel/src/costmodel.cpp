@@ -216,16 +216,21 @@ double quantizable_param_bytes(const TrainingSetup& setup) {
   return prec.quantized ? prec.bytes_per_param : dtype;
 }
 
-// bytes of a block's weights the quantizer leaves alone (bf16 / the weight dtype): its non-quantizable
-// share, or none when the trainer quantizes every Linear of the block
-double unquantized_block_param_bytes(const TrainingSetup& setup) {
-  if (setup.quantize_all_block_linears && precision_info(setup.base_precision).quantized) return quantizable_param_bytes(setup);
-  return stored_weight_bytes(setup);
-}
-
+// bytes a block's weights take. The quantizable Linears at the quantized width; the rest at the weight
+// dtype (bf16), except where more of it is converted: every parameter when the trainer's own plan
+// converts the whole block (ai-toolkit's quantize_model, OneTrainer's "blocks" filter), and the adaLN
+// modulation Linears under TorchAO and fp8-native, which convert every nn.Linear whose in and out dims
+// are divisible by 16 with no name excluded (SimpleTuner helpers/training/quantisation; a modulation
+// Linear maps d to 3d, 4d or 6d). Quanto's per-family exclude lists (`*norm*` holds
+// AdaLayerNormZero's modulation Linear) and SDNQ's own skip keys leave the modulation in bf16; no
+// quantizer here converts a convolution.
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
-  return b.quantizable_params * quantizable_param_bytes(setup) +
-         (b.params - b.quantizable_params) * unquantized_block_param_bytes(setup);
+  const PrecisionInfo prec = precision_info(setup.base_precision);
+  const double q = quantizable_param_bytes(setup), dtype = stored_weight_bytes(setup);
+  if (!prec.quantized) return b.quantizable_params * q + (b.params - b.quantizable_params) * dtype;
+  if (setup.quantize_all_block_linears) return b.params * q;
+  const double converted = b.quantizable_params + (prec.backend == "torchao" || prec.backend == "native" ? b.modulation_params : 0);
+  return converted * q + (b.params - converted) * dtype;
 }
 
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {

@@ -48,6 +48,7 @@ struct Acc {
   double ffn_input = 0;                // elements kept by FFN-only checkpointing
   double matmul_flops = 0, ffn_flops = 0, attn_flops = 0;
   double params = 0, quantizable = 0, lora = 0;
+  double modulation = 0;  // of params, not of quantizable: the adaLN modulation Linears (BlockCost::modulation_params)
   double transient = 0;  // elements
   double launches = 0;   // forward kernel launches (see "Launches" in the header comment)
   double linears = 0;    // quantizable Linear layers (one quantized call each per forward)
@@ -282,6 +283,7 @@ void dit_self_block(Acc& a, const BlockListSpec& b, const Training& t, const Blo
   if (b.cross_attention) cross_attention(a, t, n, k.n_txt, d, k.dt, k.shape, false);
   ffn(a, t, n, d, k.f, b.ffn_act, b.moe_experts, b.moe_active, b.moe_shared_hidden);
   a.params += 4 * d * d;  // adaLN modulation
+  a.modulation += 4 * d * d;
 }
 
 // two streams with their own weights, one joint attention over n_img + n_txt
@@ -308,6 +310,7 @@ void mmdit_double_block(Acc& a, const BlockListSpec& b, const Training& t, const
   text_training.ffn_targeted = t.ffn_targeted && t.text_targeted;
   ffn(a, text_training, n_txt, dt, f * dt / d, b.ffn_act);
   a.params += 6 * d * d + 6 * dt * dt;  // adaLN modulation per stream
+  a.modulation += 6 * d * d + 6 * dt * dt;
 }
 
 // fused qkv + MLP-in projection, parallel attention and MLP, one output projection over the
@@ -333,6 +336,7 @@ void single_stream_block(Acc& a, const BlockListSpec& b, const Training& t, cons
   a.matmul_flops += n * 2 * (proj_in + proj_out);
   a.ffn_flops += n * 2 * (d * f_in + f * d);
   a.params += proj_in + proj_out + 3 * d * d;
+  a.modulation += 3 * d * d;  // adaLN modulation
   a.quantizable += proj_in + proj_out;
   a.linears += 5;  // to_q, to_k, to_v, proj_mlp, proj_out (diffusers' single-stream block)
   if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
@@ -442,6 +446,7 @@ double fit_modulation_to_published(BlockChain& chain, double published, double b
   double total = 0;
   for (auto& b : chain.blocks) {
     b.params = b.quantizable_params + (b.params - b.quantizable_params) * f;
+    b.modulation_params *= f;
     total += b.params;
   }
   return total;
@@ -542,6 +547,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.head_dim = fused > 0 ? std::exp2(a.attn_hd_log / fused) : 0;
       b.params = a.params;
       b.quantizable_params = a.quantizable;
+      b.modulation_params = a.modulation;
       b.lora_params = a.lora;
       b.launches = a.launches;
       b.quantizable_linears = a.linears;

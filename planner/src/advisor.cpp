@@ -6,6 +6,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/evaluator.hpp"
@@ -251,18 +252,50 @@ static OptimalView solve_optimal(const Context& ctx, bool with_front) {
     // point times a factor: a point at budget x (usable - headroom) / hi would put it at the edge),
     // re-solve, and keep the first plan found whose verdict is "fits" (the fastest at that budget);
     // when none is found the point-budget plan stays, with its verdict.
+    // A plan with host copies is its own kind of run (offload), whose range is wider: where the
+    // tighter budget's fastest plan copies to the host and does not fit, the fastest plan at the same
+    // budget without host copies is tried too (it may fit where the faster one does not).
     const double limit = v.optimal.prediction.usable_vram_bytes - ctx.headroom_bytes;
     double point = r.prediction.peak_vram_bytes, hi = r.peak_vram_bytes.hi;
+    std::unique_ptr<PlanOptimizer> on_device;
     for (int step = 0; step < kOptimalFitSteps && r.fit == FitVerdict::Borderline && hi > 0; ++step) {
       const double budget = point * limit / hi * (1 - 1e-6 * (step + 1));
+      std::vector<std::pair<OptimalPlan, RangedPrediction>> tried;
       OptimalPlan tighter = opt.solve_for_peak(budget);
-      if (!tighter.found) break;
-      const RangedPrediction rt = verdict_of(tighter);
-      if (rt.fit == FitVerdict::Fits) {
-        v.optimal = std::move(tighter);
+      const Schedule kind = tighter.found ? kind_of_plan(tighter.plan) : Schedule{};
+      const bool host = kind.offload_attention || (kind.checkpointing && is_unsloth(kind.backend));
+      if (tighter.found) {
+        const RangedPrediction rt = verdict_of(tighter);
+        tried.emplace_back(std::move(tighter), rt);
+      }
+      if (host || tried.empty()) {
+        if (!on_device) {
+          OptimalOptions o = optimal_options(ctx);
+          o.allow_offload = o.allow_attention_offload = false;
+          on_device = std::make_unique<PlanOptimizer>(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, o);
+        }
+        OptimalPlan d = on_device->solve_for_peak(budget);
+        if (d.found) {
+          const RangedPrediction rd = verdict_of(d);
+          tried.emplace_back(std::move(d), rd);
+        }
+      }
+      if (tried.empty()) break;
+      // the fastest that fits; else go on from the one whose upper end is lowest
+      std::size_t best = tried.size();
+      for (std::size_t i = 0; i < tried.size(); ++i)
+        if (tried[i].second.fit == FitVerdict::Fits &&
+            (best == tried.size() || tried[i].first.prediction.step_time_s < tried[best].first.prediction.step_time_s))
+          best = i;
+      if (best < tried.size()) {
+        v.optimal = std::move(tried[best].first);
         break;
       }
-      if (!(rt.prediction.peak_vram_bytes < point)) break;  // no smaller plan: nothing tighter to find
+      std::size_t low = 0;
+      for (std::size_t i = 1; i < tried.size(); ++i)
+        if (tried[i].second.peak_vram_bytes.hi < tried[low].second.peak_vram_bytes.hi) low = i;
+      const RangedPrediction& rt = tried[low].second;
+      if (!(rt.prediction.peak_vram_bytes < point) && !(rt.peak_vram_bytes.hi < hi)) break;  // nothing tighter to find
       point = rt.prediction.peak_vram_bytes;
       hi = rt.peak_vram_bytes.hi;
     }

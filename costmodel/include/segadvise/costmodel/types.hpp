@@ -170,6 +170,9 @@ struct BlockCost {
   double attention_keys = 0, head_dim = 0, linear_attention_flops = 0;
   double params = 0;           // base weights
   double quantizable_params = 0;  // linear weights a quantizer converts
+  // of the others, the adaLN modulation Linears: TorchAO and fp8-native convert them too (every
+  // nn.Linear), Quanto's exclude lists and SDNQ's skip keys do not; the rest (convolutions) no quantizer
+  double modulation_params = 0;
   double lora_params = 0;      // trainable adapter parameters in this block
   double launches = 0;         // forward kernel launches (host-bound time floor)
   // Linear layers a quantizer converts, each one call per forward (and one per backward): a quantized
