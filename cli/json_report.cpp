@@ -106,8 +106,8 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
   if (const Candidate* c = r.recommended()) {
     j["recommendation"] = {{"schedule", to_json(c->schedule)},
                            {"prediction", prediction_json(*c)},
-                           {"config", simpletuner_keys(c->schedule)},
-                           {"config_remove", keys_to_remove(c->schedule)}};
+                           {"config", simpletuner_keys(*ctx.family, c->schedule, ctx.setup)},
+                           {"config_remove", keys_to_remove(*ctx.family, c->schedule, ctx.setup)}};
     if (r.phases) {  // the recommended schedule's whole run (the recommendation itself is the step's)
       const double budget = usable_vram_bytes(ctx.gpu, ctx.coef) - ctx.headroom_bytes;
       j["recommendation"]["phases"] = nlohmann::json::parse(phases_json(*r.phases, budget).dump());
@@ -122,7 +122,8 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
     if (a.borderline >= 0) {
       const Candidate& b = a.candidates[a.borderline];
       j["borderline"] = {{"schedule", to_json(b.schedule)}, {"prediction", prediction_json(b)},
-                         {"config", simpletuner_keys(b.schedule)}, {"config_remove", keys_to_remove(b.schedule)},
+                         {"config", simpletuner_keys(*ctx.family, b.schedule, ctx.setup)},
+                         {"config_remove", keys_to_remove(*ctx.family, b.schedule, ctx.setup)},
                          {"settle", settle_hint(b)}};
       nlohmann::json shrink = nlohmann::json::array();
       for (const RangeIfMeasured& x : r.if_measured)
@@ -347,8 +348,8 @@ nlohmann::json prediction_report_json(const PredictionReport& r) {
                       {"prediction", prediction_json(c)},
                       {"measurements", measurements_json(ctx.anchor)}};
   if (c.prediction.supported) {
-    j["config"] = simpletuner_keys(c.schedule);
-    j["config_remove"] = keys_to_remove(c.schedule);
+    j["config"] = simpletuner_keys(*ctx.family, c.schedule, ctx.setup);
+    j["config_remove"] = keys_to_remove(*ctx.family, c.schedule, ctx.setup);
   }
   return j;
 }
@@ -446,12 +447,13 @@ nlohmann::json accuracy_json(const AccuracyView& v) {
   nlohmann::json fams = nlohmann::json::object();
   for (const auto& [k, m] : rep.per_family) fams[k] = metrics_json(m);
   j["per_family"] = fams;
-  nlohmann::json strata = nlohmann::json::object();
-  for (const auto& [k, r] : rep.ranges_by_stratum) strata[k] = ranges_json(r);
-  j["ranges_by_kind_of_run"] = strata;
-  nlohmann::json shares = nlohmann::json::object();
-  for (const auto& [k, r] : rep.ranges_by_fixed_share) shares[k] = ranges_json(r);
-  j["ranges_by_fixed_share"] = shares;
+  const auto by_group = [](const std::map<std::string, RangeStats>& groups) {
+    nlohmann::json g = nlohmann::json::object();
+    for (const auto& [k, r] : groups) g[k] = ranges_json(r);
+    return g;
+  };
+  j["ranges_by_kind_of_run"] = by_group(rep.ranges_by_stratum);
+  j["ranges_by_fixed_share"] = by_group(rep.ranges_by_fixed_share);
   nlohmann::json dec = nlohmann::json::array();
   for (const auto& d : rep.decisions)
     dec.push_back({{"group", d.key}, {"chosen", d.chosen}, {"measured_fastest", d.measured_best}, {"good", d.good}, {"why", d.why}});

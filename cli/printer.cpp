@@ -57,10 +57,11 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFo
         << time_with_range(*c, "/step") << ", peak " << peak_with_range(*c) << " of "
         << gib_str(c->prediction.usable_vram_bytes) << " usable\n";
     out << fmt.either("SimpleTuner config keys (merge them into your config.json):\n", "\n")
-        << fmt.code_block("json", simpletuner_keys(c->schedule).dump(2) + "\n");
-    for (const auto& k : keys_to_remove(c->schedule))
-      out << "If your config sets \"" << k << "\", delete that key: SimpleTuner would apply it on top of "
-          << "the keys above, and no value of it means unset.\n";
+        << fmt.code_block("json", simpletuner_keys(*r.context.family, c->schedule, r.context.setup).dump(2) + "\n");
+    for (const auto& k : keys_to_remove(*r.context.family, c->schedule, r.context.setup))
+      out << "Also delete \"" << k << "\" from your config if it is there: these keys cannot unset it "
+          << "(SimpleTuner skips a null), and on this family's per-block path any stride changes which blocks "
+          << "the interval checkpoints.\n";
     for (const auto& w : c->prediction.warnings) out << "warning: " << w << "\n";
     return;
   }

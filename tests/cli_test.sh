@@ -23,8 +23,16 @@ expect 0 'Recommendation: ' -- --model wan14b --gpu l40s
 # the printed keys can be merged into a config: no null (SimpleTuner skips one), interval 1 = unset
 # (on an H100 the example's Wan 14B setup is recommended `layer`: interval 1)
 expect 0 '"gradient_checkpointing_interval": 1' -- --model wan14b --gpu h100
-# interval2 (+unsloth) without a stride: a stride already in the user's config would stay in force
-expect 0 'If your config sets "gradient_checkpointing_segment_stride", delete that key' -- --model wan14b --gpu l40s
+# interval2 (+unsloth) without a stride on Wan's segmented path: the keys set stride = interval (the
+# same segments), so a stride already in the user's config is overridden and nothing is left to delete
+expect 0 '"gradient_checkpointing_segment_stride": 2' -- --model wan14b --gpu l40s
+if "$bin" --model wan14b --gpu l40s 2>&1 | grep -q 'Also delete'; then
+  fail=$((fail + 1)); echo "FAIL: advise --model wan14b asked to delete a key its own keys override"
+else
+  pass=$((pass + 1))
+fi
+# HiDream's per-block path reads any stride as i % stride < interval: a stride in the config must go
+expect 0 'Also delete "gradient_checkpointing_segment_stride" from your config' -- --model hidream --gpu l40s
 if "$bin" --model wan14b --gpu l40s 2>&1 | grep -q ': null'; then
   fail=$((fail + 1)); echo "FAIL: advise --model wan14b printed a null config key"
 else

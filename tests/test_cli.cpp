@@ -12,6 +12,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "segadvise/families/analyzer.hpp"
+#include "segadvise/families/family.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "printer.hpp"
 #include "progress.hpp"
@@ -125,22 +127,42 @@ TEST_CASE("the machine's memory is MemTotal of /proc/meminfo") {
 
 TEST_CASE("printed SimpleTuner keys carry no null: the trainer skips a null and an old value would stay") {
   using segadvise::Schedule;
-  const auto keys = [](const char* name) { return simpletuner_keys(Schedule::parse(name)); };
-  const nlohmann::json layer = keys("layer");
+  const Family& wan = find_family("wan2.1-14b");      // segmented path, stride honoured
+  const Family& auraflow = find_family("auraflow");   // per-block path, stride honoured
+  const Family& hunyuan = find_family("hunyuanvideo-13b");  // per-block, stride not honoured
+  const TrainingSetup plain = default_setup(wan);
+  const auto keys = [&](const Family& f, const char* name, const TrainingSetup& s) {
+    return simpletuner_keys(f, Schedule::parse(name), s);
+  };
+  const auto remove = [&](const Family& f, const char* name, const TrainingSetup& s) {
+    return keys_to_remove(f, Schedule::parse(name), s);
+  };
+  const nlohmann::json layer = keys(wan, "layer", plain);
   for (auto it = layer.begin(); it != layer.end(); ++it) {  // (no structured binding: doctest captures it)
     const std::string key = it.key();
     CHECK_MESSAGE(!it.value().is_null(), key);
   }
   CHECK(layer["gradient_checkpointing_interval"] == 1);  // 1 = unset to the trainer (semantics §4)
   CHECK(!layer.contains("gradient_checkpointing_segment_stride"));  // ignored without an interval
-  CHECK(keys("none")["gradient_checkpointing_interval"] == 1);
-  CHECK(keys_to_remove(Schedule::parse("layer")).empty());
-  // an interval without a stride: no stride value means "unset", so it is named for removal
-  CHECK(keys("interval3")["gradient_checkpointing_interval"] == 3);
-  CHECK(!keys("interval3").contains("gradient_checkpointing_segment_stride"));
-  CHECK(keys_to_remove(Schedule::parse("interval3")) == std::vector<std::string>{"gradient_checkpointing_segment_stride"});
-  CHECK(keys("seg2-stride4")["gradient_checkpointing_segment_stride"] == 4);
-  CHECK(keys_to_remove(Schedule::parse("seg2-stride4")).empty());
+  CHECK(keys(wan, "none", plain)["gradient_checkpointing_interval"] == 1);
+  CHECK(remove(wan, "layer", plain).empty());
+  // an interval without a stride on the segmented path: stride = interval is the same segments, so the
+  // keys set it and nothing is left to delete
+  CHECK(keys(wan, "interval3", plain)["gradient_checkpointing_interval"] == 3);
+  CHECK(keys(wan, "interval3", plain)["gradient_checkpointing_segment_stride"] == 3);
+  CHECK(remove(wan, "interval3", plain).empty());
+  // the same family on its per-block fallback (Musubi block swap): no stride means "unset" there
+  TrainingSetup swapped = plain;
+  swapped.blocks_to_swap = 10;
+  CHECK(!keys(wan, "interval3", swapped).contains("gradient_checkpointing_segment_stride"));
+  CHECK(remove(wan, "interval3", swapped) == std::vector<std::string>{"gradient_checkpointing_segment_stride"});
+  // a per-block family: the stride is named for removal; one that ignores the stride: nothing
+  const TrainingSetup aura = default_setup(auraflow);
+  CHECK(!keys(auraflow, "interval2", aura).contains("gradient_checkpointing_segment_stride"));
+  CHECK(remove(auraflow, "interval2", aura) == std::vector<std::string>{"gradient_checkpointing_segment_stride"});
+  CHECK(remove(hunyuan, "interval2", default_setup(hunyuan)).empty());
+  CHECK(keys(wan, "seg2-stride4", plain)["gradient_checkpointing_segment_stride"] == 4);
+  CHECK(remove(wan, "seg2-stride4", plain).empty());
   // rewriting a whole config still removes unset keys (null = remove)
   CHECK(schedule_keys(Schedule::parse("layer"))["gradient_checkpointing_interval"].is_null());
 }

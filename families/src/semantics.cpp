@@ -72,6 +72,17 @@ std::optional<Schedule> schedule_as_run(const Family& fam, const Schedule& s) {
   return as_run;
 }
 
+IntervalPath interval_path(const Family& fam, const Schedule& sched, const TrainingSetup& setup) {
+  const CheckpointSemantics& cs = fam.checkpointing;
+  IntervalPath p;
+  p.rule = cs.interval;
+  if (p.rule != IntervalRule::Segmented) return p;
+  if (sched.checkpointing && is_ffn(sched.backend) && !cs.segmented_with_ffn_backend) p.why = "an -ffn backend";
+  if (setup.blocks_to_swap > 0 && !cs.segmented_with_block_swap) p.why = "Musubi block swap";
+  if (!p.why.empty()) p.rule = IntervalRule::PerBlock;
+  return p;
+}
+
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& sched, const TrainingSetup& setup) {
   PlanResult r;
   realize_into(fam, chain, sched, setup, r);
@@ -157,20 +168,12 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
   }
 
   // which semantics run: segmented families fall back to their per-block path (§3.2)
-  IntervalRule semantics = cs.interval;
-  bool every_block_fallback = false;
-  if (semantics == IntervalRule::Segmented) {
-    std::string why;
-    if (ffn_only && !cs.segmented_with_ffn_backend) why = "an -ffn backend";
-    if (setup.blocks_to_swap > 0 && !cs.segmented_with_block_swap) why = "Musubi block swap";
-    if (!why.empty()) {
-      semantics = IntervalRule::PerBlock;
-      every_block_fallback = cs.fallback == FallbackRule::EveryBlock;
-      if (sched.interval > 1)
-        r.warnings.push_back(who() + " falls back to its " + to_string(cs.fallback) + " path with " + why +
-                             " (the interval " + (every_block_fallback ? "is ignored" : "selects every n-th block") + ")");
-    }
-  }
+  const IntervalPath path = interval_path(fam, sched, setup);
+  const IntervalRule semantics = path.rule;
+  const bool every_block_fallback = !path.why.empty() && cs.fallback == FallbackRule::EveryBlock;
+  if (!path.why.empty() && sched.interval > 1)
+    r.warnings.push_back(who() + " falls back to its " + to_string(cs.fallback) + " path with " + path.why +
+                         " (the interval " + (every_block_fallback ? "is ignored" : "selects every n-th block") + ")");
   const bool global_index = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
   auto sel_at = [&](int i) { return global_index ? chain.blocks[i].global_position : chain.blocks[i].list_position; };
   const int k = sched.interval <= 1 ? 1 : sched.interval;

@@ -220,7 +220,7 @@ OptimalOptions optimal_options(const Context& ctx) {
 
 // A schedule of the same kind of run as a per-block plan, for its range's stratum (range_stratum):
 // nothing checkpointed -> none; one-block checkpoints only -> layer; anything longer -> segmented;
-// host copies -> unsloth's offload
+// host copies of checkpoint inputs -> unsloth's offload; the plan-wide attention offload as itself
 static Schedule kind_of_plan(const Plan& plan) {
   Schedule s;
   bool any = false, longer = false, host = false;
@@ -233,7 +233,14 @@ static Schedule kind_of_plan(const Plan& plan) {
   s.checkpointing = any;
   if (longer) s.interval = 2;
   if (host) s.backend = Backend::Unsloth;
+  s.offload_attention = plan.offload_attention;
   return s;
+}
+
+// whether a plan moves activations to the host (checkpoint inputs or attention): the offload kind
+static bool copies_to_host(const Plan& plan) {
+  const Schedule k = kind_of_plan(plan);
+  return k.offload_attention || is_unsloth(k.backend);
 }
 
 static OptimalView solve_optimal(const Context& ctx, bool with_front) {
@@ -261,40 +268,35 @@ static OptimalView solve_optimal(const Context& ctx, bool with_front) {
     for (int step = 0; step < kOptimalFitSteps && r.fit == FitVerdict::Borderline && hi > 0; ++step) {
       const double budget = point * limit / hi * (1 - 1e-6 * (step + 1));
       std::vector<std::pair<OptimalPlan, RangedPrediction>> tried;
-      OptimalPlan tighter = opt.solve_for_peak(budget);
-      const Schedule kind = tighter.found ? kind_of_plan(tighter.plan) : Schedule{};
-      const bool host = kind.offload_attention || (kind.checkpointing && is_unsloth(kind.backend));
-      if (tighter.found) {
+      if (OptimalPlan tighter = opt.solve_for_peak(budget); tighter.found) {
         const RangedPrediction rt = verdict_of(tighter);
         tried.emplace_back(std::move(tighter), rt);
       }
-      if (host || tried.empty()) {
+      const bool fits = !tried.empty() && tried[0].second.fit == FitVerdict::Fits;
+      if (!fits && (tried.empty() || copies_to_host(tried[0].first.plan))) {
         if (!on_device) {
           OptimalOptions o = optimal_options(ctx);
           o.allow_offload = o.allow_attention_offload = false;
           on_device = std::make_unique<PlanOptimizer>(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, o);
         }
-        OptimalPlan d = on_device->solve_for_peak(budget);
-        if (d.found) {
+        if (OptimalPlan d = on_device->solve_for_peak(budget); d.found) {
           const RangedPrediction rd = verdict_of(d);
           tried.emplace_back(std::move(d), rd);
         }
       }
       if (tried.empty()) break;
-      // the fastest that fits; else go on from the one whose upper end is lowest
-      std::size_t best = tried.size();
-      for (std::size_t i = 0; i < tried.size(); ++i)
-        if (tried[i].second.fit == FitVerdict::Fits &&
-            (best == tried.size() || tried[i].first.prediction.step_time_s < tried[best].first.prediction.step_time_s))
-          best = i;
-      if (best < tried.size()) {
-        v.optimal = std::move(tried[best].first);
+      // the first that fits (the fastest plan at this budget, else the fastest without host copies);
+      // else go on from the one whose upper end is lowest
+      const auto fit_at = std::find_if(tried.begin(), tried.end(),
+                                       [](const auto& t) { return t.second.fit == FitVerdict::Fits; });
+      if (fit_at != tried.end()) {
+        v.optimal = std::move(fit_at->first);
         break;
       }
-      std::size_t low = 0;
-      for (std::size_t i = 1; i < tried.size(); ++i)
-        if (tried[i].second.peak_vram_bytes.hi < tried[low].second.peak_vram_bytes.hi) low = i;
-      const RangedPrediction& rt = tried[low].second;
+      const auto low = std::min_element(tried.begin(), tried.end(), [](const auto& x, const auto& y) {
+        return x.second.peak_vram_bytes.hi < y.second.peak_vram_bytes.hi;
+      });
+      const RangedPrediction& rt = low->second;
       if (!(rt.prediction.peak_vram_bytes < point) && !(rt.peak_vram_bytes.hi < hi)) break;  // nothing tighter to find
       point = rt.prediction.peak_vram_bytes;
       hi = rt.peak_vram_bytes.hi;

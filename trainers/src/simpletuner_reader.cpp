@@ -800,15 +800,25 @@ nlohmann::json schedule_keys(const Schedule& s) {
   return j;
 }
 
-nlohmann::json simpletuner_keys(const Schedule& s) {
+namespace {
+
+// an interval without a stride: on the segmented path stride = interval is the same schedule
+bool unstrided_interval(const Schedule& s) { return s.checkpointing && s.interval > 1 && s.stride <= 0; }
+
+}  // namespace
+
+nlohmann::json simpletuner_keys(const Family& fam, const Schedule& s, const TrainingSetup& setup) {
   nlohmann::json j = schedule_keys(s);
   if (j["gradient_checkpointing_interval"].is_null()) j["gradient_checkpointing_interval"] = 1;
+  if (unstrided_interval(s) && interval_path(fam, s, setup).rule == IntervalRule::Segmented)
+    j["gradient_checkpointing_segment_stride"] = s.interval;
   if (j["gradient_checkpointing_segment_stride"].is_null()) j.erase("gradient_checkpointing_segment_stride");
   return j;
 }
 
-std::vector<std::string> keys_to_remove(const Schedule& s) {
-  if (s.checkpointing && s.interval > 1 && s.stride <= 0) return {"gradient_checkpointing_segment_stride"};
+std::vector<std::string> keys_to_remove(const Family& fam, const Schedule& s, const TrainingSetup& setup) {
+  if (unstrided_interval(s) && fam.checkpointing.stride && interval_path(fam, s, setup).rule == IntervalRule::PerBlock)
+    return {"gradient_checkpointing_segment_stride"};
   return {};
 }
 

@@ -779,8 +779,8 @@ class SimpleTuner final : public Trainer {
   std::vector<KnobCombo> knob_space(const Family&, const TrainingSetup&, std::vector<std::string>&) const override {
     return {};
   }
-  std::string config_text(const Family&, const KnobCombo& c) const override {
-    return simpletuner_keys(c.schedule).dump(2) + "\n";
+  std::string config_text(const Family& fam, const KnobCombo& c) const override {
+    return simpletuner_keys(fam, c.schedule, c.setup).dump(2) + "\n";
   }
   std::vector<std::string> manual_steps(const Family&) const override { return {}; }
   TrainerAdvice plan(const Family&, const TrainingSetup&, const PredictFn&, const std::string&) const override {

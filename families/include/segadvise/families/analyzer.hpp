@@ -70,6 +70,14 @@ std::string trainer_error(const Family& fam, const Schedule& schedule);
 // stride or backend reset as the trainer resets them); nullopt when every knob acts or it is an error.
 // realize() never recommends such a schedule; `check` reports what the trainer runs instead.
 std::optional<Schedule> schedule_as_run(const Family& fam, const Schedule& schedule);
+// The path the trainer takes for a schedule's interval: the family's own rule, or the per-block one a
+// segmented family falls back to (§3.2: with an -ffn backend, with Musubi block swap); `why` names the
+// cause of a fallback, empty when there is none.
+struct IntervalPath {
+  IntervalRule rule = IntervalRule::Segmented;
+  std::string why;
+};
+IntervalPath interval_path(const Family& fam, const Schedule& schedule, const TrainingSetup& setup);
 PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& schedule, const TrainingSetup& setup);
 // realize() into `out`, reusing its segment buffer (advise realizes thousands of schedules: a fresh
 // vector per schedule was ~10% of Stable Cascade's advise); `out` ends as realize() would return it.

@@ -104,16 +104,19 @@ nlohmann::ordered_json with_schedule(const nlohmann::ordered_json& raw, const Sc
 // config file, where an unset key is removed.
 nlohmann::json schedule_keys(const Schedule& s);
 
-// The same keys as printed for a user to merge into a config: no nulls, since SimpleTuner skips a
-// JSON null when it reads a config (SimpleTuner helpers/configuration/cli_utils.py), so a value already in the config
-// would stay in force. An unset interval is written as 1, which the trainer reads as unset
-// (docs/sources/simpletuner.md §4), and the stride is left out (ignored without an interval). An unset
-// stride beside an interval has no value that means "unset" (stride = interval changes per-block
-// families' meaning: i % S < N checkpoints every block), so it is left out and named by
-// keys_to_remove.
-nlohmann::json simpletuner_keys(const Schedule& s);
+// The same keys as printed for a user to merge into a config of this family and setup: no nulls,
+// since SimpleTuner skips a JSON null when it reads a config (SimpleTuner
+// helpers/configuration/cli_utils.py), so a value already in the config would stay in force. An unset
+// interval is written as 1, which the trainer reads as unset (docs/sources/simpletuner.md §4), and the
+// stride is left out (ignored without an interval). An interval without a stride takes stride =
+// interval where the segmented path runs it (its stride defaults to the interval: the same
+// segments), so the merged keys override any stride the config had. On the per-block path no stride
+// means "unset" (i % S < N with S = N checkpoints every block): the stride is left out there and
+// named by keys_to_remove.
+nlohmann::json simpletuner_keys(const Family& fam, const Schedule& s, const TrainingSetup& setup);
 
-// The keys a config must not keep for the printed keys to mean the schedule (see above).
-std::vector<std::string> keys_to_remove(const Schedule& s);
+// The keys a config must not keep for the printed keys to mean the schedule (see above): the stride
+// beside an interval on a per-block path that honours it; none otherwise.
+std::vector<std::string> keys_to_remove(const Family& fam, const Schedule& s, const TrainingSetup& setup);
 
 }  // namespace segadvise
