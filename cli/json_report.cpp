@@ -474,6 +474,7 @@ nlohmann::json accuracy_json(const AccuracyView& v) {
         const PeakParts pp = peak_parts(p.full);
         const TimeParts tp = time_parts(p.full);
         r["predicted"]["model_parts"] = {{"fixed_gib", pp.fixed_bytes / kGiB}, {"activation_gib", pp.activation_bytes / kGiB},
+                                         {"exact_gib", pp.exact_bytes / kGiB},
                                          {"compute_s", tp.compute_s}, {"host_s", tp.host_s}, {"transfer_s", tp.transfer_s},
                                          {"usable_gib", p.full.usable_vram_bytes / kGiB}};
       }

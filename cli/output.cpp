@@ -136,6 +136,7 @@ void print_prediction(std::ostream& out, const Prediction& p, FitVerdict verdict
   mem.add({"gradients", g(m.gradient_bytes)});
   mem.add({"optimizer state", g(m.optimizer_bytes)});
   mem.add({"activations (timeline peak)", g(m.activation_peak_bytes)});
+  if (m.upcast_weight_bytes > 0) mem.add({"  of which upcast weight copies", g(m.upcast_weight_bytes)});
   mem.add({"allocator fragmentation", g(m.fragmentation_bytes)});
   if (p.multi_gpu.active) {
     mem.add({"gathered (unsharded) weights", g(m.gathered_bytes)});

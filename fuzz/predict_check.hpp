@@ -16,6 +16,9 @@ inline void check_prediction(const Prediction& p) {
   require(finite_non_negative(p.peak_vram_bytes), "peak VRAM finite and >= 0");
   require(finite_non_negative(p.step_time_s), "step time finite and >= 0");
   require(finite_non_negative(p.memory.activation_peak_bytes), "activation peak finite and >= 0");
+  require(finite_non_negative(p.memory.upcast_weight_bytes) &&
+              p.memory.upcast_weight_bytes <= p.memory.activation_peak_bytes * (1 + 1e-12),
+          "upcast weight copies finite, >= 0 and part of the activation peak");
 }
 
 // Realizes `schedule` on the chain and predicts it on an H100 with the shipped coefficients.

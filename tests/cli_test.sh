@@ -25,7 +25,9 @@ expect 0 'Recommendation: ' -- --model wan14b --gpu l40s
 expect 0 '"gradient_checkpointing_interval": 1' -- --model wan14b --gpu h100
 # interval2 (+unsloth) without a stride on Wan's segmented path: the keys set stride = interval (the
 # same segments), so a stride already in the user's config is overridden and nothing is left to delete
-expect 0 '"gradient_checkpointing_segment_stride": 2' -- --model wan14b --gpu l40s
+# (the schedule named, on a card it fits with room: which one advise recommends, and whether a
+# schedule is borderline on 48 GB, move with the fitted ranges)
+expect 0 '"gradient_checkpointing_segment_stride": 2' -- predict -m wan14b --gpu l40s --vram-gib 80 --schedule interval2+unsloth --format json
 if "$bin" --model wan14b --gpu l40s 2>&1 | grep -q 'Also delete'; then
   fail=$((fail + 1)); echo "FAIL: advise --model wan14b asked to delete a key its own keys override"
 else

@@ -2,9 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
+#include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
@@ -286,6 +288,57 @@ TEST_CASE("the analyzer counts a block's modulation Linears apart: mmdit 6d^2 a 
   CHECK(dbl.params - dbl.quantizable_params == doctest::Approx(dbl.modulation_params));
   const Family& sdxl = find_family("sdxl");
   for (const BlockCost& blk : analyze(sdxl, default_setup(sdxl)).blocks) CHECK(blk.modulation_params == 0);
+}
+
+TEST_CASE("a weight-only fp8 Linear keeps its bf16 upcast weight: every converted weight, by side") {
+  const Family& fam = find_family("sd3.5-medium");
+  TrainingSetup s = default_setup(fam);
+  s.base_precision = "fp8wo-torchao";  // TorchAO Float8WeightOnlyConfig, every nn.Linear, modulation included
+  const BlockChain chain = analyze(fam, s);
+  REQUIRE_FALSE(chain.blocks.empty());
+  const BlockCost& b = chain.blocks[0];
+  REQUIRE(b.kind == "mmdit_double");
+  // d = 1536 both streams, GELU FFN of 4d: per stream q, k, v, out 4d^2 and the FFN 2 x 4d^2 = 8d^2;
+  // the modulation 6d^2 a stream; bf16 copies, 2 B a weight
+  const double d = 1536;
+  CHECK(b.upcast_weight_attention_bytes == doctest::Approx(2 * 4 * d * d * 2));
+  CHECK(b.upcast_weight_ffn_bytes == doctest::Approx(2 * 8 * d * d * 2));
+  CHECK(b.upcast_weight_rest_bytes == doctest::Approx(2 * 6 * d * d * 2));
+  CHECK(b.upcast_weight_attention_bytes + b.upcast_weight_ffn_bytes + b.upcast_weight_rest_bytes ==
+        doctest::Approx(converted_params(b, s) * 2));
+  for (const char* other : {"bf16", "int8-sdnq", "fp8-torchao"}) {  // a quantized matmul or none: no copy
+    s.base_precision = other;
+    for (const BlockCost& blk : analyze(fam, s).blocks)
+      CHECK(blk.upcast_weight_attention_bytes + blk.upcast_weight_ffn_bytes + blk.upcast_weight_rest_bytes == 0);
+  }
+  s.base_precision = "fp8wo-torchao";
+  s.ramtorch = true;  // TorchAO never converts RamTorch modules
+  s.ramtorch_percent = 100;
+  for (const BlockCost& blk : analyze(fam, s).blocks) CHECK(blk.upcast_weight_ffn_bytes == 0);
+}
+
+TEST_CASE("upcast weight copies live with the block's saved tensors, without fragmentation on them") {
+  // four_blocks with 2 bytes of attention-side and 1 of FFN-side copies a block: none keeps all
+  // four blocks' copies to the backward (44 above + 12), layer one recomputed block's (22 + 3)
+  BlockChain chain = four_blocks();
+  for (auto& b : chain.blocks) {
+    b.upcast_weight_attention_bytes = 2;
+    b.upcast_weight_ffn_bytes = 1;
+  }
+  CHECK(peak_of(chain, realized(chain, "none")) == doctest::Approx(44 + 12));
+  CHECK(peak_of(chain, realized(chain, "layer")) == doctest::Approx(22 + 3));
+  // the prediction names the copies' share of the peak and puts the allocator slack on the rest only
+  const Coefficients coef;
+  TrainingSetup setup;
+  for (const auto& [schedule, copies, rest] : {std::tuple{"none", 12.0, 44.0}, std::tuple{"layer", 3.0, 22.0}}) {
+    const Prediction p = predict(chain, realized(chain, schedule), setup, find_gpu("h100"), coef, 0);
+    CHECK(p.memory.upcast_weight_bytes == doctest::Approx(copies));
+    CHECK(p.memory.fragmentation_bytes == doctest::Approx(rest * coef.fragmentation));
+    CHECK(peak_parts(p).activation_bytes == doctest::Approx(rest * (1 + coef.fragmentation)));
+    CHECK(peak_parts(p).exact_bytes == doctest::Approx(copies));  // an anchor scales neither part of them
+  }
+  chain.blocks[0].measured = true;  // a profile's bytes already hold what the precision keeps
+  CHECK(scaled(chain.blocks[0], coef).attention_bytes == doctest::Approx(6));
 }
 
 // ---- other trainers' memory rules (TrainingSetup fields a trainer's reader sets) -----------------

@@ -202,7 +202,7 @@ Measurement parse_measurement(const std::string& text) {
 PeakParts peak_parts(const Prediction& p) {
   const MemoryBreakdown& m = p.memory;
   return {m.weights_bytes + m.trainable_bytes + m.gradient_bytes + m.optimizer_bytes,
-          m.activation_peak_bytes + m.fragmentation_bytes};
+          m.activation_peak_bytes - m.upcast_weight_bytes + m.fragmentation_bytes, m.upcast_weight_bytes};
 }
 
 TimeParts time_parts(const Prediction& p) {
@@ -220,7 +220,7 @@ Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& o
     validate(p);
     if (p.measured.oom) continue;
     pv.push_back(peak_vector(p.predicted));
-    pm.push_back(p.measured.peak_vram_bytes);
+    pm.push_back(p.measured.peak_vram_bytes - peak_parts(p.predicted).exact_bytes);
     tv.push_back(time_vector(p.predicted));
     tm.push_back(p.measured.step_time_s);
   }
@@ -245,7 +245,7 @@ Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& o
   for (const AnchorPoint& p : points) {
     if (!p.measured.oom) continue;
     const PeakParts q = peak_parts(p.predicted);
-    const double bound = oom_lower_bound(p.measured, p.predicted.usable_vram_bytes);
+    const double bound = oom_lower_bound(p.measured, p.predicted.usable_vram_bytes) - q.exact_bytes;
     if (a.fixed_scale * q.fixed_bytes + a.activation_scale * q.activation_bytes >= bound) continue;
     if (q.activation_bytes > 0) a.activation_scale = (bound - a.fixed_scale * q.fixed_bytes) / q.activation_bytes;
     else if (q.fixed_bytes > 0) a.fixed_scale = bound / q.fixed_bytes;
@@ -276,7 +276,9 @@ Prediction apply_anchor_scales(const Anchor& a, const Prediction& p, double head
   Prediction q = p;
   MemoryBreakdown& m = q.memory;
   for (double* x : {&m.weights_bytes, &m.trainable_bytes, &m.gradient_bytes, &m.optimizer_bytes}) *x *= a.fixed_scale;
-  m.activation_peak_bytes *= a.activation_scale;
+  // the upcast weight copies stay as counted (PeakParts::exact_bytes)
+  const double copies = m.upcast_weight_bytes;
+  m.activation_peak_bytes = (m.activation_peak_bytes - copies) * a.activation_scale + copies;
   m.fragmentation_bytes *= a.activation_scale;
   TimeBreakdown& t = q.time;
   t.forward_s *= a.compute_scale;
@@ -301,7 +303,7 @@ Prediction apply_anchor(const Anchor& a, const Schedule& schedule, const Predict
     // the measurement is the figure; the parts keep the anchored split
     const double pk = ms->peak_vram_bytes / q.peak_vram_bytes, tk = ms->step_time_s / q.step_time_s;
     for (double* x : {&m.weights_bytes, &m.trainable_bytes, &m.gradient_bytes, &m.optimizer_bytes,
-                      &m.activation_peak_bytes, &m.fragmentation_bytes})
+                      &m.activation_peak_bytes, &m.upcast_weight_bytes, &m.fragmentation_bytes})
       *x *= pk;
     for (double* x : {&t.forward_s, &t.backward_s, &t.recompute_s, &t.transfer_s, &t.optimizer_s, &t.overhead_s})
       *x *= tk;
@@ -363,7 +365,7 @@ std::string strata_list() {
   return out;
 }
 
-double activation_part(const Prediction& p) { return p.memory.activation_peak_bytes + p.memory.fragmentation_bytes; }
+double activation_part(const Prediction& p) { return peak_parts(p).activation_bytes; }
 
 }  // namespace
 
@@ -386,8 +388,8 @@ RangeParts range_parts(RangeKind k, const Anchor& a, const Schedule& schedule, c
   switch (k) {
     case RangeKind::Peak:
       r.total = q.peak_vram_bytes;
-      r.x = {q.peak_vram_bytes, m.weights_bytes, m.trainable_bytes + m.gradient_bytes + m.optimizer_bytes,
-             activation_part(q)};
+      r.x = {q.peak_vram_bytes, m.weights_bytes + m.upcast_weight_bytes,  // the copies: as sure as the weights
+             m.trainable_bytes + m.gradient_bytes + m.optimizer_bytes, activation_part(q)};
       break;
     case RangeKind::Time:
       r.total = q.step_time_s;

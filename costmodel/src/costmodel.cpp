@@ -25,9 +25,11 @@ ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::stri
   const double r = b.measured ? 1.0 : coef.scale(b.kind, "rest");
   // quantized Linear layers keep their inputs (calibration: quantized_input_scale per precision)
   const double q = b.measured ? 0.0 : coef.input_scale(quantized_kernel);
-  s.attention_bytes = b.saved_attention_bytes * a + q * b.linear_input_attention_bytes;
-  s.ffn_bytes = b.saved_ffn_bytes * f + q * b.linear_input_ffn_bytes;
-  s.rest_bytes = b.saved_rest_bytes * r;
+  // weight-only quantizers' upcast weight copies: exact bytes, not a fitted share of the activations
+  const double w = b.measured ? 0.0 : 1.0;
+  s.attention_bytes = b.saved_attention_bytes * a + q * b.linear_input_attention_bytes + w * b.upcast_weight_attention_bytes;
+  s.ffn_bytes = b.saved_ffn_bytes * f + q * b.linear_input_ffn_bytes + w * b.upcast_weight_ffn_bytes;
+  s.rest_bytes = b.saved_rest_bytes * r + w * b.upcast_weight_rest_bytes;
   s.ffn_input_bytes = b.ffn_input_bytes;
   s.boundary_bytes = b.boundary_bytes - b.carried_skip_bytes;  // what a checkpoint adds (see types.hpp)
   s.transient_bytes = b.transient_bytes;
@@ -224,12 +226,18 @@ double quantizable_param_bytes(const TrainingSetup& setup) {
 // Linear maps d to 3d, 4d or 6d). Quanto's per-family exclude lists (`*norm*` holds
 // AdaLayerNormZero's modulation Linear) and SDNQ's own skip keys leave the modulation in bf16; no
 // quantizer here converts a convolution.
-double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
+double converted_params(const BlockCost& b, const TrainingSetup& setup) {
   const PrecisionInfo prec = precision_info(setup.base_precision);
+  if (!prec.quantized) return 0;
+  if (setup.quantize_all_block_linears) return b.params;
+  return b.quantizable_params + (prec.backend == "torchao" || prec.backend == "native" ? b.modulation_params : 0);
+}
+
+double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
   const double q = quantizable_param_bytes(setup), dtype = stored_weight_bytes(setup);
-  if (!prec.quantized) return b.quantizable_params * q + (b.params - b.quantizable_params) * dtype;
-  if (setup.quantize_all_block_linears) return b.params * q;
-  const double converted = b.quantizable_params + (prec.backend == "torchao" || prec.backend == "native" ? b.modulation_params : 0);
+  if (!precision_info(setup.base_precision).quantized)
+    return b.quantizable_params * q + (b.params - b.quantizable_params) * dtype;
+  const double converted = converted_params(b, setup);
   return converted * q + (b.params - converted) * dtype;
 }
 
@@ -449,6 +457,20 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
   pc.gpu_coef = &g;
   pc.optimizer_update_bytes_per_param = optimizer_info(setup.optimizer).update_bytes_per_param;
   if (setup.multi_gpu.active()) pc.multi_gpu = multi_gpu_plan_free(pc);
+  bool copies = false;
+  for (const auto& b : chain.blocks)
+    copies = copies || (!b.measured && b.upcast_weight_attention_bytes + b.upcast_weight_ffn_bytes + b.upcast_weight_rest_bytes > 0);
+  if (copies) {
+    auto bare = std::make_shared<PreparedChain>(pc);
+    for (std::size_t i = 0; i < n; ++i) {
+      const BlockCost& b = chain.blocks[i];
+      if (b.measured) continue;
+      bare->scaled[i].attention_bytes -= b.upcast_weight_attention_bytes;
+      bare->scaled[i].ffn_bytes -= b.upcast_weight_ffn_bytes;
+      bare->scaled[i].rest_bytes -= b.upcast_weight_rest_bytes;
+    }
+    pc.without_upcast_copies = std::move(bare);
+  }
   return pc;
 }
 
@@ -577,7 +599,10 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   m.gradient_bytes = sm.gradient_bytes;
   m.optimizer_bytes = sm.optimizer_bytes;
   m.activation_peak_bytes = tl.peak_bytes;
-  m.fragmentation_bytes = tl.peak_bytes * coef.fragmentation;
+  // what the upcast weight copies add to the peak: the peak with them less the peak without them
+  if (pc.without_upcast_copies)
+    m.upcast_weight_bytes = std::max(0.0, tl.peak_bytes - timeline(*pc.without_upcast_copies, plan, false, false).peak_bytes);
+  m.fragmentation_bytes = (tl.peak_bytes - m.upcast_weight_bytes) * coef.fragmentation;
   m.reserve_bytes = 0;  // reserve is taken off the card's usable memory instead (usable_vram_bytes)
   m.host_activation_bytes = tl.host_bytes;
   m.peak_phase = tl.peak_phase;

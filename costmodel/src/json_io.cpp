@@ -125,6 +125,7 @@ json to_json(const Prediction& p) {
                       {"gradients", gib(m.gradient_bytes)},
                       {"optimizer", gib(m.optimizer_bytes)},
                       {"activations_peak", gib(m.activation_peak_bytes)},
+                      {"upcast_weight_copies", gib(m.upcast_weight_bytes)},
                       {"fragmentation", gib(m.fragmentation_bytes)},
                       {"streamed_weights_on_host", gib(m.streamed_weights_bytes)},
                       {"activations_on_host", gib(m.host_activation_bytes)}}},

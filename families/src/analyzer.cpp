@@ -34,8 +34,11 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "segadvise/costmodel/constants.hpp"
+#include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 
@@ -49,6 +52,9 @@ struct Acc {
   double matmul_flops = 0, ffn_flops = 0, attn_flops = 0;
   double params = 0, quantizable = 0, lora = 0;
   double modulation = 0;  // of params, not of quantizable: the adaLN modulation Linears (BlockCost::modulation_params)
+  // of quantizable, the Linears whose saved tensors are on the FFN side and on the rest (the others
+  // are on the attention side): where a weight-only quantizer's upcast copies are kept
+  double quantizable_ffn = 0, quantizable_rest = 0;
   double transient = 0;  // elements
   double launches = 0;   // forward kernel launches (see "Launches" in the header comment)
   double linears = 0;    // quantizable Linear layers (one quantized call each per forward)
@@ -219,12 +225,14 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
     a.ffn += n * experts;  // router logits
     a.params += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0) + d * experts;
     a.quantizable += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0);
+    a.quantizable_ffn += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0);
     a.linears += (experts + (shared_f > 0 ? 1 : 0)) * unit_linears;
     if (t.ffn_targeted) a.lora += experts * (in_mult + 1) * t.adapter_params(d, f);
   } else {
     unit(f, 1);
     a.params += (in_mult + 1) * d * f;
     a.quantizable += (in_mult + 1) * d * f;
+    a.quantizable_ffn += (in_mult + 1) * d * f;
     a.linears += unit_linears;
     if (t.ffn_targeted) a.lora += in_mult * t.adapter_params(d, f) + t.adapter_params(f, d);
   }
@@ -338,6 +346,7 @@ void single_stream_block(Acc& a, const BlockListSpec& b, const Training& t, cons
   a.params += proj_in + proj_out + 3 * d * d;
   a.modulation += 3 * d * d;  // adaLN modulation
   a.quantizable += proj_in + proj_out;
+  a.quantizable_ffn += d * f_in + f * d;  // the MLP's share of the fused projections
   a.linears += 5;  // to_q, to_k, to_v, proj_mlp, proj_out (diffusers' single-stream block)
   if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
   // the attention's launches (kAttentionLaunches); its MLP shares the fused projections
@@ -364,6 +373,7 @@ void linear_dit_block(Acc& a, const BlockListSpec& b, const Training& t, const B
   a.params += 3 * d * f + 18 * f;
   a.launches += kConvBlockLaunches;
   a.quantizable += 3 * d * f;
+  a.quantizable_ffn += 3 * d * f;
   a.transient = std::max(a.transient, n * 2 * f);
 }
 
@@ -378,6 +388,7 @@ void unet_res_block(Acc& a, const Training& t, const BlockDims& k) {
   a.params += 18 * d * d + kUnetTimeEmbeddingWidth * d;  // two 3x3 convolutions, the time projection
   a.launches += kConvBlockLaunches;
   a.quantizable += kUnetTimeEmbeddingWidth * d;  // convolutions are not quantized by most backends; the time projection is
+  a.quantizable_rest += kUnetTimeEmbeddingWidth * d;
   a.linears += 1;
   a.transient = n * d * 2;
 }
@@ -425,6 +436,8 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
   if (b.params_per_block > 0 && a.params > 0) {
     const double s = b.params_per_block / a.params;
     a.quantizable *= s;
+    a.quantizable_ffn *= s;
+    a.quantizable_rest *= s;
     a.params = b.params_per_block;
   }
   return a;
@@ -504,6 +517,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   const double n_txt = g.text_tokens * batch;
   double skip_stack = 0, skip_peak = 0, block_params = 0;
   int global = 0, checkpointable_count = 0;
+  std::vector<std::pair<double, double>> quantizable_sides;  // per block: its FFN and rest shares of quantizable
   std::map<std::string, int> list_counter;
   for (const auto& spec : fam.block_lists) {
     const double audio = fam.geometry.audio_tokens * batch;
@@ -558,6 +572,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       skip_stack += b.skip_push_bytes - b.skip_pop_bytes;
       skip_peak = std::max(skip_peak, skip_stack);
       block_params += b.params;
+      quantizable_sides.emplace_back(a.quantizable_ffn, a.quantizable_rest);
       chain.blocks.push_back(b);
     }
   }
@@ -566,6 +581,18 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   // tensors held between their push and pop: a few hidden-sized tensors per token
   chain.outside_activation_bytes = 4 * n_img * d0 * e + skip_peak;
   block_params = fit_modulation_to_published(chain, fam.params_published, block_params);
+  // a weight-only quantizer's upcast copies (BlockCost::upcast_weight_attention_bytes): every converted
+  // Linear's weight at the activation dtype, on the side its saved tensors are on; the converted
+  // parameters beyond the quantizable Linears (the modulation, or a whole-block plan's rest) with the rest
+  if (precision_info(setup.base_precision).upcast_weight && !setup.ramtorch) {
+    for (std::size_t i = 0; i < chain.blocks.size(); ++i) {
+      BlockCost& b = chain.blocks[i];
+      const auto [q_ffn, q_rest] = quantizable_sides[i];
+      b.upcast_weight_attention_bytes = std::max(0.0, b.quantizable_params - q_ffn - q_rest) * e;
+      b.upcast_weight_ffn_bytes = q_ffn * e;
+      b.upcast_weight_rest_bytes = (q_rest + converted_params(b, setup) - b.quantizable_params) * e;
+    }
+  }
   chain.outside_params = std::max(0.0, fam.params_published - block_params);
   chain.outside_matmul_flops = 2 * n_img * 2 * d0 * kPatchFeatures;
   return chain;

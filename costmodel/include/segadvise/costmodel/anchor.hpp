@@ -49,8 +49,10 @@ struct AnchorPoint {
   Prediction predicted;
 };
 
+// the parts a measurement scales apart, and what it leaves as it is: the upcast weight copies
+// (MemoryBreakdown::upcast_weight_bytes), bytes the model counts exactly, in neither part
 struct PeakParts {
-  double fixed_bytes = 0, activation_bytes = 0;
+  double fixed_bytes = 0, activation_bytes = 0, exact_bytes = 0;
 };
 struct TimeParts {
   double compute_s = 0, host_s = 0, transfer_s = 0;

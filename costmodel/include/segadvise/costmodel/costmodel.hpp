@@ -57,6 +57,10 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup);
 // for full runs), and one block's stored weight bytes: what static_memory counts per block.
 double quantizable_param_bytes(const TrainingSetup& setup);
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup);
+// The parameters of a block the run's quantizer converts (0 for an unquantized base): the quantizable
+// Linears, plus the adaLN modulation under TorchAO and fp8-native, or every parameter when the
+// trainer's plan converts whole blocks (block_weight_bytes stores these at the quantized width).
+double converted_params(const BlockCost& b, const TrainingSetup& setup);
 
 // One block's GPU work per kernel class and its host time per pass (costmodel.cpp, "block_kernel_times").
 struct BlockKernelTimes {
@@ -110,6 +114,9 @@ struct PreparedChain {
   // on several GPUs, what no plan changes: the rank's model state, the step's collectives and
   // their cost (advise predicts thousands of plans of one setup; per plan, this was ~80% of it)
   std::shared_ptr<const MultiGpuPlanFree> multi_gpu;
+  // the same chain without the upcast weight copies (set only when some block has them): the
+  // difference between the two peaks is MemoryBreakdown::upcast_weight_bytes
+  std::shared_ptr<const PreparedChain> without_upcast_copies;
 };
 PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
                       const Coefficients& coef);

@@ -17,6 +17,9 @@ struct PrecisionInfo {
   double bytes_per_param = 2;       // quantized linear weights, scales included
   std::string kernel;               // time-factor key: bf16, int8-sdnq, fp8-torchao, …
   std::string backend;              // quanto, torchao, sdnq, bnb, native, transformerengine
+  // weight-only: each call upcasts the stored weight to the activation dtype and runs a plain matmul
+  // on the copy, which autograd keeps for backward (BlockCost::upcast_weight_attention_bytes)
+  bool upcast_weight = false;
 };
 
 // Accepts every base_model_precision the trainer lists plus "bf16" (= no_change) and

@@ -184,6 +184,14 @@ struct BlockCost {
   // linears are quantized (BlockChain::quantized_kernel).
   double linear_input_attention_bytes = 0;
   double linear_input_ffn_bytes = 0;
+  // A weight-only quantized Linear (PrecisionInfo::upcast_weight) multiplies by an upcast copy of its
+  // weight at the activation dtype, and autograd keeps that copy for the input's gradient: the bytes
+  // of those copies, by side (the adaLN modulation's with the rest), live wherever the block's saved
+  // tensors are (a kept block holds them until its backward, a checkpointed one only while it is
+  // recomputed); 0 for other precisions.
+  double upcast_weight_attention_bytes = 0;
+  double upcast_weight_ffn_bytes = 0;
+  double upcast_weight_rest_bytes = 0;
   bool measured = false;       // bytes come from a profile: fitted activation scales do not apply
   double measured_forward_s = 0;   // from a profile taken on the target GPU (0: use the roofline)
   double measured_backward_s = 0;
@@ -319,7 +327,11 @@ struct MemoryBreakdown {
   double gradient_bytes = 0;
   double optimizer_bytes = 0;
   double activation_peak_bytes = 0;  // timeline peak of retained + working activations
-  double fragmentation_bytes = 0;
+  // of activation_peak_bytes: the upcast weight copies of a weight-only quantizer
+  // (BlockCost::upcast_weight_attention_bytes) live at the peak. Exact bytes, not an estimate: no
+  // allocator fragmentation on them, and anchors and ranges take them with the weights.
+  double upcast_weight_bytes = 0;
+  double fragmentation_bytes = 0;  // allocator slack on the rest of the activation peak
   double reserve_bytes = 0;        // CUDA context, allocator reserve
   double host_activation_bytes = 0;  // offloaded to pinned host memory
   // multi-GPU (0 on one GPU): unsharded weights in flight (FSDP2/ZeRO-3), reducer buckets, and
