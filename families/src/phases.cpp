@@ -981,7 +981,9 @@ std::vector<PhaseFix> fix_phase(const Ctx& c, const RunSetup& run, Phase p, doub
 RunPhases predict_phases(const Family& fam, const TrainingSetup& setup, const BlockChain& chain,
                          const Prediction& step, const RunSetup& run, double budget_bytes, const Range& step_peak_range) {
   Ctx c{fam, setup, chain, step, phase_data(fam, run.model_flavour), 0, step_peak_range};
-  if (step.memory.activation_peak_bytes > 0) c.frag = step.memory.fragmentation_bytes / step.memory.activation_peak_bytes;
+  // the allocator slack per activation byte, as the step applies it (not on upcast weight copies)
+  const double slackened = step.memory.activation_peak_bytes - step.memory.upcast_weight_bytes;
+  if (slackened > 0) c.frag = step.memory.fragmentation_bytes / slackened;
   RunPhases out;
   if (!c.data.known)
     out.warnings.push_back("no text-encoder or VAE data for model family '" + fam.trainer_family +
