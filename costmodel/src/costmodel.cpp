@@ -235,9 +235,7 @@ double converted_params(const BlockCost& b, const TrainingSetup& setup) {
 
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
   const double q = quantizable_param_bytes(setup), dtype = stored_weight_bytes(setup);
-  if (!precision_info(setup.base_precision).quantized)
-    return b.quantizable_params * q + (b.params - b.quantizable_params) * dtype;
-  const double converted = converted_params(b, setup);
+  const double converted = converted_params(b, setup);  // 0 unquantized: every weight at the dtype
   return converted * q + (b.params - converted) * dtype;
 }
 

@@ -34,8 +34,6 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <utility>
-#include <vector>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
@@ -517,7 +515,9 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   const double n_txt = g.text_tokens * batch;
   double skip_stack = 0, skip_peak = 0, block_params = 0;
   int global = 0, checkpointable_count = 0;
-  std::vector<std::pair<double, double>> quantizable_sides;  // per block: its FFN and rest shares of quantizable
+  // a weight-only quantizer's upcast copies (BlockCost::upcast_weight_attention_bytes): every converted
+  // Linear's weight at the activation dtype, on the side its saved tensors are on
+  const bool upcast = precision_info(setup.base_precision).upcast_weight && !setup.ramtorch;
   std::map<std::string, int> list_counter;
   for (const auto& spec : fam.block_lists) {
     const double audio = fam.geometry.audio_tokens * batch;
@@ -572,7 +572,11 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       skip_stack += b.skip_push_bytes - b.skip_pop_bytes;
       skip_peak = std::max(skip_peak, skip_stack);
       block_params += b.params;
-      quantizable_sides.emplace_back(a.quantizable_ffn, a.quantizable_rest);
+      if (upcast) {
+        b.upcast_weight_attention_bytes = std::max(0.0, a.quantizable - a.quantizable_ffn - a.quantizable_rest) * e;
+        b.upcast_weight_ffn_bytes = a.quantizable_ffn * e;
+        b.upcast_weight_rest_bytes = a.quantizable_rest * e;
+      }
       chain.blocks.push_back(b);
     }
   }
@@ -581,18 +585,10 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   // tensors held between their push and pop: a few hidden-sized tensors per token
   chain.outside_activation_bytes = 4 * n_img * d0 * e + skip_peak;
   block_params = fit_modulation_to_published(chain, fam.params_published, block_params);
-  // a weight-only quantizer's upcast copies (BlockCost::upcast_weight_attention_bytes): every converted
-  // Linear's weight at the activation dtype, on the side its saved tensors are on; the converted
-  // parameters beyond the quantizable Linears (the modulation, or a whole-block plan's rest) with the rest
-  if (precision_info(setup.base_precision).upcast_weight && !setup.ramtorch) {
-    for (std::size_t i = 0; i < chain.blocks.size(); ++i) {
-      BlockCost& b = chain.blocks[i];
-      const auto [q_ffn, q_rest] = quantizable_sides[i];
-      b.upcast_weight_attention_bytes = std::max(0.0, b.quantizable_params - q_ffn - q_rest) * e;
-      b.upcast_weight_ffn_bytes = q_ffn * e;
-      b.upcast_weight_rest_bytes = (q_rest + converted_params(b, setup) - b.quantizable_params) * e;
-    }
-  }
+  // the converted parameters beyond the quantizable Linears (the modulation, as fitted to the
+  // published count above, or a whole-block plan's rest): their copies with the rest
+  if (upcast)
+    for (BlockCost& b : chain.blocks) b.upcast_weight_rest_bytes += (converted_params(b, setup) - b.quantizable_params) * e;
   chain.outside_params = std::max(0.0, fam.params_published - block_params);
   chain.outside_matmul_flops = 2 * n_img * 2 * d0 * kPatchFeatures;
   return chain;
