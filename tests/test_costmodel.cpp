@@ -255,10 +255,11 @@ TEST_CASE("a block's stored weight bytes: quantized width, but bf16 for a Transf
   CHECK(static_memory(c, s).weights_bytes == doctest::Approx(block_weight_bytes(b, s) + c.outside_params * 2.0));
 }
 
-TEST_CASE("TorchAO and fp8-native convert the modulation Linears too; Quanto and SDNQ leave them in bf16") {
+TEST_CASE("TorchAO and fp8-native convert the modulation Linears too; Quanto and SDNQ as their name filters say") {
   BlockCost b;
   b.params = 1000;
   b.quantizable_params = 800;
+  b.quantizable_ffn_params = 500;
   b.modulation_params = 150;  // adaLN modulation Linears; the other 50 a convolution
   TrainingSetup s;
   s.model_type = ModelType::Lora;
@@ -266,15 +267,63 @@ TEST_CASE("TorchAO and fp8-native convert the modulation Linears too; Quanto and
   CHECK(block_weight_bytes(b, s) == doctest::Approx(950 * 1.01 + 50 * 2.0));
   s.base_precision = "fp8-native";  // 1 B a weight, every nn.Linear
   CHECK(block_weight_bytes(b, s) == doctest::Approx(950 * 1.0 + 50 * 2.0));
-  s.base_precision = "int8-quanto";  // exclude lists keep `*norm*` (AdaLayerNormZero.linear) in bf16
-  CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * precision_info("int8-quanto").bytes_per_param + 200 * 2.0));
-  s.base_precision = "int8-sdnq";  // SDNQ's own skip keys
-  CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * precision_info("int8-sdnq").bytes_per_param + 200 * 2.0));
+  const double quanto = precision_info("int8-quanto").bytes_per_param, sdnq = precision_info("int8-sdnq").bytes_per_param;
+  s.base_precision = "int8-quanto";  // by default (no names recorded) the modulation is kept in bf16
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * quanto + 200 * 2.0));
+  b.modulation_kept_by_quanto = false;  // a family without an exclude list: every Linear
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(950 * quanto + 50 * 2.0));
+  b.modulation_kept_by_quanto = true;
+  b.ffn_kept_by_quanto = true;  // Wan's `*ffn*`: the FFN's 500 stay bf16
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(300 * quanto + 700 * 2.0));
+  CHECK(quantized_linear_params(b, s) == 300);
+  s.base_precision = "int8-sdnq";  // the FFN filter is Quanto's alone; SDNQ keeps a modulation in a norm module
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * sdnq + 200 * 2.0));
+  CHECK(quantized_linear_params(b, s) == 800);
+  b.modulation_kept_by_sdnq = false;  // a modulation outside norm modules (Qwen-Image's img_mod.1)
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(950 * sdnq + 50 * 2.0));
   s.quantize_all_block_linears = true;  // a trainer's plan that converts the whole block (ai-toolkit, OneTrainer)
-  CHECK(block_weight_bytes(b, s) == doctest::Approx(1000 * precision_info("int8-sdnq").bytes_per_param));
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(1000 * sdnq));
   s.quantize_all_block_linears = false;
   s.base_precision = "bf16";  // nothing converted
   CHECK(block_weight_bytes(b, s) == doctest::Approx(1000 * 2.0));
+}
+
+TEST_CASE("the quantizers' name filters read the family's module names") {
+  // SD 3.5: AdaLayerNormZero's norm1.linear, the sd3 Quanto list (`*norm*`; `*ffn*` does not match `ff`)
+  const Family& sd3 = find_family("sd3.5-medium");
+  for (const BlockCost& b : analyze(sd3, default_setup(sd3)).blocks) {
+    CHECK(b.modulation_kept_by_sdnq);
+    CHECK(b.modulation_kept_by_quanto);
+    CHECK_FALSE(b.ffn_kept_by_quanto);
+  }
+  // Qwen-Image: img_mod.1, no Quanto list; the 60 blocks' modulation (6d^2 a stream, fitted to the
+  // published 20B) converted by both
+  const Family& qwen = find_family("qwen-image");
+  TrainingSetup s = default_setup(qwen);
+  s.base_precision = "int8-sdnq";
+  const BlockChain chain = analyze(qwen, s);
+  REQUIRE_FALSE(chain.blocks.empty());
+  for (const BlockCost& b : chain.blocks) {
+    CHECK_FALSE(b.modulation_kept_by_sdnq);
+    CHECK_FALSE(b.modulation_kept_by_quanto);
+    CHECK(b.modulation_params > 0);
+    CHECK(converted_params(b, s) == doctest::Approx(b.quantizable_params + b.modulation_params));
+  }
+  // Wan: `*ffn*` matches blocks.0.ffn.net.0.proj; a gelu FFN of f = 8960 at d = 1536 (1.3B): 2 d f
+  const Family& wan = find_family("wan2.1-1.3b");
+  TrainingSetup w = default_setup(wan);
+  w.base_precision = "int8-quanto";
+  const BlockCost wb = analyze(wan, w).blocks.front();
+  CHECK(wb.ffn_kept_by_quanto);
+  CHECK(wb.quantizable_ffn_params == doctest::Approx(2.0 * 1536 * 8960));
+  CHECK(converted_params(wb, w) == doctest::Approx(wb.quantizable_params - 2.0 * 1536 * 8960));
+  CHECK(quantized_linears(wb, w) == doctest::Approx(wb.quantizable_linears - 2));
+  w.base_precision = "int8-sdnq";  // SDNQ has no FFN filter
+  CHECK(converted_params(wb, w) == doctest::Approx(wb.quantizable_params));
+  // MageFlow's own Quanto list is not spelled out: its modulation counts as kept
+  const Family& mage = find_family("mageflow");
+  CHECK_FALSE(mage.quanto_excludes_known);
+  for (const BlockCost& b : analyze(mage, default_setup(mage)).blocks) CHECK(b.modulation_kept_by_quanto);
 }
 
 TEST_CASE("the analyzer counts a block's modulation Linears apart: mmdit 6d^2 a stream, none in a U-Net") {

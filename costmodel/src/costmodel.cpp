@@ -16,6 +16,16 @@ double offload_share(const Plan& plan, const Coefficients& coef) {
   return 1.0;
 }
 
+namespace {
+// Quanto's exclude list keeps this block's FFN at the weight dtype; `kernel` is a precision's kernel
+// key (precision.cpp: every Quanto kernel is named "<dtype>-quanto"; "" unquantized)
+bool quanto_keeps_ffn(const BlockCost& b, const std::string& kernel) {
+  static const std::string suffix = "-quanto";
+  return b.ffn_kept_by_quanto && kernel.size() > suffix.size() &&
+         kernel.compare(kernel.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef) { return scaled(b, coef, ""); }
 
 ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::string& quantized_kernel) {
@@ -28,7 +38,8 @@ ScaledBlock scaled(const BlockCost& b, const Coefficients& coef, const std::stri
   // weight-only quantizers' upcast weight copies: exact bytes, not a fitted share of the activations
   const double w = b.measured ? 0.0 : 1.0;
   s.attention_bytes = b.saved_attention_bytes * a + q * b.linear_input_attention_bytes + w * b.upcast_weight_attention_bytes;
-  s.ffn_bytes = b.saved_ffn_bytes * f + q * b.linear_input_ffn_bytes + w * b.upcast_weight_ffn_bytes;
+  const double q_ffn = quanto_keeps_ffn(b, quantized_kernel) ? 0.0 : q;  // a bf16 FFN keeps no quantized inputs
+  s.ffn_bytes = b.saved_ffn_bytes * f + q_ffn * b.linear_input_ffn_bytes + w * b.upcast_weight_ffn_bytes;
   s.rest_bytes = b.saved_rest_bytes * r + w * b.upcast_weight_rest_bytes;
   s.ffn_input_bytes = b.ffn_input_bytes;
   s.boundary_bytes = b.boundary_bytes - b.carried_skip_bytes;  // what a checkpoint adds (see types.hpp)
@@ -221,16 +232,29 @@ double quantizable_param_bytes(const TrainingSetup& setup) {
 // bytes a block's weights take. The quantizable Linears at the quantized width; the rest at the weight
 // dtype (bf16), except where more of it is converted: every parameter when the trainer's own plan
 // converts the whole block (ai-toolkit's quantize_model, OneTrainer's "blocks" filter), and the adaLN
-// modulation Linears under TorchAO and fp8-native, which convert every nn.Linear whose in and out dims
-// are divisible by 16 with no name excluded (SimpleTuner helpers/training/quantisation; a modulation
-// Linear maps d to 3d, 4d or 6d). Quanto's per-family exclude lists (`*norm*` holds
-// AdaLayerNormZero's modulation Linear) and SDNQ's own skip keys leave the modulation in bf16; no
-// quantizer here converts a convolution.
+// modulation Linears where the quantizer's name filter lets them through: TorchAO and fp8-native
+// convert every nn.Linear whose in and out dims are divisible by 16 with no name excluded (SimpleTuner
+// helpers/training/quantisation; a modulation Linear maps d to 3d, 4d or 6d); Quanto every Linear its
+// per-family exclude list does not name (sd3's and flux's `*norm*` hold AdaLayerNormZero's
+// `norm1.linear`; most families have no list), and Wan's list keeps the FFN (`*ffn*`); SDNQ every
+// Linear but its skip keys, which keep a modulation inside a norm module (BlockCost::
+// modulation_kept_by_sdnq). No quantizer here converts a convolution.
 double converted_params(const BlockCost& b, const TrainingSetup& setup) {
   const PrecisionInfo prec = precision_info(setup.base_precision);
   if (!prec.quantized) return 0;
   if (setup.quantize_all_block_linears) return b.params;
-  return b.quantizable_params + (prec.backend == "torchao" || prec.backend == "native" ? b.modulation_params : 0);
+  const bool modulation = prec.backend == "torchao" || prec.backend == "native" ||
+                          (prec.backend == "sdnq" && !b.modulation_kept_by_sdnq) ||
+                          (prec.backend == "quanto" && !b.modulation_kept_by_quanto);
+  return quantized_linear_params(b, setup) + (modulation ? b.modulation_params : 0);
+}
+
+double quantized_linear_params(const BlockCost& b, const TrainingSetup& setup) {
+  return b.quantizable_params - (quanto_keeps_ffn(b, precision_key(setup)) ? b.quantizable_ffn_params : 0);
+}
+
+double quantized_linears(const BlockCost& b, const TrainingSetup& setup) {
+  return b.quantizable_linears - (quanto_keeps_ffn(b, precision_key(setup)) ? b.ffn_linears : 0);
 }
 
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
@@ -335,7 +359,7 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
 // a backward kernel or two per forward op) and one dispatch per quantized Linear call (calibration:
 // quantized_call_s per precision; 0 for a bf16 base). The GPU cannot finish the block sooner.
 double block_host_s(const BlockCost& b, const TrainingSetup& setup, const Coefficients& coef, double launch_multiple) {
-  return launch_multiple * b.launches * coef.launch_s + b.quantizable_linears * coef.call_s(precision_key(setup));
+  return launch_multiple * b.launches * coef.launch_s + quantized_linears(b, setup) * coef.call_s(precision_key(setup));
 }
 
 // The block's GPU work by kernel class (Step time, below):
@@ -359,7 +383,7 @@ BlockKernelTimes block_kernel_times(const BlockCost& b, const TrainingSetup& set
   BlockKernelTimes k;
   const GpuCoefficients& g = coef.for_gpu(gpu.id);
   const double factor = coef.time_factor(precision_key(setup));
-  const double q_share = b.params > 0 ? b.quantizable_params / b.params : 0;
+  const double q_share = b.params > 0 ? quantized_linear_params(b, setup) / b.params : 0;
   const double calls = std::max(1.0, b.quantizable_linears);
   const double edge = b.matmul_flops > 0 ? std::cbrt(b.matmul_flops / (2 * calls)) : 0;
   k.matmul_size_share = matmul_size_share(gpu.kernels.get(), edge);
@@ -379,7 +403,7 @@ BlockKernelTimes block_kernel_times(const BlockCost& b, const TrainingSetup& set
   k.attention_backward_s = attn_s(kAttentionBackwardFlopsRatio * fused, k.kernel, true) +
                            attn_s(kAttentionBackwardFlopsRatio * b.linear_attention_flops, AttentionKernel::Unfused, true);
   k.elementwise_s = 2 * b.saved_bytes() / (g.elementwise_efficiency * gpu.mem_bytes_per_s);
-  k.dequant_s = coef.dequant(precision_key(setup)) * b.quantizable_params * kBf16Bytes / gpu.mem_bytes_per_s;
+  k.dequant_s = coef.dequant(precision_key(setup)) * quantized_linear_params(b, setup) * kBf16Bytes / gpu.mem_bytes_per_s;
   k.host_forward_s = block_host_s(b, setup, coef, 1.0);
   k.host_backward_s = block_host_s(b, setup, coef, coef.backward_host_ratio);
   return k;

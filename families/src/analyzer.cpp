@@ -30,6 +30,8 @@
 // cross-attention 15, FFN 8 + its projections, + 5 per LoRA-adapted Linear (dropout, A, B, scale,
 // add); ResNet and conv-FFN blocks 12. The time per launch is fitted (calibration/).
 // These are estimates the profiler replaces with measured bytes and the calibration scales per kind.
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -56,6 +58,7 @@ struct Acc {
   double transient = 0;  // elements
   double launches = 0;   // forward kernel launches (see "Launches" in the header comment)
   double linears = 0;    // quantizable Linear layers (one quantized call each per forward)
+  double ffn_linears = 0;  // of those, the FFN's (ffn())
   // inputs of quantizable Linear layers (elements), what a quantized Linear keeps for backward
   double lin_in_attn = 0, lin_in_ffn = 0;
   // attention's shape for the kernel tables: sum of flops x log2(keys per query) and x log2(head_dim)
@@ -225,6 +228,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
     a.quantizable += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0);
     a.quantizable_ffn += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0);
     a.linears += (experts + (shared_f > 0 ? 1 : 0)) * unit_linears;
+    a.ffn_linears += (experts + (shared_f > 0 ? 1 : 0)) * unit_linears;
     if (t.ffn_targeted) a.lora += experts * (in_mult + 1) * t.adapter_params(d, f);
   } else {
     unit(f, 1);
@@ -232,6 +236,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
     a.quantizable += (in_mult + 1) * d * f;
     a.quantizable_ffn += (in_mult + 1) * d * f;
     a.linears += unit_linears;
+    a.ffn_linears += unit_linears;
     if (t.ffn_targeted) a.lora += in_mult * t.adapter_params(d, f) + t.adapter_params(f, d);
   }
 }
@@ -441,6 +446,35 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
   return a;
 }
 
+// The quantizers' name filters over the family's recorded module names (BlockCost::
+// modulation_kept_by_sdnq). Quanto matches its exclude patterns (fnmatch, as quanto's quantize does)
+// against full module names, here "<list>.0.<module>"; with no list it converts every Linear, the
+// modulation too. SDNQ's skip keys are inferred from the sweep's paired SDNQ/bf16 peaks: the
+// families whose modulation Linear sits inside a norm module (diffusers' AdaLayerNormZero
+// `norm1.linear`: SD 3.5, HunyuanVideo) measure it kept at bf16, those with it outside (Qwen-Image's
+// `img_mod.1`, HiDream's `adaLN_modulation.1`, Krea 2's attention `gate`) measure it converted; a
+// family with no recorded name keeps it (the larger, safe count).
+struct QuantizerNameFilters {
+  const Family& fam;
+  bool modulation_kept_by_sdnq;
+  explicit QuantizerNameFilters(const Family& f)
+      : fam(f), modulation_kept_by_sdnq(f.modulation_module.empty() || f.modulation_module.find("norm") != std::string::npos) {}
+  bool excluded(const std::string& list, const std::string& module) const {
+    const std::string name = list + ".0." + module;
+    for (const auto& p : fam.quanto_excludes)
+      if (fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+    return false;
+  }
+  bool modulation_kept_by_quanto(const std::string& list) const {
+    if (!fam.quanto_excludes_known) return true;
+    if (fam.quanto_excludes.empty()) return false;  // no list: every Linear
+    return fam.modulation_module.empty() || excluded(list, fam.modulation_module);
+  }
+  bool ffn_kept_by_quanto(const std::string& list) const {
+    return fam.quanto_excludes_known && !fam.ffn_module.empty() && excluded(list, fam.ffn_module);
+  }
+};
+
 // The published parameter count wins over the generic modulation estimate (adaLN 4d^2 per dit_self
 // block, 6d^2 per mmdit stream, 3d^2 per single-stream block: the only non-quantizable weights the
 // analyzer derives). Families whose modulation is small or shared (Chroma's pruned table, Z-Image,
@@ -518,6 +552,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   // a weight-only quantizer's upcast copies (BlockCost::upcast_weight_attention_bytes): every converted
   // Linear's weight at the activation dtype, on the side its saved tensors are on
   const bool upcast = precision_info(setup.base_precision).upcast_weight && !setup.ramtorch;
+  const QuantizerNameFilters filters(fam);
   std::map<std::string, int> list_counter;
   for (const auto& spec : fam.block_lists) {
     const double audio = fam.geometry.audio_tokens * batch;
@@ -561,7 +596,12 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.head_dim = fused > 0 ? std::exp2(a.attn_hd_log / fused) : 0;
       b.params = a.params;
       b.quantizable_params = a.quantizable;
+      b.quantizable_ffn_params = a.quantizable_ffn;
       b.modulation_params = a.modulation;
+      b.modulation_kept_by_sdnq = filters.modulation_kept_by_sdnq;
+      b.modulation_kept_by_quanto = filters.modulation_kept_by_quanto(spec.name);
+      b.ffn_kept_by_quanto = filters.ffn_kept_by_quanto(spec.name);
+      b.ffn_linears = a.ffn_linears;
       b.lora_params = a.lora;
       b.launches = a.launches;
       b.quantizable_linears = a.linears;

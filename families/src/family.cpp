@@ -176,6 +176,14 @@ Family parse_family(const json& j, const std::string& origin) {
   s.compiled_blocks_keep_activations = c.boolean("compiled_blocks_keep_activations", false);
   s.notes = c.str("notes", "");
   f.lora_targets = r.strings("lora_targets");
+  f.modulation_module = r.str("modulation_module", "");
+  f.ffn_module = r.str("ffn_module", "");
+  if (const json* q = r.get("quanto_excludes", false); q && q->is_string()) {
+    if (q->get<std::string>() != "unrecorded") r.fail("quanto_excludes", "must be a list of patterns or \"unrecorded\"");
+    f.quanto_excludes_known = false;
+  } else {
+    f.quanto_excludes = r.strings("quanto_excludes");
+  }
 
   const Reader e = r.sub("example", false);
   f.example.name = e.str("name", "");

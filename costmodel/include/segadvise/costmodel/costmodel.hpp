@@ -58,9 +58,15 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup);
 double quantizable_param_bytes(const TrainingSetup& setup);
 double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup);
 // The parameters of a block the run's quantizer converts (0 for an unquantized base): the quantizable
-// Linears, plus the adaLN modulation under TorchAO and fp8-native, or every parameter when the
-// trainer's plan converts whole blocks (block_weight_bytes stores these at the quantized width).
+// Linears its name filter lets through (quantized_linear_params), plus the adaLN modulation where the
+// filter lets it through (TorchAO and fp8-native always), or every parameter when the trainer's plan
+// converts whole blocks (block_weight_bytes stores these at the quantized width).
 double converted_params(const BlockCost& b, const TrainingSetup& setup);
+// Of the block's quantizable Linears, the parameters and the Linear layers a quantized run converts
+// (all of them but an FFN that Quanto's family exclude list keeps: BlockCost::ffn_kept_by_quanto);
+// the quantized matmul time, dequantization and per-call dispatch count these.
+double quantized_linear_params(const BlockCost& b, const TrainingSetup& setup);
+double quantized_linears(const BlockCost& b, const TrainingSetup& setup);
 
 // One block's GPU work per kernel class and its host time per pass (costmodel.cpp, "block_kernel_times").
 struct BlockKernelTimes {

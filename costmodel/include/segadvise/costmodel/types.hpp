@@ -170,9 +170,20 @@ struct BlockCost {
   double attention_keys = 0, head_dim = 0, linear_attention_flops = 0;
   double params = 0;           // base weights
   double quantizable_params = 0;  // linear weights a quantizer converts
+  double quantizable_ffn_params = 0;  // of those, the FFN's (ffn_kept_by_quanto)
   // of the others, the adaLN modulation Linears: TorchAO and fp8-native convert them too (every
-  // nn.Linear), Quanto's exclude lists and SDNQ's skip keys do not; the rest (convolutions) no quantizer
+  // nn.Linear with no name filter); Quanto and SDNQ by their name filters (below); the rest
+  // (convolutions) no quantizer
   double modulation_params = 0;
+  // The name filters (converted_params), set by the analyzer from the family's module names: SDNQ's
+  // skip keys hold `norm`, so a modulation Linear inside a norm module (diffusers' AdaLayerNormZero
+  // `norm1.linear`) stays at the weight dtype and one outside (Qwen-Image's `img_mod.1`) is converted;
+  // Quanto's family exclude list (none: every Linear converted). Default: kept (not recorded).
+  bool modulation_kept_by_sdnq = true;
+  bool modulation_kept_by_quanto = true;
+  // Quanto's exclude list names the FFN (Wan's `*ffn*`): its Linears stay at the weight dtype
+  bool ffn_kept_by_quanto = false;
+  double ffn_linears = 0;  // of quantizable_linears, the FFN's
   double lora_params = 0;      // trainable adapter parameters in this block
   double launches = 0;         // forward kernel launches (host-bound time floor)
   // Linear layers a quantizer converts, each one call per forward (and one per backward): a quantized

@@ -110,6 +110,17 @@ struct Family {
   std::vector<BlockListSpec> block_lists;
   CheckpointSemantics checkpointing;
   std::vector<std::string> lora_targets;
+  // Names inside one block, as the trainer's model class has them, for the quantizers' name filters
+  // (BlockCost::modulation_kept_by_sdnq, ::ffn_kept_by_quanto): the adaLN modulation Linear
+  // ("norm1.linear" in diffusers' AdaLayerNormZero, "img_mod.1" in Qwen-Image's block) and the FFN's
+  // input projection ("ffn.net.0.proj" in Wan's). "": not recorded.
+  std::string modulation_module, ffn_module;
+  // SimpleTuner's Quanto exclude patterns for the family (fnmatch over module names, as quanto's
+  // quantize(exclude=...) applies them); empty: the family has no list and Quanto converts every
+  // Linear. quanto_excludes_known false ("unrecorded" in the file): a list exists that no source here
+  // spells out (mageflow), so the modulation is taken as kept.
+  std::vector<std::string> quanto_excludes;
+  bool quanto_excludes_known = true;
   ExampleSetup example;
   std::string origin;  // file it came from
 };
