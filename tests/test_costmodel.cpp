@@ -255,7 +255,7 @@ TEST_CASE("a block's stored weight bytes: quantized width, but bf16 for a Transf
   CHECK(static_memory(c, s).weights_bytes == doctest::Approx(block_weight_bytes(b, s) + c.outside_params * 2.0));
 }
 
-TEST_CASE("TorchAO and fp8-native convert the modulation Linears too; Quanto and SDNQ as their name filters say") {
+TEST_CASE("TorchAO and fp8-native convert the modulation Linears too; Quanto as its name filter says, SDNQ not") {
   BlockCost b;
   b.params = 1000;
   b.quantizable_params = 800;
@@ -276,11 +276,11 @@ TEST_CASE("TorchAO and fp8-native convert the modulation Linears too; Quanto and
   b.ffn_kept_by_quanto = true;  // Wan's `*ffn*`: the FFN's 500 stay bf16
   CHECK(block_weight_bytes(b, s) == doctest::Approx(300 * quanto + 700 * 2.0));
   CHECK(quantized_linear_params(b, s) == 300);
-  s.base_precision = "int8-sdnq";  // the FFN filter is Quanto's alone; SDNQ keeps a modulation in a norm module
+  s.base_precision = "int8-sdnq";  // the FFN filter is Quanto's alone; SDNQ's modulation counted at bf16
   CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * sdnq + 200 * 2.0));
   CHECK(quantized_linear_params(b, s) == 800);
-  b.modulation_kept_by_sdnq = false;  // a modulation outside norm modules (Qwen-Image's img_mod.1)
-  CHECK(block_weight_bytes(b, s) == doctest::Approx(950 * sdnq + 50 * 2.0));
+  b.modulation_kept_by_quanto = false;  // Quanto's filter does not reach SDNQ
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * sdnq + 200 * 2.0));
   s.quantize_all_block_linears = true;  // a trainer's plan that converts the whole block (ai-toolkit, OneTrainer)
   CHECK(block_weight_bytes(b, s) == doctest::Approx(1000 * sdnq));
   s.quantize_all_block_linears = false;
@@ -292,22 +292,23 @@ TEST_CASE("the quantizers' name filters read the family's module names") {
   // SD 3.5: AdaLayerNormZero's norm1.linear, the sd3 Quanto list (`*norm*`; `*ffn*` does not match `ff`)
   const Family& sd3 = find_family("sd3.5-medium");
   for (const BlockCost& b : analyze(sd3, default_setup(sd3)).blocks) {
-    CHECK(b.modulation_kept_by_sdnq);
     CHECK(b.modulation_kept_by_quanto);
     CHECK_FALSE(b.ffn_kept_by_quanto);
   }
-  // Qwen-Image: img_mod.1, no Quanto list; the 60 blocks' modulation (6d^2 a stream, fitted to the
-  // published 20B) converted by both
+  // Qwen-Image: no Quanto list; the 60 blocks' modulation (6d^2 a stream, fitted to the published
+  // 20B) converted by Quanto, not by SDNQ
   const Family& qwen = find_family("qwen-image");
   TrainingSetup s = default_setup(qwen);
-  s.base_precision = "int8-sdnq";
+  s.base_precision = "int8-quanto";
   const BlockChain chain = analyze(qwen, s);
   REQUIRE_FALSE(chain.blocks.empty());
   for (const BlockCost& b : chain.blocks) {
-    CHECK_FALSE(b.modulation_kept_by_sdnq);
     CHECK_FALSE(b.modulation_kept_by_quanto);
     CHECK(b.modulation_params > 0);
     CHECK(converted_params(b, s) == doctest::Approx(b.quantizable_params + b.modulation_params));
+    s.base_precision = "int8-sdnq";
+    CHECK(converted_params(b, s) == doctest::Approx(b.quantizable_params));
+    s.base_precision = "int8-quanto";
   }
   // Wan: `*ffn*` matches blocks.0.ffn.net.0.proj; a gelu FFN of f = 8960 at d = 1536 (1.3B): 2 d f
   const Family& wan = find_family("wan2.1-1.3b");

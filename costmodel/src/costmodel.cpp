@@ -236,15 +236,15 @@ double quantizable_param_bytes(const TrainingSetup& setup) {
 // convert every nn.Linear whose in and out dims are divisible by 16 with no name excluded (SimpleTuner
 // helpers/training/quantisation; a modulation Linear maps d to 3d, 4d or 6d); Quanto every Linear its
 // per-family exclude list does not name (sd3's and flux's `*norm*` hold AdaLayerNormZero's
-// `norm1.linear`; most families have no list), and Wan's list keeps the FFN (`*ffn*`); SDNQ every
-// Linear but its skip keys, which keep a modulation inside a norm module (BlockCost::
-// modulation_kept_by_sdnq). No quantizer here converts a convolution.
+// `norm1.linear`; most families have no list), and Wan's list keeps the FFN (`*ffn*`). SDNQ's own skip
+// keys are not spelled out in the sources: its modulation is counted at the weight dtype (the larger
+// count; docs/calibration.md names the families whose SDNQ peaks say otherwise). No quantizer here
+// converts a convolution.
 double converted_params(const BlockCost& b, const TrainingSetup& setup) {
   const PrecisionInfo prec = precision_info(setup.base_precision);
   if (!prec.quantized) return 0;
   if (setup.quantize_all_block_linears) return b.params;
   const bool modulation = prec.backend == "torchao" || prec.backend == "native" ||
-                          (prec.backend == "sdnq" && !b.modulation_kept_by_sdnq) ||
                           (prec.backend == "quanto" && !b.modulation_kept_by_quanto);
   return quantized_linear_params(b, setup) + (modulation ? b.modulation_params : 0);
 }

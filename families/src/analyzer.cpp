@@ -446,19 +446,13 @@ Acc analyze_block(const BlockListSpec& b, const Training& t, double n_img, doubl
   return a;
 }
 
-// The quantizers' name filters over the family's recorded module names (BlockCost::
-// modulation_kept_by_sdnq). Quanto matches its exclude patterns (fnmatch, as quanto's quantize does)
-// against full module names, here "<list>.0.<module>"; with no list it converts every Linear, the
-// modulation too. SDNQ's skip keys are inferred from the sweep's paired SDNQ/bf16 peaks: the
-// families whose modulation Linear sits inside a norm module (diffusers' AdaLayerNormZero
-// `norm1.linear`: SD 3.5, HunyuanVideo) measure it kept at bf16, those with it outside (Qwen-Image's
-// `img_mod.1`, HiDream's `adaLN_modulation.1`, Krea 2's attention `gate`) measure it converted; a
-// family with no recorded name keeps it (the larger, safe count).
+// Quanto's name filter over the family's recorded module names (BlockCost::modulation_kept_by_quanto):
+// SimpleTuner's exclude patterns for the family, matched (fnmatch, as quanto's quantize does) against
+// full module names, here "<list>.0.<module>"; with no list Quanto converts every Linear, the
+// modulation too.
 struct QuantizerNameFilters {
   const Family& fam;
-  bool modulation_kept_by_sdnq;
-  explicit QuantizerNameFilters(const Family& f)
-      : fam(f), modulation_kept_by_sdnq(f.modulation_module.empty() || f.modulation_module.find("norm") != std::string::npos) {}
+  explicit QuantizerNameFilters(const Family& f) : fam(f) {}
   bool excluded(const std::string& list, const std::string& module) const {
     const std::string name = list + ".0." + module;
     for (const auto& p : fam.quanto_excludes)
@@ -598,7 +592,6 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.quantizable_params = a.quantizable;
       b.quantizable_ffn_params = a.quantizable_ffn;
       b.modulation_params = a.modulation;
-      b.modulation_kept_by_sdnq = filters.modulation_kept_by_sdnq;
       b.modulation_kept_by_quanto = filters.modulation_kept_by_quanto(spec.name);
       b.ffn_kept_by_quanto = filters.ffn_kept_by_quanto(spec.name);
       b.ffn_linears = a.ffn_linears;

@@ -172,14 +172,13 @@ struct BlockCost {
   double quantizable_params = 0;  // linear weights a quantizer converts
   double quantizable_ffn_params = 0;  // of those, the FFN's (ffn_kept_by_quanto)
   // of the others, the adaLN modulation Linears: TorchAO and fp8-native convert them too (every
-  // nn.Linear with no name filter); Quanto and SDNQ by their name filters (below); the rest
-  // (convolutions) no quantizer
+  // nn.Linear with no name filter), Quanto by its name filter (below), SDNQ's skip keys not (counted at
+  // the weight dtype: docs/calibration.md); the rest (convolutions) no quantizer
   double modulation_params = 0;
-  // The name filters (converted_params), set by the analyzer from the family's module names: SDNQ's
-  // skip keys hold `norm`, so a modulation Linear inside a norm module (diffusers' AdaLayerNormZero
-  // `norm1.linear`) stays at the weight dtype and one outside (Qwen-Image's `img_mod.1`) is converted;
-  // Quanto's family exclude list (none: every Linear converted). Default: kept (not recorded).
-  bool modulation_kept_by_sdnq = true;
+  // Quanto's name filter (converted_params), set by the analyzer from the family's module names and
+  // SimpleTuner's exclude list for it: no list, every Linear converted, the modulation too; a list
+  // that matches the modulation's name (sd3's and flux's `*norm*` on AdaLayerNormZero's
+  // `norm1.linear`) keeps it. Default: kept.
   bool modulation_kept_by_quanto = true;
   // Quanto's exclude list names the FFN (Wan's `*ffn*`): its Linears stay at the weight dtype
   bool ffn_kept_by_quanto = false;

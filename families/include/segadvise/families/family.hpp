@@ -111,7 +111,7 @@ struct Family {
   CheckpointSemantics checkpointing;
   std::vector<std::string> lora_targets;
   // Names inside one block, as the trainer's model class has them, for the quantizers' name filters
-  // (BlockCost::modulation_kept_by_sdnq, ::ffn_kept_by_quanto): the adaLN modulation Linear
+  // (BlockCost::modulation_kept_by_quanto, ::ffn_kept_by_quanto): the adaLN modulation Linear
   // ("norm1.linear" in diffusers' AdaLayerNormZero, "img_mod.1" in Qwen-Image's block) and the FFN's
   // input projection ("ffn.net.0.proj" in Wan's). "": not recorded.
   std::string modulation_module, ffn_module;
