@@ -143,6 +143,18 @@ TEST_CASE("printed SimpleTuner keys carry no null: the trainer skips a null and 
     CHECK_MESSAGE(!it.value().is_null(), key);
   }
   CHECK(layer["gradient_checkpointing_interval"] == 1);  // 1 = unset to the trainer (semantics §4)
+  // the example's RamTorch streaming, which the prediction assumes, goes with the keys
+  REQUIRE(plain.ramtorch);
+  CHECK(layer["ramtorch"] == true);
+  CHECK(!layer.contains("ramtorch_transformer_percent"));  // 100 is the trainer's default
+  TrainingSetup part = plain;
+  part.ramtorch_percent = 60;
+  CHECK(keys(wan, "layer", part)["ramtorch_transformer_percent"] == 60);
+  TrainingSetup resident = plain;
+  resident.ramtorch = false;
+  CHECK(!keys(wan, "layer", resident).contains("ramtorch"));
+  resident.blocks_to_swap = 10;
+  CHECK(keys(wan, "layer", resident)["musubi_blocks_to_swap"] == 10);
   CHECK(!layer.contains("gradient_checkpointing_segment_stride"));  // ignored without an interval
   CHECK(keys(wan, "none", plain)["gradient_checkpointing_interval"] == 1);
   CHECK(remove(wan, "layer", plain).empty());

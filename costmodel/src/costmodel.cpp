@@ -17,12 +17,10 @@ double offload_share(const Plan& plan, const Coefficients& coef) {
 }
 
 namespace {
-// Quanto's exclude list keeps this block's FFN at the weight dtype; `kernel` is a precision's kernel
-// key (precision.cpp: every Quanto kernel is named "<dtype>-quanto"; "" unquantized)
+// Quanto's exclude list keeps this block's FFN at the weight dtype; `kernel` is a precision_key()
+// (every kernel key is a row of the precision table; "" unquantized)
 bool quanto_keeps_ffn(const BlockCost& b, const std::string& kernel) {
-  static const std::string suffix = "-quanto";
-  return b.ffn_kept_by_quanto && kernel.size() > suffix.size() &&
-         kernel.compare(kernel.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return b.ffn_kept_by_quanto && !kernel.empty() && precision_info(kernel).backend == "quanto";
 }
 }  // namespace
 

@@ -561,6 +561,8 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
     if (traits(spec.kind).audio_stream) hidden_state += fam.geometry.audio_tokens * batch * dt;
     hidden_state += packed * spec.hidden;
     hidden_state *= e;
+    const bool modulation_kept_by_quanto = filters.modulation_kept_by_quanto(spec.name);
+    const bool ffn_kept_by_quanto = filters.ffn_kept_by_quanto(spec.name);
     for (int i = 0; i < spec.count; ++i, ++global) {
       BlockCost b;
       b.list = spec.name;
@@ -592,8 +594,8 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
       b.quantizable_params = a.quantizable;
       b.quantizable_ffn_params = a.quantizable_ffn;
       b.modulation_params = a.modulation;
-      b.modulation_kept_by_quanto = filters.modulation_kept_by_quanto(spec.name);
-      b.ffn_kept_by_quanto = filters.ffn_kept_by_quanto(spec.name);
+      b.modulation_kept_by_quanto = modulation_kept_by_quanto;
+      b.ffn_kept_by_quanto = ffn_kept_by_quanto;
       b.ffn_linears = a.ffn_linears;
       b.lora_params = a.lora;
       b.launches = a.launches;

@@ -813,6 +813,15 @@ nlohmann::json simpletuner_keys(const Family& fam, const Schedule& s, const Trai
   if (unstrided_interval(s) && interval_path(fam, s, setup).rule == IntervalRule::Segmented)
     j["gradient_checkpointing_segment_stride"] = s.interval;
   if (j["gradient_checkpointing_segment_stride"].is_null()) j.erase("gradient_checkpointing_segment_stride");
+  // the weight streaming the prediction rests on (advise takes it from the trainer's example when no
+  // config is given: Wan 14B's streams every block with RamTorch): without it the weights are resident
+  // and the peak is another one. A config that already streams has the same values.
+  if (setup.ramtorch) {
+    j["ramtorch"] = true;
+    if (setup.ramtorch_percent < 100) j["ramtorch_transformer_percent"] = setup.ramtorch_percent;
+  }
+  if (setup.blocks_to_swap > 0) j["musubi_blocks_to_swap"] = setup.blocks_to_swap;
+  if (setup.group_offload) j["enable_group_offload"] = true;
   return j;
 }
 

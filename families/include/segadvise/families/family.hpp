@@ -110,10 +110,10 @@ struct Family {
   std::vector<BlockListSpec> block_lists;
   CheckpointSemantics checkpointing;
   std::vector<std::string> lora_targets;
-  // Names inside one block, as the trainer's model class has them, for the quantizers' name filters
+  // Names inside one block, as the trainer's model class has them, for Quanto's name filter
   // (BlockCost::modulation_kept_by_quanto, ::ffn_kept_by_quanto): the adaLN modulation Linear
-  // ("norm1.linear" in diffusers' AdaLayerNormZero, "img_mod.1" in Qwen-Image's block) and the FFN's
-  // input projection ("ffn.net.0.proj" in Wan's). "": not recorded.
+  // ("norm1.linear" in diffusers' AdaLayerNormZero) and the FFN's input projection ("ffn.net.0.proj"
+  // in Wan's); recorded where the family has an exclude list that could match them. "": not recorded.
   std::string modulation_module, ffn_module;
   // SimpleTuner's Quanto exclude patterns for the family (fnmatch over module names, as quanto's
   // quantize(exclude=...) applies them); empty: the family has no list and Quanto converts every
