@@ -22,6 +22,8 @@ expect() {  # expect CODE PATTERN -- ARGS...
 expect 0 'Recommendation: ' -- --model wan14b --gpu l40s
 # the example's RamTorch streaming, which that recommendation assumes, is among the keys to merge
 expect 0 '"ramtorch": true' -- --model wan14b --gpu l40s
+# and so is the base precision asked for
+expect 0 '"base_model_precision": "int8-quanto"' -- --model flux1 --gpu h100 --precision int8-quanto
 # the printed keys can be merged into a config: no null (SimpleTuner skips one), interval 1 = unset
 # (on an H100 the example's Wan 14B setup is recommended `layer`: interval 1)
 expect 0 '"gradient_checkpointing_interval": 1' -- --model wan14b --gpu h100

@@ -156,6 +156,21 @@ TEST_CASE("printed SimpleTuner keys carry no null: the trainer skips a null and 
   resident.blocks_to_swap = 10;
   CHECK(keys(wan, "layer", resident)["musubi_blocks_to_swap"] == 10);
   CHECK(!layer.contains("gradient_checkpointing_segment_stride"));  // ignored without an interval
+  // the base precision assumed goes with them, as the trainer spells it
+  TrainingSetup quant = plain;
+  quant.base_precision = "int8-quanto";
+  CHECK(keys(wan, "layer", quant)["base_model_precision"] == "int8-quanto");
+  CHECK(!keys(wan, "layer", quant).contains("sdnq_use_hadamard"));
+  quant.base_precision = "int8-sdnq-hadamard";
+  CHECK(keys(wan, "layer", quant)["base_model_precision"] == "int8-sdnq");
+  CHECK(keys(wan, "layer", quant)["sdnq_use_hadamard"] == true);
+  quant.base_precision = "bf16";
+  CHECK(keys(wan, "layer", quant)["base_model_precision"] == "no_change");
+  // Ideogram's default fp8 flavour is native fp8 at no_change: the config's own value already means it
+  const Family& ideogram = find_family("ideogram4");
+  TrainingSetup fp8 = default_setup(ideogram);
+  fp8.base_precision = "fp8-native";
+  CHECK(!keys(ideogram, "layer", fp8).contains("base_model_precision"));
   CHECK(keys(wan, "none", plain)["gradient_checkpointing_interval"] == 1);
   CHECK(remove(wan, "layer", plain).empty());
   // an interval without a stride on the segmented path: stride = interval is the same segments, so the

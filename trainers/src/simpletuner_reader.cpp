@@ -822,6 +822,23 @@ nlohmann::json simpletuner_keys(const Family& fam, const Schedule& s, const Trai
   }
   if (setup.blocks_to_swap > 0) j["musubi_blocks_to_swap"] = setup.blocks_to_swap;
   if (setup.group_offload) j["enable_group_offload"] = true;
+  // the base precision the prediction assumed (advise's --precision, the example's, or a quantized base
+  // advise tried), written as the trainer spells it: int8-sdnq with sdnq_use_hadamard, no_change for
+  // bf16. Left out where a flavour of the family implies it at no_change (Ideogram's fp8 checkpoint:
+  // trainers/data/simpletuner-setup.json): the config's own no_change already means it there.
+  bool by_flavour = false;
+  for (const FlavourPrecision& f : flavour_precisions())
+    by_flavour = by_flavour || (f.model_family == fam.trainer_family && f.precision == setup.base_precision);
+  if (!by_flavour) {
+    std::string precision = setup.base_precision == "bf16" ? "no_change" : setup.base_precision;
+    bool hadamard = setup.sdnq_hadamard;
+    if (precision == "int8-sdnq-hadamard") {
+      precision = "int8-sdnq";
+      hadamard = true;
+    }
+    j["base_model_precision"] = precision;
+    if (hadamard) j["sdnq_use_hadamard"] = true;
+  }
   return j;
 }
 

@@ -113,8 +113,9 @@ nlohmann::json schedule_keys(const Schedule& s);
 // segments), so the merged keys override any stride the config had. On the per-block path no stride
 // means "unset" (i % S < N with S = N checkpoints every block): the stride is left out there and
 // named by keys_to_remove. The setup's weight streaming goes with them (`ramtorch`,
-// `ramtorch_transformer_percent` below 100, `musubi_blocks_to_swap`, `enable_group_offload`), since the
-// prediction the keys come with assumes it.
+// `ramtorch_transformer_percent` below 100, `musubi_blocks_to_swap`, `enable_group_offload`), and so does
+// the base precision (`base_model_precision`, `sdnq_use_hadamard`; none where the family's flavour
+// implies it), since the prediction the keys come with assumes them.
 nlohmann::json simpletuner_keys(const Family& fam, const Schedule& s, const TrainingSetup& setup);
 
 // The keys a config must not keep for the printed keys to mean the schedule (see above): the stride
