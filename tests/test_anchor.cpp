@@ -77,13 +77,34 @@ TEST_CASE("every malformed --measured form is bad input naming it") {
 }
 
 TEST_CASE("a measurement that contradicts the setup is bad input") {
-  // resident weights 10 GiB: a 9 GiB peak cannot be this setup
-  AnchorPoint low{parse_measurement("layer:1:9"), made(10, 2, 4, 0, 1, 0.5, 0)};
-  CHECK_THROWS_WITH_AS(fit_anchor({low}), doctest::Contains("below this setup's resident weights"), InputError);
+  // resident weights 10 GiB counted: a 4.9 GiB peak is under half of them (the default floor): not this setup
+  AnchorPoint low{parse_measurement("layer:1:4.9"), made(10, 2, 4, 0, 1, 0.5, 0)};
+  CHECK_THROWS_WITH_AS(fit_anchor({low}),
+                       doctest::Contains("below 50% of this setup's resident weights (10.00 GiB, at least 5.00 GiB)"),
+                       InputError);
+  AnchorOptions strict;
+  strict.weights_floor = 1.0;
+  AnchorPoint under{parse_measurement("layer:1:9"), made(10, 2, 4, 0, 1, 0.5, 0)};
+  CHECK_THROWS_WITH_AS(fit_anchor({under}, strict), doctest::Contains("below 100% of this setup's resident weights"),
+                       InputError);
   AnchorPoint unsupported{parse_measurement("interval2:1:20"), Prediction{}};
   unsupported.predicted.supported = false;
   unsupported.predicted.reason = "this family ignores interval";
   CHECK_THROWS_WITH_AS(fit_anchor({unsupported}), doctest::Contains("does not run schedule 'interval2'"), InputError);
+}
+
+TEST_CASE("a measured peak under the counted weights, above the floor, scales the fixed part down") {
+  // counted: fixed 12 GiB (10 weights + 2 other), activations 4; measured 9 GiB: surprise -7.
+  // sigma^2 v^2: fixed 0.01 * 144 = 1.44, activations 0.25 * 16 = 4, W = 5.44.
+  // k_fixed = 1 - 7 * 0.01 * 12 / 5.44 = 0.845588, k_act = 1 - 7 * 0.25 * 4 / 5.44 = -0.286765, under the
+  // 0.05 floor: the activations keep 0.2 GiB and the fixed part takes the rest, (9 - 0.2) / 12 = 0.733333
+  const Anchor a = fit_anchor({{parse_measurement("layer:1:9"), made(10, 2, 4, 0, 1, 0.5, 0)}}, clean_options());
+  CHECK(a.peak_anchored);
+  CHECK(a.activation_scale == doctest::Approx(0.05));
+  CHECK(a.fixed_scale == doctest::Approx(8.8 / 12));
+  const Prediction self = apply_anchor(a, Schedule::parse("none"), made(10, 2, 8, 0, 1, 0.5, 0), kGiB);
+  CHECK(gib(self.memory.weights_bytes) == doctest::Approx(10 * 8.8 / 12));
+  CHECK(gib(self.peak_vram_bytes) == doctest::Approx(8.8 + 8 * 0.05));
 }
 
 TEST_CASE("two runs of one schedule that contradict each other are bad input naming both") {

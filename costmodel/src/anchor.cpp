@@ -137,14 +137,17 @@ std::vector<double> time_vector(const Prediction& p) {
   return {p.time.forward_s + p.time.backward_s, p.time.recompute_s, q.host_s, q.transfer_s};
 }
 
-void validate(const AnchorPoint& p) {
+void validate(const AnchorPoint& p, double weights_floor) {
   const Measurement& m = p.measured;
   if (!p.predicted.supported)
     throw bad(m.text, "the trainer does not run schedule '" + m.schedule.name() + "' for this setup (" +
                           p.predicted.reason + ")");
-  if (!m.oom && m.peak_vram_bytes < p.predicted.memory.weights_bytes)
-    throw bad(m.text, "a peak of " + gib_text(m.peak_vram_bytes) + " is below this setup's resident weights (" +
-                          gib_text(p.predicted.memory.weights_bytes) + "): not a run of this setup");
+  const double floor = weights_floor * p.predicted.memory.weights_bytes;
+  if (!m.oom && m.peak_vram_bytes < floor)
+    throw bad(m.text, "a peak of " + gib_text(m.peak_vram_bytes) + " is below " +
+                          std::to_string(static_cast<int>(std::lround(weights_floor * 100))) +
+                          "% of this setup's resident weights (" + gib_text(p.predicted.memory.weights_bytes) +
+                          ", at least " + gib_text(floor) + "): not a run of this setup");
 }
 
 // Runs of one schedule (the same setup) that cannot both be true: one ran out of memory and the other
@@ -217,7 +220,7 @@ Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& o
   std::vector<std::vector<double>> pv, tv;
   std::vector<double> pm, tm;
   for (const AnchorPoint& p : points) {
-    validate(p);
+    validate(p, opt.weights_floor);
     if (p.measured.oom) continue;
     pv.push_back(peak_vector(p.predicted));
     pm.push_back(p.measured.peak_vram_bytes - peak_parts(p.predicted).exact_bytes);

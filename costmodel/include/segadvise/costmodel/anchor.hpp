@@ -86,6 +86,13 @@ struct AnchorOptions {
   double transfer_sigma = 0.6;
   // no part is scaled below this (a measurement far under the model must not zero a part out)
   double min_scale = 0.05;
+  // A measured peak under the counted resident weights is still a run of this setup down to this share
+  // of them: the weights are counted from parameter facts and what the quantizer converts, and the
+  // count can be high (the sweep's HiDream and Qwen-Image SDNQ `layer` runs peak at 17.9-18.0 GiB under
+  // 19.4 GiB counted: SDNQ converts their modulation Linears, which the model keeps at bf16). Half the
+  // count is what a base stored one precision step narrower than the setup's leaves (an 8-bit run
+  // passed for a bf16 config): that is no run of this setup.
+  double weights_floor = 0.5;
   // several measurements: pull towards the first one's split, against the relative misfit. 1e-3
   // (a 0.5 change of a scale weighs like a 6% misfit) keeps two near-collinear time measurements
   // (layer and none differ only by the recompute) from trading compute against overhead on their
@@ -104,7 +111,7 @@ struct Anchor {
 };
 
 // Throws InputError naming the measurement when it contradicts the setup: a schedule the family's
-// trainer does not run, a peak below the resident weights.
+// trainer does not run, a peak below AnchorOptions::weights_floor of the resident weights.
 Anchor fit_anchor(const std::vector<AnchorPoint>& points, const AnchorOptions& opt = {});
 // The anchored prediction of `schedule` (its parts scaled; a measured schedule's own figures
 // replace it); `fits` is recomputed with the headroom. Unsupported predictions pass unchanged.
