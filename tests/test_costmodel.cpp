@@ -164,12 +164,14 @@ TEST_CASE("base precision changes resident weight bytes by exactly the quantized
 TEST_CASE("LoRA trainable bytes, gradients and AdamW-bf16 state follow the adapter parameter count") {
   BlockChain chain = four_blocks();
   for (auto& b : chain.blocks) b.lora_params = 250;
-  TrainingSetup s;  // adamw_bf16: two bf16 moments = 4 B per parameter
+  TrainingSetup s;  // adamw_bf16: exp_avg, exp_avg_sq and the shift buffer in bf16 = 6 B per parameter
   const StaticMemory m = static_memory(chain, s);
   CHECK(m.trainable_params == doctest::Approx(1000));
   CHECK(m.trainable_bytes == doctest::Approx(2000));
   CHECK(m.gradient_bytes == doctest::Approx(2000));
-  CHECK(m.optimizer_bytes == doctest::Approx(4000));
+  CHECK(m.optimizer_bytes == doctest::Approx(6000));
+  s.optimizer = "optimi-lion";  // one bf16 momentum and its Kahan buffer: 4 B
+  CHECK(static_memory(chain, s).optimizer_bytes == doctest::Approx(4000));
 }
 
 TEST_CASE("schedule names of the sweep parse and print back") {

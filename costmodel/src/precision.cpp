@@ -87,19 +87,23 @@ const std::vector<PrecisionInfo>& table() {
   return t;
 }
 
-// state_bytes_per_param: bf16 AdamW keeps two bf16 moments (4 B); torch AdamW two fp32 moments (8 B);
-// 8-bit AdamW two int8 moments + block scales (~2.1 B); 4-bit ~1.1 B; Lion one momentum (bf16 in
-// optimi: 2 B); Prodigy four fp32 buffers (16 B); Adafactor factored second moment (~0.1 B); SOAP
-// keeps two moments plus preconditioners (~24 B, estimate).
+// state_bytes_per_param (bf16 trainable parameters; docs/sources/simpletuner.md §2.5): SimpleTuner's
+// adamw_bf16 keeps exp_avg, exp_avg_sq and its shift buffer in the parameter dtype (6 B); optimi's
+// AdamW, StableAdamW and Lion add a Kahan-summation buffer to their moments (2 + 1 and 1 + 1 bf16
+// buffers: 6 B and 4 B); torch AdamW two fp32 moments (8 B); bitsandbytes Lion one fp32 momentum (4 B);
+// 8-bit AdamW two int8 moments + block scales (~2.1 B); 4-bit ~1.1 B; Prodigy four fp32 buffers (16 B);
+// Adafactor factored second moment (~0.1 B); SOAP two moments plus preconditioners (~24 B, estimate).
+// update_bytes_per_param: what one step reads and writes per parameter (the parameter, its gradient and
+// each state buffer read, the parameter and the buffers written), rounded up as the table has it.
 const std::vector<OptimizerInfo>& optimizers() {
   static const std::vector<OptimizerInfo> t = {
-      {"adamw_bf16", 4, 16},       {"adamw", 8, 24},           {"torch-adamw", 8, 24},
+      {"adamw_bf16", 6, 20},       {"adamw", 8, 24},           {"torch-adamw", 8, 24},
       {"adamw_schedulefree", 8, 24},
       {"adamw8bit", 2.1, 12},      {"bnb-adamw8bit", 2.1, 12}, {"bnb-adamw-paged", 8, 24},
       {"ao-adamw8bit", 2.1, 12},   {"ao-adamw4bit", 1.1, 10},  {"ao-adamwfp8", 2.1, 12},
-      {"ao-adamw-fp8", 2.1, 12},   {"optimi-adamw", 4, 16},    {"optimi-lion", 2, 10},
-      {"lion", 2, 10},             {"bnb-lion", 2, 10},        {"bnb-lion8bit", 1.1, 8},
-      {"optimi-stableadamw", 4, 16}, {"stableadamw", 4, 16},   {"prodigy", 16, 40},
+      {"ao-adamw-fp8", 2.1, 12},   {"optimi-adamw", 6, 20},    {"optimi-lion", 4, 14},
+      {"lion", 2, 10},             {"bnb-lion", 4, 14},        {"bnb-lion8bit", 1.1, 8},
+      {"optimi-stableadamw", 6, 20}, {"stableadamw", 4, 16},   {"prodigy", 16, 40},
       {"adafactor", 0.1, 8},       {"soap", 24, 48},           {"muon", 2, 12},
       {"optimi-adan", 6, 20},      {"optimi-ranger", 6, 20},   {"optimi-sgd", 2, 8},
       {"sgd", 0, 6},               {"adamw8bit-paged", 2.1, 12},
