@@ -28,7 +28,8 @@ FIELDS = {  # check's setup JSON key -> family example key
     "optimizer": "optimizer", "base_model_precision": "base_model_precision", "ramtorch": "ramtorch",
     "attention_mechanism": "attention_mechanism", "sdnq_use_hadamard": "sdnq_use_hadamard",
     "ramtorch_transformer_percent": "ramtorch_transformer_percent", "mixed_precision": "mixed_precision",
-    "regional_compile": "regional_compile", "lycoris_factor_params": "lycoris_factor_params",
+    "regional_compile": "regional_compile", "lokr_attention_factor": "lokr_attention_factor",
+    "lokr_ffn_factor": "lokr_ffn_factor", "lokr_full_matrix": "lokr_full_matrix", "lokr_linear_dim": "lokr_linear_dim",
     "musubi_blocks_to_swap": "musubi_blocks_to_swap",
 }
 DEFAULTS = {"sdnq_use_hadamard": False, "ramtorch_transformer_percent": 100, "mixed_precision": "bf16",

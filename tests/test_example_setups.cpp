@@ -63,7 +63,11 @@ TEST_CASE("every family's default setup is what check reads from the example it 
     CHECK(c.model_type == d.model_type);
     CHECK(c.lora_type == d.lora_type);
     CHECK(c.lora_rank == d.lora_rank);
-    CHECK(c.lycoris_factor_params == d.lycoris_factor_params);
+    CHECK(c.lokr_read == d.lokr_read);
+    CHECK(c.lokr_attention_factor == d.lokr_attention_factor);
+    CHECK(c.lokr_ffn_factor == d.lokr_ffn_factor);
+    CHECK(c.lokr_full_matrix == d.lokr_full_matrix);
+    CHECK(c.lokr_linear_dim == d.lokr_linear_dim);
     CHECK(c.optimizer == d.optimizer);
     CHECK(c.ramtorch == d.ramtorch);
     CHECK(c.ramtorch_percent == d.ramtorch_percent);

@@ -168,6 +168,40 @@ TEST_CASE("LoRA rank scales the adapter parameters linearly") {
   CHECK(r32 == doctest::Approx(2 * r16));
 }
 
+TEST_CASE("LyCORIS LoKr adapters follow the library's factorization on the classes the preset targets") {
+  // OmniGen: 32 blocks, attention width 3072 (q, k, v, out: 3072 x 3072 each)
+  const Family& omnigen = find_family("omnigen");
+  TrainingSetup s = default_setup(omnigen);
+  REQUIRE(s.lora_type == LoraType::Lycoris);
+  REQUIRE(s.lokr_read);  // the example's lycoris_config: Attention factor 2, FeedForward factor 4, full w2
+  CHECK(s.lokr_attention_factor == 2);
+  CHECK(s.lokr_ffn_factor == 0);  // OmniGen's FFN class is OmniGenFeedForward: FeedForward adapts nothing
+  auto lokr = [&](const TrainingSetup& x) { return static_memory(analyze(omnigen, x), x).trainable_params; };
+  // factor 2 divides 3072: w1 2 x 2, w2 1536 x 1536 in full: 4 + 2,359,296 per Linear, x 4 x 32
+  CHECK(lokr(s) == doctest::Approx(32.0 * 4 * (4 + 1536.0 * 1536)));
+  // factor 25 does not: the largest divisor of 3072 not above 25 (and sqrt 3072) is 24 -> (24, 128):
+  // w1 24 x 24, w2 128 x 128
+  TrainingSetup f25 = s;
+  f25.lokr_attention_factor = 25;
+  CHECK(lokr(f25) == doctest::Approx(32.0 * 4 * (24 * 24 + 128 * 128)));
+  // w2 at rank 8 when full_matrix is off and linear_dim is under half its side: 8 x (1536 + 1536)
+  TrainingSetup low = s;
+  low.lokr_full_matrix = false;
+  low.lokr_linear_dim = 8;
+  CHECK(lokr(low) == doctest::Approx(32.0 * 4 * (4 + 8 * (1536 + 1536))));
+  // linear_dim at least half the larger side: w2 in full again
+  low.lokr_linear_dim = 768;
+  CHECK(lokr(low) == doctest::Approx(lokr(s)));
+  // Kandinsky 5 Image Lite: attention factor 2 (self and cross, 2560 wide), FFN factor 4 (2560 <-> 10240)
+  // over 2 text blocks (self-attention + FFN) and 50 visual blocks (self + cross + FFN):
+  //   attention Linear 4 + 1280 x 1280 = 1,638,404; FFN Linear 16 + 2560 x 640 = 1,638,416
+  const Family& k5 = find_family("kandinsky5-image-lite");
+  const TrainingSetup k = default_setup(k5);
+  const double attn = 4 + 1280.0 * 1280, ff = 16 + 2560.0 * 640;
+  CHECK(static_memory(analyze(k5, k), k).trainable_params ==
+        doctest::Approx(2 * (4 * attn + 2 * ff) + 50 * (8 * attn + 2 * ff)));
+}
+
 TEST_CASE("a family named by its id is parsed from its own file: the same family builtin_families() holds") {
   for (const Family& listed : builtin_families()) {
     const Family& by_id = find_family(listed.id);

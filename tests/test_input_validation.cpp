@@ -348,3 +348,47 @@ TEST_CASE("a LyCORIS factor past 64 bits is an error naming the LyCORIS file") {
   CHECK(has(e, "lycoris.json: factor"));
   CHECK(has(e, "99999999999999999999"));
 }
+
+TEST_CASE("a LyCORIS LoKr config is read as the library sizes it, on the classes the family records") {
+  const std::string db = scratch().write("db-ly.json", R"([{"id": "photos", "resolution_type": "pixel_area", "resolution": 512}])");
+  auto read = [&](const std::string& family, const std::string& lycoris) {
+    const std::string ly = scratch().write("lycoris-" + family + ".json", lycoris);
+    const std::string cfg = scratch().write(
+        "config-ly.json", R"({"model_family": ")" + family + R"(", "model_type": "lora", "lora_type": "lycoris", )"
+                          R"("lycoris_config": ")" + ly + R"(", "data_backend_config": ")" + db + "\"}");
+    ReadOptions o;
+    o.cwd = scratch().dir.string();
+    return read_simpletuner_config(cfg, o);
+  };
+  const std::string preset =
+      R"({"algo": "lokr", "factor": 8, "full_matrix": true, "apply_preset": {"target_module": ["Attention", "FeedForward"],
+          "module_algo_map": {"Attention": {"factor": 2}}}})";
+  // OmniGen: Attention takes its own factor 2; OmniGen has no FeedForward class (nothing adapted there)
+  const ConfigRead omnigen = read("omnigen", preset);
+  CHECK(omnigen.setup.lokr_read);
+  CHECK(omnigen.setup.lokr_attention_factor == 2);
+  CHECK(omnigen.setup.lokr_ffn_factor == 0);
+  CHECK(omnigen.setup.lokr_full_matrix);
+  bool noted = false;
+  for (const auto& n : omnigen.setup.notes) noted = noted || has(n, "target_module 'FeedForward' is no module class of omnigen");
+  CHECK(noted);
+  // PixArt's blocks hold both: FeedForward takes the global factor 8
+  const ConfigRead pixart = read("pixart_sigma", preset);
+  CHECK(pixart.setup.lokr_attention_factor == 2);
+  CHECK(pixart.setup.lokr_ffn_factor == 8);
+  // a whole-model class gives its factor to every part
+  const ConfigRead bria = read("bria", R"({"algo": "lokr", "linear_dim": 64, "apply_preset": {"target_module": ["BriaTransformer2DModel"]}})");
+  CHECK(bria.setup.lokr_attention_factor == -1);  // the library's default factor: the most balanced pair
+  CHECK(bria.setup.lokr_ffn_factor == -1);
+  CHECK_FALSE(bria.setup.lokr_full_matrix);
+  CHECK(bria.setup.lokr_linear_dim == 64);
+  // a family whose classes are not recorded keeps the estimate and says so
+  const ConfigRead flux = read("flux", preset);
+  CHECK_FALSE(flux.setup.lokr_read);
+  bool warned = false;
+  for (const auto& w : flux.warnings) warned = warned || has(w, "the module classes of flux1 are not recorded");
+  CHECK(warned);
+  // the trainer's own rule: linear_dim is required unless full_matrix; a factor of 0 is no factorization
+  CHECK(has(error_of([&] { read("omnigen", R"({"algo": "lokr", "factor": 4})"); }), "linear_dim: missing"));
+  CHECK(has(error_of([&] { read("omnigen", R"({"algo": "lokr", "full_matrix": true, "factor": 0})"); }), "factor"));
+}

@@ -89,7 +89,12 @@ json to_json(const TrainingSetup& s) {
   if (s.layer_offload_fraction > 0) j["layer_offload_fraction"] = s.layer_offload_fraction;
   if (s.embedding_params > 0) j["embedding_params"] = s.embedding_params;
   if (s.kept_model_bytes > 0) j["models_kept_on_gpu"] = {{"what", s.kept_models}, {"gib", s.kept_model_bytes / kGiB}};
-  if (s.lycoris_factor_params > 0) j["lycoris_factor_params"] = s.lycoris_factor_params;
+  if (s.lokr_read) {  // LyCORIS LoKr as read from the lycoris_config
+    j["lokr_attention_factor"] = s.lokr_attention_factor;
+    j["lokr_ffn_factor"] = s.lokr_ffn_factor;
+    j["lokr_full_matrix"] = s.lokr_full_matrix;
+    j["lokr_linear_dim"] = s.lokr_linear_dim;
+  }
   if (s.multi_gpu.active()) add_multi_gpu_json(j, s.multi_gpu);  // absent on one GPU: output unchanged
   j["notes"] = s.notes;
   return j;

@@ -77,9 +77,27 @@ struct Acc {
   }
 };
 
+// LyCORIS factorization of one Linear dimension with factor f (the library's rule as
+// docs/sources/simpletuner.md §2.4 states it): (f, dim / f) when f divides dim; otherwise the divisor
+// pair whose smaller member is the largest divisor of dim not above f (f = -1: no cap) and not above
+// sqrt(dim), the most balanced pair under the cap. Smaller member first.
+std::pair<double, double> lokr_factorization(double dimension, int f) {
+  const long long dim = std::max(1LL, std::llround(dimension));
+  if (f > 0 && dim % f == 0) return {std::min<long long>(f, dim / f), std::max<long long>(f, dim / f)};
+  long long m = 1;
+  for (long long k = 2; k * k <= dim && (f < 0 || k <= f); ++k)
+    if (dim % k == 0) m = k;
+  return {static_cast<double>(m), static_cast<double>(dim / m)};
+}
+
 struct Training {
   bool full = false;
   bool lycoris = false;
+  // LoKr read from the config (TrainingSetup::lokr_*): the attention and FFN factors, w2's form
+  bool lokr = false;
+  int lokr_attention_f = 0, lokr_ffn_f = 0;
+  bool lokr_full = false;
+  int lokr_dim = 4;
   int rank = 16;
   double e = 2;  // activation bytes
   double batch = 1;  // samples per step: token counts below are per step, attention runs per sample
@@ -102,8 +120,22 @@ struct Training {
   // kernels one adapted Linear adds per forward: dropout, A, B, scale, add (PEFT LoRA);
   // LyCORIS builds its delta weight (~4); a full fine-tune adds none
   double adapter_launches() const { return full ? 0 : (lycoris ? kLycorisLaunches : kLoraLaunches); }
-  double adapter_params(double in, double out) const {
+  // trainable parameters of the adapter on a Linear (in, out); ffn_side: an FFN Linear (its LoKr factor).
+  // A LoKr adapter's own products (bypass mode: the input reshaped to c x d through w2, then w1) are
+  // not counted in the step time: counted as matmul FLOPs they fitted the sweep worse (score-check step
+  // time p90 68.0% without, 70.5% with), its LoKr steps being slower than their FLOPs say (Kandinsky 5
+  // Image at 3.3x the prediction either way: docs/calibration.md)
+  double adapter_params(double in, double out, bool ffn_side = false) const {
     if (full) return 0;
+    if (lokr) {
+      // w1 = a x c, w2 = b x d in full, or b x r + r x d at rank r = linear_dim (w2 is full when
+      // full_matrix is set or r >= max(b, d) / 2)
+      const int f = ffn_side ? lokr_ffn_f : lokr_attention_f;
+      const auto [a, b] = lokr_factorization(out, f);
+      const auto [c, d] = lokr_factorization(in, f);
+      const bool w2_full = lokr_full || lokr_dim >= std::max(b, d) / 2;
+      return a * c + (w2_full ? b * d : lokr_dim * (b + d));
+    }
     if (lycoris) return kLycorisParamsPerWidth * (in + out);  // LoKr factor-16 adapters, an estimate
     return rank * (in + out);
   }
@@ -229,7 +261,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
     a.quantizable_ffn += experts * (in_mult + 1) * d * f + (shared_f > 0 ? (in_mult + 1) * d * shared_f : 0);
     a.linears += (experts + (shared_f > 0 ? 1 : 0)) * unit_linears;
     a.ffn_linears += (experts + (shared_f > 0 ? 1 : 0)) * unit_linears;
-    if (t.ffn_targeted) a.lora += experts * (in_mult + 1) * t.adapter_params(d, f);
+    if (t.ffn_targeted) a.lora += experts * (in_mult * t.adapter_params(d, f, true) + t.adapter_params(f, d, true));
   } else {
     unit(f, 1);
     a.params += (in_mult + 1) * d * f;
@@ -237,7 +269,7 @@ void ffn(Acc& a, const Training& t, double n, double d, double f, const std::str
     a.quantizable_ffn += (in_mult + 1) * d * f;
     a.linears += unit_linears;
     a.ffn_linears += unit_linears;
-    if (t.ffn_targeted) a.lora += in_mult * t.adapter_params(d, f) + t.adapter_params(f, d);
+    if (t.ffn_targeted) a.lora += in_mult * t.adapter_params(d, f, true) + t.adapter_params(f, d, true);
   }
 }
 
@@ -354,7 +386,7 @@ void single_stream_block(Acc& a, const BlockListSpec& b, const Training& t, cons
   if (t.attn_targeted) a.lora += 3 * t.adapter_params(d, d);
   // the attention's launches (kAttentionLaunches); its MLP shares the fused projections
   a.launches += kAttentionLaunches + (t.attn_targeted ? 3 * t.adapter_launches() : 0) + (t.ffn_targeted ? 2 * t.adapter_launches() : 0);
-  if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in) + t.adapter_params(d + f, d);
+  if (t.ffn_targeted) a.lora += t.adapter_params(d, 3 * d + f_in, true) + t.adapter_params(d + f, d, true);
   a.transient = n * f_in;
 }
 
@@ -538,6 +570,17 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   t.attn_targeted = cov.attention;
   t.text_targeted = cov.text;
   t.ffn_targeted = cov.ffn;
+  if (t.lycoris && setup.lokr_read) {
+    // LyCORIS targets come only from its apply_preset (§2.4), not the family's PEFT targets: the
+    // attention classes hold the text stream's projections of joint blocks too
+    t.lokr = true;
+    t.lokr_attention_f = setup.lokr_attention_factor;
+    t.lokr_ffn_f = setup.lokr_ffn_factor;
+    t.lokr_full = setup.lokr_full_matrix;
+    t.lokr_dim = std::max(1, setup.lokr_linear_dim);
+    t.attn_targeted = t.text_targeted = t.lokr_attention_f != 0;
+    t.ffn_targeted = t.lokr_ffn_f != 0;
+  }
 
   const double n_img = g.image_tokens * batch;
   const double n_txt = g.text_tokens * batch;

@@ -184,6 +184,13 @@ Family parse_family(const json& j, const std::string& origin) {
   } else {
     f.quanto_excludes = r.strings("quanto_excludes");
   }
+  if (r.get("lycoris_classes", false)) {
+    const Reader lc = r.sub("lycoris_classes", true);
+    f.lycoris_classes.attention = lc.strings("attention");
+    f.lycoris_classes.ffn = lc.strings("ffn");
+    f.lycoris_classes.model = lc.strings("model");
+    f.lycoris_classes.recorded = true;
+  }
 
   const Reader e = r.sub("example", false);
   f.example.name = e.str("name", "");
@@ -218,7 +225,11 @@ Family parse_family(const json& j, const std::string& origin) {
   f.example.mixed_precision = e.str("mixed_precision", "bf16");
   e.one_of("mixed_precision", f.example.mixed_precision, {"no", "fp16", "bf16", "fp8"});
   f.example.regional_compile = e.boolean("regional_compile", false);
-  f.example.lycoris_factor_params = e.num("lycoris_factor_params", 0, false, 0, 1e13);
+  f.example.lokr_read = e.get("lokr_attention_factor", false) != nullptr;
+  f.example.lokr_attention_factor = e.integer("lokr_attention_factor", 0, false, -1, kMaxModelDim);
+  f.example.lokr_ffn_factor = e.integer("lokr_ffn_factor", 0, f.example.lokr_read, -1, kMaxModelDim);
+  f.example.lokr_full_matrix = e.boolean("lokr_full_matrix", false);
+  f.example.lokr_linear_dim = e.integer("lokr_linear_dim", 4, false, 1, 1 << 30);
   f.example.blocks_to_swap = e.integer("musubi_blocks_to_swap", 0, false, 0, kMaxBlocks);
   f.example.use_ema = e.boolean("use_ema", false);
   f.example.ema_on_gpu = f.example.use_ema && e.str("ema_device", "cpu") == "accelerator";
@@ -457,6 +468,36 @@ GpuSpec custom_gpu(double vram_gib, const GpuSpec* like) {
   g.name = (like ? like->name + " with " : std::string("custom card, ")) + std::to_string(vram_gib).substr(0, 6) + " GiB";
   g.total_bytes = vram_gib * kGiB;
   return g;
+}
+
+std::string resolve_lokr(const Family& fam, const LycorisPreset& preset, TrainingSetup& setup,
+                         std::vector<std::string>& absent) {
+  if (preset.algo != "lokr") return "LyCORIS " + preset.algo + " is not modelled (only lokr)";
+  const Family::LycorisClasses& c = fam.lycoris_classes;
+  if (!c.recorded) return "the module classes of " + fam.id + " are not recorded";
+  if (preset.targets.empty()) return "apply_preset names no target_module";
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  int attention = 0, ffn = 0;
+  // a whole-model class gives its factor to the parts no attention or FFN class of the preset holds
+  // (taken as: module_algo_map's factor of the class nearest the Linear applies)
+  for (const auto& [name, factor] : preset.targets) {
+    if (has(c.attention, name)) attention = factor;
+    else if (has(c.ffn, name)) ffn = factor;
+    else if (!has(c.model, name)) absent.push_back(name);
+  }
+  for (const auto& [name, factor] : preset.targets)
+    if (has(c.model, name)) {
+      if (attention == 0) attention = factor;
+      if (ffn == 0) ffn = factor;
+    }
+  setup.lokr_read = true;
+  setup.lokr_attention_factor = attention;
+  setup.lokr_ffn_factor = ffn;
+  setup.lokr_full_matrix = preset.full_matrix;
+  setup.lokr_linear_dim = preset.linear_dim;
+  return "";
 }
 
 }  // namespace segadvise

@@ -222,7 +222,11 @@ TrainingSetup default_setup(const Family& fam) {
   s.attention = e.attention;
   s.mixed_precision = e.mixed_precision;
   s.regional_compile = e.regional_compile;
-  s.lycoris_factor_params = e.lycoris_factor_params;
+  s.lokr_read = e.lokr_read;
+  s.lokr_attention_factor = e.lokr_attention_factor;
+  s.lokr_ffn_factor = e.lokr_ffn_factor;
+  s.lokr_full_matrix = e.lokr_full_matrix;
+  s.lokr_linear_dim = e.lokr_linear_dim;
   s.blocks_to_swap = e.blocks_to_swap;
   s.use_ema = e.use_ema;
   s.ema_on_gpu = e.ema_on_gpu;

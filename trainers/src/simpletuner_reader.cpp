@@ -514,8 +514,10 @@ void read_training(const Fields& cfg, const std::string& path, const Family& fam
   read_precision(cfg, fam, r);
 }
 
-// LyCORIS (§2.3): the analyzer estimates LoKr adapters; the config file is read and checked
-void read_lycoris(const Fields& cfg, const std::string& path, const ReadOptions& opt, ConfigRead& r) {
+// LyCORIS (§2.4): the config file is read as the trainer hands it to the library. LoKr's size follows
+// from its factors, full_matrix and linear_dim on the classes apply_preset targets, resolved against the
+// family's module classes (resolve_lokr); what cannot be resolved keeps the estimate, with a warning.
+void read_lycoris(const Fields& cfg, const std::string& path, const Family& fam, const ReadOptions& opt, ConfigRead& r) {
   TrainingSetup& s = r.setup;
   if (!cfg.has("lycoris_config"))
     throw InputError(path + ": lycoris_config: missing (lora_type lycoris needs the LyCORIS config file)");
@@ -526,12 +528,53 @@ void read_lycoris(const Fields& cfg, const std::string& path, const ReadOptions&
   if (!lj.is_object()) throw InputError("lycoris_config '" + ly + "': expected an object, got " + type_name(lj));
   const Fields lf(lj, ly);
   if (!lf.has("algo")) throw InputError(ly + ": algo: missing (the trainer requires it)");
-  const std::string algo = lf.str("algo", "");
-  const long long factor = lf.integer("factor", -1, -kMaxLoraRank, kMaxLoraRank);
-  s.notes.push_back("LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") + " (" + ly + ")");
-  if (algo != "lokr" || (factor > 0 && factor != 16))
-    r.warnings.push_back(ly + ": LyCORIS " + algo + (factor > 0 ? " factor " + std::to_string(factor) : "") +
-                         ": trainable parameters are estimated as LoKr factor 16 (small next to the base weights)");
+  LycorisPreset preset;
+  preset.algo = lf.str("algo", "");
+  auto factor_of = [](const Fields& f, const std::string& key, int def) {
+    const long long v = f.integer(key, def, -1, kMaxModelDim);
+    if (v == 0) throw InputError(f.where(key) + ": must be -1 (the most balanced factorization) or positive, got 0");
+    return static_cast<int>(v);
+  };
+  preset.factor = factor_of(lf, "factor", -1);
+  preset.full_matrix = lf.boolean("full_matrix", false);
+  // the trainer reads linear_dim (default 4) and requires it unless full_matrix is set
+  if (!preset.full_matrix && !lf.has("linear_dim"))
+    throw InputError(ly + ": linear_dim: missing (the trainer requires it unless full_matrix is true)");
+  preset.linear_dim = static_cast<int>(lf.integer("linear_dim", 4, 1, 1LL << 30));
+  if (const ordered_json* ap = lf.get("apply_preset")) {
+    if (!ap->is_object()) lf.bad("apply_preset", "an object");
+    const Fields pf(*ap, ly + ": apply_preset");
+    const ordered_json* tm = pf.get("target_module");
+    const ordered_json* mam = pf.get("module_algo_map");
+    if (mam && !mam->is_object()) pf.bad("module_algo_map", "an object");
+    if (tm && !tm->is_array()) pf.bad("target_module", "a list of module class names");
+    for (const ordered_json& name : tm ? *tm : ordered_json::array()) {
+      if (!name.is_string()) throw InputError(pf.where("target_module") + ": expected class names, got " + value_str(name));
+      const std::string cls = name.get<std::string>();
+      int factor = preset.factor;
+      if (mam && mam->contains(cls)) {
+        const ordered_json& m = (*mam)[cls];
+        if (!m.is_object()) throw InputError(pf.where("module_algo_map") + "." + cls + ": expected an object");
+        factor = factor_of(Fields(m, pf.where("module_algo_map") + "." + cls), "factor", preset.factor);
+      }
+      preset.targets.push_back({cls, factor});
+    }
+  }
+  std::vector<std::string> absent;
+  const std::string why = resolve_lokr(fam, preset, s, absent);
+  for (const std::string& cls : absent)
+    s.notes.push_back(ly + ": target_module '" + cls + "' is no module class of " + fam.id +
+                      "'s blocks: nothing adapted there");
+  std::string shape;
+  if (why.empty()) {
+    auto part = [](int f) { return f == 0 ? std::string("not adapted") : f < 0 ? std::string("factor -1") : "factor " + std::to_string(f); };
+    shape = ": attention " + part(s.lokr_attention_factor) + ", FFN " + part(s.lokr_ffn_factor) +
+            (s.lokr_full_matrix ? ", full w2" : ", w2 rank " + std::to_string(s.lokr_linear_dim));
+  }
+  s.notes.push_back("LyCORIS " + preset.algo + shape + " (" + ly + ")");
+  if (!why.empty())
+    r.warnings.push_back(ly + ": " + why + ": trainable parameters are estimated as LoKr factor 16 on the family's "
+                         "LoRA targets (small next to the base weights)");
 }
 
 // weight streaming (§2.6), EMA, attention and compilation
@@ -692,7 +735,7 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   s.notes.clear();
   s.notes.push_back("from " + path);
   read_training(cfg, path, fam, r);
-  if (s.lora_type == LoraType::Lycoris && s.model_type == ModelType::Lora) read_lycoris(cfg, path, opt, r);
+  if (s.lora_type == LoraType::Lycoris && s.model_type == ModelType::Lora) read_lycoris(cfg, path, fam, opt, r);
   read_streaming(cfg, fam, r);
   read_schedule(cfg, fam, r);
   read_backends(cfg, path, fam, opt, r);

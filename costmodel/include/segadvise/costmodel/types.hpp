@@ -77,7 +77,15 @@ struct TrainingSetup {
   ModelType model_type = ModelType::Lora;
   LoraType lora_type = LoraType::Standard;
   int lora_rank = 16;
-  double lycoris_factor_params = 0;  // LyCORIS trainable parameters when known (0: estimated)
+  // LyCORIS LoKr as the config's lycoris_config sets it (docs/sources/simpletuner.md §2.4): the factor
+  // of a block's attention Linears and of its FFN Linears, from the classes apply_preset targets (0: not
+  // targeted; -1: the most balanced factorization), and w2 in full (lokr_full_matrix, or lokr_linear_dim
+  // at least half its larger side) or at rank lokr_linear_dim. lokr_read false: the targets are not
+  // known and a LyCORIS adapter is the estimate kLycorisParamsPerWidth.
+  bool lokr_read = false;
+  int lokr_attention_factor = 0, lokr_ffn_factor = 0;
+  bool lokr_full_matrix = false;
+  int lokr_linear_dim = 4;
   std::string optimizer = "adamw_bf16";
   bool ramtorch = false;
   double ramtorch_percent = 100;

@@ -90,7 +90,11 @@ struct ExampleSetup {
   std::string attention = "diffusers";  // attention_mechanism
   std::string mixed_precision = "bf16";
   bool regional_compile = false;        // dynamo_use_regional_compilation (with a dynamo backend)
-  double lycoris_factor_params = 0;     // LyCORIS trainable parameters its lycoris_config gives (0: estimated)
+  // LyCORIS LoKr its lycoris_config gives (TrainingSetup::lokr_*; lokr_read: the keys are present)
+  bool lokr_read = false;
+  int lokr_attention_factor = 0, lokr_ffn_factor = 0;
+  bool lokr_full_matrix = false;
+  int lokr_linear_dim = 4;
   int blocks_to_swap = 0;               // musubi_blocks_to_swap
   bool use_ema = false, ema_on_gpu = false;  // use_ema, ema_device accelerator
 };
@@ -121,9 +125,35 @@ struct Family {
   // spells out (mageflow), so the modulation is taken as kept.
   std::vector<std::string> quanto_excludes;
   bool quanto_excludes_known = true;
+  // The module classes a LyCORIS apply_preset can name (target_module matches a module's class name
+  // exactly; docs/sources/simpletuner.md §2.4): those holding a block's attention Linears, those holding
+  // its FFN Linears, and the whole model (every block Linear). recorded false: none recorded, so a
+  // LyCORIS config of the family is estimated.
+  struct LycorisClasses {
+    std::vector<std::string> attention, ffn, model;
+    bool recorded = false;
+  } lycoris_classes;
   ExampleSetup example;
   std::string origin;  // file it came from
 };
+
+// A LyCORIS config as the trainer hands it to the library: its algorithm, the global factor (-1: the
+// library's default, the most balanced factorization), full_matrix, linear_dim, and apply_preset's
+// target classes, each with its factor (module_algo_map's, else the global one).
+struct LycorisPreset {
+  std::string algo;
+  int factor = -1;
+  bool full_matrix = false;
+  int linear_dim = 4;
+  std::vector<std::pair<std::string, int>> targets;
+};
+// Sets the setup's LoKr (TrainingSetup::lokr_*) from the preset and the family's module classes: each
+// target class's factor on the parts it holds (the whole model: attention and FFN). A target class the
+// family does not record holds no block Linear (the library wraps nothing for a class the model lacks)
+// and is added to `absent`. Returns what keeps it from being read ("" when read): another algorithm,
+// or no class recorded for the family; unread, the setup keeps lokr_read false (the estimate).
+std::string resolve_lokr(const Family& fam, const LycorisPreset& preset, TrainingSetup& setup,
+                         std::vector<std::string>& absent);
 
 // Parses and validates one family document; `origin` names the file in error messages.
 Family parse_family(const nlohmann::json& j, const std::string& origin);
