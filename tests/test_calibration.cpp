@@ -464,6 +464,35 @@ TEST_CASE("score models: conformal quantiles of the normalized score, by stratum
   CHECK(lofo.all.n == 72);
 }
 
+TEST_CASE("a part held by the runs of fewer than five families takes the largest fitted sigma") {
+  // peak parts level, weights, training state, activations: every run holds weights and activations;
+  // training state (half the peak) only in families f0..f2's 30 runs, 3 families under the 5 a part
+  // needs, so its sigma is not fitted: it is the larger of the weights' and the activations'
+  ResidualsByFamily by;
+  for (int f = 0; f < 6; ++f)
+    for (int k = 0; k < 10; ++k) {
+      ScoredResidual x;
+      x.log_ratio = ((k % 2) ? 1 : -1) * (0.02 + 0.01 * k);
+      x.parts.total = 10;
+      x.parts.x = {10, f < 3 ? 2.0 : 5.0, f < 3 ? 5.0 : 0.0, f < 3 ? 3.0 : 5.0};
+      x.parts.stratum = "none";
+      by["f" + std::to_string(f)].push_back(x);
+    }
+  const ScoreModel m = fit_score_model(by, "", RangeKind::Peak, 0.9);
+  REQUIRE(m.sigma.size() == 4);
+  CHECK(m.sigma[2] == doctest::Approx(std::max(m.sigma[1], m.sigma[3])));
+  // the same runs spread over six families: seen, and fitted on its own
+  ResidualsByFamily six;
+  int i = 0;
+  for (const auto& [fam, v] : by)
+    for (ScoredResidual x : v) {
+      x.parts.x = {10, 2.0, ((i / 6) % 2) ? 5.0 : 0.0, 3.0};
+      six["g" + std::to_string(i++ % 6)].push_back(x);
+    }
+  const ScoreModel s6 = fit_score_model(six, "", RangeKind::Peak, 0.9);
+  CHECK(s6.sigma[2] != doctest::Approx(std::max(s6.sigma[1], s6.sigma[3])));
+}
+
 TEST_CASE("score tails are set on families left out: a family beyond every other one opens its end to the extremes") {
   // coverage 0.9: a = 0.05 per end; 10 families of 10 runs (n = 100), the promise checked as
   // beyond + 1 <= a (n + 1) = 5.05, i.e. at most 4 runs of the families left out beyond an end

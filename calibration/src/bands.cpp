@@ -163,21 +163,31 @@ ScoreModel fit_score_model(const ResidualsByFamily& by_family, const std::string
                            double coverage) {
   ScoreModel m;
   std::vector<const ScoredResidual*> r;
+  std::vector<const std::string*> family_of;
   for (const auto& [fam, v] : by_family)
     if (fam != left_out)
-      for (const ScoredResidual& x : v) r.push_back(&x);
+      for (const ScoredResidual& x : v) {
+        r.push_back(&x);
+        family_of.push_back(&fam);
+      }
   if (r.empty()) return m;
   const std::size_t parts = range_part_names(kind).size();
-  // a part the residuals cannot see (a share of at least kSeenShare in fewer than kSeenRuns runs:
-  // transfers, where nothing streams or offloads) is not fitted: it takes the largest fitted sigma
-  // of the other parts (no evidence says it is better known than they are)
+  // a part the residuals cannot see (a share of at least kSeenShare in fewer than kSeenRuns runs, or in
+  // runs of fewer than kRangeStratumFamilies families: transfers, where nothing streams or offloads)
+  // is not fitted: it takes
+  // the largest fitted sigma of the other parts (no evidence says it is better known than they are;
+  // one family's runs share its error, so a few families do not say it either)
   std::vector<bool> seen(parts, false);
   seen[0] = true;
   for (std::size_t k = 1; k < parts; ++k) {
     int n = 0;
-    for (const ScoredResidual* x : r)
-      if (x->parts.total > 0 && x->parts.x[k] / x->parts.total >= kRangeSeenShare) ++n;
-    seen[k] = n >= kRangeSeenRuns;
+    std::set<const std::string*> families;
+    for (std::size_t i = 0; i < r.size(); ++i)
+      if (r[i]->parts.total > 0 && r[i]->parts.x[k] / r[i]->parts.total >= kRangeSeenShare) {
+        ++n;
+        families.insert(family_of[i]);
+      }
+    seen[k] = n >= kRangeSeenRuns && families.size() >= static_cast<std::size_t>(kRangeStratumFamilies);
   }
   std::vector<double> sigma(parts, 0.0);
   for (std::size_t k = 0; k < parts; ++k) sigma[k] = seen[k] ? 0.3 : 0.0;

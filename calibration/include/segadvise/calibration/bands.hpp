@@ -42,7 +42,8 @@ struct BandedAccuracy {
 // (docs/ranges.md); the runs of one family are not, which is why the tails are set on families left
 // out rather than on runs.
 constexpr double kRangeSigmaMin = 1e-3, kRangeSigmaMax = 5.0;
-// a part is seen when it holds at least this share of the total in at least this many residuals
+// a part is seen when it holds at least this share of the total in at least this many residuals, of at
+// least kRangeStratumFamilies families
 constexpr double kRangeSeenShare = 0.05;
 constexpr int kRangeSeenRuns = 20;
 // 40 residuals put the 90% quantiles at the 2nd and 39th order statistic; 5 families keep one
