@@ -210,8 +210,9 @@ first=$("$bin" check "$fixtures/check/flux-480-square.json" --gpu 4090 | head -1
 check_that "check's first line says it is anchored on the run ($first)" \
   eval '[[ $first == "anchored on your run of "*"(segadvise runs #1): layer ran out of memory needing at least 21.5 GiB" ]]'
 expect 1 'verdict: does not fit' -- check "$fixtures/check/flux-480-square.json" --gpu 4090
-# (exit 1 either way: the whole run's model load, 22.2 GiB, does not fit a 24 GB card; the step's verdict moves)
-expect 1 'verdict: borderline' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --no-runs
+# (exit 1 either way: the whole run's model load, 22.2 GiB, does not fit a 24 GB card; the step's verdict moves
+# from "does not fit", the kept OOM, to a confident fit of the step, 15.5 GiB with its range under 21 GiB)
+expect 1 'verdict: fits' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --no-runs
 expect 1 '"source": "your run of .*simpletuner.txt line 12' -- check "$fixtures/check/flux-480-square.json" --gpu 4090 --format json
 expect 3 '^anchored on your run of ' -- advise --model flux --gpu 4090 --lora-rank 16
 if "$bin" check "$fixtures/check/flux-480-square.json" --gpu h100 | grep -q 'your run of'; then
@@ -221,7 +222,7 @@ else
 fi
 expect 2 'no run #7' -- runs remove 7
 expect 0 'removed 1 run' -- runs remove 1
-expect 1 'verdict: borderline' -- check "$fixtures/check/flux-480-square.json" --gpu 4090
+expect 1 'verdict: fits' -- check "$fixtures/check/flux-480-square.json" --gpu 4090
 printf '{"format": "segadvise runs 1", "runs": [{"id": "x"}]}' >"$runs_json"
 expect 2 "runs file '.*runs.json': field 'runs\[0\].id'" -- check "$fixtures/check/flux-480-square.json" --gpu 4090
 expect 0 'removed every run' -- runs remove --all
