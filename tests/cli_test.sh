@@ -22,6 +22,7 @@ expect() {  # expect CODE PATTERN -- ARGS...
 expect 0 'Recommendation: ' -- --model wan14b --gpu l40s
 # the example's RamTorch streaming, which that recommendation assumes, is among the keys to merge
 expect 0 '"ramtorch": true' -- --model wan14b --gpu l40s
+expect 0 '"attention_mechanism": "flash-attn-3-hub"' -- --model wan14b --gpu l40s
 # and so is the base precision asked for
 expect 0 '"base_model_precision": "int8-quanto"' -- --model flux1 --gpu h100 --precision int8-quanto
 # the printed keys can be merged into a config: no null (SimpleTuner skips one), interval 1 = unset

@@ -166,6 +166,22 @@ TEST_CASE("printed SimpleTuner keys carry no null: the trainer skips a null and 
   CHECK(keys(wan, "layer", quant)["sdnq_use_hadamard"] == true);
   quant.base_precision = "bf16";
   CHECK(keys(wan, "layer", quant)["base_model_precision"] == "no_change");
+  // what else the reader turns into the setup: Wan 14B's example runs flash-attn-3-hub (the step time's
+  // attention kernel); Cosmos 3 edge's compiles its blocks regionally (checkpointing then keeps
+  // activations) with an SDNQ Hadamard base; Sana's keeps an EMA on the CPU
+  CHECK(layer["attention_mechanism"] == "flash-attn-3-hub");
+  const Family& cosmos = find_family("cosmos3-edge");
+  const nlohmann::json c3 = keys(cosmos, "layer", default_setup(cosmos));
+  CHECK(c3["dynamo_use_regional_compilation"] == true);
+  CHECK(c3["dynamo_backend"] == "inductor");
+  CHECK(c3["base_model_precision"] == "int8-sdnq");
+  CHECK(c3["sdnq_use_hadamard"] == true);
+  const Family& sana = find_family("sana-1.6b");
+  const nlohmann::json sk = keys(sana, "layer", default_setup(sana));
+  CHECK(sk["use_ema"] == true);
+  CHECK(sk["ema_device"] == "cpu");
+  CHECK(!sk.contains("attention_mechanism"));  // the diffusers default
+  CHECK(!sk.contains("mixed_precision"));      // bf16, the default
   // Ideogram's default fp8 flavour is native fp8 at no_change: the config's own value already means it
   const Family& ideogram = find_family("ideogram4");
   TrainingSetup fp8 = default_setup(ideogram);

@@ -174,9 +174,8 @@ ScoreModel fit_score_model(const ResidualsByFamily& by_family, const std::string
   const std::size_t parts = range_part_names(kind).size();
   // a part the residuals cannot see (a share of at least kSeenShare in fewer than kSeenRuns runs, or in
   // runs of fewer than kRangeStratumFamilies families: transfers, where nothing streams or offloads)
-  // is not fitted: it takes
-  // the largest fitted sigma of the other parts (no evidence says it is better known than they are;
-  // one family's runs share its error, so a few families do not say it either)
+  // is not fitted: it takes the largest fitted sigma of the other parts (no evidence says it is better
+  // known than they are; one family's runs share its error, so a few families do not say it either)
   std::vector<bool> seen(parts, false);
   seen[0] = true;
   for (std::size_t k = 1; k < parts; ++k) {

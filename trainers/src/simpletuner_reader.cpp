@@ -850,38 +850,48 @@ bool unstrided_interval(const Schedule& s) { return s.checkpointing && s.interva
 
 }  // namespace
 
-nlohmann::json simpletuner_keys(const Family& fam, const Schedule& s, const TrainingSetup& setup) {
-  nlohmann::json j = schedule_keys(s);
-  if (j["gradient_checkpointing_interval"].is_null()) j["gradient_checkpointing_interval"] = 1;
-  if (unstrided_interval(s) && interval_path(fam, s, setup).rule == IntervalRule::Segmented)
-    j["gradient_checkpointing_segment_stride"] = s.interval;
-  if (j["gradient_checkpointing_segment_stride"].is_null()) j.erase("gradient_checkpointing_segment_stride");
-  // the weight streaming the prediction rests on (advise takes it from the trainer's example when no
-  // config is given: Wan 14B's streams every block with RamTorch): without it the weights are resident
-  // and the peak is another one. A config that already streams has the same values.
+nlohmann::json setup_keys(const Family& fam, const TrainingSetup& setup) {
+  nlohmann::json j = nlohmann::json::object();
+  // read_streaming's keys, where the setup differs from a config without them
   if (setup.ramtorch) {
     j["ramtorch"] = true;
     if (setup.ramtorch_percent < 100) j["ramtorch_transformer_percent"] = setup.ramtorch_percent;
   }
   if (setup.blocks_to_swap > 0) j["musubi_blocks_to_swap"] = setup.blocks_to_swap;
   if (setup.group_offload) j["enable_group_offload"] = true;
-  // the base precision the prediction assumed (advise's --precision, the example's, or a quantized base
-  // advise tried), written as the trainer spells it: int8-sdnq with sdnq_use_hadamard, no_change for
-  // bf16. Left out where a flavour of the family implies it at no_change (Ideogram's fp8 checkpoint:
+  if (setup.use_ema) {
+    j["use_ema"] = true;
+    j["ema_device"] = setup.ema_on_gpu ? "accelerator" : "cpu";
+  }
+  if (setup.attention != "diffusers") j["attention_mechanism"] = setup.attention;
+  if (setup.regional_compile) {
+    j["dynamo_use_regional_compilation"] = true;
+    j["dynamo_backend"] = "inductor";  // read_streaming: compiled unless the backend is "no"
+  }
+  if (setup.mixed_precision != "bf16") j["mixed_precision"] = setup.mixed_precision;
+  // read_precision's, always (a quantized base is the commonest difference between configs), as the
+  // trainer spells it: int8-sdnq with sdnq_use_hadamard, no_change for bf16. Left out where a flavour of
+  // the family implies the precision at no_change (Ideogram's fp8 checkpoint:
   // trainers/data/simpletuner-setup.json): the config's own no_change already means it there.
   bool by_flavour = false;
   for (const FlavourPrecision& f : flavour_precisions())
     by_flavour = by_flavour || (f.model_family == fam.trainer_family && f.precision == setup.base_precision);
   if (!by_flavour) {
-    std::string precision = setup.base_precision == "bf16" ? "no_change" : setup.base_precision;
-    bool hadamard = setup.sdnq_hadamard;
-    if (precision == "int8-sdnq-hadamard") {
-      precision = "int8-sdnq";
-      hadamard = true;
-    }
-    j["base_model_precision"] = precision;
-    if (hadamard) j["sdnq_use_hadamard"] = true;
+    const bool hadamard_alias = setup.base_precision == "int8-sdnq-hadamard";
+    j["base_model_precision"] = hadamard_alias ? "int8-sdnq"
+                                : setup.base_precision == "bf16" ? "no_change" : setup.base_precision;
+    if (hadamard_alias || setup.sdnq_hadamard) j["sdnq_use_hadamard"] = true;
   }
+  return j;
+}
+
+nlohmann::json simpletuner_keys(const Family& fam, const Schedule& s, const TrainingSetup& setup) {
+  nlohmann::json j = schedule_keys(s);
+  if (j["gradient_checkpointing_interval"].is_null()) j["gradient_checkpointing_interval"] = 1;
+  if (unstrided_interval(s) && interval_path(fam, s, setup).rule == IntervalRule::Segmented)
+    j["gradient_checkpointing_segment_stride"] = s.interval;
+  if (j["gradient_checkpointing_segment_stride"].is_null()) j.erase("gradient_checkpointing_segment_stride");
+  j.update(setup_keys(fam, setup));
   return j;
 }
 

@@ -112,11 +112,17 @@ nlohmann::json schedule_keys(const Schedule& s);
 // interval where the segmented path runs it (its stride defaults to the interval: the same
 // segments), so the merged keys override any stride the config had. On the per-block path no stride
 // means "unset" (i % S < N with S = N checkpoints every block): the stride is left out there and
-// named by keys_to_remove. The setup's weight streaming goes with them (`ramtorch`,
-// `ramtorch_transformer_percent` below 100, `musubi_blocks_to_swap`, `enable_group_offload`), and so does
-// the base precision (`base_model_precision`, `sdnq_use_hadamard`; none where the family's flavour
-// implies it), since the prediction the keys come with assumes them.
+// named by keys_to_remove. The setup's own keys (setup_keys) go with them, since the prediction the
+// keys come with assumes them.
 nlohmann::json simpletuner_keys(const Family& fam, const Schedule& s, const TrainingSetup& setup);
+
+// The config keys the reader turns into this setup, beside the schedule: weight streaming (`ramtorch`,
+// `ramtorch_transformer_percent` below 100, `musubi_blocks_to_swap`, `enable_group_offload`), EMA,
+// `attention_mechanism`, regional compilation and `mixed_precision` where they differ from a config
+// without them, and the base precision always (`base_model_precision`, `sdnq_use_hadamard`; none where
+// the family's flavour implies it). What advise assumed from the trainer's example (Wan 14B's RamTorch
+// and flash-attn-3-hub) is then part of what a user merges.
+nlohmann::json setup_keys(const Family& fam, const TrainingSetup& setup);
 
 // The keys a config must not keep for the printed keys to mean the schedule (see above): the stride
 // beside an interval on a per-block path that honours it; none otherwise.
