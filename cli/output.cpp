@@ -90,8 +90,18 @@ void print_communication(std::ostream& out, const Prediction& p) {
   out << "\n";
 }
 
-}  // namespace
+// The base precision as the config names it, and the kernels its step time is costed with where
+// those differ (int2-quanto runs Quanto's int4 kernels, uint8-sdnq SDNQ's int8 ones): printing only
+// the kernel read as if the reader had changed the user's qtype.
+std::string base_precision_text(const TrainingSetup& s) {
+  if (s.base_precision == "no_change") return "bf16";
+  const std::string key = precision_key(s);
+  if (key == s.base_precision || key == "bf16") return s.base_precision;
+  if (key == "int8-sdnq-hadamard") return s.base_precision + " with Hadamard rotation";
+  return s.base_precision + " (timed as " + key + " kernels)";
+}
 
+}  // namespace
 
 void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt) {
   const TrainingSetup& s = ctx.setup;
@@ -106,7 +116,7 @@ void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt) {
   out << b << "training   " << to_string(s.model_type);
   if (s.model_type == ModelType::Lora)
     out << " (" << to_string(s.lora_type) << (s.lora_type == LoraType::Standard ? ", rank " + std::to_string(s.lora_rank) : "") << ")";
-  out << ", base " << (s.base_precision == "no_change" ? "bf16" : precision_key(s)) << ", optimizer " << s.optimizer;
+  out << ", base " << base_precision_text(s) << ", optimizer " << s.optimizer;
   if (s.ramtorch) out << ", RamTorch " << s.ramtorch_percent << "%";
   if (s.blocks_to_swap > 0) out << ", block swap " << s.blocks_to_swap;
   out << "\n";

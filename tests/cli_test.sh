@@ -25,6 +25,9 @@ expect 0 '"ramtorch": true' -- --model wan14b --gpu l40s
 expect 0 '"attention_mechanism": "flash-attn-3-hub"' -- --model wan14b --gpu l40s
 # and so is the base precision asked for
 expect 0 '"base_model_precision": "int8-quanto"' -- --model flux1 --gpu h100 --precision int8-quanto
+# the setup line names the precision asked for, and the kernels it is timed with where they differ
+expect 0 'base int2-quanto \(timed as int4-quanto kernels\)' -- predict --model flux1 --gpu h100 --schedule layer --precision int2-quanto
+expect 0 'base int8-quanto, optimizer' -- predict --model flux1 --gpu h100 --schedule layer --precision int8-quanto
 # the printed keys can be merged into a config: no null (SimpleTuner skips one), interval 1 = unset
 # (on an H100 the example's Wan 14B setup is recommended `layer`: interval 1)
 expect 0 '"gradient_checkpointing_interval": 1' -- --model wan14b --gpu h100
