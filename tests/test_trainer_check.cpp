@@ -217,3 +217,24 @@ TEST_CASE("a OneTrainer plan whose sampling is over the card sets sample_after_u
   CHECK(!nlohmann::json::parse(slurp(out.string())).contains("sample_after_unit"));
   fs::remove(out);
 }
+
+TEST_CASE("a OneTrainer plan printed for a preset carries the parts' precisions its whole run is predicted with") {
+  nlohmann::json j;
+  check_json("shipped/onetrainer/training_presets/QwenImage/#qwen LoRA 24GB.json", j, "onetrainer");
+  const auto& e = j["advice"]["emit"];
+  REQUIRE(e.is_object());
+  const auto c = nlohmann::json::parse(e["config"].get<std::string>());
+  // the preset keeps Qwen2.5-VL at FLOAT_8 and the VAE at FLOAT_32; OneTrainer's default for an unset
+  // part is FLOAT_32, which would make the caching phase 8 GiB -> 31 GiB
+  CHECK(c["text_encoder"]["weight_dtype"] == "FLOAT_8");
+  CHECK(c["vae"]["weight_dtype"] == "FLOAT_32");
+  CHECK(c["text_encoder"]["train"] == false);
+}
+
+TEST_CASE("an ai-toolkit plan keeps the user's optimizer, which its step is predicted with") {
+  nlohmann::json j;
+  check_json("ai-toolkit/train_full_fine_tune_lumina.yaml", j, "ai-toolkit");
+  const auto& e = j["advice"]["emit"];
+  REQUIRE(e.is_object());
+  CHECK(e["config"].get<std::string>().find("optimizer: \"adafactor\"") != std::string::npos);
+}

@@ -330,9 +330,7 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   } else {
     s.model_type = ModelType::Full;
   }
-  const std::map<std::string, std::string> opts = {{"adamw", "adamw"}, {"adamw8bit", "adamw8bit"}, {"adam8bit", "adamw8bit"},
-                                                   {"adafactor", "adafactor"}, {"prodigy", "prodigy"}, {"lion", "lion"},
-                                                   {"lion8bit", "bnb-lion8bit"}, {"sgd", "sgd"}, {"automagic", "adafactor"}};
+  const std::map<std::string, std::string> opts(ai_toolkit_optimizers().begin(), ai_toolkit_optimizers().end());
   s.optimizer = optimizer_for(lower(y.get<std::string>(train, "optimizer", "adamw", "train.optimizer")), opts, r.warnings, path + ": train.optimizer");
   if (train["ema_config"] && train["ema_config"].IsMap()) s.use_ema = y.get<bool>(train["ema_config"], "use_ema", false, "train.ema_config.use_ema");
   read_shape(y, p, r, s.batch);
@@ -456,6 +454,14 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
 
 // A node of another kind than the job's layout (a scalar where a mapping belongs, …) is an InputError
 // naming the file and the line yaml-cpp reports, never a yaml-cpp exception.
+const std::vector<std::pair<std::string, std::string>>& ai_toolkit_optimizers() {
+  static const std::vector<std::pair<std::string, std::string>> t = {
+      {"adamw", "adamw"},         {"adamw8bit", "adamw8bit"}, {"adam8bit", "adamw8bit"}, {"adafactor", "adafactor"},
+      {"prodigy", "prodigy"},     {"lion", "lion"},           {"lion8bit", "bnb-lion8bit"}, {"sgd", "sgd"},
+      {"automagic", "adafactor"}};
+  return t;
+}
+
 TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o) {
   try {
     return read_ai_toolkit_job(path, o);

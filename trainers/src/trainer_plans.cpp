@@ -185,6 +185,13 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
         c.knobs["model.low_vram"] = lv == 1;
       }
       c.knobs["train.dtype"] = "bf16";  // default fp32 (config_modules.py:395)
+      // the user's optimizer, which the plan is predicted with (train.optimizer, default adamw,
+      // config_modules.py:387: a full fine-tune's adafactor state is a quarter of AdamW's)
+      for (const auto& [name, ours] : readers::ai_toolkit_optimizers())
+        if (ours == user.optimizer) {
+          if (name != "adamw") c.knobs["train.optimizer"] = name;
+          break;
+        }
       c.knobs["train.gradient_checkpointing"] = gc == 1;
       // the plan keeps neither the text encoder nor the VAE on the GPU (kept_model_bytes 0): both
       // caches on (config_modules.py:564-566, 1004-1006); "datasets[].K" is K on every dataset
@@ -697,6 +704,27 @@ class OneTrainer final : public FactsTrainer {
     nlohmann::ordered_json k = nlohmann::ordered_json::object();
     for (const PhaseFix& f : fixes)
       if (!f.key.empty() && f.value_json != "null") k[f.key] = nlohmann::ordered_json::parse(f.value_json);
+    return k;
+  }
+  // What the run predicted from the user's config reads beside the plan's keys: each text encoder's and
+  // the VAE's weight_dtype (FLOAT_32 when unset, TrainConfig.py:305: a Qwen2.5-VL text encoder the
+  // config keeps at FLOAT_8 is 8 GiB while it caches, 31 GiB at the default) and its sampling and
+  // saving cadence (sample_after, save_every and their units, TrainConfig.py:567-586), as written
+  nlohmann::ordered_json run_knobs(const TrainerRead& r) const override {
+    nlohmann::ordered_json k = nlohmann::ordered_json::object();
+    if (!r.family || r.config_path.empty()) return k;
+    const ordered_json j = read_json_file(r.config_path, "OneTrainer config");
+    if (!j.is_object()) return k;
+    std::vector<std::string> parts;
+    const auto& te = facts()->raw.at("text_encoders").at("parts");
+    const FamilyPhaseData pd = phase_data(*r.family);
+    for (std::size_t i = 0; i < pd.text_encoders.size() && i < te.size(); ++i) parts.push_back(te[i].get<std::string>());
+    if (pd.has_vae) parts.push_back("vae");
+    for (const std::string& part : parts)
+      if (j.contains(part) && j.at(part).is_object() && j.at(part).contains("weight_dtype"))
+        k[part + ".weight_dtype"] = j.at(part).at("weight_dtype");
+    for (const char* key : {"sample_after", "sample_after_unit", "save_every", "save_every_unit"})
+      if (j.contains(key)) k[key] = j.at(key);
     return k;
   }
 };

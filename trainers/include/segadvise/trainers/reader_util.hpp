@@ -58,6 +58,10 @@ const Family& choose_family(const TrainerReadOptions& o, const Family* found, co
 std::string optimizer_for(const std::string& trainer_value, const std::map<std::string, std::string>& table,
                           std::vector<std::string>& warnings, const std::string& where);
 
+// ai-toolkit's train.optimizer names (toolkit/optimizer.py, lower-cased as it matches them) onto
+// segadvise's; the plans write back the first name of the user's optimizer
+const std::vector<std::pair<std::string, std::string>>& ai_toolkit_optimizers();
+
 TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o);
