@@ -238,3 +238,11 @@ TEST_CASE("an ai-toolkit plan keeps the user's optimizer, which its step is pred
   REQUIRE(e.is_object());
   CHECK(e["config"].get<std::string>().find("optimizer: \"adafactor\"") != std::string::npos);
 }
+
+TEST_CASE("an ai-toolkit plan keeps the job's text-encoder quantization, which its caching is predicted with") {
+  nlohmann::json j;
+  check_json("ai-toolkit/train_lora_lumina.yaml", j, "ai-toolkit");
+  const auto& e = j["advice"]["emit"];
+  REQUIRE(e.is_object());
+  CHECK(e["config"].get<std::string>().find("quantize_te: true") != std::string::npos);
+}

@@ -16,6 +16,8 @@
 #include "segadvise/trainers/setup_rules.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 namespace segadvise {
 
 using nlohmann::ordered_json;
@@ -626,7 +628,23 @@ class AiToolkit final : public FactsTrainer {
   std::string config_text(const Family& fam, const KnobCombo& c) const override { return ai_toolkit_text(fam, c); }
   std::vector<std::string> manual_steps(const Family&) const override {
     return {"model.name_or_path (the emitted one names the model ai-toolkit downloads; model.arch is set)", "datasets[].folder_path", "config.name, training_folder",
-            "train.steps, train.lr, train.optimizer", "the sample section"};
+            "train.steps, train.lr", "the sample section"};
+  }
+  // The text encoder's quantization the run's caching and sampling are predicted with
+  // (model.quantize_te, default true, and model.qtype_te, config_modules.py), as the user's job has it
+  nlohmann::ordered_json run_knobs(const TrainerRead& r) const override {
+    nlohmann::ordered_json k = nlohmann::ordered_json::object();
+    try {
+      const YAML::Node root = YAML::LoadFile(r.config_path);
+      const YAML::Node p = root["config"]["process"];
+      if (!p || !p.IsSequence() || p.size() == 0 || !p[0]["model"] || !p[0]["model"].IsMap()) return k;
+      const YAML::Node m = p[0]["model"];
+      if (m["quantize_te"] && m["quantize_te"].IsScalar()) k["model.quantize_te"] = m["quantize_te"].as<bool>();
+      if (m["qtype_te"] && m["qtype_te"].IsScalar()) k["model.qtype_te"] = m["qtype_te"].as<std::string>();
+    } catch (const YAML::Exception&) {
+      // the reader has already read this file: a value it took that is not a plain bool stays unset
+    }
+    return k;
   }
   // train.unload_text_encoder goes where the plan caches the embeddings instead (a family whose text
   // encoder encodes the control images stops on it, config_modules.py:1502-1504)
