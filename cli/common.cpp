@@ -11,6 +11,7 @@
 #include "segadvise/calibration/ranges.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/costmodel/kernels.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/profile.hpp"
@@ -258,6 +259,10 @@ GpuSpec resolve_gpu(const SetupFlags& f) {
   return f.vram_gib > 0 ? custom_gpu(f.vram_gib, &g) : g;
 }
 
+// The setup's attention_mechanism on a named card that cannot run it (attention_runs_on); a card given
+// only by --vram-gib is not known to be one (its compute figures stand in)
+static bool attention_cannot_run(const TrainingSetup& s, const GpuSpec& g) { return g.id != "custom" && !attention_runs_on(s.attention, g); }
+
 AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const SetupFlags& f) {
   AdvisorRequest r;
   r.family = &fam;
@@ -273,12 +278,23 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
   if (!f.no_runs)
     for (Measurement& m : remembered_for(r, runs_file())) r.measured.push_back(std::move(m));
   r.ranges = ranges_for(f.ranges);
+  if (attention_cannot_run(r.setup, r.gpu))
+    r.setup.notes.push_back("attention_mechanism " + r.setup.attention + " is FlashAttention-3, a Hopper kernel: the trainer cannot run it on " +
+                            r.gpu.name + "; timed as the FA2-class kernel SDPA picks there (attention_mechanism diffusers)");
   return r;
 }
 
 AdvisorRequest make_request(const SetupFlags& f) {
   const Family& fam = find_family(f.model);
-  return make_request(fam, apply_flags(fam, default_setup(fam), f), f);
+  TrainingSetup setup = apply_flags(fam, default_setup(fam), f);
+  // the trainer's example may name an attention kernel this card cannot run (Wan 14B's flash-attn-3-hub,
+  // a Hopper kernel, on an L40S): the advice is for the card, so it assumes the trainer's default, which
+  // its printed keys then leave out
+  if (attention_cannot_run(setup, resolve_gpu(f))) {
+    setup.notes.push_back("the example's attention_mechanism " + setup.attention + " is FlashAttention-3, a Hopper kernel: on this card the trainer's default (diffusers, SDPA) is assumed");
+    setup.attention = "diffusers";
+  }
+  return make_request(fam, setup, f);
 }
 
 std::string gib_str(double bytes, int decimals) {

@@ -551,6 +551,12 @@ TEST_CASE("the kernel table: matmul size shares, attention by head dim and seque
   CHECK(attention_kernel("flash-attn-varlen-hub", h100) == AttentionKernel::Fa2);
   CHECK(attention_kernel("native-math", h100) == AttentionKernel::Unfused);
   CHECK(attention_kernel("cudnn", l40s) == AttentionKernel::Cudnn);
+  // FlashAttention-3 runs on Hopper only; every other mechanism runs anywhere
+  CHECK(attention_runs_on("flash-attn-3-hub", h100));
+  CHECK(!attention_runs_on("flash-attn-3-hub", l40s));
+  CHECK(!attention_runs_on("fa3", find_gpu("4090")));
+  CHECK(attention_runs_on("flash-attn-varlen-hub", l40s));
+  CHECK(attention_runs_on("diffusers", l40s));
 }
 
 TEST_CASE("attention FLOPs are per sample: a batch of two costs twice one sample, not four times") {

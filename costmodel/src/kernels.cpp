@@ -70,11 +70,17 @@ double matmul_size_share(const KernelTable* t, double edge) {
   return std::max(kMinMatmulShare, ys[0] - slope * (std::log2(xs[0]) - std::log2(std::max(edge, 1.0))));
 }
 
+bool attention_runs_on(const std::string& m, const GpuSpec& gpu) {
+  return !(m.rfind("flash-attn-3", 0) == 0 || m == "fa3") || is_hopper(gpu);
+}
+
 AttentionKernel attention_kernel(const std::string& m, const GpuSpec& gpu) {
   const AttentionKernel sdpa = prefers_cudnn(gpu) ? AttentionKernel::Cudnn : AttentionKernel::Fa2;
   if (m == "native-math") return AttentionKernel::Unfused;
   if (m == "cudnn" || m == "native-cudnn") return AttentionKernel::Cudnn;
-  if (m.rfind("flash-attn-3", 0) == 0 || m == "fa3") return is_hopper(gpu) ? AttentionKernel::Fa3 : AttentionKernel::Fa2;
+  // FlashAttention-3 where it runs; elsewhere (a config that cannot run there, make_request says so) the
+  // FA2-class kernel SDPA would pick
+  if (m.rfind("flash-attn-3", 0) == 0 || m == "fa3") return attention_runs_on(m, gpu) ? AttentionKernel::Fa3 : AttentionKernel::Fa2;
   if (m.rfind("flash-attn", 0) == 0 || m == "native-flash") return AttentionKernel::Fa2;
   // diffusers (SDPA's own choice), native-efficient and xformers (memory-efficient kernels: no
   // published figure in the table; the fused kernel SDPA would pick stands in), sageattention

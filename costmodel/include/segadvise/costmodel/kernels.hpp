@@ -51,6 +51,11 @@ double matmul_size_share(const KernelTable* t, double edge);
 // named) picks cuDNN on Hopper and datacenter Blackwell, Flash (FA2) elsewhere; FA3 runs on Hopper only
 // (elsewhere FA2, the fastest kernel there); "native-math" is unfused.
 AttentionKernel attention_kernel(const std::string& mechanism, const GpuSpec& gpu);
+// Whether the trainer's attention_mechanism runs on the card: FlashAttention-3 (flash-attn-3*, fa3) is
+// a Hopper kernel, not an option on Ada, Ampere or Blackwell (the FlashAttention-3 paper; the
+// segmented-checkpointing notes: "FA3 is a Hopper backend; it is not an L40S option"). Every other
+// mechanism runs (SDPA picks its own kernel per card).
+bool attention_runs_on(const std::string& mechanism, const GpuSpec& gpu);
 // Throughput (flop/s) of kernel k on `gpu` at `seq` keys per query and `head_dim`, forward or backward:
 // the reference curve at the nearest head dims (log-interpolated in seq and head_dim; seq clamped to the
 // table) scaled by the GPU's matmul ceiling over the reference's. Without a table: 0.4 of the ceiling.
