@@ -74,12 +74,11 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
     const int shown = ta.best >= 0 ? ta.best : ta.smallest;
     // the whole run of that plan, for the config's own trainer (its run keys are the config's)
     if (shown >= 0 && !o.step_only && emit == tr.trainer && req.run_setup.other.trainer == emit) {
-      // the keys of the user's file its run is predicted with (the parts' precisions, sampling) go into
-      // the plan's lines, so that the printed config runs the run predicted below
-      const nlohmann::ordered_json kept = trainer(emit).run_knobs(tr);
-      if (!kept.empty()) {
+      // the keys of the user's file its run is predicted with (TrainerRead::run_keys: the parts'
+      // precisions, sampling) go into the plan's lines, so that the printed config runs the run predicted below
+      if (!tr.run_keys.empty()) {
         TrainerPlan& pm = ta.plans[shown];
-        for (auto it = kept.begin(); it != kept.end(); ++it)
+        for (auto it = tr.run_keys.begin(); it != tr.run_keys.end(); ++it)
           if (!pm.knobs.contains(it.key())) pm.knobs[it.key()] = it.value();
         ta.config_text = trainer(emit).config_text(*tr.family, KnobCombo{pm.label, pm.knobs, pm.schedule, pm.setup});
       }

@@ -391,6 +391,9 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   if (y.get<bool>(train, "train_text_encoder", false, "train.train_text_encoder") && (unload_te || cache_te))
     r.rejections.push_back(std::string("train.train_text_encoder with ") + (unload_te ? "train.unload_text_encoder" : "cache_text_embeddings") +
                            ": ai-toolkit stops, 'Cannot unload text encoder if training text encoder' (SDTrainer.py:351-355)");
+  // the text encoder's quantization as the job writes it, which its caching and sampling are predicted with
+  if (model && model["quantize_te"]) r.run_keys["model.quantize_te"] = y.get<bool>(model, "quantize_te", quantize, "model.quantize_te");
+  if (model && model["qtype_te"]) r.run_keys["model.qtype_te"] = y.get<std::string>(model, "qtype_te", "qfloat8", "model.qtype_te");
   if (!pd.known) {
     r.warnings.push_back("no text-encoder or VAE data for " + fam.name + ": only the transformer is counted on the GPU");
   } else {
@@ -452,8 +455,6 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
 
 }  // namespace
 
-// A node of another kind than the job's layout (a scalar where a mapping belongs, …) is an InputError
-// naming the file and the line yaml-cpp reports, never a yaml-cpp exception.
 const std::vector<std::pair<std::string, std::string>>& ai_toolkit_optimizers() {
   static const std::vector<std::pair<std::string, std::string>> t = {
       {"adamw", "adamw"},         {"adamw8bit", "adamw8bit"}, {"adam8bit", "adamw8bit"}, {"adafactor", "adafactor"},
@@ -462,6 +463,8 @@ const std::vector<std::pair<std::string, std::string>>& ai_toolkit_optimizers() 
   return t;
 }
 
+// A node of another kind than the job's layout (a scalar where a mapping belongs, …) is an InputError
+// naming the file and the line yaml-cpp reports, never a yaml-cpp exception.
 TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o) {
   try {
     return read_ai_toolkit_job(path, o);

@@ -248,6 +248,7 @@ void read_other_parts(const TrainerFacts& facts, const Obj& top, const Family& f
     const TextEncoderSpec& spec = pd.text_encoders[i];
     const std::string dtype = part.str("weight_dtype", te.at("weight_dtype_default").get<std::string>());
     const double per = dtype_entry(facts, dtype, part.where("weight_dtype")).at("bytes").get<double>();
+    if (part.find("weight_dtype")) r.run_keys[name + ".weight_dtype"] = dtype;  // FLOAT_32 when unset (TrainConfig.py:305)
     if (run.text_encoder_bytes_per_param.size() <= i) run.text_encoder_bytes_per_param.resize(i + 1, 0);
     run.text_encoder_bytes_per_param[i] = per;
     const bool train = method != "EMBEDDING" && part.boolean("train", te.at("train_default").get<bool>());
@@ -285,6 +286,7 @@ void read_other_parts(const TrainerFacts& facts, const Obj& top, const Family& f
     const ordered_json* vj = top.find("vae");
     const Obj vae{vj && vj->is_object() ? *vj : empty, top.path, "vae."};
     run.vae_bytes_per_param = dtype_entry(facts, vae.str("weight_dtype", "FLOAT_32"), vae.where("weight_dtype")).at("bytes").get<double>();
+    if (pd.has_vae && vae.find("weight_dtype")) r.run_keys["vae.weight_dtype"] = vae.str("weight_dtype", "FLOAT_32");
   }
   s.kept_model_bytes = kept;
   for (std::size_t i = 0; i < what.size(); ++i) s.kept_models += (i ? ", " : "") + what[i];
@@ -457,6 +459,9 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   const bool latent_caching = top.boolean("latent_caching", true);
   r.run.other = trainer_run_from_data(facts, r);
   read_other_parts(facts, top, fam, method, latent_caching, r);
+  // when it samples and saves (TrainConfig.py:567-586), as written: the run's phases rest on them
+  for (const char* key : {"sample_after", "sample_after_unit", "save_every", "save_every_unit"})
+    if (const ordered_json* v = top.find(key)) r.run_keys[key] = *v;
   return r;
 }
 

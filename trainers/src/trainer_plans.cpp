@@ -16,8 +16,6 @@
 #include "segadvise/trainers/setup_rules.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 namespace segadvise {
 
 using nlohmann::ordered_json;
@@ -174,6 +172,15 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
   else notes.push_back("model.layer_offloading does nothing on this family in ai-toolkit (" + tf.source + "): not offered");
   if (q && tf.layer_offloading) notes.push_back("quantizer: model.qtype qfloat8 is optimum-quanto; with layer_offloading ai-toolkit uses float8 = torchao "
                          "Float8WeightOnlyConfig instead (config_modules.py:714-715), and the emitted qtype says so");
+  // the user's optimizer, which the plan is predicted with (train.optimizer, default adamw,
+  // config_modules.py:387: a full fine-tune's adafactor state is a quarter of AdamW's); its first
+  // ai-toolkit name, unwritten where that is the default
+  std::string optimizer;
+  for (const auto& [name, ours] : readers::ai_toolkit_optimizers())
+    if (ours == user.optimizer) {
+      if (name != "adamw") optimizer = name;
+      break;
+    }
   std::vector<KnobCombo> out;
   // two experts: the idle one on the GPU, or on the CPU with model.low_vram (wan22_14b_model.py)
   const int low_vram_options = base.experts > 1 ? 2 : 1;
@@ -187,13 +194,7 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
         c.knobs["model.low_vram"] = lv == 1;
       }
       c.knobs["train.dtype"] = "bf16";  // default fp32 (config_modules.py:395)
-      // the user's optimizer, which the plan is predicted with (train.optimizer, default adamw,
-      // config_modules.py:387: a full fine-tune's adafactor state is a quarter of AdamW's)
-      for (const auto& [name, ours] : readers::ai_toolkit_optimizers())
-        if (ours == user.optimizer) {
-          if (name != "adamw") c.knobs["train.optimizer"] = name;
-          break;
-        }
+      if (!optimizer.empty()) c.knobs["train.optimizer"] = optimizer;
       c.knobs["train.gradient_checkpointing"] = gc == 1;
       // the plan keeps neither the text encoder nor the VAE on the GPU (kept_model_bytes 0): both
       // caches on (config_modules.py:564-566, 1004-1006); "datasets[].K" is K on every dataset
@@ -630,22 +631,6 @@ class AiToolkit final : public FactsTrainer {
     return {"model.name_or_path (the emitted one names the model ai-toolkit downloads; model.arch is set)", "datasets[].folder_path", "config.name, training_folder",
             "train.steps, train.lr", "the sample section"};
   }
-  // The text encoder's quantization the run's caching and sampling are predicted with
-  // (model.quantize_te, default true, and model.qtype_te, config_modules.py), as the user's job has it
-  nlohmann::ordered_json run_knobs(const TrainerRead& r) const override {
-    nlohmann::ordered_json k = nlohmann::ordered_json::object();
-    try {
-      const YAML::Node root = YAML::LoadFile(r.config_path);
-      const YAML::Node p = root["config"]["process"];
-      if (!p || !p.IsSequence() || p.size() == 0 || !p[0]["model"] || !p[0]["model"].IsMap()) return k;
-      const YAML::Node m = p[0]["model"];
-      if (m["quantize_te"] && m["quantize_te"].IsScalar()) k["model.quantize_te"] = m["quantize_te"].as<bool>();
-      if (m["qtype_te"] && m["qtype_te"].IsScalar()) k["model.qtype_te"] = m["qtype_te"].as<std::string>();
-    } catch (const YAML::Exception&) {
-      // the reader has already read this file: a value it took that is not a plain bool stays unset
-    }
-    return k;
-  }
   // train.unload_text_encoder goes where the plan caches the embeddings instead (a family whose text
   // encoder encodes the control images stops on it, config_modules.py:1502-1504)
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
@@ -722,27 +707,6 @@ class OneTrainer final : public FactsTrainer {
     nlohmann::ordered_json k = nlohmann::ordered_json::object();
     for (const PhaseFix& f : fixes)
       if (!f.key.empty() && f.value_json != "null") k[f.key] = nlohmann::ordered_json::parse(f.value_json);
-    return k;
-  }
-  // What the run predicted from the user's config reads beside the plan's keys: each text encoder's and
-  // the VAE's weight_dtype (FLOAT_32 when unset, TrainConfig.py:305: a Qwen2.5-VL text encoder the
-  // config keeps at FLOAT_8 is 8 GiB while it caches, 31 GiB at the default) and its sampling and
-  // saving cadence (sample_after, save_every and their units, TrainConfig.py:567-586), as written
-  nlohmann::ordered_json run_knobs(const TrainerRead& r) const override {
-    nlohmann::ordered_json k = nlohmann::ordered_json::object();
-    if (!r.family || r.config_path.empty()) return k;
-    const ordered_json j = read_json_file(r.config_path, "OneTrainer config");
-    if (!j.is_object()) return k;
-    std::vector<std::string> parts;
-    const auto& te = facts()->raw.at("text_encoders").at("parts");
-    const FamilyPhaseData pd = phase_data(*r.family);
-    for (std::size_t i = 0; i < pd.text_encoders.size() && i < te.size(); ++i) parts.push_back(te[i].get<std::string>());
-    if (pd.has_vae) parts.push_back("vae");
-    for (const std::string& part : parts)
-      if (j.contains(part) && j.at(part).is_object() && j.at(part).contains("weight_dtype"))
-        k[part + ".weight_dtype"] = j.at(part).at("weight_dtype");
-    for (const char* key : {"sample_after", "sample_after_unit", "save_every", "save_every_unit"})
-      if (j.contains(key)) k[key] = j.at(key);
     return k;
   }
 };

@@ -74,14 +74,6 @@ class Trainer {
     (void)fixes;
     return nlohmann::ordered_json::object();
   }
-  // The keys of the user's own file `r` that its whole run is predicted with and that the plan's
-  // lines do not set (the parts' stored precisions, when it samples and saves), as plan knobs: a plan
-  // printed for that file carries them, or the trainer would run its own defaults instead of the run
-  // predicted for the plan. Default: none (the plan's lines set every key its run rests on).
-  virtual nlohmann::ordered_json run_knobs(const TrainerRead& r) const {
-    (void)r;
-    return nlohmann::ordered_json::object();
-  }
 };
 
 // The component of `id`; InputError naming the value and the known trainers.

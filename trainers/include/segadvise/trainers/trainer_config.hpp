@@ -4,6 +4,7 @@
 // docs/check.md lists, per trainer, what is read and what is assumed.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +75,11 @@ struct TrainerRead {
   RunSetup run;
   // The datasets it trains on, where the config names their directories (DatasetSpec).
   std::vector<DatasetSpec> datasets;
+  // The keys of the file its run's phases are predicted with that the trainer's plans do not set (a
+  // part's stored precision, the text encoder's quantization, when it samples and saves), as written
+  // and in the plans' key names: a plan printed for this file carries them, or the trainer would run
+  // its defaults instead of the run predicted for the plan.
+  nlohmann::ordered_json run_keys = nlohmann::ordered_json::object();
 };
 
 struct TrainerFacts;
