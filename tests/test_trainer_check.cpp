@@ -233,13 +233,15 @@ TEST_CASE("a OneTrainer plan printed for a preset carries the parts' precisions 
 
 TEST_CASE("an ai-toolkit plan keeps the job's optimizer and text-encoder quantization, which its run is predicted with") {
   // Lumina's full fine-tune runs adafactor (AdamW's default state would be 4x); its LoRA quantizes Gemma
-  for (const auto& [rel, line] : std::vector<std::pair<std::string, std::string>>{
+  // a pair, not a structured binding: INFO captures it, which C++17 does not allow of a binding (clang)
+  for (const auto& rel_line : std::vector<std::pair<std::string, std::string>>{
            {"ai-toolkit/train_full_fine_tune_lumina.yaml", "optimizer: \"adafactor\""}, {"ai-toolkit/train_lora_lumina.yaml", "quantize_te: true"}}) {
+    const std::string& rel = rel_line.first;
     nlohmann::json j;
     check_json(rel, j, "ai-toolkit");
     const auto& e = j["advice"]["emit"];
     REQUIRE(e.is_object());
     INFO(rel);
-    CHECK(e["config"].get<std::string>().find(line) != std::string::npos);
+    CHECK(e["config"].get<std::string>().find(rel_line.second) != std::string::npos);
   }
 }
