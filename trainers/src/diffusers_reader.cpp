@@ -49,6 +49,18 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   r.trainer = "diffusers";
   r.config_path = path;
   r.inputs = {path};
+  // the flags the prediction rests on that the plans do not set (the model path picks the variant,
+  // per-image captions keep the text encoder, fp8 training, prior preservation's doubled batch, the
+  // caching and offload a plan keeps as read): a plan printed for this line carries them
+  // (TrainerRead::run_keys; a flag the script refuses is dropped below)
+  for (const char* k : {"pretrained_model_name_or_path", "pretrained_vae_model_name_or_path", "caption_column", "do_fp8_training",
+                        "train_text_encoder", "with_prior_preservation", "bnb_quantization_config_path", "num_frames",
+                        "cache_latents", "offload"})
+    if (cl.values.count(k)) {
+      const std::string& v = cl.values.at(k);
+      if (v == "true") r.run_keys[k] = true;
+      else r.run_keys[k] = v;
+    }
   const std::string model_path = cl.values.count("pretrained_model_name_or_path") ? cl.values.at("pretrained_model_name_or_path") : "";
   const TrainerFamily* by_script = script_family(facts, cl.script, model_path);
   const Family& fam = choose_family(o, by_script ? &find_family(by_script->family) : nullptr,
@@ -78,10 +90,18 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     edge = to_int(res, where(path, cl, "resolution"), 1, kMaxEdgePixels);
   } else {
     r.rejections.push_back("--resolution '" + brief_text(res) + "' is not an int: the script's argparse stops (type=int); it trains a square");
-    long long digits = 0;
-    for (char c : res)
+    // predicted at the square of its largest number (WxH: the larger edge), which the file written
+    // back sets (Diffusers::memory_knobs)
+    long long digits = 0, largest = 0;
+    for (char c : res + " ") {
       if (std::isdigit(static_cast<unsigned char>(c))) digits = std::min<long long>(digits * 10 + (c - '0'), 1 << 20);
-    edge = static_cast<int>(std::max<long long>(64, std::min<long long>(digits, 4096)));
+      else {
+        largest = std::max(largest, digits);
+        digits = 0;
+      }
+    }
+    edge = static_cast<int>(std::max<long long>(64, std::min<long long>(largest, 4096)));
+    r.fixed_keys["resolution"] = edge;
   }
   s.width = s.height = edge;
   r.shape_source = "--resolution " + res + ": a " + std::to_string(edge) + "x" + std::to_string(edge) + " square" +
@@ -104,14 +124,14 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
       const auto& have = sf->at("flags");
       if (cl.values.count(k) && std::find(have.begin(), have.end(), k) == have.end() && k != "aspect_ratio_buckets" &&
           k != "bnb_quantization_config_path")  // those two say so below
-        r.rejections.push_back("--" + k + ": " + cl.script + " has no such flag (argparse stops: unrecognized arguments)");
+        refuse_flag(r, k, cl.script + " has no such flag (argparse stops: unrecognized arguments)");
     }
   if (cl.values.count("aspect_ratio_buckets")) {
     if (tf && tf->aspect_ratio_buckets && !flag(cl, "use_aspect_ratio_buckets"))
       r.rejections.push_back("--aspect_ratio_buckets without --use_aspect_ratio_buckets: the script raises ValueError "
                              "(train_dreambooth_lora_qwen_image.py:1454-1455)");
     else if (tf && tf->aspect_ratio_buckets) r.warnings.push_back("--aspect_ratio_buckets: without the dataset on this machine, predicted at the --resolution square");
-    else r.rejections.push_back("--aspect_ratio_buckets: " + cl.script + " has no such flag (argparse stops)");
+    else refuse_flag(r, "aspect_ratio_buckets", cl.script + " has no such flag (argparse stops)");
   }
   // the dataset (docs/datasets.md): DreamBooth scripts list --instance_data_dir's own entries
   // (Path.iterdir, PIL.ImageOps.exif_transpose, --repeats: train_dreambooth_lora_flux.py:806, 824, 326);
@@ -177,7 +197,7 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
       s.base_precision = "nf4-bnb";
       r.warnings.push_back("--bnb_quantization_config_path: predicted as a 4-bit nf4 base (the file is not read)");
     } else {
-      r.rejections.push_back("--bnb_quantization_config_path: " + cl.script + " has no such flag (argparse stops)");
+      refuse_flag(r, "bnb_quantization_config_path", cl.script + " has no such flag (argparse stops)");
     }
   }
   if (flag(cl, "do_fp8_training")) {
@@ -199,7 +219,7 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
       opt = "adamw";
     }
   } else if (cl.values.count("optimizer") && sf) {
-    r.rejections.push_back("--optimizer: " + cl.script + " has no such flag (argparse stops: unrecognized arguments)");
+    refuse_flag(r, "optimizer", cl.script + " has no such flag (argparse stops: unrecognized arguments)");
   }
   if (opt == "prodigy" && flag(cl, "use_8bit_adam"))
     r.warnings.push_back("--use_8bit_adam is ignored with --optimizer prodigy (" + cl.script + " says so and runs Prodigy)");
@@ -239,6 +259,7 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     s.kept_model_bytes = kept;
     s.kept_models = what;
   }
+  for (const std::string& k : r.refused_keys) r.run_keys.erase(k);
   if (!tf) r.warnings.push_back("no diffusers example script is known for " + fam.name);
   // the run's phases by the script's flags (diffusers.json "phases"); a script that precomputes latents
   // and embeddings caches both whatever its flags say

@@ -338,7 +338,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
   if (!attention)
     r.rejections.push_back("no attention flag (--sdpa, --flash_attn, --flash3, --sage_attn or --xformers): musubi stops (trainer_base.py:1513)");
   for (const auto& f : facts.raw.at("refused_flags"))
-    if (flag(cl, f.at("flag").get<std::string>())) r.rejections.push_back("--" + f.at("flag").get<std::string>() + ": " + f.at("why").get<std::string>());
+    if (flag(cl, f.at("flag").get<std::string>())) refuse_flag(r, f.at("flag").get<std::string>(), f.at("why").get<std::string>());
   const nlohmann::json* fe = family_entry(facts, *r.family);
   auto fe_bool = [&](const char* k) { return fe && fe->value(k, false); };
   r.schedule = Schedule{};
@@ -367,7 +367,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
                            std::to_string(s.blocks_to_swap) + " blocks");
   }
   if (fe_bool("no_fp8_scaled") && cl.values.count("fp8_scaled"))
-    r.rejections.push_back("--fp8_scaled: " + r.family->name + "'s script has no such flag, argparse stops on it (" + tf->source + ")");
+    refuse_flag(r, "fp8_scaled", r.family->name + "'s script has no such flag, argparse stops on it (" + tf->source + ")");
   else if (flag(cl, "fp8_scaled") && !flag(cl, "fp8_base"))
     r.rejections.push_back("--fp8_scaled needs --fp8_base (trainer_base.py:1398)");
   if (fe_bool("fp8_base_needs_scaled") && flag(cl, "fp8_base") && !flag(cl, "fp8_scaled"))
@@ -420,8 +420,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim"), 1, kMaxLoraRank) : 4;
     if (!cl.values.count("network_dim")) r.warnings.push_back("--network_dim unset: the LoRA module's default rank 4 is assumed");
   }
-  const std::map<std::string, std::string> opts = {{"adamw", "adamw"}, {"adamw8bit", "adamw8bit"}, {"adafactor", "adafactor"},
-                                                   {"prodigy", "prodigy"}, {"lion", "lion"}, {"lion8bit", "bnb-lion8bit"}, {"sgdnesterov", "sgd"}};
+  const std::map<std::string, std::string> opts(musubi_optimizers().begin(), musubi_optimizers().end());
   const std::string opt = cl.values.count("optimizer_type") && !cl.values.at("optimizer_type").empty() ? lower(cl.values.at("optimizer_type")) : "adamw";
   s.optimizer = optimizer_for(opt, opts, r.warnings, path + ": optimizer_type");
   // --fused_backward_pass (full fine-tune scripts): a post-accumulate-grad hook steps each parameter and
@@ -437,7 +436,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
                            " gradients are counted in full, an upper bound");
     }
   } else if (!full && flag(cl, "fused_backward_pass")) {
-    r.rejections.push_back("--fused_backward_pass: " + cl.script + " has no such flag (only the full fine-tune scripts qwen_image_train.py and zimage_train.py): argparse stops");
+    refuse_flag(r, "fused_backward_pass", cl.script + " has no such flag (only the full fine-tune scripts qwen_image_train.py and zimage_train.py): argparse stops");
   }
 }
 
@@ -464,8 +463,12 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
       const std::string cf_path = resolve_near(cf, path, o.cwd, "config_file");
       const CommandLine from_file = flatten_config(parse_toml(cf_path, "musubi config"), cf_path);
       r.inputs.push_back(cf_path);
+      r.config_file = cf_path;
       for (const auto& kv : from_file.values)
-        if (!cl.values.count(kv.first)) cl.values[kv.first] = kv.second;
+        if (!cl.values.count(kv.first)) {
+          cl.values[kv.first] = kv.second;
+          r.config_file_keys[kv.first] = kv.second;
+        }
     }
   }
   std::string why_not;
@@ -490,6 +493,13 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
     throw InputError(path + ": dataset_config: missing (musubi reads batch size, resolution and frames from the dataset TOML)");
   read_dataset(resolve_near(cl.values.at("dataset_config"), path, o.cwd, "dataset_config"), r);
   return r;
+}
+
+const std::vector<std::pair<std::string, std::string>>& musubi_optimizers() {
+  static const std::vector<std::pair<std::string, std::string>> t = {
+      {"adamw", "adamw"}, {"adamw8bit", "adamw8bit"}, {"adafactor", "adafactor"}, {"prodigy", "prodigy"},
+      {"lion", "lion"},   {"lion8bit", "bnb-lion8bit"}, {"sgdnesterov", "sgd"}};
+  return t;
 }
 
 }  // namespace segadvise::readers

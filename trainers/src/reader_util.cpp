@@ -295,6 +295,11 @@ std::string optimizer_for(const std::string& v, const std::map<std::string, std:
   return "adamw";
 }
 
+void refuse_flag(TrainerRead& r, const std::string& key, const std::string& why) {
+  r.rejections.push_back("--" + key + ": " + why);
+  r.refused_keys.push_back(key);
+}
+
 void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer) {
   r.family = &fam;
   r.setup = TrainingSetup{};

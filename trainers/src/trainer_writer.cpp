@@ -102,7 +102,23 @@ Rewritten rewrite_flags(const TrainerRead& r, const ordered_json& knobs) {
   out.text = readers::read_text_file(r.config_path, "config");
   const bool toml = !is_command_line(r);
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
-    out.text = toml ? set_toml_key(out.text, it.key(), it.value()) : set_command_line_flag(out.text, it.key(), it.value());
+    ordered_json v = it.value();
+    const auto in_file = r.config_file_keys.find(it.key());
+    const bool off = v.is_null() || (v.is_boolean() && !v.get<bool>());
+    if (!toml && off && in_file != r.config_file_keys.end() && in_file->second != "false") {
+      // set in the --config_file, not on the command line: a number is overridden with 0 there
+      // (blocks_to_swap 0: no swap); a store_true flag cannot be switched off from the command line
+      if (readers::is_int_text(in_file->second)) {
+        v = 0;
+        out.notes.push_back("--" + it.key() + " " + in_file->second + " is set in " + readers::file_name(r.config_file) +
+                            ": overridden with --" + it.key() + " 0 on the command line");
+      } else {
+        out.notes.push_back("set " + it.key() + " = false in " + readers::file_name(r.config_file) +
+                            " (the plan runs without it; a flag on the command line cannot switch it off)");
+        continue;
+      }
+    }
+    out.text = toml ? set_toml_key(out.text, it.key(), v) : set_command_line_flag(out.text, it.key(), v);
   }
   if (toml) out.notes.push_back("comments and layout kept: only the memory keys' lines changed");
   else out.notes.push_back("only the memory flags changed; the rest of the command line is as written");
@@ -113,7 +129,39 @@ YAML::Node to_yaml(const ordered_json& v) {
   if (v.is_boolean()) return YAML::Node(v.get<bool>());
   if (v.is_number_integer()) return YAML::Node(v.get<long>());
   if (v.is_number()) return YAML::Node(v.get<double>());
-  return YAML::Node(scalar_text(v));
+  YAML::Node n(scalar_text(v));
+  n.SetTag("!");  // a string: written quoted (emit_yaml)
+  return n;
+}
+
+// `n` as yaml-cpp read it, with each scalar that was quoted in the file quoted again (its tag "!"):
+// a plain emit writes version: '1.0' back as the float 1.0 and name: "1e3" as a number
+void emit_yaml(YAML::Emitter& e, const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map:
+      if (n.Style() == YAML::EmitterStyle::Flow) e << YAML::Flow;
+      e << YAML::BeginMap;
+      for (const auto& kv : n) {
+        e << YAML::Key;
+        emit_yaml(e, kv.first);
+        e << YAML::Value;
+        emit_yaml(e, kv.second);
+      }
+      e << YAML::EndMap;
+      break;
+    case YAML::NodeType::Sequence:
+      if (n.Style() == YAML::EmitterStyle::Flow) e << YAML::Flow;
+      e << YAML::BeginSeq;
+      for (const auto& x : n) emit_yaml(e, x);
+      e << YAML::EndSeq;
+      break;
+    case YAML::NodeType::Scalar:
+      if (n.Tag() == "!") e << YAML::DoubleQuoted;
+      e << n.Scalar();
+      break;
+    default:
+      e << YAML::Null;
+  }
 }
 
 Rewritten rewrite_yaml(const TrainerRead& r, const ordered_json& knobs) {
@@ -133,11 +181,21 @@ Rewritten rewrite_yaml(const TrainerRead& r, const ordered_json& knobs) {
       }
       continue;
     }
-    if (it.value().is_null()) p[k.substr(0, dot)].remove(k.substr(dot + 1));
-    else p[k.substr(0, dot)][k.substr(dot + 1)] = to_yaml(it.value());
+    // section.key or section.sub.key (train.ema_config.use_ema): the mappings on the way are made
+    YAML::Node at = p;
+    std::string rest = k;
+    for (std::size_t d = rest.find('.'); d != std::string::npos; d = rest.find('.')) {
+      const std::string part = rest.substr(0, d);
+      if (it.value().is_null() && !(at[part] && at[part].IsMap())) break;
+      at.reset(at[part]);  // rebinds (operator= would overwrite the node it refers to)
+      rest = rest.substr(d + 1);
+    }
+    if (rest.find('.') != std::string::npos) continue;  // nothing to remove
+    if (it.value().is_null()) at.remove(rest);
+    else at[rest] = to_yaml(it.value());
   }
   YAML::Emitter e;
-  e << root;
+  emit_yaml(e, root);
   Rewritten out;
   out.text = std::string("---\n") + e.c_str() + "\n";
   out.notes.push_back("yaml-cpp does not keep comments: the written job has none of the original's comments (keys and values are kept)");
@@ -211,7 +269,13 @@ std::string set_toml_key(const std::string& text, const std::string& key, const 
   return text + (text.empty() || text.back() == '\n' ? "" : "\n") + key + " = " + rhs + "\n";
 }
 
-Rewritten rewrite_trainer_config(const TrainerRead& r, const ordered_json& knobs) {
+Rewritten rewrite_trainer_config(const TrainerRead& r, const ordered_json& plan_knobs) {
+  // the keys the trainer stops on by themselves go (a plan that sets one keeps its value)
+  ordered_json knobs = plan_knobs;
+  for (const std::string& k : r.refused_keys)
+    if (!knobs.contains(k)) knobs[k] = nullptr;
+  for (auto it = r.fixed_keys.begin(); it != r.fixed_keys.end(); ++it)
+    if (!knobs.contains(it.key())) knobs[it.key()] = it.value();
   if (r.trainer == "ai-toolkit") return rewrite_yaml(r, knobs);
   if (r.trainer == "onetrainer") return rewrite_json(r, knobs);
   return rewrite_flags(r, knobs);

@@ -61,6 +61,8 @@ std::string optimizer_for(const std::string& trainer_value, const std::map<std::
 // ai-toolkit's train.optimizer names (toolkit/optimizer.py, lower-cased as it matches them) onto
 // segadvise's; the plans write back the first name of the user's optimizer
 const std::vector<std::pair<std::string, std::string>>& ai_toolkit_optimizers();
+// musubi-tuner's --optimizer_type names (lower-cased) onto segadvise's, the same way
+const std::vector<std::pair<std::string, std::string>>& musubi_optimizers();
 
 TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o);
@@ -71,6 +73,9 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
 // onetrainer; InputError when it is not an object), and a command line's by its script ("" when none).
 std::string json_config_trainer(const std::string& path);
 std::string command_line_trainer(const std::string& path);
+
+// A key the trainer stops on by itself: the rejection "--KEY: WHY", and KEY among r.refused_keys.
+void refuse_flag(TrainerRead& r, const std::string& key, const std::string& why);
 
 // Sets the setup's model and the family's geometry rules (frames), and starts the notes.
 void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer);

@@ -4,6 +4,7 @@
 // docs/check.md lists, per trainer, what is read and what is assumed.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -68,6 +69,16 @@ struct TrainerRead {
   std::string shape_source;
   // The trainer stops before training: the prediction is `supported: false` with these reasons.
   std::vector<std::string> rejections;
+  // The keys among them the trainer stops on by themselves (a flag the script does not have, one it
+  // refuses for training): the file written back without them (rewrite_trainer_config).
+  std::vector<std::string> refused_keys;
+  // Keys whose value the trainer stops on, with the value they were predicted with instead (diffusers'
+  // --resolution WxH: the square of its larger edge): the file written back sets them.
+  nlohmann::ordered_json fixed_keys = nlohmann::ordered_json::object();
+  // A command line's --config_file (musubi) and the keys it sets that the command line does not (the
+  // command line wins, argparse defaults): the file written back overrides them on the command line.
+  std::string config_file;
+  std::map<std::string, std::string> config_file_keys;
   // Keys the trainer ignores or changes, and assumptions.
   std::vector<std::string> warnings;
   // The run's other phases as this trainer runs them (run.other; Trainer::run_setup): filled by a

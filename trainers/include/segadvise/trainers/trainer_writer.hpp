@@ -17,7 +17,8 @@ struct Rewritten {
 
 // `knobs` as the emitters name them: musubi flags (gradient_checkpointing, blocks_to_swap, …),
 // ai-toolkit "model.x" / "train.x", OneTrainer "<part>.x" and top-level keys, diffusers flags.
-// A false boolean flag is removed from a command line.
+// A false boolean flag is removed from a command line; so is every key of r.refused_keys `knobs`
+// does not set, and r.fixed_keys are set to the values they were predicted with.
 Rewritten rewrite_trainer_config(const TrainerRead& r, const nlohmann::ordered_json& knobs);
 
 // Command-line and TOML text edits, kept apart for tests.
