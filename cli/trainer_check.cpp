@@ -85,9 +85,7 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
       const TrainerPlan& p = ta.plans[shown];
       const Context pc = r.context.with_setup(p.setup);
       const Candidate step = evaluate(pc, p.schedule);
-      RunSetup run = req.run_setup;
-      // a plan that keeps nothing beside the denoiser caches latents and text (its config says so)
-      if (p.setup.kept_model_bytes <= 0) run.other.latent_caching = run.other.text_caching = true;
+      RunSetup run = trainer(emit).plan_run_setup(tr, p.setup, p.knobs);
       v.trainer_phases = predict_run(pc, step, run);
       // a phase the trainer's own plan keys bring under the card (OneTrainer: sample_after_unit NEVER):
       // the plan sets them, its lines and the file written back say so, and its run is predicted with them

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <cmath>
 #include <sstream>
 
@@ -77,14 +78,38 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   for (const auto& e : facts.raw.at("families"))
     if (e.at("family") == tf.family) fe = &e;
   const bool fp8_ignored = fe && fe->value("fp8_base_ignored", false);
-  const bool fp8 = quantized(user) && !fp8_ignored;
+  const bool fp8 = quantized(user) && !fp8_ignored && !(user.model_type == ModelType::Full && fe && fe->contains("full_finetune_scripts"));
   if (quantized(user) && fp8_ignored)
     notes.push_back("musubi-tuner's script for this model ignores --fp8_base and has no --fp8_scaled (" + tf.source + "): planned with bf16 weights");
   base.base_precision = fp8 ? plans.str("fp8_base_precision", "", true) : "no_change";
   if (!fp8_ignored) note_precision(user, base.base_precision, "musubi-tuner", notes);
-  if (fe && fe->value("second_dit", false) && base.experts > 1) base.idle_experts_on_host = false;
+  // two DiTs (Wan 2.2): both on the GPU, or the idle one on the CPU with --offload_inactive_dit, which
+  // musubi refuses with block swap (wan_train_network.py:82-86)
+  const bool two_dits = fe && fe->value("second_dit", false) && base.experts > 1;
+  if (two_dits) base.idle_experts_on_host = false;
+  // a full fine-tune where the family has musubi's full fine-tune script (qwen_image_train.py,
+  // zimage_train.py): the DiT trains in bf16 with --full_bf16 (else float32), Adafactor's fused backward
+  // pass as the user had it; elsewhere the *_train_network.py scripts train a LoRA
+  std::string full_script;
+  if (user.model_type == ModelType::Full && fe && fe->contains("full_finetune_scripts") && !fe->at("full_finetune_scripts").empty())
+    full_script = fe->at("full_finetune_scripts").at(0).get<std::string>();
+  const bool full = !full_script.empty();
+  if (full) {
+    base.mixed_precision = user.mixed_precision == "no" ? "no" : "bf16";
+    base.base_precision = "no_change";
+  }
+  // the user's optimizer where musubi has it (--optimizer_type; its default adamw unwritten)
+  std::string optimizer_type;
+  for (const auto& [name, ours] : readers::musubi_optimizers())
+    if (ours == user.optimizer) {
+      if (name != "adamw") optimizer_type = name;
+      break;
+    }
+  if (optimizer_type.empty()) base.optimizer = "adamw";
+  if (!full) base.fused_back_pass = false;
   if (fe && fe->value("control_in_sequence", false)) base.reference_images = std::max(1, base.reference_images);
   base.kept_model_bytes = 0;  // musubi caches latents and text-encoder outputs before training (a separate step)
+  base.kept_models.clear();
   std::vector<int> swaps = {0};
   const int max = tf.blocks_to_swap_max;
   if (max > 0) {
@@ -93,14 +118,20 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   } else notes.push_back("musubi-tuner's block-swap maximum for this model is not recorded: block swap is not offered");
   swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
   std::vector<KnobCombo> out;
+  for (int idle_off = 0; idle_off < (two_dits ? 2 : 1); ++idle_off)
   for (int gc = 0; gc < 3; ++gc)
     for (int n : swaps) {
+      if (idle_off && n > 0) continue;
       KnobCombo c;
       // --task picks the model config (wan_train_network.py:723, default t2v-14B: Wan 1.3B needs it)
       if (!tf.tasks.empty()) c.knobs["task"] = tf.tasks.front();
-      if (fe && fe->value("second_dit", false) && base.experts > 1) c.knobs["dit_high_noise"] = "/path/to/high_noise_dit.safetensors";
+      if (two_dits) c.knobs["dit_high_noise"] = "/path/to/high_noise_dit.safetensors";
+      if (idle_off) c.knobs["offload_inactive_dit"] = true;
       c.knobs["sdpa"] = true;  // one attention flag is required (trainer_base.py:1513)
       c.knobs["mixed_precision"] = "bf16";
+      if (full && base.mixed_precision == "bf16") c.knobs["full_bf16"] = true;
+      if (!optimizer_type.empty()) c.knobs["optimizer_type"] = optimizer_type;
+      if (full && base.fused_back_pass) c.knobs["fused_backward_pass"] = true;
       c.knobs["gradient_checkpointing"] = gc >= 1;
       if (gc == 2) c.knobs["gradient_checkpointing_cpu_offload"] = true;
       if (n > 0) c.knobs["blocks_to_swap"] = n;
@@ -110,14 +141,17 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       }
       if (base.model_type == ModelType::Lora) c.knobs["network_dim"] = base.lora_rank;
       c.setup = base;
-      c.setup.model_type = ModelType::Lora;
+      if (!full) c.setup.model_type = ModelType::Lora;
+      c.setup.idle_experts_on_host = idle_off == 1;
       c.setup.blocks_to_swap = musubi_swapped_chain_blocks(tf, n);
       c.schedule = sched(gc >= 1, gc == 2 ? Backend::Unsloth : Backend::Torch);
       c.label = gc == 0 ? "no checkpointing" : gc == 1 ? "gradient checkpointing" : "checkpointing + CPU offload";
       if (n > 0) c.label += ", --blocks_to_swap " + std::to_string(n);
+      if (idle_off) c.label += ", --offload_inactive_dit";
       out.push_back(c);
     }
-  if (user.model_type == ModelType::Full) notes.push_back("musubi-tuner's *_train_network.py scripts train a LoRA: planned as LoRA rank " + std::to_string(base.lora_rank));
+  if (full) notes.push_back("a full fine-tune: " + full_script + (base.mixed_precision == "bf16" ? " with --full_bf16" : " (float32: no --full_bf16)"));
+  else if (user.model_type == ModelType::Full) notes.push_back("musubi-tuner's *_train_network.py scripts train a LoRA: planned as LoRA rank " + std::to_string(base.lora_rank));
   return out;
 }
 
@@ -153,6 +187,7 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
   // the emitted job caches latents and text embeddings (datasets[].cache_latents_to_disk,
   // cache_text_embeddings): neither the VAE nor the text encoder stays on the GPU (SDTrainer.py)
   base.kept_model_bytes = 0;
+  base.kept_models.clear();
   if (fe && fe->value("experts", 1) > 1) {
     base.experts = fe->value("experts", 1);
     if (base.trained_experts <= 0) base.trained_experts = base.experts;
@@ -195,6 +230,7 @@ std::vector<KnobCombo> ai_toolkit(const TrainerFacts& facts, const TrainerFamily
       }
       c.knobs["train.dtype"] = "bf16";  // default fp32 (config_modules.py:395)
       if (!optimizer.empty()) c.knobs["train.optimizer"] = optimizer;
+      if (base.use_ema) c.knobs["train.ema_config.use_ema"] = true;  // the EMA it is predicted with (default off)
       c.knobs["train.gradient_checkpointing"] = gc == 1;
       // the plan keeps neither the text encoder nor the VAE on the GPU (kept_model_bytes 0): both
       // caches on (config_modules.py:564-566, 1004-1006); "datasets[].K" is K on every dataset
@@ -257,6 +293,18 @@ std::string onetrainer_optimizer(const TrainerFacts& facts, const std::string& o
   return "";
 }
 
+// The models kept beside the denoiser (TrainingSetup::kept_models, ", "-separated) less the VAE's entry
+std::string without_vae(const std::string& kept) {
+  std::string out;
+  for (std::size_t b = 0; b < kept.size();) {
+    const std::size_t e = std::min(kept.find(", ", b), kept.size());
+    const std::string item = kept.substr(b, e - b);
+    if (item.rfind("VAE", 0) != 0) out += (out.empty() ? "" : ", ") + item;
+    b = e + 2;
+  }
+  return out;
+}
+
 // OneTrainer's memory knobs for the family's denoiser part: checkpointing, offload_fraction (by bytes),
 // activation offloading, and for a full fine-tune the fused back pass. Every plan caches latents and
 // leaves the text encoders untrained (the text encoders then leave the GPU, setup_train_device) and
@@ -268,8 +316,15 @@ std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, 
   base.weight_storage_bytes = 0;  // the part's weight_dtype is emitted: no FLOAT_32 storage
   base.layer_offload_fraction = 0;
   base.fused_back_pass = false;
-  base.kept_model_bytes = 0;      // text encoders untrained, latents cached: nothing beside the denoiser
-  base.kept_models.clear();
+  // text encoders untrained, latents cached: nothing beside the denoiser; an embedding (textual
+  // inversion) trains through the text encoders, which OneTrainer keeps on the GPU: what it keeps
+  // stays as read, latent caching as the user has it
+  const bool embedding = user.embedding_params > 0;
+  const bool latent_caching = !embedding || user.kept_models.find("VAE") == std::string::npos;
+  if (!embedding) {
+    base.kept_model_bytes = 0;
+    base.kept_models.clear();
+  }
   std::string precision;
   const std::string dtype = onetrainer_dtype(facts, user, precision);
   base.base_precision = precision;
@@ -305,16 +360,18 @@ std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, 
           c.knobs[part + ".activation_offloading"] = act;
           for (std::size_t i = 0; i < pd.text_encoders.size() && i < te_parts.size(); ++i)
             c.knobs[te_parts[i].get<std::string>() + ".train"] = false;  // a part's train defaults to true (TrainConfig.py)
-          c.knobs["latent_caching"] = true;
+          c.knobs["latent_caching"] = latent_caching;
           c.knobs["async_offloading"] = true;
+          if (base.use_ema) c.knobs["ema"] = base.ema_on_gpu ? "GPU" : "CPU";  // the EMA it is predicted with (default OFF)
           c.knobs["train_dtype"] = "BFLOAT_16";
-          if (fused) {
+          if (fused_possible) {
             // the UI lays optimizer_defaults[<optimizer>] over the optimizer (optimizer_util.py change_optimizer),
-            // scripts/train.py reads the optimizer object: both say it
+            // scripts/train.py reads the optimizer object: both say it, on or off (a preset's
+            // optimizer_defaults may switch it on where the plan has it off)
             c.knobs["optimizer.optimizer"] = ot_opt;
-            c.knobs["optimizer.fused_back_pass"] = true;
+            c.knobs["optimizer.fused_back_pass"] = fused;
             c.knobs["optimizer_defaults." + ot_opt + ".optimizer"] = ot_opt;
-            c.knobs["optimizer_defaults." + ot_opt + ".fused_back_pass"] = true;
+            c.knobs["optimizer_defaults." + ot_opt + ".fused_back_pass"] = fused;
           }
           c.setup = base;
           c.setup.layer_offload_fraction = frac;
@@ -397,9 +454,11 @@ std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily&
       if (m == 1) {
         c.knobs["cache_latents"] = true;
         c.setup.kept_model_bytes = std::max(0.0, base.kept_model_bytes - vae_bytes);
+        c.setup.kept_models = without_vae(base.kept_models);
       } else if (m == 2) {
         c.knobs["offload"] = true;
         c.setup.kept_model_bytes = 0;
+        c.setup.kept_models.clear();
       }
       c.schedule = sched(gc == 1);
       c.label = std::string(gc ? "--gradient_checkpointing" : "no checkpointing") + (m == 1 ? ", --cache_latents" : m == 2 ? ", --offload" : "") +
@@ -426,7 +485,12 @@ std::string musubi_text(const Family& fam, const KnobCombo& c) {
   const TrainerFamily* tf = trainer_facts("musubi").find(fam);
   std::ostringstream o;
   o << "# flags (or the same keys in a --config_file TOML)\n";
-  if (tf && !tf->scripts.empty()) o << "python " << tf->scripts.front() << " ";
+  std::string script = tf && !tf->scripts.empty() ? tf->scripts.front() : "";
+  if (s.model_type == ModelType::Full)  // the family's full fine-tune script (musubi() plans Full only where it has one)
+    for (const auto& e : trainer_facts("musubi").raw.at("families"))
+      if (e.at("family") == fam.id && e.contains("full_finetune_scripts") && !e.at("full_finetune_scripts").empty())
+        script = e.at("full_finetune_scripts").at(0).get<std::string>();
+  if (!script.empty()) o << "python " << script << " ";
   o << flag_line(c.knobs) << " --dataset_config dataset.toml\n";
   o << "# dataset.toml: the shape this was planned for (dataset/config_utils.py)\n[general]\nresolution = [" << s.width << ", "
     << s.height << "]\nbatch_size = " << s.batch << "\nenable_bucket = true\n\n[[datasets]]\n";
@@ -440,6 +504,28 @@ std::string musubi_text(const Family& fam, const KnobCombo& c) {
 void yaml_scalar(std::ostringstream& o, const ordered_json& v) {
   if (v.is_string()) o << '"' << v.get<std::string>() << '"';
   else o << v.dump();
+}
+
+// The knobs under `section.` ("train.ema_config.use_ema" -> ema_config: {use_ema: …}) as YAML block
+// mappings, `indent` spaces in
+void yaml_section(std::ostringstream& o, const ordered_json& knobs, const std::string& section, int indent) {
+  ordered_json tree = ordered_json::object();
+  for (auto it = knobs.begin(); it != knobs.end(); ++it)
+    if (it.key().rfind(section + ".", 0) == 0) set_dotted_key(tree, it.key().substr(section.size() + 1), it.value());
+  const std::function<void(const ordered_json&, int)> write = [&](const ordered_json& j, int in) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      o << std::string(in, ' ') << it.key() << ":";
+      if (it.value().is_object()) {
+        o << "\n";
+        write(it.value(), in + 2);
+      } else {
+        o << " ";
+        yaml_scalar(o, it.value());
+        o << "\n";
+      }
+    }
+  };
+  write(tree, indent);
 }
 
 std::string ai_toolkit_text(const Family& fam, const KnobCombo& c) {
@@ -457,19 +543,9 @@ std::string ai_toolkit_text(const Family& fam, const KnobCombo& c) {
   o << "job: extension\nconfig:\n  name: \"segadvise_plan\"\n  process:\n    - type: \"sd_trainer\"\n      model:\n"
     << "        name_or_path: \"" << name << "\"\n";
   if (!arch.empty()) o << "        arch: \"" << arch << "\"\n";
-  for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it)
-    if (it.key().rfind("model.", 0) == 0) {
-      o << "        " << it.key().substr(6) << ": ";
-      yaml_scalar(o, it.value());
-      o << "\n";
-    }
+  yaml_section(o, c.knobs, "model", 8);
   o << "      train:\n        batch_size: " << s.batch << "\n";
-  for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it)
-    if (it.key().rfind("train.", 0) == 0) {
-      o << "        " << it.key().substr(6) << ": ";
-      yaml_scalar(o, it.value());
-      o << "\n";
-    }
+  yaml_section(o, c.knobs, "train", 8);
   if (s.model_type == ModelType::Lora)
     o << "      network:\n        type: \"lora\"\n        linear: " << s.lora_rank << "\n        linear_alpha: " << s.lora_rank << "\n";
   o << "      datasets:\n        - folder_path: \"/path/to/images\"\n          resolution: [" << square_edge_for_area(s.width, s.height) << "]\n"
@@ -490,13 +566,13 @@ std::string onetrainer_text(const TrainerFacts& facts, const Family& fam, const 
   ordered_json j = ordered_json::object();
   j["__version"] = 11;
   j["model_type"] = tf && !tf->model_types.empty() ? tf->model_types.front() : "";
-  j["training_method"] = s.model_type == ModelType::Lora ? "LORA" : "FINE_TUNE";
+  j["training_method"] = s.embedding_params > 0 ? "EMBEDDING" : s.model_type == ModelType::Lora ? "LORA" : "FINE_TUNE";
   j["base_model_name"] = "/path/to/model";
   j["train_dtype"] = "BFLOAT_16";
   j["resolution"] = std::to_string(square_edge_for_area(s.width, s.height));
   if (fam.modality == "video") j["frames"] = std::to_string(s.frames);
   j["batch_size"] = s.batch;
-  if (s.model_type == ModelType::Lora) j["lora_rank"] = s.lora_rank;
+  if (s.model_type == ModelType::Lora && s.embedding_params <= 0) j["lora_rank"] = s.lora_rank;
   for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) set_dotted_key(j, it.key(), it.value());
   return j.dump(4) + "\n";
 }
@@ -513,7 +589,9 @@ std::string diffusers_text(const TrainerFacts& facts, const Family& fam, const K
       }
   const std::string flags = flag_line(c.knobs);
   std::string line = "accelerate launch " + script + (flags.empty() ? "" : " " + flags);
-  line += " --mixed_precision bf16 --resolution " + std::to_string(s.width) + " --train_batch_size " + std::to_string(s.batch);
+  // with prior preservation the step's batch is twice --train_batch_size (the class images join it)
+  const int batch = c.knobs.value("with_prior_preservation", false) ? std::max(1, s.batch / 2) : s.batch;
+  line += " --mixed_precision bf16 --resolution " + std::to_string(s.width) + " --train_batch_size " + std::to_string(batch);
   if (s.model_type == ModelType::Lora) line += " --rank " + std::to_string(s.lora_rank);
   return line + "\n";
 }
@@ -602,10 +680,14 @@ class Musubi final : public FactsTrainer {
   std::string config_text(const Family& fam, const KnobCombo& c) const override { return musubi_text(fam, c); }
   std::vector<std::string> manual_steps(const Family& fam) const override { return musubi_manual(facts()->find(fam)); }
   nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const override {
-    nlohmann::ordered_json k = knobs_of(
-        plan, {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap", "fp8_base", "fp8_scaled"});
+    nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap",
+                                               "fp8_base", "fp8_scaled", "offload_inactive_dit"});
     for (const auto& x : r.rejections)  // the reader's "no attention flag": the plan's one is added
       if (x.find("no attention flag") != std::string::npos) k["sdpa"] = true;
+    // an attention flag musubi refuses for training (--sage_attn) goes with the rewrite: the plan's takes its place
+    for (const auto& key : r.refused_keys)
+      for (const auto& a : facts()->raw.at("attention_flags").at("flags"))
+        if (a == key) k["sdpa"] = true;
     return k;
   }
 
@@ -722,6 +804,17 @@ class Diffusers final : public FactsTrainer {
     return {"--pretrained_model_name_or_path", "--instance_data_dir (or --dataset_name) and --instance_prompt",
             "--output_dir, --learning_rate, --max_train_steps"};
   }
+  // the file written back keeps the user's flags beside the plan's (memory_knobs): its caching is the
+  // user's, with latents cached where the plan adds --cache_latents (--offload moves the encoders in
+  // to encode each batch: nothing cached)
+  RunSetup plan_run_setup(const TrainerRead& r, const TrainingSetup&, const nlohmann::ordered_json& knobs) const override {
+    RunSetup run = run_setup(r);
+    if (knobs.value("cache_latents", false)) run.other.latent_caching = true;
+    // a --cache_latents the script does not have goes with the rewrite (refused_keys)
+    else if (std::find(r.refused_keys.begin(), r.refused_keys.end(), "cache_latents") != r.refused_keys.end())
+      run.other.latent_caching = false;
+    return run;
+  }
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
     // --cache_latents / --offload only added (a plan without them keeps what the user's line has)
     nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing"});
@@ -816,6 +909,13 @@ std::vector<std::string> Trainer::setup_rejections(const Family&, const Training
 RunSetup Trainer::run_setup(const TrainerRead& r) const {
   RunSetup run = r.run;
   if (run.other.trainer.empty() && facts()) run.other = trainer_run_from_data(*facts(), r);
+  return run;
+}
+
+RunSetup Trainer::plan_run_setup(const TrainerRead& r, const TrainingSetup& plan, const nlohmann::ordered_json&) const {
+  RunSetup run = run_setup(r);
+  run.other.latent_caching = plan.kept_models.find("VAE") == std::string::npos;
+  if (plan.kept_model_bytes <= 0) run.other.latent_caching = run.other.text_caching = true;
   return run;
 }
 

@@ -37,6 +37,10 @@ class Trainer {
   // samples and saves, by its own keys: families/phases.hpp TrainerRun). Default: what the reader
   // read (TrainerRead::run), else trainers/data/<id>.json "phases" (trainer_run_from_data).
   virtual RunSetup run_setup(const TrainerRead& r) const;
+  // The run of a plan for `r`'s file (its setup and knobs, as the file is written back): run_setup(r)
+  // with the caching the plan's keys bring. Default: latents cached where the plan keeps no VAE beside
+  // the denoiser (encoded in the step where it does), text too where it keeps nothing.
+  virtual RunSetup plan_run_setup(const TrainerRead& r, const TrainingSetup& plan, const nlohmann::ordered_json& knobs) const;
   // What it stops on before training, judged on the setup alone (setup_rules.hpp).
   virtual std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& setup) const;
 
