@@ -2,9 +2,12 @@
 // that writes the user's own file back with only the memory knobs changed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <yaml-cpp/yaml.h>
 
 #include "check_options.hpp"
 #include "commands.hpp"
@@ -28,15 +31,16 @@ using test::slurp;
 
 namespace {
 
-int check_json(const std::string& rel, nlohmann::json& j, const std::string& emit = "", const std::string& output = "",
-               const std::string& gpu = "4090") {
+// `check PATH --gpu GPU` as JSON (advise with --emit EMIT and --output OUT where given), relative
+// paths in the file resolved from `cwd`, with the bands of `ranges` ("" the shipped ones)
+int check_file_json(const std::string& path, const std::string& cwd, const std::string& gpu, nlohmann::json& j,
+                    const std::string& emit = "", const std::string& output = "", const std::string& ranges = "") {
   CheckOptions o;
-  o.config = kDir + rel;
+  o.config = path;
   o.flags.gpu = gpu;
   o.flags.format = "json";
-  // zero-width bands: these cases judge the readers, not the ranges (the point verdict decides)
-  o.flags.ranges = std::string(SEGADVISE_FIXTURES_DIR) + "/check/point-ranges.json";
-  o.read.cwd = "/nonexistent-working-directory";
+  if (!ranges.empty()) o.flags.ranges = ranges;
+  o.read.cwd = cwd;
   o.emit = emit;
   o.output = output;
   o.advise = !emit.empty();
@@ -44,6 +48,13 @@ int check_json(const std::string& rel, nlohmann::json& j, const std::string& emi
   const int rc = run_check(o, out);
   j = nlohmann::json::parse(out.str());
   return rc;
+}
+
+int check_json(const std::string& rel, nlohmann::json& j, const std::string& emit = "", const std::string& output = "",
+               const std::string& gpu = "4090") {
+  // zero-width bands: these cases judge the readers, not the ranges (the point verdict decides)
+  return check_file_json(kDir + rel, "/nonexistent-working-directory", gpu, j, emit, output,
+                         std::string(SEGADVISE_FIXTURES_DIR) + "/check/point-ranges.json");
 }
 
 }  // namespace
@@ -243,5 +254,205 @@ TEST_CASE("an ai-toolkit plan keeps the job's optimizer and text-encoder quantiz
     REQUIRE(e.is_object());
     INFO(rel);
     CHECK(e["config"].get<std::string>().find(rel_line.second) != std::string::npos);
+  }
+}
+
+// ---- every written and every printed plan reads back as predicted --------------------------------
+
+namespace {
+
+// The trainer fixtures (their own repositories' shipped configs among them): path and trainer
+std::vector<std::pair<std::string, std::string>> trainer_fixture_files() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : fs::recursive_directory_iterator(kDir)) {
+    if (!e.is_regular_file()) continue;
+    const std::string p = e.path().string();
+    const std::string ext = e.path().extension().string();
+    const std::string name = e.path().filename().string();
+    if (name.rfind("bad_", 0) == 0 || (ext != ".json" && ext != ".yaml" && ext != ".sh")) continue;
+    const std::string rel = p.substr(kDir.size());
+    const std::string t = rel.find("ai-toolkit") != std::string::npos   ? "ai-toolkit"
+                          : rel.find("onetrainer") != std::string::npos ? "onetrainer"
+                          : rel.find("musubi") != std::string::npos     ? "musubi"
+                          : rel.find("diffusers") != std::string::npos  ? "diffusers"
+                                                                        : "";
+    if (!t.empty()) out.emplace_back(p, t);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every config --advise --emit SAME --output writes reads back through its reader as the plan was predicted") {
+  const fs::path dir = fs::temp_directory_path() / "segadvise-roundtrip-all";
+  fs::create_directories(dir);
+  int written = 0, pinned = 0;
+  for (const auto& file : trainer_fixture_files())
+    for (const char* gpu : {"4090", "h100"}) {
+      const std::string path = file.first, t = file.second;  // not a structured binding: INFO captures them
+      const std::string cwd = fs::path(path).parent_path().string();
+      const fs::path out = dir / (std::to_string(written + pinned) + fs::path(path).extension().string());
+      fs::remove(out);
+      nlohmann::json j;
+      int rc = 2;
+      try {
+        rc = check_file_json(path, cwd, gpu, j, t, out.string());
+      } catch (const InputError&) {
+        continue;  // a file segadvise cannot check (a generation job, a family without sourced facts): exit 2
+      }
+      INFO(path << " on " << gpu << " (rc " << rc << ")");
+      if (!j.contains("emitted") || !j["emitted"].is_object()) {
+        CHECK(!fs::exists(out));  // nothing fits: nothing written
+        continue;
+      }
+      // a store_true key of a musubi --config_file a plan turns off cannot be switched off from the
+      // command line: the note says to change it there, and the run is not the plan's until then
+      bool by_hand = false;
+      for (const auto& n : j["emitted"]["notes"]) by_hand |= n.get<std::string>().find("cannot switch it off") != std::string::npos;
+      if (by_hand) {
+        ++pinned;
+        continue;
+      }
+      const auto& emit = j["advice"]["emit"];
+      const auto& plan = emit["plans"][emit["best"].get<int>()];
+      nlohmann::json back;
+      check_file_json(out.string(), cwd, gpu, back);
+      const auto& p = back["prediction"];
+      REQUIRE(p["supported"] == true);
+      CHECK(p["step_peak_vram_gib"].get<double>() == doctest::Approx(plan["peak_vram_gib"].get<double>()));
+      CHECK(p["step_time_s"].get<double>() == doctest::Approx(plan["step_time_s"].get<double>()));
+      CHECK(p["phases"] == emit["phases"]);  // the whole run printed for the plan is the written file's
+      ++written;
+    }
+  CHECK(written >= 100);
+  CHECK(pinned <= 1);  // musubi/flux_train.sh on the large card
+  fs::remove_all(dir);
+}
+
+TEST_CASE("every plan --advise --emit SAME prints reads back through its reader as the plan was predicted") {
+  const fs::path dir = fs::temp_directory_path() / "segadvise-printed-all";
+  fs::create_directories(dir);
+  int printed = 0;
+  for (const auto& file : trainer_fixture_files())
+    for (const char* gpu : {"4090", "h100"}) {
+      const std::string path = file.first, t = file.second;  // not a structured binding: INFO captures them
+      nlohmann::json j;
+      try {
+        check_file_json(path, fs::path(path).parent_path().string(), gpu, j, t);
+      } catch (const InputError&) {
+        continue;
+      }
+      INFO(path << " on " << gpu);
+      const auto& emit = j["advice"]["emit"];
+      if (emit["best"].is_null()) continue;
+      const auto& plan = emit["plans"][emit["best"].get<int>()];
+      const std::string text = emit["config"];
+      const std::string ext = t == "ai-toolkit" ? ".yaml" : t == "onetrainer" ? ".json" : ".sh";
+      const fs::path out = dir / (std::to_string(printed) + ext);
+      if (t == "musubi") {
+        // the flags line, then the dataset.toml it names (its "# dataset.toml" comment and the file)
+        const std::size_t nl1 = text.find('\n'), nl2 = text.find('\n', nl1 + 1), nl3 = text.find('\n', nl2 + 1);
+        REQUIRE(nl3 != std::string::npos);
+        std::ofstream(out) << text.substr(nl1 + 1, nl2 - nl1);
+        std::ofstream(dir / "dataset.toml") << text.substr(nl3 + 1);
+      } else {
+        std::ofstream(out) << text;
+      }
+      nlohmann::json back;
+      check_file_json(out.string(), dir.string(), gpu, back);
+      const auto& p = back["prediction"];
+      REQUIRE(p["supported"] == true);
+      CHECK(p["step_peak_vram_gib"].get<double>() == doctest::Approx(plan["peak_vram_gib"].get<double>()));
+      CHECK(p["step_time_s"].get<double>() == doctest::Approx(plan["step_time_s"].get<double>()));
+      ++printed;
+    }
+  CHECK(printed >= 100);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("musubi: a full fine-tune is planned on its full fine-tune script, Wan 2.2's idle DiT offload never with block swap") {
+  nlohmann::json j;
+  check_file_json(kDir + "musubi/qwen_full_bf16.sh", kDir + "musubi", "4090", j, "musubi");
+  const auto& emit = j["advice"]["emit"];
+  REQUIRE(emit["best"].is_number());
+  const auto& best = emit["plans"][emit["best"].get<int>()];
+  // qwen_image_train.py with the user's --full_bf16, Adafactor and its fused backward pass
+  CHECK(emit["config"].get<std::string>().find("python qwen_image_train.py ") != std::string::npos);
+  CHECK(best["knobs"]["full_bf16"] == true);
+  CHECK(best["knobs"]["fused_backward_pass"] == true);
+  CHECK(best["knobs"]["optimizer_type"] == "adafactor");
+  CHECK(!best["knobs"].contains("network_dim"));
+  check_file_json(kDir + "musubi/wan22_high_low.sh", kDir + "musubi", "h100", j, "musubi");
+  int idle_offloaded = 0;
+  for (const auto& p : j["advice"]["emit"]["plans"])
+    if (p["knobs"].value("offload_inactive_dit", false)) {
+      ++idle_offloaded;
+      CHECK(!p["knobs"].contains("blocks_to_swap"));  // wan_train_network.py:82-86
+    }
+  CHECK(idle_offloaded == 3);  // no checkpointing, checkpointing, checkpointing + CPU offload
+}
+
+TEST_CASE("the file written back drops what the trainer stops on: --sage_attn, a flag the script lacks, a WxH --resolution") {
+  const fs::path out = fs::temp_directory_path() / "segadvise-refused.sh";
+  nlohmann::json j;
+  check_file_json(kDir + "musubi/wan13b_sage.sh", kDir + "musubi", "4090", j, "musubi", out.string());
+  REQUIRE(j["emitted"].is_object());
+  std::string w = slurp(out.string());
+  CHECK(w.find("--sage_attn") == std::string::npos);
+  CHECK(w.find("--sdpa") != std::string::npos);
+  check_file_json(kDir + "diffusers/sdxl_dreambooth_cache_latents.sh", kDir + "diffusers", "4090", j, "diffusers", out.string());
+  REQUIRE(j["emitted"].is_object());
+  CHECK(slurp(out.string()).find("--cache_latents") == std::string::npos);  // train_dreambooth_lora_sdxl.py has none
+  // 1024x576 is predicted at the square of its larger edge, which the file then asks for
+  check_file_json(kDir + "diffusers/flux_lora_wxh.sh", kDir + "diffusers", "h100", j, "diffusers", out.string());
+  REQUIRE(j["emitted"].is_object());
+  w = slurp(out.string());
+  CHECK(w.find("--resolution 1024 ") != std::string::npos);
+  CHECK(w.find("1024x576") == std::string::npos);
+  // a --config_file's blocks_to_swap the plan does not use is overridden on the command line
+  check_file_json(kDir + "musubi/flux_train.sh", kDir + "musubi", "4090", j, "musubi", out.string());
+  REQUIRE(j["emitted"].is_object());
+  w = slurp(out.string());
+  const std::string plan = j["emitted"]["plan"];
+  if (plan.find("--blocks_to_swap") == std::string::npos) CHECK(w.find("--blocks_to_swap 0 ") != std::string::npos);
+  else CHECK(w.find("--blocks_to_swap " + plan.substr(plan.find("--blocks_to_swap ") + 17, 2)) != std::string::npos);
+  fs::remove(out);
+}
+
+TEST_CASE("ai-toolkit: the job written back keeps quoted strings quoted; EMA is printed nested, as ai-toolkit reads it") {
+  const fs::path out = fs::temp_directory_path() / "segadvise-quoted.yaml";
+  nlohmann::json j;
+  check_file_json(kDir + "ai-toolkit/train_lora_flux_24gb.yaml", kDir + "ai-toolkit", "4090", j, "ai-toolkit", out.string());
+  REQUIRE(j["emitted"].is_object());
+  const YAML::Node back = YAML::LoadFile(out.string());
+  CHECK(back["meta"]["version"].Tag() == "!");  // '1.0' stays a string, not the float 1.0
+  CHECK(back["meta"]["version"].as<std::string>() == "1.0");
+  // the same job with EMA on: its plan says so in train.ema_config.use_ema
+  std::string text = slurp(kDir + "ai-toolkit/train_lora_flux_24gb.yaml");
+  const std::size_t at = text.find("      train:\n");
+  REQUIRE(at != std::string::npos);
+  text.insert(at + 13, "        ema_config:\n          use_ema: true\n");
+  const fs::path ema = fs::temp_directory_path() / "segadvise-ema.yaml";
+  std::ofstream(ema) << text;
+  check_file_json(ema.string(), kDir + "ai-toolkit", "4090", j, "ai-toolkit");
+  const std::string printed = j["advice"]["emit"]["config"];
+  CHECK(printed.find("\n        ema_config:\n          use_ema: true\n") != std::string::npos);
+  fs::remove(out);
+  fs::remove(ema);
+}
+
+TEST_CASE("OneTrainer: an embedding plan prints EMBEDDING; a full fine-tune's plan writes its fused back pass on or off") {
+  nlohmann::json j;
+  check_file_json(kDir + "onetrainer/sd15_embedding.json", kDir + "onetrainer", "4090", j, "onetrainer");
+  const auto cfg = nlohmann::json::parse(j["advice"]["emit"]["config"].get<std::string>());
+  CHECK(cfg["training_method"] == "EMBEDDING");
+  CHECK(!cfg.contains("lora_rank"));
+  // #anima_finetune.json's optimizer_defaults switch the fused back pass on: every plan says which it runs
+  check_file_json(kDir + "onetrainer/#anima_finetune.json", kDir + "onetrainer", "4090", j, "onetrainer");
+  for (const auto& p : j["advice"]["emit"]["plans"]) {
+    INFO(p["label"].get<std::string>());
+    const bool fused = p["label"].get<std::string>().find("fused back pass") != std::string::npos;
+    CHECK(p["knobs"]["optimizer.fused_back_pass"] == fused);
   }
 }

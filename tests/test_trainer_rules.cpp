@@ -239,9 +239,14 @@ TEST_CASE("a component names the memory knobs of its plan that go into the user'
   const nlohmann::ordered_json k = trainer("musubi").memory_knobs(r, plan);
   // the memory knobs only, a knob the plan leaves out is removed (null); the shape and the LoRA rank stay the user's
   CHECK(k == nlohmann::ordered_json{{"gradient_checkpointing", true}, {"gradient_checkpointing_cpu_offload", nullptr},
-                                    {"blocks_to_swap", 9}, {"fp8_base", nullptr}, {"fp8_scaled", nullptr}});
+                                    {"blocks_to_swap", 9}, {"fp8_base", nullptr}, {"fp8_scaled", nullptr},
+                                    {"offload_inactive_dit", nullptr}});
   r.rejections.push_back("no attention flag (--sdpa, ...): the trainer stops");
   CHECK(trainer("musubi").memory_knobs(r, plan)["sdpa"] == true);
+  // an attention flag musubi refuses for training goes (rewrite_trainer_config), the plan's in its place
+  TrainerRead sage;
+  sage.refused_keys = {"sage_attn"};
+  CHECK(trainer("musubi").memory_knobs(sage, plan)["sdpa"] == true);
   CHECK(trainer("diffusers").memory_knobs(r, plan) == nlohmann::ordered_json{{"gradient_checkpointing", true}});
   // diffusers: --cache_latents / --offload are added when the plan sets them, never removed
   nlohmann::ordered_json cached = plan;
