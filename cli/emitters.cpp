@@ -40,7 +40,8 @@ const char* fits_word(FitVerdict v) {
 
 }  // namespace
 
-TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best) {
+TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best,
+                                 const std::function<void(TrainerAdvice&)>& adjust) {
   check_emit_name(trainer);
   if (trainer == "simpletuner") throw InputError("--emit simpletuner: the SimpleTuner keys are the recommendation itself");
   const auto predict = [&ctx](const TrainingSetup& setup, const Schedule& s) {
@@ -50,6 +51,7 @@ TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer,
     return PlanPrediction{c.prediction, c.verdict()};
   };
   TrainerAdvice a = segadvise::trainer(trainer).plan(*ctx.family, ctx.setup, predict, gib_str(ctx.headroom_bytes));
+  if (adjust) adjust(a);
   const std::string& name = a.trainer_name;
 
   // what SimpleTuner's own schedule space would gain

@@ -3,6 +3,7 @@
 // SimpleTuner's interval/stride plan would gain over it; printed as a table or JSON.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -15,8 +16,10 @@
 namespace segadvise::cli {
 
 // The best plan within `trainer`'s knobs for the context's setup. `simpletuner_best` is advise's
-// recommendation over SimpleTuner's whole schedule space (nullptr when nothing fits there).
-TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best);
+// recommendation over SimpleTuner's whole schedule space (nullptr when nothing fits there). `adjust`
+// (where given) sees the plans before the comparison with SimpleTuner is written (a re-pick of the best).
+TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best,
+                                 const std::function<void(TrainerAdvice&)>& adjust = nullptr);
 
 nlohmann::json to_json(const TrainerAdvice& a);
 void print_trainer_advice(std::ostream& out, const TrainerAdvice& a, bool markdown);

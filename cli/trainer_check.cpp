@@ -13,11 +13,42 @@
 #include "runs.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/trainer.hpp"
+#include "segadvise/trainers/trainer_writer.hpp"
 
 namespace segadvise::cli {
 
 using nlohmann::ordered_json;
+
+namespace {
+
+// A plan whose written file would not run it (a --config_file key it turns off that the command line
+// cannot, keys_kept_on) is not the answer: the fastest other plan, confident before borderline, is
+void keep_plans_the_file_can_run(TrainerAdvice& ta, const TrainerRead& tr, const Family& fam) {
+  if (ta.best < 0 || tr.config_file_keys.empty()) return;
+  const Trainer& t = trainer(tr.trainer);
+  const auto runs = [&](const TrainerPlan& p) { return keys_kept_on(tr, t.memory_knobs(tr, p.knobs)).empty(); };
+  if (runs(ta.plans[ta.best])) return;
+  const std::string was = ta.plans[ta.best].label;
+  int best = -1, borderline = -1;
+  for (std::size_t i = 0; i < ta.plans.size(); ++i) {  // sorted by step time
+    const TrainerPlan& p = ta.plans[i];
+    if (!runs(p)) continue;
+    if (best < 0 && p.verdict == FitVerdict::Fits) best = static_cast<int>(i);
+    if (borderline < 0 && p.verdict == FitVerdict::Borderline) borderline = static_cast<int>(i);
+  }
+  if (best < 0) best = borderline;
+  if (best < 0) return;  // none of them runs from the file: the note written with it says what to change
+  ta.best = best;
+  ta.verdict = ta.plans[best].verdict;
+  const TrainerPlan& p = ta.plans[best];
+  ta.config_text = t.config_text(fam, KnobCombo{p.label, p.knobs, p.schedule, p.setup});
+  ta.notes.push_back("'" + was + "' would need " + readers::file_name(tr.config_file) +
+                     "'s store_true keys switched off, which a command-line flag cannot do: the plan is '" + p.label + "'");
+}
+
+}  // namespace
 
 int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std::ostream& out) {
   TrainerReadOptions ro;
@@ -66,7 +97,9 @@ int run_trainer_check(const CheckOptions& o, const std::string& trainer_id, std:
   const std::string emit = o.emit.empty() ? tr.trainer : o.emit;
   TrainerAdvice ta;
   if (r.advice && emit != "simpletuner") {
-    ta = advise_for_trainer(r.context, emit, r.advice->recommended());
+    ta = advise_for_trainer(r.context, emit, r.advice->recommended(), [&](TrainerAdvice& a) {
+      if (emit == tr.trainer) keep_plans_the_file_can_run(a, tr, *tr.family);
+    });
     v.trainer = &ta;
     // the config's own trainer (or another one named by --emit): its plan is the advice, printed in
     // its own keys; the SimpleTuner schedules stay in the comparison note

@@ -97,6 +97,8 @@ bool is_command_line(const TrainerRead& r) {
   return ext != ".toml" && ext != ".json" && ext != ".yaml" && ext != ".yml";
 }
 
+bool is_off(const ordered_json& v) { return v.is_null() || (v.is_boolean() && !v.get<bool>()); }
+
 Rewritten rewrite_flags(const TrainerRead& r, const ordered_json& knobs) {
   Rewritten out;
   out.text = readers::read_text_file(r.config_path, "config");
@@ -104,8 +106,7 @@ Rewritten rewrite_flags(const TrainerRead& r, const ordered_json& knobs) {
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
     ordered_json v = it.value();
     const auto in_file = r.config_file_keys.find(it.key());
-    const bool off = v.is_null() || (v.is_boolean() && !v.get<bool>());
-    if (!toml && off && in_file != r.config_file_keys.end() && in_file->second != "false") {
+    if (!toml && is_off(v) && in_file != r.config_file_keys.end() && in_file->second != "false") {
       // set in the --config_file, not on the command line: a number is overridden with 0 there
       // (blocks_to_swap 0: no swap); a store_true flag cannot be switched off from the command line
       if (readers::is_int_text(in_file->second)) {
@@ -227,6 +228,17 @@ Rewritten rewrite_json(const TrainerRead& r, const ordered_json& knobs) {
 }
 
 }  // namespace
+
+std::vector<std::string> keys_kept_on(const TrainerRead& r, const ordered_json& knobs) {
+  std::vector<std::string> out;
+  if (!is_command_line(r)) return out;
+  for (auto it = knobs.begin(); it != knobs.end(); ++it) {
+    const auto in_file = r.config_file_keys.find(it.key());
+    if (is_off(it.value()) && in_file != r.config_file_keys.end() && in_file->second != "false" && !readers::is_int_text(in_file->second))
+      out.push_back(it.key());
+  }
+  return out;
+}
 
 std::string set_command_line_flag(const std::string& text, const std::string& key, const ordered_json& value) {
   const bool off = value.is_null() || (value.is_boolean() && !value.get<bool>());
