@@ -659,6 +659,9 @@ TEST_CASE("command-line flags are replaced, added after the script, or removed")
   CHECK(off.find("--lr 1e-4") != std::string::npos);
   CHECK(set_command_line_flag(cl, "fp8_base", true).find("wan_train_network.py --fp8_base --sdpa") != std::string::npos);
   CHECK(set_command_line_flag("x.py --blocks_to_swap=20", "blocks_to_swap", 10) == "x.py --blocks_to_swap 10");
+  // a new flag follows the script on the command, not a script named in a comment above it
+  CHECK(set_command_line_flag("# runs y.py (a note)\n  # and z.py too\npython y.py --rank 4\n", "cache_latents", true) ==
+        "# runs y.py (a note)\n  # and z.py too\npython y.py --cache_latents --rank 4\n");
 }
 
 TEST_CASE("TOML keys keep their line and comment; a new key goes before the first section") {

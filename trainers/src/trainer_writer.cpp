@@ -248,9 +248,15 @@ std::string set_command_line_flag(const std::string& text, const std::string& ke
   if (at.found)
     return text.substr(0, at.begin) + (off ? "" : text.substr(at.begin, at.lead) + repl) + text.substr(at.end);
   if (off) return text;
-  // absent: right after the training script (or at the end of the first command)
+  // absent: right after the training script (or at the end of the first command), never in a comment
+  const auto in_comment = [&text](std::size_t at) {
+    std::size_t ls = text.rfind('\n', at);
+    ls = ls == std::string::npos ? 0 : ls + 1;
+    while (ls < at && blank(text[ls])) ++ls;
+    return text[ls] == '#';
+  };
   for (std::size_t r = text.find(".py"); r != std::string::npos; r = text.find(".py", r + 1))
-    if (r + 3 == text.size() || space(text[r + 3])) return text.substr(0, r) + ".py " + repl + text.substr(r + 3);
+    if ((r + 3 == text.size() || space(text[r + 3])) && !in_comment(r)) return text.substr(0, r) + ".py " + repl + text.substr(r + 3);
   std::string t = text;
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t + " " + repl + "\n";
