@@ -290,7 +290,7 @@ TEST_CASE("every config --advise --emit SAME --output writes reads back through 
   int written = 0, pinned = 0;
   for (const auto& file : trainer_fixture_files())
     for (const char* gpu : {"4090", "h100"}) {
-      const std::string path = file.first, t = file.second;  // not a structured binding: INFO captures them
+      const std::string path = file.first, t = file.second, card = gpu;  // not a structured binding: INFO captures them
       const std::string cwd = fs::path(path).parent_path().string();
       const fs::path out = dir / (std::to_string(written + pinned) + fs::path(path).extension().string());
       fs::remove(out);
@@ -301,7 +301,7 @@ TEST_CASE("every config --advise --emit SAME --output writes reads back through 
       } catch (const InputError&) {
         continue;  // a file segadvise cannot check (a generation job, a family without sourced facts): exit 2
       }
-      INFO(path << " on " << gpu << " (rc " << rc << ")");
+      INFO(path << " on " << card << " (rc " << rc << ")");
       if (!j.contains("emitted") || !j["emitted"].is_object()) {
         CHECK(!fs::exists(out));  // nothing fits: nothing written
         continue;
@@ -336,14 +336,14 @@ TEST_CASE("every plan --advise --emit SAME prints reads back through its reader 
   int printed = 0;
   for (const auto& file : trainer_fixture_files())
     for (const char* gpu : {"4090", "h100"}) {
-      const std::string path = file.first, t = file.second;  // not a structured binding: INFO captures them
+      const std::string path = file.first, t = file.second, card = gpu;  // not a structured binding: INFO captures them
       nlohmann::json j;
       try {
         check_file_json(path, fs::path(path).parent_path().string(), gpu, j, t);
       } catch (const InputError&) {
         continue;
       }
-      INFO(path << " on " << gpu);
+      INFO(path << " on " << card);
       const auto& emit = j["advice"]["emit"];
       if (emit["best"].is_null()) continue;
       const auto& plan = emit["plans"][emit["best"].get<int>()];

@@ -240,7 +240,7 @@ TEST_CASE("a component names the memory knobs of its plan that go into the user'
   // the memory knobs only, a knob the plan leaves out is removed (null); the shape and the LoRA rank stay the user's
   CHECK(k == nlohmann::ordered_json{{"gradient_checkpointing", true}, {"gradient_checkpointing_cpu_offload", nullptr},
                                     {"blocks_to_swap", 9}, {"fp8_base", nullptr}, {"fp8_scaled", nullptr},
-                                    {"offload_inactive_dit", nullptr}});
+                                    {"offload_inactive_dit", nullptr}, {"fused_backward_pass", nullptr}});
   r.rejections.push_back("no attention flag (--sdpa, ...): the trainer stops");
   CHECK(trainer("musubi").memory_knobs(r, plan)["sdpa"] == true);
   // an attention flag musubi refuses for training goes (rewrite_trainer_config), the plan's in its place

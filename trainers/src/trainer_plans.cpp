@@ -106,7 +106,6 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       break;
     }
   if (optimizer_type.empty()) base.optimizer = "adamw";
-  if (!full) base.fused_back_pass = false;
   if (fe && fe->value("control_in_sequence", false)) base.reference_images = std::max(1, base.reference_images);
   base.kept_model_bytes = 0;  // musubi caches latents and text-encoder outputs before training (a separate step)
   base.kept_models.clear();
@@ -118,6 +117,10 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   } else notes.push_back("musubi-tuner's block-swap maximum for this model is not recorded: block swap is not offered");
   swaps.erase(std::unique(swaps.begin(), swaps.end()), swaps.end());
   std::vector<KnobCombo> out;
+  // Adafactor's --fused_backward_pass on a full fine-tune: each gradient applied and freed as it is
+  // produced (about one layer's resident), searched on and off
+  const bool fused_search = full && base.optimizer == "adafactor";
+  for (int fused = 0; fused < (fused_search ? 2 : 1); ++fused)
   for (int idle_off = 0; idle_off < (two_dits ? 2 : 1); ++idle_off)
   for (int gc = 0; gc < 3; ++gc)
     for (int n : swaps) {
@@ -131,7 +134,7 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       c.knobs["mixed_precision"] = "bf16";
       if (full && base.mixed_precision == "bf16") c.knobs["full_bf16"] = true;
       if (!optimizer_type.empty()) c.knobs["optimizer_type"] = optimizer_type;
-      if (full && base.fused_back_pass) c.knobs["fused_backward_pass"] = true;
+      if (fused_search) c.knobs["fused_backward_pass"] = fused == 1;
       c.knobs["gradient_checkpointing"] = gc >= 1;
       if (gc == 2) c.knobs["gradient_checkpointing_cpu_offload"] = true;
       if (n > 0) c.knobs["blocks_to_swap"] = n;
@@ -143,14 +146,18 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       c.setup = base;
       if (!full) c.setup.model_type = ModelType::Lora;
       c.setup.idle_experts_on_host = idle_off == 1;
+      c.setup.fused_back_pass = fused == 1;
       c.setup.blocks_to_swap = musubi_swapped_chain_blocks(tf, n);
       c.schedule = sched(gc >= 1, gc == 2 ? Backend::Unsloth : Backend::Torch);
       c.label = gc == 0 ? "no checkpointing" : gc == 1 ? "gradient checkpointing" : "checkpointing + CPU offload";
       if (n > 0) c.label += ", --blocks_to_swap " + std::to_string(n);
       if (idle_off) c.label += ", --offload_inactive_dit";
+      if (fused) c.label += ", --fused_backward_pass";
       out.push_back(c);
     }
-  if (full) notes.push_back("a full fine-tune: " + full_script + (base.mixed_precision == "bf16" ? " with --full_bf16" : " (float32: no --full_bf16)"));
+  if (full)
+    notes.push_back("a full fine-tune: " + full_script + (base.mixed_precision == "bf16" ? " with --full_bf16" : " (float32: no --full_bf16)") +
+                    (fused_search ? "; Adafactor's --fused_backward_pass searched" : "; --fused_backward_pass patches Adafactor only: not offered"));
   else if (user.model_type == ModelType::Full) notes.push_back("musubi-tuner's *_train_network.py scripts train a LoRA: planned as LoRA rank " + std::to_string(base.lora_rank));
   return out;
 }
@@ -681,7 +688,7 @@ class Musubi final : public FactsTrainer {
   std::vector<std::string> manual_steps(const Family& fam) const override { return musubi_manual(facts()->find(fam)); }
   nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const override {
     nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap",
-                                               "fp8_base", "fp8_scaled", "offload_inactive_dit"});
+                                               "fp8_base", "fp8_scaled", "offload_inactive_dit", "fused_backward_pass"});
     for (const auto& x : r.rejections)  // the reader's "no attention flag": the plan's one is added
       if (x.find("no attention flag") != std::string::npos) k["sdpa"] = true;
     // an attention flag musubi refuses for training (--sage_attn) goes with the rewrite: the plan's takes its place
@@ -946,8 +953,10 @@ TrainerAdvice Trainer::plan(const Family& fam, const TrainingSetup& setup, const
       p.verdict = pp.prediction.supported ? pp.verdict : FitVerdict::DoesNotFit;
       if (p.prediction.supported) a.plans.push_back(std::move(p));  // a backend the family lacks never counts
     }
+    // fastest first; at the same speed the smaller peak (a fused back pass costs no time)
     std::stable_sort(a.plans.begin(), a.plans.end(), [](const TrainerPlan& x, const TrainerPlan& y) {
-      return x.prediction.step_time_s < y.prediction.step_time_s;
+      if (x.prediction.step_time_s != y.prediction.step_time_s) return x.prediction.step_time_s < y.prediction.step_time_s;
+      return x.prediction.peak_vram_bytes < y.prediction.peak_vram_bytes;
     });
     a.best = a.smallest = -1;
     a.verdict = FitVerdict::DoesNotFit;
