@@ -365,6 +365,7 @@ TEST_CASE("every plan --advise --emit SAME prints reads back through its reader 
       REQUIRE(p["supported"] == true);
       CHECK(p["step_peak_vram_gib"].get<double>() == doctest::Approx(plan["peak_vram_gib"].get<double>()));
       CHECK(p["step_time_s"].get<double>() == doctest::Approx(plan["step_time_s"].get<double>()));
+      CHECK(p["phases"] == emit["phases"]);
       ++printed;
     }
   CHECK(printed >= 100);

@@ -67,6 +67,7 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
                                     path + ": " + (cl.script.empty() ? std::string("no train_*.py script on the command line")
                                                                      : "script '" + cl.script + "' is not a diffusers example segadvise knows"));
   start_setup(r, fam, "the diffusers example script");
+  r.setup.script = cl.script;
   const TrainerFamily* tf = facts.find(fam);
   TrainingSetup& s = r.setup;
   const bool lora = cl.script.find("lora") != std::string::npos || cl.script.empty();

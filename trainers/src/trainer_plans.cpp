@@ -395,6 +395,16 @@ std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, 
   return out;
 }
 
+// The diffusers script a plan runs: the config's own where the family has it and it trains the same
+// kind (LoRA or full), else the family's first of that kind ("" when none)
+std::string diffusers_script(const TrainerFamily& tf, const TrainingSetup& s) {
+  const auto kind = [&s](const std::string& sc) { return (sc.find("lora") != std::string::npos) == (s.model_type == ModelType::Lora); };
+  if (!s.script.empty() && std::find(tf.scripts.begin(), tf.scripts.end(), s.script) != tf.scripts.end() && kind(s.script)) return s.script;
+  for (const auto& sc : tf.scripts)
+    if (kind(sc)) return sc;
+  return "";
+}
+
 // `use_8bit_adam`: the plans run --use_8bit_adam whatever the user's optimizer (Diffusers::fallback_space)
 std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
                                  std::vector<std::string>& notes, bool use_8bit_adam = false) {
@@ -415,12 +425,7 @@ std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily&
   // the script's own memory flags (diffusers.json script_flags): --cache_latents frees the VAE it keeps
   // (bf16, the plan's --mixed_precision), --offload brings the VAE and the text encoders to the GPU only
   // to encode (nothing of them through the step)
-  std::string script;  // the script the emitted line runs (diffusers_text's choice)
-  for (const auto& sc : tf.scripts)
-    if ((sc.find("lora") != std::string::npos) == (base.model_type == ModelType::Lora)) {
-      script = sc;
-      break;
-    }
+  const std::string script = diffusers_script(tf, base);  // the script the emitted line runs
   const nlohmann::json& sf_all = facts.raw.at("script_flags");
   const auto has = [&](const char* flag) {
     if (!sf_all.contains(script)) return false;
@@ -587,13 +592,8 @@ std::string onetrainer_text(const TrainerFacts& facts, const Family& fam, const 
 std::string diffusers_text(const TrainerFacts& facts, const Family& fam, const KnobCombo& c) {
   const TrainingSetup& s = c.setup;
   const TrainerFamily* tf = facts.find(fam);
-  std::string script = "train_*.py";
-  if (tf)
-    for (const auto& sc : tf->scripts)
-      if ((sc.find("lora") != std::string::npos) == (s.model_type == ModelType::Lora)) {
-        script = sc;
-        break;
-      }
+  std::string script = tf ? diffusers_script(*tf, s) : "";
+  if (script.empty()) script = "train_*.py";
   const std::string flags = flag_line(c.knobs);
   std::string line = "accelerate launch " + script + (flags.empty() ? "" : " " + flags);
   // with prior preservation the step's batch is twice --train_batch_size (the class images join it)
@@ -616,6 +616,7 @@ void check_emit_name(const std::string& name) {
 }
 
 int square_edge_for_area(int width, int height) {
+  if (width == height) return width;  // a square is written as planned (ai-toolkit's [632] stays 632)
   const double edge = std::sqrt(double(width) * height);
   return std::max(64, static_cast<int>(std::lround(edge / 64.0)) * 64);
 }

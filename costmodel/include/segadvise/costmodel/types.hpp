@@ -139,6 +139,9 @@ struct TrainingSetup {
   // says what they are.
   double kept_model_bytes = 0;
   std::string kept_models;
+  // The training script the config runs (a diffusers example): the plans keep it where the trainer's
+  // data lists it for the family. Not read by the cost model.
+  std::string script;
   // Textual inversion (OneTrainer EMBEDDING): this many trained embedding values (fp32) in place of
   // adapters; the frozen base is run as a LoRA step is (backward through it), 0: none.
   double embedding_params = 0;

@@ -78,7 +78,7 @@ TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, co
                                const PredictFn& predict, const std::string& headroom);
 
 // ai-toolkit and OneTrainer bucket around edge x edge pixels: the edge (multiple of 64) whose square
-// has the area of width x height.
+// has the area of width x height; a square's own edge.
 int square_edge_for_area(int width, int height);
 
 }  // namespace segadvise
