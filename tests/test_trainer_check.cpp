@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "check_options.hpp"
+#include "scratch_dir.hpp"
 #include "commands.hpp"
 #include "test_util.hpp"
 #include "segadvise/trainers/trainer.hpp"
@@ -285,8 +286,8 @@ std::vector<std::pair<std::string, std::string>> trainer_fixture_files() {
 }  // namespace
 
 TEST_CASE("every config --advise --emit SAME --output writes reads back through its reader as the plan was predicted") {
-  const fs::path dir = fs::temp_directory_path() / "segadvise-roundtrip-all";
-  fs::create_directories(dir);
+  const test::Scratch scratch("segadvise-roundtrip-all-");  // per process: never shared with another run
+  const fs::path dir = scratch.dir;
   int written = 0, pinned = 0;
   for (const auto& file : trainer_fixture_files())
     for (const char* gpu : {"4090", "h100"}) {
@@ -327,12 +328,11 @@ TEST_CASE("every config --advise --emit SAME --output writes reads back through 
     }
   CHECK(written >= 100);
   CHECK(pinned == 0);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("every plan --advise --emit SAME prints reads back through its reader as the plan was predicted") {
-  const fs::path dir = fs::temp_directory_path() / "segadvise-printed-all";
-  fs::create_directories(dir);
+  const test::Scratch scratch("segadvise-printed-all-");
+  const fs::path dir = scratch.dir;
   int printed = 0;
   for (const auto& file : trainer_fixture_files())
     for (const char* gpu : {"4090", "h100"}) {
@@ -369,7 +369,6 @@ TEST_CASE("every plan --advise --emit SAME prints reads back through its reader 
       ++printed;
     }
   CHECK(printed >= 100);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("musubi: a full fine-tune is planned on its full fine-tune script, Wan 2.2's idle DiT offload never with block swap") {
@@ -395,7 +394,8 @@ TEST_CASE("musubi: a full fine-tune is planned on its full fine-tune script, Wan
 }
 
 TEST_CASE("the file written back drops what the trainer stops on: --sage_attn, a flag the script lacks, a WxH --resolution") {
-  const fs::path out = fs::temp_directory_path() / "segadvise-refused.sh";
+  const test::Scratch scratch("segadvise-refused-");
+  const fs::path out = scratch.dir / "refused.sh";
   nlohmann::json j;
   check_file_json(kDir + "musubi/wan13b_sage.sh", kDir + "musubi", "4090", j, "musubi", out.string());
   REQUIRE(j["emitted"].is_object());
@@ -426,11 +426,11 @@ TEST_CASE("the file written back drops what the trainer stops on: --sage_attn, a
   bool said = false;
   for (const auto& n : j["advice"]["emit"]["notes"]) said |= n.get<std::string>().find("'no checkpointing' would need flux_config.toml") == 0;
   CHECK(said);
-  fs::remove(out);
 }
 
 TEST_CASE("ai-toolkit: the job written back keeps quoted strings quoted; EMA is printed nested, as ai-toolkit reads it") {
-  const fs::path out = fs::temp_directory_path() / "segadvise-quoted.yaml";
+  const test::Scratch scratch("segadvise-quoted-");
+  const fs::path out = scratch.dir / "quoted.yaml";
   nlohmann::json j;
   check_file_json(kDir + "ai-toolkit/train_lora_flux_24gb.yaml", kDir + "ai-toolkit", "4090", j, "ai-toolkit", out.string());
   REQUIRE(j["emitted"].is_object());
@@ -442,13 +442,16 @@ TEST_CASE("ai-toolkit: the job written back keeps quoted strings quoted; EMA is 
   const std::size_t at = text.find("      train:\n");
   REQUIRE(at != std::string::npos);
   text.insert(at + 13, "        ema_config:\n          use_ema: true\n");
-  const fs::path ema = fs::temp_directory_path() / "segadvise-ema.yaml";
+  const fs::path ema = scratch.dir / "ema.yaml";
   std::ofstream(ema) << text;
   check_file_json(ema.string(), kDir + "ai-toolkit", "4090", j, "ai-toolkit");
   const std::string printed = j["advice"]["emit"]["config"];
   CHECK(printed.find("\n        ema_config:\n          use_ema: true\n") != std::string::npos);
-  fs::remove(out);
-  fs::remove(ema);
+  // samples at the sample section's size (832x480, 40 frames), not the training shape (632x632, 1 frame)
+  check_file_json(kDir + "ai-toolkit/train_lora_wan21_1b_24gb.yaml", kDir + "ai-toolkit", "4090", j, "ai-toolkit");
+  CHECK(j["prediction"]["phases"]["validation"]["set_by"].get<std::string>().find("1 x 832x480x40f") != std::string::npos);
+  CHECK(j["advice"]["emit"]["config"].get<std::string>().find("      sample:\n        width: 832\n        height: 480\n        num_frames: 40\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("OneTrainer: an embedding plan prints EMBEDDING; a full fine-tune's plan writes its fused back pass on or off") {

@@ -450,6 +450,23 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
     s.notes.push_back("accuracy-recovery adapter on the GPU: taken as rank " + std::to_string(ara_rank) +
                       " over the LoRA targets (" + facts.raw.at("accuracy_recovery_adapter").at("source").get<std::string>() + ")");
   }
+  // the run's phases by its keys (ai-toolkit.json "phases"); the samples at the sample section's size
+  // (SampleConfig: width 512, height 512, num_frames 1 by default, config_modules.py:84-98), which a
+  // plan printed for this job carries
+  r.run.other = trainer_run_from_data(facts, r);
+  const YAML::Node sample = p["sample"];
+  if (sample && sample.IsMap()) {
+    TrainerRun& run = r.run.other;
+    run.sample_width = y.get<int>(sample, "width", 512, "sample.width");
+    run.sample_height = y.get<int>(sample, "height", 512, "sample.height");
+    run.sample_frames = y.get<int>(sample, "num_frames", 1, "sample.num_frames");
+    for (const int v : {run.sample_width, run.sample_height})
+      if (v < 8 || v > kMaxEdgePixels) throw InputError(path + ": sample.width/height " + std::to_string(v) + " is out of range (8.." + std::to_string(kMaxEdgePixels) + ")");
+    if (run.sample_frames < 1 || run.sample_frames > kMaxFrames) throw InputError(path + ": sample.num_frames " + std::to_string(run.sample_frames) + " is out of range");
+    r.run_keys["sample.width"] = run.sample_width;
+    r.run_keys["sample.height"] = run.sample_height;
+    if (run.sample_frames > 1) r.run_keys["sample.num_frames"] = run.sample_frames;
+  }
   return r;
 }
 

@@ -558,6 +558,12 @@ std::string ai_toolkit_text(const Family& fam, const KnobCombo& c) {
   yaml_section(o, c.knobs, "model", 8);
   o << "      train:\n        batch_size: " << s.batch << "\n";
   yaml_section(o, c.knobs, "train", 8);
+  bool samples = false;  // the sample size a job's run is predicted with (its prompts are the user's)
+  for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) samples |= it.key().rfind("sample.", 0) == 0;
+  if (samples) {
+    o << "      sample:\n";
+    yaml_section(o, c.knobs, "sample", 8);
+  }
   if (s.model_type == ModelType::Lora)
     o << "      network:\n        type: \"lora\"\n        linear: " << s.lora_rank << "\n        linear_alpha: " << s.lora_rank << "\n";
   o << "      datasets:\n        - folder_path: \"/path/to/images\"\n          resolution: [" << square_edge_for_area(s.width, s.height) << "]\n"
