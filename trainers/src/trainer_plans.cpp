@@ -89,7 +89,7 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   if (two_dits) base.idle_experts_on_host = false;
   // a full fine-tune where the family has musubi's full fine-tune script (qwen_image_train.py,
   // zimage_train.py): the DiT trains in bf16 with --full_bf16 (else float32), Adafactor's fused backward
-  // pass as the user had it; elsewhere the *_train_network.py scripts train a LoRA
+  // pass searched below; elsewhere the *_train_network.py scripts train a LoRA
   std::string full_script;
   if (user.model_type == ModelType::Full && fe && fe->contains("full_finetune_scripts") && !fe->at("full_finetune_scripts").empty())
     full_script = fe->at("full_finetune_scripts").at(0).get<std::string>();
@@ -105,6 +105,8 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       if (name != "adamw") optimizer_type = name;
       break;
     }
+  if (optimizer_type.empty() && user.optimizer != "adamw")
+    notes.push_back("the optimizer " + user.optimizer + " has no musubi-tuner --optimizer_type: predicted with its default AdamW");
   if (optimizer_type.empty()) base.optimizer = "adamw";
   if (fe && fe->value("control_in_sequence", false)) base.reference_images = std::max(1, base.reference_images);
   base.kept_model_bytes = 0;  // musubi caches latents and text-encoder outputs before training (a separate step)
