@@ -31,14 +31,7 @@ void keep_plans_the_file_can_run(TrainerAdvice& ta, const TrainerRead& tr, const
   const auto runs = [&](const TrainerPlan& p) { return keys_kept_on(tr, t.memory_knobs(tr, p.knobs)).empty(); };
   if (runs(ta.plans[ta.best])) return;
   const std::string was = ta.plans[ta.best].label;
-  int best = -1, borderline = -1;
-  for (std::size_t i = 0; i < ta.plans.size(); ++i) {  // sorted by step time
-    const TrainerPlan& p = ta.plans[i];
-    if (!runs(p)) continue;
-    if (best < 0 && p.verdict == FitVerdict::Fits) best = static_cast<int>(i);
-    if (borderline < 0 && p.verdict == FitVerdict::Borderline) borderline = static_cast<int>(i);
-  }
-  if (best < 0) best = borderline;
+  const int best = fastest_fit(ta.plans, runs);
   if (best < 0) return;  // none of them runs from the file: the note written with it says what to change
   ta.best = best;
   ta.verdict = ta.plans[best].verdict;

@@ -397,31 +397,28 @@ TEST_CASE("the file written back drops what the trainer stops on: --sage_attn, a
   const test::Scratch scratch("segadvise-refused-");
   const fs::path out = scratch.dir / "refused.sh";
   nlohmann::json j;
-  check_file_json(kDir + "musubi/wan13b_sage.sh", kDir + "musubi", "4090", j, "musubi", out.string());
-  REQUIRE(j["emitted"].is_object());
-  std::string w = slurp(out.string());
+  // the file --advise --emit TRAINER --output writes for fixture `rel` (one must be written)
+  const auto written = [&](const std::string& rel, const std::string& gpu) {
+    const std::string t = rel.substr(0, rel.find('/'));
+    check_file_json(kDir + rel, kDir + t, gpu, j, t, out.string());
+    REQUIRE(j["emitted"].is_object());
+    return slurp(out.string());
+  };
+  std::string w = written("musubi/wan13b_sage.sh", "4090");
   CHECK(w.find("--sage_attn") == std::string::npos);
   CHECK(w.find("--sdpa") != std::string::npos);
-  check_file_json(kDir + "diffusers/sdxl_dreambooth_cache_latents.sh", kDir + "diffusers", "4090", j, "diffusers", out.string());
-  REQUIRE(j["emitted"].is_object());
-  CHECK(slurp(out.string()).find("--cache_latents") == std::string::npos);  // train_dreambooth_lora_sdxl.py has none
+  CHECK(written("diffusers/sdxl_dreambooth_cache_latents.sh", "4090").find("--cache_latents") == std::string::npos);  // the script has none
   // 1024x576 is predicted at the square of its larger edge, which the file then asks for
-  check_file_json(kDir + "diffusers/flux_lora_wxh.sh", kDir + "diffusers", "h100", j, "diffusers", out.string());
-  REQUIRE(j["emitted"].is_object());
-  w = slurp(out.string());
+  w = written("diffusers/flux_lora_wxh.sh", "h100");
   CHECK(w.find("--resolution 1024 ") != std::string::npos);
   CHECK(w.find("1024x576") == std::string::npos);
-  // a --config_file's blocks_to_swap the plan does not use is overridden on the command line
-  check_file_json(kDir + "musubi/flux_train.sh", kDir + "musubi", "4090", j, "musubi", out.string());
-  REQUIRE(j["emitted"].is_object());
-  w = slurp(out.string());
-  const std::string plan = j["emitted"]["plan"];
-  if (plan.find("--blocks_to_swap") == std::string::npos) CHECK(w.find("--blocks_to_swap 0 ") != std::string::npos);
-  else CHECK(w.find("--blocks_to_swap " + plan.substr(plan.find("--blocks_to_swap ") + 17, 2)) != std::string::npos);
-  // on 80 GB no checkpointing is fastest, but flux_config.toml's gradient_checkpointing = true cannot be
-  // switched off from the command line: the plan is the fastest one that keeps it
-  check_file_json(kDir + "musubi/flux_train.sh", kDir + "musubi", "h100", j, "musubi", out.string());
-  REQUIRE(j["emitted"].is_object());
+  // flux_config.toml's blocks_to_swap 56 (over FLUX.1's 34) is overridden on the command line by the plan's
+  CHECK(written("musubi/flux_train.sh", "4090").find("flux_kontext_train_network.py --blocks_to_swap 25 ") != std::string::npos);
+  CHECK(j["emitted"]["plan"] == "gradient checkpointing, --blocks_to_swap 25");
+  // on 80 GB no checkpointing is fastest and swaps nothing (--blocks_to_swap 0 overrides the TOML's), but
+  // flux_config.toml's gradient_checkpointing = true cannot be switched off from the command line: the
+  // plan is the fastest one that keeps it
+  CHECK(written("musubi/flux_train.sh", "h100").find("--blocks_to_swap 0 ") != std::string::npos);
   CHECK(j["emitted"]["plan"] == "gradient checkpointing");
   bool said = false;
   for (const auto& n : j["advice"]["emit"]["notes"]) said |= n.get<std::string>().find("'no checkpointing' would need flux_config.toml") == 0;

@@ -77,8 +77,15 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   const nlohmann::json* fe = nullptr;
   for (const auto& e : facts.raw.at("families"))
     if (e.at("family") == tf.family) fe = &e;
+  // a full fine-tune where the family has musubi's full fine-tune script (qwen_image_train.py,
+  // zimage_train.py): the DiT trains in bf16 with --full_bf16 (else float32), no fp8 base, Adafactor's
+  // fused backward pass searched below; elsewhere the *_train_network.py scripts train a LoRA
+  std::string full_script;
+  if (user.model_type == ModelType::Full && fe && fe->contains("full_finetune_scripts") && !fe->at("full_finetune_scripts").empty())
+    full_script = fe->at("full_finetune_scripts").at(0).get<std::string>();
+  const bool full = !full_script.empty();
   const bool fp8_ignored = fe && fe->value("fp8_base_ignored", false);
-  const bool fp8 = quantized(user) && !fp8_ignored && !(user.model_type == ModelType::Full && fe && fe->contains("full_finetune_scripts"));
+  const bool fp8 = quantized(user) && !fp8_ignored && !full;
   if (quantized(user) && fp8_ignored)
     notes.push_back("musubi-tuner's script for this model ignores --fp8_base and has no --fp8_scaled (" + tf.source + "): planned with bf16 weights");
   base.base_precision = fp8 ? plans.str("fp8_base_precision", "", true) : "no_change";
@@ -87,17 +94,7 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   // musubi refuses with block swap (wan_train_network.py:82-86)
   const bool two_dits = fe && fe->value("second_dit", false) && base.experts > 1;
   if (two_dits) base.idle_experts_on_host = false;
-  // a full fine-tune where the family has musubi's full fine-tune script (qwen_image_train.py,
-  // zimage_train.py): the DiT trains in bf16 with --full_bf16 (else float32), Adafactor's fused backward
-  // pass searched below; elsewhere the *_train_network.py scripts train a LoRA
-  std::string full_script;
-  if (user.model_type == ModelType::Full && fe && fe->contains("full_finetune_scripts") && !fe->at("full_finetune_scripts").empty())
-    full_script = fe->at("full_finetune_scripts").at(0).get<std::string>();
-  const bool full = !full_script.empty();
-  if (full) {
-    base.mixed_precision = user.mixed_precision == "no" ? "no" : "bf16";
-    base.base_precision = "no_change";
-  }
+  if (full) base.mixed_precision = user.mixed_precision == "no" ? "no" : "bf16";
   // the user's optimizer where musubi has it (--optimizer_type; its default adamw unwritten)
   std::string optimizer_type;
   for (const auto& [name, ours] : readers::musubi_optimizers())
@@ -928,6 +925,16 @@ RunSetup Trainer::run_setup(const TrainerRead& r) const {
   return run;
 }
 
+int fastest_fit(const std::vector<TrainerPlan>& plans, const std::function<bool(const TrainerPlan&)>& allowed) {
+  int fits = -1, borderline = -1;
+  for (std::size_t i = 0; i < plans.size() && fits < 0; ++i) {
+    if (allowed && !allowed(plans[i])) continue;
+    if (plans[i].verdict == FitVerdict::Fits) fits = static_cast<int>(i);
+    else if (borderline < 0 && plans[i].verdict == FitVerdict::Borderline) borderline = static_cast<int>(i);
+  }
+  return fits >= 0 ? fits : borderline;
+}
+
 RunSetup Trainer::plan_run_setup(const TrainerRead& r, const TrainingSetup& plan, const nlohmann::ordered_json&) const {
   RunSetup run = run_setup(r);
   run.other.latent_caching = plan.kept_models.find("VAE") == std::string::npos;
@@ -967,18 +974,12 @@ TrainerAdvice Trainer::plan(const Family& fam, const TrainingSetup& setup, const
       if (x.prediction.step_time_s != y.prediction.step_time_s) return x.prediction.step_time_s < y.prediction.step_time_s;
       return x.prediction.peak_vram_bytes < y.prediction.peak_vram_bytes;
     });
-    a.best = a.smallest = -1;
-    a.verdict = FitVerdict::DoesNotFit;
-    int borderline = -1;
-    for (std::size_t i = 0; i < a.plans.size(); ++i) {
-      const TrainerPlan& p = a.plans[i];
-      if (a.best < 0 && p.verdict == FitVerdict::Fits) a.best = static_cast<int>(i);
-      if (borderline < 0 && p.verdict == FitVerdict::Borderline) borderline = static_cast<int>(i);
-      if (a.smallest < 0 || p.prediction.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes)
+    a.smallest = -1;
+    for (std::size_t i = 0; i < a.plans.size(); ++i)
+      if (a.smallest < 0 || a.plans[i].prediction.peak_vram_bytes < a.plans[a.smallest].prediction.peak_vram_bytes)
         a.smallest = static_cast<int>(i);
-    }
-    if (a.best < 0) a.best = borderline;
-    if (a.best >= 0) a.verdict = a.plans[a.best].verdict;
+    a.best = fastest_fit(a.plans);
+    a.verdict = a.best >= 0 ? a.plans[a.best].verdict : FitVerdict::DoesNotFit;
   };
   evaluate_all(knob_space(fam, setup, a.notes));
   // nothing fits with confidence: the trainer's further knobs (a change of precision) are searched too

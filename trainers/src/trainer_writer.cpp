@@ -99,25 +99,35 @@ bool is_command_line(const TrainerRead& r) {
 
 bool is_off(const ordered_json& v) { return v.is_null() || (v.is_boolean() && !v.get<bool>()); }
 
+// How a plan's off value `v` for `key` reaches a command line whose --config_file sets the key (the
+// command line wins): nothing to override, `--key 0` for a number (blocks_to_swap 0: no swap), or not
+// at all for a store_true flag (a command-line flag cannot switch it off)
+enum class FileOverride { None, Zero, Impossible };
+FileOverride file_override(const TrainerRead& r, const std::string& key, const ordered_json& v) {
+  if (!is_command_line(r) || !is_off(v)) return FileOverride::None;
+  const auto in_file = r.config_file_keys.find(key);
+  if (in_file == r.config_file_keys.end() || in_file->second == "false") return FileOverride::None;
+  return readers::is_int_text(in_file->second) ? FileOverride::Zero : FileOverride::Impossible;
+}
+
 Rewritten rewrite_flags(const TrainerRead& r, const ordered_json& knobs) {
   Rewritten out;
   out.text = readers::read_text_file(r.config_path, "config");
   const bool toml = !is_command_line(r);
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
     ordered_json v = it.value();
-    const auto in_file = r.config_file_keys.find(it.key());
-    if (!toml && is_off(v) && in_file != r.config_file_keys.end() && in_file->second != "false") {
-      // set in the --config_file, not on the command line: a number is overridden with 0 there
-      // (blocks_to_swap 0: no swap); a store_true flag cannot be switched off from the command line
-      if (readers::is_int_text(in_file->second)) {
+    switch (file_override(r, it.key(), v)) {
+      case FileOverride::Zero:
         v = 0;
-        out.notes.push_back("--" + it.key() + " " + in_file->second + " is set in " + readers::file_name(r.config_file) +
+        out.notes.push_back("--" + it.key() + " " + r.config_file_keys.at(it.key()) + " is set in " + readers::file_name(r.config_file) +
                             ": overridden with --" + it.key() + " 0 on the command line");
-      } else {
+        break;
+      case FileOverride::Impossible:
         out.notes.push_back("set " + it.key() + " = false in " + readers::file_name(r.config_file) +
                             " (the plan runs without it; a flag on the command line cannot switch it off)");
         continue;
-      }
+      case FileOverride::None:
+        break;
     }
     out.text = toml ? set_toml_key(out.text, it.key(), v) : set_command_line_flag(out.text, it.key(), v);
   }
@@ -231,17 +241,13 @@ Rewritten rewrite_json(const TrainerRead& r, const ordered_json& knobs) {
 
 std::vector<std::string> keys_kept_on(const TrainerRead& r, const ordered_json& knobs) {
   std::vector<std::string> out;
-  if (!is_command_line(r)) return out;
-  for (auto it = knobs.begin(); it != knobs.end(); ++it) {
-    const auto in_file = r.config_file_keys.find(it.key());
-    if (is_off(it.value()) && in_file != r.config_file_keys.end() && in_file->second != "false" && !readers::is_int_text(in_file->second))
-      out.push_back(it.key());
-  }
+  for (auto it = knobs.begin(); it != knobs.end(); ++it)
+    if (file_override(r, it.key(), it.value()) == FileOverride::Impossible) out.push_back(it.key());
   return out;
 }
 
 std::string set_command_line_flag(const std::string& text, const std::string& key, const ordered_json& value) {
-  const bool off = value.is_null() || (value.is_boolean() && !value.get<bool>());
+  const bool off = is_off(value);
   const std::string repl = value.is_boolean() ? "--" + key : "--" + key + " " + scalar_text(value);
   // --key, --key=value or --key value (a value is anything not starting with --)
   const Span at = find_flag(text, key, value.is_boolean());

@@ -63,6 +63,10 @@ struct TrainerAdvice {
   std::vector<std::string> manual;  // what the user must still set by hand (model paths, data, output …)
 };
 
+// The index of TrainerAdvice::best among `plans` (fastest first): the fastest that fits, else the
+// fastest borderline one, counting only the plans `allowed` takes (all where empty); -1 when none.
+int fastest_fit(const std::vector<TrainerPlan>& plans, const std::function<bool(const TrainerPlan&)>& allowed = {});
+
 // One combination predicted, with the three-valued verdict advise gives a schedule.
 struct PlanPrediction {
   Prediction prediction;
