@@ -116,7 +116,13 @@ void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt) {
   out << b << "training   " << to_string(s.model_type);
   if (s.model_type == ModelType::Lora)
     out << " (" << to_string(s.lora_type) << (s.lora_type == LoraType::Standard ? ", rank " + std::to_string(s.lora_rank) : "") << ")";
-  out << ", base " << base_precision_text(s) << ", optimizer " << s.optimizer;
+  // a trainer that keeps float32 weights under autocast (TrainingSetup::weight_storage_bytes)
+  const bool fp32_weights = s.weight_storage_bytes >= 4;
+  if (fp32_weights && !precision_info(s.base_precision).quantized)
+    out << ", base float32 weights (" << s.mixed_precision << " autocast)";
+  else
+    out << ", base " << base_precision_text(s) << (fp32_weights ? " (its unquantized weights float32)" : "");
+  out << ", optimizer " << s.optimizer;
   if (s.ramtorch) out << ", RamTorch " << s.ramtorch_percent << "%";
   if (s.blocks_to_swap > 0) out << ", block swap " << s.blocks_to_swap;
   out << "\n";

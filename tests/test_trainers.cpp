@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "advisor_request.hpp"
+#include "scratch_dir.hpp"
 #include "test_util.hpp"
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
@@ -53,6 +54,20 @@ bool any_contains(const std::vector<std::string>& v, const std::string& what) {
 }
 
 using test::slurp;
+
+// a command line with `flag` added at the end of its last line
+std::string with_flag(std::string line, const std::string& flag) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+  return line + " " + flag + "\n";
+}
+
+// reads `text` written as `name` into this process's scratch folder
+TrainerRead read_text(const std::string& name, const std::string& text) {
+  static const test::Scratch scratch("segadvise-trainers-");
+  TrainerReadOptions o;
+  o.cwd = scratch.dir.string();
+  return read_trainer_config(scratch.write(name, text), o);
+}
 
 // predicts a read config on an H100 the way `check` does; throws InputError for bad input
 Prediction predict(const TrainerRead& r) {
@@ -386,6 +401,49 @@ TEST_CASE("diffusers: each script's memory flags as it has them and runs them") 
   CHECK(q.setup.optimizer == "adamw8bit");
   CHECK(q.schedule.checkpointing);
   CHECK(q.setup.mixed_precision == "bf16");
+}
+
+TEST_CASE("a diffusers full fine-tune trains float32 weights under autocast, with --use_ema's float32 copy on the GPU") {
+  // train_text_to_image_sdxl.py never casts the U-Net it trains (only the VAE and the text encoders go to
+  // weight_dtype, :718-728): with --mixed_precision bf16 its P parameters are float32, their gradients too
+  // (4 B each) and AdamW keeps two float32 moments (8 B); --use_ema adds a float32 copy on the GPU (4 B,
+  // :731-735, 1000-1001). So weights 4P, gradients 4P, optimizer state 8P + 4P.
+  const TrainerRead r = read("diffusers/sdxl_t2i_defaults.sh");
+  REQUIRE(r.setup.model_type == ModelType::Full);
+  CHECK(r.setup.mixed_precision == "bf16");
+  CHECK(r.setup.weight_storage_bytes == 4);
+  CHECK(!r.setup.use_ema);
+  const BlockChain chain = analyze(*r.family, r.setup);
+  double params = chain.outside_params;
+  for (const auto& b : chain.blocks) params += b.params;
+  const Prediction p = predict(r);
+  CHECK(p.memory.gradient_bytes == doctest::Approx(4 * params));
+  CHECK(p.memory.optimizer_bytes == doctest::Approx(8 * params));
+  TrainerRead ema = read_text("sdxl_t2i_ema.sh", with_flag(slurp(kDir + "diffusers/sdxl_t2i_defaults.sh"), "--use_ema"));
+  CHECK(ema.rejections.empty());
+  CHECK(ema.setup.use_ema);
+  CHECK(ema.setup.ema_on_gpu);
+  CHECK(predict(ema).memory.optimizer_bytes == doctest::Approx(12 * params));
+  CHECK(ema.run_keys.value("use_ema", false));  // a printed plan carries it
+  // the plans run the same float32 training and keep --use_ema where the script has it
+  const Trainer& t = trainer("diffusers");
+  std::vector<std::string> notes;
+  for (const auto& c : t.knob_space(*ema.family, ema.setup, notes)) {
+    CHECK(c.setup.weight_storage_bytes == 4);
+    CHECK(c.knobs.value("use_ema", false));
+  }
+  // a LoRA script has no --use_ema: argparse stops on it; its frozen base stays at weight_dtype
+  const TrainerRead l = read_text("sdxl_lora_ema.sh", with_flag(slurp(kDir + "diffusers/sdxl_t2i_lora.sh"), "--use_ema"));
+  CHECK(any_contains(l.rejections, "--use_ema"));
+  CHECK(l.setup.weight_storage_bytes == 0);
+  CHECK(!l.setup.use_ema);
+  // --mixed_precision no trains float32 already: nothing to add
+  TrainerRead no = r;
+  no.setup.mixed_precision = "no";
+  no.setup.weight_storage_bytes = 0;
+  readers::diffusers_full_finetune(trainer_facts("diffusers"), no.setup, false);
+  CHECK(no.setup.weight_storage_bytes == 0);
+  CHECK(predict(no).memory.gradient_bytes == doctest::Approx(4 * params));
 }
 
 TEST_CASE("diffusers plans search the script's --cache_latents and --offload") {

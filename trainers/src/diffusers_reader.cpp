@@ -42,6 +42,14 @@ int script_default(const TrainerFacts& facts, const std::string& script, const s
 
 }  // namespace
 
+void diffusers_full_finetune(const TrainerFacts& facts, TrainingSetup& s, bool ema) {
+  if (s.model_type != ModelType::Full) return;
+  const FieldReader full = FieldReader{facts.raw, facts.origin, ""}.sub("full_finetune", true);
+  if (full.boolean("trained_weights_fp32", false) && s.mixed_precision != "no") s.weight_storage_bytes = 4;
+  s.use_ema = ema;
+  s.ema_on_gpu = ema && full.boolean("ema_on_gpu", false);
+}
+
 TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o) {
   const TrainerFacts& facts = trainer_facts("diffusers");
   const CommandLine cl = parse_command_line(read_text_file(path, "diffusers command line"), path, facts);
@@ -55,7 +63,7 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   // (TrainerRead::run_keys; a flag the script refuses is dropped below)
   for (const char* k : {"pretrained_model_name_or_path", "pretrained_vae_model_name_or_path", "caption_column", "do_fp8_training",
                         "train_text_encoder", "with_prior_preservation", "bnb_quantization_config_path", "num_frames",
-                        "cache_latents", "offload"})
+                        "cache_latents", "offload", "use_ema"})
     if (cl.values.count(k)) {
       const std::string& v = cl.values.at(k);
       if (v == "true") r.run_keys[k] = true;
@@ -225,6 +233,11 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   if (opt == "prodigy" && flag(cl, "use_8bit_adam"))
     r.warnings.push_back("--use_8bit_adam is ignored with --optimizer prodigy (" + cl.script + " says so and runs Prodigy)");
   s.optimizer = opt == "prodigy" ? "prodigy" : runs_flag("use_8bit_adam") ? "adamw8bit" : "adamw";
+  diffusers_full_finetune(facts, s, runs_flag("use_ema"));
+  if (s.model_type == ModelType::Full && s.weight_storage_bytes == 4)
+    r.warnings.push_back(cl.script + " trains the model in float32 under autocast (--mixed_precision " + s.mixed_precision +
+                         " casts only the frozen parts): float32 weights, gradients and optimizer state" +
+                         (s.use_ema ? ", and --use_ema's float32 copy on the GPU" : ""));
   // What stays on the GPU beside the model (train_dreambooth_lora_flux.py:1513-1522, 1247): the text
   // encoders unless they are freed after one --instance_prompt is encoded (not with --train_text_encoder
   // or per-image prompts, --caption_column); the VAE unless --cache_latents. At weight_dtype (fp32 with

@@ -431,6 +431,12 @@ std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily&
     const auto& f = sf_all.at(script).at("flags");
     return std::find(f.begin(), f.end(), flag) != f.end();
   };
+  // a full fine-tune script trains in float32 (diffusers.json full_finetune), with the user's EMA where
+  // the script has --use_ema
+  const bool ema = base.use_ema && has("use_ema");
+  if (base.use_ema && !ema) notes.push_back("no EMA is planned: " + (script.empty() ? std::string("the script") : script) + " has no --use_ema");
+  base.weight_storage_bytes = 0;
+  readers::diffusers_full_finetune(facts, base, ema);
   const FamilyPhaseData pd = phase_data(find_family(tf.family));
   const bool vae_kept = base.kept_models.find("VAE") != std::string::npos;
   const double vae_bytes = pd.has_vae ? pd.vae.params * (sf_all.contains(script) && sf_all.at(script).value("vae_fp32", false) ? 4 : 2) : 0;
@@ -461,6 +467,7 @@ std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily&
       KnobCombo c;
       c.knobs["gradient_checkpointing"] = gc == 1;
       for (auto it = opt_knobs.begin(); it != opt_knobs.end(); ++it) c.knobs[it.key()] = it.value();
+      if (ema) c.knobs["use_ema"] = true;
       c.setup = base;
       if (m == 1) {
         c.knobs["cache_latents"] = true;

@@ -64,6 +64,12 @@ const std::vector<std::pair<std::string, std::string>>& ai_toolkit_optimizers();
 // musubi-tuner's --optimizer_type names (lower-cased) onto segadvise's, the same way
 const std::vector<std::pair<std::string, std::string>>& musubi_optimizers();
 
+// A diffusers full fine-tune script's trained model (diffusers.json full_finetune): float32 weights under
+// autocast (TrainingSetup::weight_storage_bytes 4, so gradients and AdamW's moments too) unless
+// --mixed_precision no already trains in float32, and with --use_ema (`ema`) an EMA copy on the GPU. A LoRA
+// script's setup is left as it is.
+void diffusers_full_finetune(const TrainerFacts& facts, TrainingSetup& s, bool ema);
+
 TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o);
