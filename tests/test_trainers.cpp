@@ -959,6 +959,40 @@ TEST_CASE("OneTrainer's shipped fine-tune with the fused back pass holds one lay
   CHECK(predict(plain).memory.gradient_bytes == doctest::Approx(all * 2));
 }
 
+TEST_CASE("OneTrainer's LoRA adapters live in lora_weight_dtype: FLOAT_32 by default, their gradients too") {
+  // TrainConfig.py:1236: lora_weight_dtype FLOAT_32 unless set. The adapters' L parameters then take
+  // 4 B each and so do their gradients (8L bytes), against 2 + 2 B with BFLOAT_16 (4L bytes); AdamW's two
+  // float32 moments are 8 B either way.
+  const TrainerRead r = read("onetrainer/flux_lora.json");
+  REQUIRE(r.setup.model_type == ModelType::Lora);
+  CHECK(r.setup.adapter_weight_bytes == 4);
+  const BlockChain chain = analyze(*r.family, r.setup);
+  double lora = 0;
+  for (const auto& b : chain.blocks) lora += b.lora_params;
+  REQUIRE(lora > 0);
+  const Prediction p = predict(r);
+  CHECK(p.memory.trainable_bytes == doctest::Approx(4 * lora));
+  CHECK(p.memory.gradient_bytes == doctest::Approx(4 * lora));
+  std::string text = slurp(kDir + "onetrainer/flux_lora.json");
+  text.replace(text.find("\"training_method\""), 0, "\"lora_weight_dtype\": \"BFLOAT_16\", \"peft_type\": \"LOKR\",\n    ");
+  const TrainerRead b = read_text("flux_lora_bf16.json", text);
+  CHECK(b.setup.adapter_weight_bytes == 2);
+  CHECK(b.run_keys.value("lora_weight_dtype", std::string()) == "BFLOAT_16");  // a printed plan carries it
+  const Prediction q = predict(b);
+  CHECK(q.memory.trainable_bytes == doctest::Approx(2 * lora));
+  CHECK(q.memory.gradient_bytes == doctest::Approx(2 * lora));
+  CHECK(p.peak_vram_bytes - q.peak_vram_bytes == doctest::Approx(4 * lora));
+  // a LoKr (or LoHa, OFT) is said to be predicted as a LoRA of its rank
+  CHECK(any_contains(b.warnings, "peft_type LOKR: predicted as a LoRA of lora_rank 16"));
+  // the plans run what their file says: the FLOAT_32 default, or the config's own dtype
+  const Trainer& t = trainer("onetrainer");
+  std::vector<std::string> notes;
+  for (const auto& c : t.knob_space(*r.family, r.setup, notes)) CHECK(c.setup.adapter_weight_bytes == 4);
+  for (const auto& c : t.knob_space(*b.family, b.setup, notes)) CHECK(c.setup.adapter_weight_bytes == 2);
+  // another trainer's plan for the same setup does not inherit it
+  for (const auto& c : trainer("ai-toolkit").knob_space(*r.family, r.setup, notes)) CHECK(c.setup.adapter_weight_bytes == 0);
+}
+
 TEST_CASE("a OneTrainer config's offload fraction 0.6 keeps 60% of the blocks' weight bytes on the host") {
   // the built-in #qwen LoRA 24GB preset with transformer.offload_fraction 0.6 (a '#' file: read
   // unmigrated, so the fraction stands). LayerOffloadStrategy offloads by bytes: target_loaded_bytes =

@@ -336,8 +336,10 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
     m.gradient_bytes = setup.embedding_params * kFp32Bytes;
   } else {
     m.trainable_params = lora;
-    m.trainable_bytes = lora * kBf16Bytes;  // adapters are cast to weight_dtype (bf16), §2.1
-    m.gradient_bytes = (setup.fused_back_pass ? largest_lora : lora) * kBf16Bytes;
+    // adapters are cast to weight_dtype (bf16), §2.1, unless the trainer keeps them in their own dtype
+    const double adapter = setup.adapter_weight_bytes > 0 ? setup.adapter_weight_bytes : kBf16Bytes;
+    m.trainable_bytes = lora * adapter;
+    m.gradient_bytes = (setup.fused_back_pass ? largest_lora : lora) * adapter;
   }
   // each trained expert has its own adapter (or weights) and optimizer state; one expert's gradients
   // exist at a time (its step)

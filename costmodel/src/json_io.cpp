@@ -84,6 +84,7 @@ json to_json(const TrainingSetup& s) {
   if (s.text_tokens >= 0) j["text_tokens"] = s.text_tokens;
   // other trainers' memory knobs: present only when a reader set them (SimpleTuner output unchanged)
   if (s.weight_storage_bytes > 0) j["weight_storage_bytes"] = s.weight_storage_bytes;
+  if (s.adapter_weight_bytes > 0) j["adapter_weight_bytes"] = s.adapter_weight_bytes;
   if (s.fused_back_pass) j["fused_back_pass"] = true;
   if (s.quantize_all_block_linears) j["quantize_all_block_linears"] = true;
   if (s.layer_offload_fraction > 0) j["layer_offload_fraction"] = s.layer_offload_fraction;

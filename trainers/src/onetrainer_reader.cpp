@@ -259,10 +259,10 @@ void read_other_parts(const TrainerFacts& facts, const Obj& top, const Family& f
     std::string why = train ? "trained" : method == "EMBEDDING" ? "the embedding's gradient runs through it" : "latent_caching false";
     if (train && method == "LORA") {
       // LoRA on its attention (4 linears h->h) and MLP (h->4h->h) linears: rank x 18h per layer [I]
-      // (kLoraWidthsPerLayer), in lora_weight_dtype (FLOAT_32 by default) with fp32 gradients and
-      // optimizer state
+      // (kLoraWidthsPerLayer), in lora_weight_dtype (the denoiser's adapters' dtype, read before this)
+      // with gradients in that dtype and the optimizer state
       const double lora = s.lora_rank * kLoraWidthsPerLayer * spec.hidden * spec.layers;
-      bytes += lora * (kFp32Bytes + kFp32Bytes + opt.state_bytes_per_param);
+      bytes += lora * (2 * s.adapter_weight_bytes + opt.state_bytes_per_param);
     } else if (train) {
       // its own weights train: gradients in their dtype and the optimizer state
       bytes += spec.params * (per + opt.state_bytes_per_param);
@@ -391,6 +391,16 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   if (method == "LORA") {
     s.model_type = ModelType::Lora;
     s.lora_rank = top.integer("lora_rank", 16);
+    // the adapters live in lora_weight_dtype (FLOAT_32 by default, TrainConfig.py:1236), their gradients too
+    const std::string adapter_dtype = top.str("lora_weight_dtype", facts.raw.at("text_encoders").at("lora_weight_dtype_default").get<std::string>());
+    s.adapter_weight_bytes = std::max(2.0, dtype_entry(facts, adapter_dtype, top.where("lora_weight_dtype")).at("bytes").get<double>());
+    if (top.find("lora_weight_dtype")) r.run_keys["lora_weight_dtype"] = adapter_dtype;
+    // peft_type LOHA / OFT_2 / LOKR (PeftType, ModelType.py:320-324): OneTrainer's own modules for them are
+    // not among the sources read
+    const std::string peft = top.str("peft_type", "LORA");
+    if (peft != "LORA")
+      r.warnings.push_back("peft_type " + peft + ": predicted as a LoRA of lora_rank " + std::to_string(s.lora_rank) + "; OneTrainer's " + peft +
+                           " module is not modelled (its parameter count and the weight delta it forms each step are not counted)");
   } else if (method == "FINE_TUNE") {
     s.model_type = ModelType::Full;
   } else if (method == "EMBEDDING") {

@@ -38,6 +38,7 @@ TrainingSetup plain(const TrainingSetup& base) {
   s.blocks_to_swap = 0;
   s.group_offload = false;
   s.quantize_all_block_linears = false;  // ai-toolkit's quantizer coverage: set by its own plan only
+  s.adapter_weight_bytes = 0;            // OneTrainer's lora_weight_dtype: set by its own plan only
   return s;
 }
 
@@ -320,6 +321,12 @@ std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, 
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted
   base.weight_storage_bytes = 0;  // the part's weight_dtype is emitted: no FLOAT_32 storage
+  // the adapters in lora_weight_dtype: a OneTrainer config's own (its key carried as read), else the
+  // FLOAT_32 default the emitted file leaves unset (TrainConfig.py:1236)
+  base.adapter_weight_bytes = user.adapter_weight_bytes;
+  const std::string adapter_default = facts.raw.at("text_encoders").at("lora_weight_dtype_default").get<std::string>();
+  for (const auto& e : facts.raw.at("weight_dtypes"))
+    if (base.adapter_weight_bytes <= 0 && e.at("dtype") == adapter_default) base.adapter_weight_bytes = e.at("bytes").get<double>();
   base.layer_offload_fraction = 0;
   base.fused_back_pass = false;
   // text encoders untrained, latents cached: nothing beside the denoiser; an embedding (textual

@@ -117,6 +117,10 @@ struct TrainingSetup {
   // dtype (OneTrainer's <part>.weight_dtype FLOAT_32 under train_dtype BFLOAT_16: 4, activations stay 2);
   // a full fine-tune's gradients have the weights' dtype. 0: weight_dtype_bytes (the compute dtype).
   double weight_storage_bytes = 0;
+  // Bytes per adapter (LoRA) parameter, and so per adapter gradient, when the trainer keeps adapters apart
+  // from the compute dtype (OneTrainer's lora_weight_dtype, FLOAT_32 by default: 4). 0: bf16, as
+  // SimpleTuner casts them to weight_dtype.
+  double adapter_weight_bytes = 0;
   // The fused back pass (OneTrainer optimizer.fused_back_pass, musubi --fused_backward_pass): each
   // parameter is stepped and its gradient freed as backward produces it, so about one block's
   // gradients are resident, not the model's.
