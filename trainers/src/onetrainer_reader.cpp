@@ -398,6 +398,9 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
     // peft_type LOHA / OFT_2 / LOKR (PeftType, ModelType.py:320-324): OneTrainer's own modules for them are
     // not among the sources read
     const std::string peft = top.str("peft_type", "LORA");
+    if (peft == "LORA" && top.boolean("lora_decompose", false))
+      r.warnings.push_back("lora_decompose true (DoRA): predicted as a plain LoRA of lora_rank " + std::to_string(s.lora_rank) +
+                           "; the magnitude vectors and the adapted weight whose norm DoRA takes each step are not counted");
     if (peft != "LORA")
       r.warnings.push_back("peft_type " + peft + ": predicted as a LoRA of lora_rank " + std::to_string(s.lora_rank) + "; OneTrainer's " + peft +
                            " module is not modelled (its parameter count and the weight delta it forms each step are not counted)");
