@@ -984,6 +984,10 @@ TEST_CASE("OneTrainer's LoRA adapters live in lora_weight_dtype: FLOAT_32 by def
   CHECK(p.peak_vram_bytes - q.peak_vram_bytes == doctest::Approx(4 * lora));
   // a LoKr (or LoHa, OFT) is said to be predicted as a LoRA of its rank
   CHECK(any_contains(b.warnings, "peft_type LOKR: predicted as a LoRA of lora_rank 16"));
+  std::string dora = slurp(kDir + "onetrainer/flux_lora.json");
+  dora.replace(dora.find("\"training_method\""), 0, "\"lora_decompose\": true,\n    ");
+  CHECK(any_contains(read_text("flux_dora.json", dora).warnings, "lora_decompose true (DoRA): predicted as a plain LoRA"));
+  CHECK(!any_contains(r.warnings, "DoRA"));
   // the plans run what their file says: the FLOAT_32 default, or the config's own dtype
   const Trainer& t = trainer("onetrainer");
   std::vector<std::string> notes;
