@@ -94,7 +94,9 @@ void print_communication(std::ostream& out, const Prediction& p) {
 // those differ (int2-quanto runs Quanto's int4 kernels, uint8-sdnq SDNQ's int8 ones): printing only
 // the kernel read as if the reader had changed the user's qtype.
 std::string base_precision_text(const TrainingSetup& s) {
-  if (s.base_precision == "no_change") return "bf16";
+  // unquantized: the weights in the dtype the mixed precision trains them in (weight_dtype_bytes)
+  if (s.base_precision == "no_change")
+    return s.mixed_precision == "fp16" ? "fp16" : s.mixed_precision == "no" ? "float32 (no mixed precision)" : "bf16";
   const std::string key = precision_key(s);
   if (key == s.base_precision || key == "bf16") return s.base_precision;
   if (key == "int8-sdnq-hadamard") return s.base_precision + " with Hadamard rotation";

@@ -41,13 +41,15 @@ TEST_CASE("an unknown --emit name is bad input naming the nearest trainers") {
 }
 
 TEST_CASE("the diffusers scripts only switch checkpointing on or off") {
-  // two plans: no checkpointing and --gradient_checkpointing; nothing else is invented
+  // two plans: no checkpointing and --gradient_checkpointing, both at the --mixed_precision they are
+  // predicted with; nothing else is invented
   const Context ctx = context_for("sdxl", 80);
   const TrainerAdvice a = advise_for_trainer(ctx, "diffusers", nullptr);
   REQUIRE(a.plans.size() == 2);
   for (const auto& p : a.plans) {
-    CHECK(p.knobs.size() == 1);
+    CHECK(p.knobs.size() == 2);
     CHECK(has_knob(p, "gradient_checkpointing"));
+    CHECK(p.knobs.value("mixed_precision", std::string()) == p.setup.mixed_precision);
     CHECK(!p.setup.ramtorch);
     CHECK(p.setup.blocks_to_swap == 0);
   }

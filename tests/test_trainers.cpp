@@ -720,6 +720,12 @@ TEST_CASE("command-line flags are replaced, added after the script, or removed")
   // a new flag follows the script on the command, not a script named in a comment above it
   CHECK(set_command_line_flag("# runs y.py (a note)\n  # and z.py too\npython y.py --rank 4\n", "cache_latents", true) ==
         "# runs y.py (a note)\n  # and z.py too\npython y.py --cache_latents --rank 4\n");
+  // a flag named in a comment (a line's or a trailing one) is not on the command: it is added, and the
+  // comment stays as written; a '#' inside quotes starts no comment
+  CHECK(set_command_line_flag("# no --mixed_precision here\npython y.py --rank 4\n", "mixed_precision", "bf16") ==
+        "# no --mixed_precision here\npython y.py --mixed_precision bf16 --rank 4\n");
+  CHECK(set_command_line_flag("python y.py --rank 4  # try --rank 8\n", "rank", 16) == "python y.py --rank 16  # try --rank 8\n");
+  CHECK(set_command_line_flag("python y.py --p \"a #1\" --rank 4\n", "rank", 16) == "python y.py --p \"a #1\" --rank 16\n");
 }
 
 TEST_CASE("TOML keys keep their line and comment; a new key goes before the first section") {

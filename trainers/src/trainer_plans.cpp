@@ -415,7 +415,10 @@ std::string diffusers_script(const TrainerFamily& tf, const TrainingSetup& s) {
 std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily& tf, const TrainingSetup& user,
                                  std::vector<std::string>& notes, bool use_8bit_adam = false) {
   TrainingSetup base = plain(user);
-  base.mixed_precision = "bf16";  // --mixed_precision bf16 is emitted
+  // --mixed_precision is written: the user's fp16 or bf16, else (float32, accelerate's default) bf16
+  base.mixed_precision = user.mixed_precision == "fp16" ? "fp16" : "bf16";
+  if (user.mixed_precision == "no")
+    notes.push_back("--mixed_precision bf16 is planned: without it accelerate trains in float32 (its default 'no'), twice the bytes");
   base.base_precision = "no_change";
   note_precision(user, "no_change", "the diffusers example scripts", notes);
   if (base.width != base.height) {
@@ -475,6 +478,7 @@ std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily&
       c.knobs["gradient_checkpointing"] = gc == 1;
       for (auto it = opt_knobs.begin(); it != opt_knobs.end(); ++it) c.knobs[it.key()] = it.value();
       if (ema) c.knobs["use_ema"] = true;
+      c.knobs["mixed_precision"] = base.mixed_precision;
       c.setup = base;
       if (m == 1) {
         c.knobs["cache_latents"] = true;
@@ -617,7 +621,7 @@ std::string diffusers_text(const TrainerFacts& facts, const Family& fam, const K
   std::string line = "accelerate launch " + script + (flags.empty() ? "" : " " + flags);
   // with prior preservation the step's batch is twice --train_batch_size (the class images join it)
   const int batch = c.knobs.value("with_prior_preservation", false) ? std::max(1, s.batch / 2) : s.batch;
-  line += " --mixed_precision bf16 --resolution " + std::to_string(s.width) + " --train_batch_size " + std::to_string(batch);
+  line += " --resolution " + std::to_string(s.width) + " --train_batch_size " + std::to_string(batch);
   if (s.model_type == ModelType::Lora) line += " --rank " + std::to_string(s.lora_rank);
   return line + "\n";
 }
@@ -845,7 +849,7 @@ class Diffusers final : public FactsTrainer {
   nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
     // --cache_latents / --offload only added (a plan without them keeps what the user's line has)
     nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing"});
-    for (const char* f : {"cache_latents", "offload", "use_8bit_adam", "optimizer"})
+    for (const char* f : {"cache_latents", "offload", "use_8bit_adam", "optimizer", "mixed_precision"})
       if (plan.contains(f)) k[f] = plan.at(f);
     return k;
   }

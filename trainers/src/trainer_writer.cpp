@@ -39,11 +39,30 @@ struct Span {
   bool found = false;
   std::size_t begin = 0, end = 0, lead = 0;  // lead: 1 when a space precedes the flag
 };
+// Whether offset `at` of a shell text lies in a comment: a `#` starting a word earlier on its line,
+// outside quotes
+bool in_shell_comment(const std::string& text, std::size_t at) {
+  const std::size_t nl = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+  char quote = 0;
+  for (std::size_t i = nl == std::string::npos ? 0 : nl + 1; i < at; ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || space(text[i - 1]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Span find_flag(const std::string& text, const std::string& key, bool flag) {
   const std::string dashed = "--" + key;
   const std::size_t n = text.size();
   for (std::size_t p = text.find(dashed); p != std::string::npos; p = text.find(dashed, p + 1)) {
     if (p > 0 && !space(text[p - 1])) continue;
+    if (in_shell_comment(text, p)) continue;  // a flag named in a comment is not on the command
     const std::size_t q = p + dashed.size();
     std::size_t end = std::string::npos;
     if (!flag && q < n && text[q] == '=' && q + 1 < n && !space(text[q + 1])) {
@@ -255,14 +274,8 @@ std::string set_command_line_flag(const std::string& text, const std::string& ke
     return text.substr(0, at.begin) + (off ? "" : text.substr(at.begin, at.lead) + repl) + text.substr(at.end);
   if (off) return text;
   // absent: right after the training script (or at the end of the first command), never in a comment
-  const auto in_comment = [&text](std::size_t at) {
-    std::size_t ls = text.rfind('\n', at);
-    ls = ls == std::string::npos ? 0 : ls + 1;
-    while (ls < at && blank(text[ls])) ++ls;
-    return text[ls] == '#';
-  };
   for (std::size_t r = text.find(".py"); r != std::string::npos; r = text.find(".py", r + 1))
-    if ((r + 3 == text.size() || space(text[r + 3])) && !in_comment(r)) return text.substr(0, r) + ".py " + repl + text.substr(r + 3);
+    if ((r + 3 == text.size() || space(text[r + 3])) && !in_shell_comment(text, r)) return text.substr(0, r) + ".py " + repl + text.substr(r + 3);
   std::string t = text;
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t + " " + repl + "\n";
