@@ -247,12 +247,17 @@ TEST_CASE("a component names the memory knobs of its plan that go into the user'
   TrainerRead sage;
   sage.refused_keys = {"sage_attn"};
   CHECK(trainer("musubi").memory_knobs(sage, plan)["sdpa"] == true);
-  // diffusers: --mixed_precision is the plan's (a line without it trains in float32, accelerate's default)
-  CHECK(trainer("diffusers").memory_knobs(r, plan) == nlohmann::ordered_json{{"gradient_checkpointing", true}, {"mixed_precision", "bf16"}});
+  CHECK(trainer("diffusers").memory_knobs(r, plan) == nlohmann::ordered_json{{"gradient_checkpointing", true}});
   // diffusers: --cache_latents / --offload are added when the plan sets them, never removed
   nlohmann::ordered_json cached = plan;
   cached["cache_latents"] = true;
   CHECK(trainer("diffusers").memory_knobs(r, cached) ==
-        nlohmann::ordered_json{{"gradient_checkpointing", true}, {"cache_latents", true}, {"mixed_precision", "bf16"}});
+        nlohmann::ordered_json{{"gradient_checkpointing", true}, {"cache_latents", true}});
+  // the plan's --mixed_precision where the file trains in another (a line without it: float32, accelerate's
+  // default 'no'), in both command-line trainers
+  TrainerRead fp32;
+  fp32.setup.mixed_precision = "no";
+  CHECK(trainer("diffusers").memory_knobs(fp32, plan).value("mixed_precision", std::string()) == "bf16");
+  CHECK(trainer("musubi").memory_knobs(fp32, plan).value("mixed_precision", std::string()) == "bf16");
   CHECK(trainer("onetrainer").memory_knobs(r, plan) == plan);
 }

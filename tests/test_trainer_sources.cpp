@@ -266,6 +266,23 @@ TEST_CASE("musubi's full fine-tune scripts are read as full fine-tunes") {
   const std::string lora = "accelerate launch src/musubi_tuner/wan_train_network.py --task t2v-1.3B --dit w.safetensors --dataset_config " +
                            kDir + "musubi/dataset_video.toml --sdpa --mixed_precision bf16 --network_dim 8 --fused_backward_pass\n";
   CHECK(any_has(read_text("wan_fused.sh", lora).rejections, "--fused_backward_pass"));
+  // without --full_bf16 the DiT is float32 (zimage_train.py:106-107): 4 B a weight, the one layer's
+  // gradients of the fused back pass 4 B too, activations bf16 under --mixed_precision's autocast; its
+  // plans keep it so (no --full_bf16) and a line without --mixed_precision gets theirs
+  const TrainerRead fp32 = read_fixture("musubi/qwen_full_fp32.sh");
+  CHECK(fp32.setup.mixed_precision == "bf16");
+  CHECK(fp32.setup.weight_storage_bytes == 4);
+  CHECK(stored_weight_bytes(fp32.setup) == 4);
+  CHECK(stored_weight_bytes(r.setup) == 2);
+  std::vector<std::string> notes;
+  for (const auto& c : trainer("musubi").knob_space(*fp32.family, fp32.setup, notes)) {
+    CHECK(c.setup.weight_storage_bytes == 4);
+    CHECK(!c.knobs.contains("full_bf16"));
+  }
+  for (const auto& c : trainer("musubi").knob_space(*r.family, r.setup, notes)) {
+    CHECK(c.setup.weight_storage_bytes == 0);
+    CHECK(c.knobs.value("full_bf16", false));
+  }
 }
 
 // ---- emitters: read back through the same reader, checked against the trainer's rules -----------------

@@ -412,8 +412,11 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     if (flag(cl, "full_bf16")) {
       if (mp != "bf16") r.rejections.push_back("--full_bf16 needs --mixed_precision bf16: musubi stops (" + src + ")");
     } else {
-      s.mixed_precision = "no";
-      r.warnings.push_back("no --full_bf16: the DiT trains in float32, predicted with fp32 weights and activations (" + src + ")");
+      // a float32 DiT (zimage_train.py:106-107), its matmuls under --mixed_precision's autocast
+      if (s.mixed_precision != "no") s.weight_storage_bytes = 4;
+      r.warnings.push_back("no --full_bf16: the DiT trains in float32 (weights, gradients, optimizer state), its activations " +
+                           std::string(s.mixed_precision == "no" ? "too (no mixed precision)" : "in " + s.mixed_precision + " under autocast") +
+                           " (" + src + ")");
     }
   } else {
     s.model_type = ModelType::Lora;  // *_train_network.py trains a network (LoRA)

@@ -39,6 +39,7 @@ TrainingSetup plain(const TrainingSetup& base) {
   s.group_offload = false;
   s.quantize_all_block_linears = false;  // ai-toolkit's quantizer coverage: set by its own plan only
   s.adapter_weight_bytes = 0;            // OneTrainer's lora_weight_dtype: set by its own plan only
+  s.weight_storage_bytes = 0;            // float32 weights under autocast: set by a plan that writes them
   return s;
 }
 
@@ -95,7 +96,10 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   // musubi refuses with block swap (wan_train_network.py:82-86)
   const bool two_dits = fe && fe->value("second_dit", false) && base.experts > 1;
   if (two_dits) base.idle_experts_on_host = false;
-  if (full) base.mixed_precision = user.mixed_precision == "no" ? "no" : "bf16";
+  // a full fine-tune trains the DiT in bf16 with --full_bf16 (the user's, or a bf16 setup's), else in
+  // float32 under --mixed_precision bf16's autocast (zimage_train.py:106-107)
+  const bool full_bf16 = full && user.mixed_precision == "bf16" && user.weight_storage_bytes <= 0;
+  if (full && !full_bf16) base.weight_storage_bytes = 4;
   // the user's optimizer where musubi has it (--optimizer_type; its default adamw unwritten)
   std::string optimizer_type;
   for (const auto& [name, ours] : readers::musubi_optimizers())
@@ -132,7 +136,7 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       if (idle_off) c.knobs["offload_inactive_dit"] = true;
       c.knobs["sdpa"] = true;  // one attention flag is required (trainer_base.py:1513)
       c.knobs["mixed_precision"] = "bf16";
-      if (full && base.mixed_precision == "bf16") c.knobs["full_bf16"] = true;
+      if (full_bf16) c.knobs["full_bf16"] = true;
       if (!optimizer_type.empty()) c.knobs["optimizer_type"] = optimizer_type;
       if (fused_search) c.knobs["fused_backward_pass"] = fused == 1;
       c.knobs["gradient_checkpointing"] = gc >= 1;
@@ -156,7 +160,7 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       out.push_back(c);
     }
   if (full)
-    notes.push_back("a full fine-tune: " + full_script + (base.mixed_precision == "bf16" ? " with --full_bf16" : " (float32: no --full_bf16)") +
+    notes.push_back("a full fine-tune: " + full_script + (full_bf16 ? " with --full_bf16" : " (float32 weights under bf16 autocast: no --full_bf16)") +
                     (fused_search ? "; Adafactor's --fused_backward_pass searched" : "; --fused_backward_pass patches Adafactor only: not offered"));
   else if (user.model_type == ModelType::Full) notes.push_back("musubi-tuner's *_train_network.py scripts train a LoRA: planned as LoRA rank " + std::to_string(base.lora_rank));
   return out;
@@ -320,7 +324,7 @@ std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, 
                                   const TrainingSetup& user, std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
   base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted
-  base.weight_storage_bytes = 0;  // the part's weight_dtype is emitted: no FLOAT_32 storage
+  // (plain: no FLOAT_32 storage; the part's weight_dtype is emitted)
   // the adapters in lora_weight_dtype: a OneTrainer config's own (its key carried as read), else the
   // FLOAT_32 default the emitted file leaves unset (TrainConfig.py:1236)
   base.adapter_weight_bytes = user.adapter_weight_bytes;
@@ -445,7 +449,6 @@ std::vector<KnobCombo> diffusers(const TrainerFacts& facts, const TrainerFamily&
   // the script has --use_ema
   const bool ema = base.use_ema && has("use_ema");
   if (base.use_ema && !ema) notes.push_back("no EMA is planned: " + (script.empty() ? std::string("the script") : script) + " has no --use_ema");
-  base.weight_storage_bytes = 0;
   readers::diffusers_full_finetune(facts, base, ema);
   const FamilyPhaseData pd = phase_data(find_family(tf.family));
   const bool vae_kept = base.kept_models.find("VAE") != std::string::npos;
@@ -663,6 +666,12 @@ nlohmann::ordered_json knobs_of(const nlohmann::ordered_json& plan, std::initial
   return k;
 }
 
+// A command-line plan's --mixed_precision goes into the user's file where it differs from what the file
+// trains in (a line without it trains in float32, accelerate's default 'no')
+void keep_mixed_precision(const TrainerRead& r, const nlohmann::ordered_json& plan, nlohmann::ordered_json& k) {
+  if (plan.contains("mixed_precision") && plan.at("mixed_precision") != r.setup.mixed_precision) k["mixed_precision"] = plan.at("mixed_precision");
+}
+
 std::string extension(const std::string& path) { return readers::lower(std::filesystem::path(path).extension().string()); }
 bool command_line_file(const std::string& path) {
   const std::string ext = extension(path);
@@ -713,6 +722,7 @@ class Musubi final : public FactsTrainer {
   nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const override {
     nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing", "gradient_checkpointing_cpu_offload", "blocks_to_swap",
                                                "fp8_base", "fp8_scaled", "offload_inactive_dit", "fused_backward_pass"});
+    keep_mixed_precision(r, plan, k);
     for (const auto& x : r.rejections)  // the reader's "no attention flag": the plan's one is added
       if (x.find("no attention flag") != std::string::npos) k["sdpa"] = true;
     // an attention flag musubi refuses for training (--sage_attn) goes with the rewrite: the plan's takes its place
@@ -846,11 +856,12 @@ class Diffusers final : public FactsTrainer {
       run.other.latent_caching = false;
     return run;
   }
-  nlohmann::ordered_json memory_knobs(const TrainerRead&, const nlohmann::ordered_json& plan) const override {
+  nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const override {
     // --cache_latents / --offload only added (a plan without them keeps what the user's line has)
     nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing"});
-    for (const char* f : {"cache_latents", "offload", "use_8bit_adam", "optimizer", "mixed_precision"})
+    for (const char* f : {"cache_latents", "offload", "use_8bit_adam", "optimizer"})
       if (plan.contains(f)) k[f] = plan.at(f);
+    keep_mixed_precision(r, plan, k);
     return k;
   }
   // Nothing fits with confidence with AdamW: --use_8bit_adam (bitsandbytes AdamW8bit, a quarter of
