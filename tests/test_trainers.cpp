@@ -437,6 +437,16 @@ TEST_CASE("a diffusers full fine-tune trains float32 weights under autocast, wit
   CHECK(any_contains(l.rejections, "--use_ema"));
   CHECK(l.setup.weight_storage_bytes == 0);
   CHECK(!l.setup.use_ema);
+  // a LoRA setup with an EMA on the GPU (a SimpleTuner config's): no LoRA script has --use_ema, so no plan
+  // counts one, and it says so
+  TrainingSetup lora_ema = l.setup;
+  lora_ema.use_ema = lora_ema.ema_on_gpu = true;
+  notes.clear();
+  for (const auto& c : t.knob_space(*l.family, lora_ema, notes)) {
+    CHECK(!c.setup.use_ema);
+    CHECK(!c.knobs.contains("use_ema"));
+  }
+  CHECK(any_contains(notes, "no EMA is planned"));
   // --mixed_precision no trains float32 already: nothing to add
   TrainerRead no = r;
   no.setup.mixed_precision = "no";

@@ -43,11 +43,10 @@ int script_default(const TrainerFacts& facts, const std::string& script, const s
 }  // namespace
 
 void diffusers_full_finetune(const TrainerFacts& facts, TrainingSetup& s, bool ema) {
-  if (s.model_type != ModelType::Full) return;
   const FieldReader full = FieldReader{facts.raw, facts.origin, ""}.sub("full_finetune", true);
-  if (full.boolean("trained_weights_fp32", false) && s.mixed_precision != "no") s.weight_storage_bytes = 4;
-  s.use_ema = ema;
+  s.use_ema = ema;  // only a full fine-tune script has --use_ema
   s.ema_on_gpu = ema && full.boolean("ema_on_gpu", false);
+  if (s.model_type == ModelType::Full && full.boolean("trained_weights_fp32", false) && s.mixed_precision != "no") s.weight_storage_bytes = 4;
 }
 
 TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o) {

@@ -323,8 +323,7 @@ std::string without_vae(const std::string& kept) {
 std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, const TrainerFamily& tf,
                                   const TrainingSetup& user, std::vector<std::string>& notes) {
   TrainingSetup base = plain(user);
-  base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted
-  // (plain: no FLOAT_32 storage; the part's weight_dtype is emitted)
+  base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted, and the part's weight_dtype (plain: no FLOAT_32 storage)
   // the adapters in lora_weight_dtype: a OneTrainer config's own (its key carried as read), else the
   // FLOAT_32 default the emitted file leaves unset (TrainConfig.py:1236)
   base.adapter_weight_bytes = user.adapter_weight_bytes;

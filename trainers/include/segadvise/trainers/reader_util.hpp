@@ -64,10 +64,10 @@ const std::vector<std::pair<std::string, std::string>>& ai_toolkit_optimizers();
 // musubi-tuner's --optimizer_type names (lower-cased) onto segadvise's, the same way
 const std::vector<std::pair<std::string, std::string>>& musubi_optimizers();
 
-// A diffusers full fine-tune script's trained model (diffusers.json full_finetune): float32 weights under
-// autocast (TrainingSetup::weight_storage_bytes 4, so gradients and AdamW's moments too) unless
-// --mixed_precision no already trains in float32, and with --use_ema (`ema`) an EMA copy on the GPU. A LoRA
-// script's setup is left as it is.
+// A diffusers script's trained model (diffusers.json full_finetune): a full fine-tune's float32 weights
+// under autocast (TrainingSetup::weight_storage_bytes 4, so gradients and AdamW's moments too) unless
+// --mixed_precision no already trains in float32; an EMA copy on the GPU exactly when `ema` (--use_ema,
+// which only the full fine-tune scripts have).
 void diffusers_full_finetune(const TrainerFacts& facts, TrainingSetup& s, bool ema);
 
 TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o);
