@@ -1009,6 +1009,10 @@ TEST_CASE("OneTrainer's LoRA adapters live in lora_weight_dtype: FLOAT_32 by def
   std::vector<std::string> notes;
   for (const auto& c : t.knob_space(*r.family, r.setup, notes)) CHECK(c.setup.adapter_weight_bytes == 4);
   for (const auto& c : t.knob_space(*b.family, b.setup, notes)) CHECK(c.setup.adapter_weight_bytes == 2);
+  // a setup from elsewhere (advise, another trainer's config: bf16 adapters) runs the default the file leaves
+  TrainingSetup elsewhere = r.setup;
+  elsewhere.adapter_weight_bytes = 0;
+  for (const auto& c : t.knob_space(*r.family, elsewhere, notes)) CHECK(c.setup.adapter_weight_bytes == 4);
   // another trainer's plan for the same setup does not inherit it
   for (const auto& c : trainer("ai-toolkit").knob_space(*r.family, r.setup, notes)) CHECK(c.setup.adapter_weight_bytes == 0);
 }

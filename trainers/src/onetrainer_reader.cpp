@@ -368,6 +368,11 @@ void read_concepts(const Obj& top, const std::string& path, const TrainerReadOpt
   }
 }
 
+double onetrainer_adapter_bytes(const TrainerFacts& facts, const std::string& dtype, const std::string& where) {
+  const std::string d = dtype.empty() ? facts.raw.at("text_encoders").at("lora_weight_dtype_default").get<std::string>() : dtype;
+  return std::max(2.0, dtype_entry(facts, d, where).at("bytes").get<double>());  // at least bf16's 2 bytes
+}
+
 TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o) {
   const TrainerFacts& facts = trainer_facts("onetrainer");
   const ordered_json raw = read_json_file(path, "OneTrainer config");
@@ -392,9 +397,9 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
     s.model_type = ModelType::Lora;
     s.lora_rank = top.integer("lora_rank", 16);
     // the adapters live in lora_weight_dtype (FLOAT_32 by default, TrainConfig.py:1236), their gradients too
-    const std::string adapter_dtype = top.str("lora_weight_dtype", facts.raw.at("text_encoders").at("lora_weight_dtype_default").get<std::string>());
-    s.adapter_weight_bytes = std::max(2.0, dtype_entry(facts, adapter_dtype, top.where("lora_weight_dtype")).at("bytes").get<double>());
-    if (top.find("lora_weight_dtype")) r.run_keys["lora_weight_dtype"] = adapter_dtype;
+    const std::string adapter_dtype = top.str("lora_weight_dtype", "");
+    s.adapter_weight_bytes = onetrainer_adapter_bytes(facts, adapter_dtype, top.where("lora_weight_dtype"));
+    if (!adapter_dtype.empty()) r.run_keys["lora_weight_dtype"] = adapter_dtype;
     // peft_type LOHA / OFT_2 / LOKR (PeftType, ModelType.py:320-324): OneTrainer's own modules for them are
     // not among the sources read
     const std::string peft = top.str("peft_type", "LORA");

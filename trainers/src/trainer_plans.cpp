@@ -326,10 +326,8 @@ std::vector<KnobCombo> onetrainer(const TrainerFacts& facts, const Family& fam, 
   base.mixed_precision = "bf16";  // train_dtype BFLOAT_16 is emitted, and the part's weight_dtype (plain: no FLOAT_32 storage)
   // the adapters in lora_weight_dtype: a OneTrainer config's own (its key carried as read), else the
   // FLOAT_32 default the emitted file leaves unset (TrainConfig.py:1236)
-  base.adapter_weight_bytes = user.adapter_weight_bytes;
-  const std::string adapter_default = facts.raw.at("text_encoders").at("lora_weight_dtype_default").get<std::string>();
-  for (const auto& e : facts.raw.at("weight_dtypes"))
-    if (base.adapter_weight_bytes <= 0 && e.at("dtype") == adapter_default) base.adapter_weight_bytes = e.at("bytes").get<double>();
+  base.adapter_weight_bytes = user.adapter_weight_bytes > 0 ? user.adapter_weight_bytes
+                                                            : readers::onetrainer_adapter_bytes(facts, "", facts.origin + ": lora_weight_dtype");
   base.layer_offload_fraction = 0;
   base.fused_back_pass = false;
   // text encoders untrained, latents cached: nothing beside the denoiser; an embedding (textual

@@ -70,6 +70,10 @@ const std::vector<std::pair<std::string, std::string>>& musubi_optimizers();
 // which only the full fine-tune scripts have).
 void diffusers_full_finetune(const TrainerFacts& facts, TrainingSetup& s, bool ema);
 
+// Bytes per OneTrainer adapter parameter (and gradient) in lora_weight_dtype `dtype` ("": its FLOAT_32
+// default, TrainConfig.py:1236); InputError naming `where` for a dtype it does not have.
+double onetrainer_adapter_bytes(const TrainerFacts& facts, const std::string& dtype, const std::string& where);
+
 TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o);
