@@ -1,12 +1,11 @@
-// `segadvise check`'s options (cmd_check.cpp registers the flags; trainer_check.cpp runs the other
-// trainers' files).
+// `segadvise check`'s options (cmd_check.cpp registers the flags and runs it).
 #pragma once
 
 #include <ostream>
 #include <string>
 
 #include "common.hpp"
-#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 
 namespace segadvise::cli {
 
@@ -14,7 +13,7 @@ namespace segadvise::cli {
 struct CheckOptions {
   std::string config;
   SetupFlags flags;  // gpu, vram, headroom, format, calibration, profile
-  ReadOptions read;
+  TrainerReadOptions read;  // the flags the readers take (--data-backend, --aspect, --accelerate-config); trainer, model: from --trainer, --model
   bool advise = false;
   bool show_all = false;
   bool step_only = false;  // --step-only: the verdict and exit code use the training step alone

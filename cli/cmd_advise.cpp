@@ -6,6 +6,7 @@
 
 #include "advise_optimal.hpp"
 #include "commands.hpp"
+#include "segadvise/trainers/trainer.hpp"
 #include "emitters.hpp"
 #include "measured.hpp"
 #include "printer.hpp"
@@ -40,7 +41,7 @@ void setup_advise(CLI::App& app, int& exit_code) {
     print_remembered(std::cout, req, flags->format);
     const AdviceReport r = advise_report(req, opt);
     write_optimal_files(r.optimal, r.context, r.advice, *plot, *plan_out);
-    const bool other_trainer = !emit->empty() && *emit != "simpletuner";
+    const bool other_trainer = !emit->empty() && !segadvise::trainer(*emit).plans_are_schedules();
     const TrainerAdvice trainer = other_trainer ? advise_for_trainer(r.context, *emit, r.recommended()) : TrainerAdvice{};
     printer->advice(r, other_trainer ? &trainer : nullptr);
     exit_code = cli::exit_code(r, other_trainer ? std::optional<FitVerdict>(trainer.verdict) : std::nullopt);

@@ -20,72 +20,136 @@
 #include "phases_output.hpp"
 #include "printer.hpp"
 #include "runs.hpp"
-#include "trainer_check.hpp"
+#include "dataset_check.hpp"
+#include "segadvise/planner/trainer_plan_run.hpp"
+#include "segadvise/trainers/trainer.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise::cli {
 
-int run_check(const CheckOptions& o, std::ostream& out) {
-  check_emit_name(o.emit);
-  const std::string config_trainer = o.trainer.empty() ? detect_trainer(o.config) : o.trainer;
-  if (config_trainer != "simpletuner") return run_trainer_check(o, config_trainer, out);
-  if (!o.output.empty() && o.emit != "simpletuner")
-    throw InputError("--output '" + o.output + "': only with --emit simpletuner (it writes the config back)");
-  const auto printer = make_printer(o.flags.format, out);
-  const ConfigRead cr = read_simpletuner_config(o.config, o.read);
-  CheckRequest req;
-  SetupFlags flags = o.flags;  // --measured-from: the logged run used the config's own schedule
-  if (!flags.measured_from.empty() && flags.measured_from_schedule.empty()) flags.measured_from_schedule = cr.schedule.name();
-  // the datasets, where they are on this machine: every backend's buckets predicted, the run judged by the
-  // bucket with the highest peak
-  std::optional<DatasetView> dataset = read_datasets(cr.backends, o.dataset, o.read.cwd);
-  if (!cr.backends.empty() && !o.dataset.empty() && !dataset)
-    throw InputError("--dataset '" + o.dataset + "': backend '" + cr.backends.front().id + "' is a " +
-                     cr.backends.front().dataset_type + " dataset; only image and video datasets are read");
-  TrainingSetup setup = cr.setup;
+namespace {
+
+// The request of a config as read (its dataset's largest bucket where the dataset is on this machine).
+CheckRequest check_request(const CheckOptions& o, const TrainerRead& tr, const std::optional<DatasetView>& dataset_in,
+                           std::optional<DatasetView>& dataset) {
+  SetupFlags flags = o.flags;
+  flags.model.clear();  // the family is the one read (or --model, already applied by the reader)
+  // --measured-from: the logged run used the config's own schedule
+  if (!flags.measured_from.empty() && flags.measured_from_schedule.empty()) flags.measured_from_schedule = tr.schedule.name();
+  dataset = dataset_in;
+  TrainingSetup setup = tr.setup;
   if (dataset) {
-    predict_buckets(*dataset, make_request(*cr.family, setup, flags), cr.schedule);
+    predict_buckets(*dataset, make_request(*tr.family, setup, flags), tr.schedule);
     apply_largest_bucket(setup, *dataset);
   }
-  req.run = make_request(*cr.family, setup, flags);
-  if (dataset) predict_buckets(*dataset, req.run, cr.schedule);  // again, with the runs kept for this setup
-  req.schedule = cr.schedule;
-  req.rejections = cr.rejections;
-  req.warnings = cr.warnings;
+  CheckRequest req;
+  req.run = make_request(*tr.family, setup, flags);
+  if (dataset) predict_buckets(*dataset, req.run, tr.schedule);  // again, with the runs kept for this setup
+  req.schedule = tr.schedule;
+  req.rejections = tr.rejections;
+  req.warnings = tr.warnings;
+  // the whole run as its trainer runs it (Trainer::run_setup: caching, loading, sampling and saving by its
+  // own keys); --step-only judges the step alone
+  req.run_setup = trainer(tr.trainer).run_setup(tr);
+  req.step_only = o.step_only;
   req.advise = o.advise || !o.emit.empty();
   req.advice_options.keep_all = o.show_all;
-  req.run_setup = cr.run;
-  req.step_only = o.step_only;
   // --gpu auto: this machine runs it, so its memory is known
   if (o.flags.gpu == "auto") req.host_memory_bytes = detect_host_memory_bytes();
+  return req;
+}
+
+// What the check read: a config of data backends (SimpleTuner's) shows them, any other its trainer,
+// every file read and where its shape comes from.
+void describe_config(CheckView& v, const TrainerRead& tr) {
+  if (!tr.backends.empty()) {
+    v.data_backend_path = tr.data_backend_path;
+    for (const BackendShape& b : tr.backends)
+      v.backends.push_back({b.id, b.dataset_type, b.width, b.height, b.frames, b.batch, b.note});
+    return;
+  }
+  v.config_trainer = tr.trainer;
+  v.inputs = tr.inputs;
+  v.shape_source = tr.shape_source;
+}
+
+// The plans of the trainer whose keys are printed (--emit, else the config's own where its plans are its
+// own knobs): the best within its knobs, re-picked where the user's file could not run it, with the whole
+// run of the config's own trainer's plan.
+void plan_in_trainer(CheckView& v, TrainerAdvice& ta, const CheckOptions& o, const TrainerRead& tr, const CheckRequest& req,
+                     const CheckReport& r) {
+  const bool own_plans = !trainer(tr.trainer).plans_are_schedules();
+  const std::string emit = o.emit.empty() && own_plans ? tr.trainer : o.emit;
+  if (!r.advice || emit.empty() || trainer(emit).plans_are_schedules()) return;
+  ta = advise_for_trainer(r.context, emit, r.advice->recommended(), [&](TrainerAdvice& a) {
+    if (emit == tr.trainer) keep_plans_the_file_runs(a, tr, *tr.family);
+  });
+  v.trainer = &ta;
+  // the config's own trainer's plans are the advice, printed in its own keys; the SimpleTuner schedules
+  // stay in the comparison note
+  v.own_trainer_advice = own_plans;
+  if (!o.step_only && emit == tr.trainer && req.run_setup.other.trainer == emit) v.trainer_phases = own_plan_run(ta, tr, r.context);
+}
+
+// --emit of the config's own trainer: the user's file back with only the memory knobs changed, written
+// to --output (atomically) or, for a trainer whose plans are schedules, printed.
+void write_back(CheckView& v, const CheckOptions& o, const TrainerRead& tr, const CheckReport& r, const TrainerAdvice& ta) {
+  if (!r.advice || o.emit != tr.trainer) return;
+  const Trainer& t = trainer(tr.trainer);
+  if (t.plans_are_schedules()) {
+    v.emit_simpletuner = true;
+    v.indent = tr.indent;
+    v.output = o.output;
+    const Candidate* best = r.advice->recommended();
+    if (!best) return;
+    // the recommended schedule, and the keys that bring the run's other phases under the card
+    const RunPhases* run = r.advice->phases ? &*r.advice->phases : nullptr;
+    nlohmann::ordered_json knobs = t.schedule_knobs(best->schedule);
+    knobs.update(t.phase_knobs(run && !o.step_only ? run->fixes : std::vector<PhaseFix>{}));
+    const Rewritten w = t.rewrite(tr, knobs);
+    v.updated = nlohmann::ordered_json::parse(w.text);
+    if (!o.output.empty()) write_file_atomically(o.output, w.text);
+    return;
+  }
+  if (o.output.empty()) return;
+  if (ta.best < 0) {
+    v.nothing_to_write = true;
+    return;
+  }
+  const TrainerPlan& best = ta.plans[ta.best];
+  const Rewritten w = t.rewrite(tr, t.memory_knobs(tr, best.knobs));
+  write_file_atomically(o.output, w.text);
+  v.rewritten = CheckView::Written{o.output, best.label, w.notes};
+}
+
+}  // namespace
+
+int run_check(const CheckOptions& o, std::ostream& out) {
+  check_emit_name(o.emit);
+  TrainerReadOptions ro = o.read;
+  ro.trainer = o.trainer;
+  ro.model = o.flags.model;
+  const TrainerRead tr = read_trainer_config(o.config, ro);
+  if (!o.output.empty() && o.emit != tr.trainer)
+    throw InputError("--output '" + o.output + "': only with --emit " + tr.trainer + " (it writes this " + tr.trainer + " config back)");
+  const auto printer = make_printer(o.flags.format, out);
+  std::optional<DatasetView> dataset;
+  const CheckRequest req = check_request(o, tr, read_config_datasets(tr, o.dataset, o.read.cwd), dataset);
   print_remembered(out, req.run, o.flags.format);
   const CheckReport r = check_report(req);
 
   CheckView v;
   v.config = o.config;
-  v.data_backend_path = cr.data_backend_path;
-  for (const BackendShape& b : cr.backends)
-    v.backends.push_back({b.id, b.dataset_type, b.width, b.height, b.frames, b.batch, b.note});
+  describe_config(v, tr);
   v.report = &r;
   v.dataset = dataset ? &*dataset : nullptr;
-  TrainerAdvice trainer;
-  if (r.advice && !o.emit.empty() && o.emit != "simpletuner") {
-    trainer = advise_for_trainer(r.context, o.emit, r.advice->recommended());
-    v.trainer = &trainer;
-  }
-  v.emit_simpletuner = o.emit == "simpletuner";
-  v.indent = cr.indent;
-  if (v.emit_simpletuner && r.advice->recommended()) {
-    // the recommended schedule, and the keys that bring the run's other phases under the card
-    const RunPhases* run = r.advice->phases ? &*r.advice->phases : nullptr;
-    v.updated = with_phase_fixes(with_schedule(cr.raw, r.advice->recommended()->schedule),
-                                 run && !o.step_only ? run->fixes : std::vector<PhaseFix>{});
-    v.output = o.output;
-    if (!o.output.empty()) write_file_atomically(o.output, v.updated->dump(v.indent) + "\n");
-  }
+  TrainerAdvice ta;
+  plan_in_trainer(v, ta, o, tr, req, r);
+  const int rc = exit_code(r, v.trainer ? std::optional<FitVerdict>(ta.verdict) : std::nullopt);
+  write_back(v, o, tr, r, ta);
   printer->check(v);
-  return exit_code(r, v.trainer ? std::optional<FitVerdict>(trainer.verdict) : std::nullopt);
+  return rc;
 }
 
 void setup_check(CLI::App& app, int& exit_code) {

@@ -42,39 +42,20 @@ struct AddOptions {
 };
 
 void add_run(const AddOptions& o) {
-  const std::string trainer_id = o.check.trainer.empty() ? detect_trainer(o.check.config) : o.check.trainer;
-  const Family* family = nullptr;
-  TrainingSetup setup;
-  Schedule schedule;
-  if (trainer_id == "simpletuner") {
-    const ConfigRead cr = read_simpletuner_config(o.check.config, o.check.read);
-    family = cr.family;
-    setup = cr.setup;
-    schedule = cr.schedule;
-    // the setup check of this config compares: its dataset's largest bucket where the dataset is here
-    if (auto d = read_datasets(cr.backends, "", o.check.read.cwd)) {
-      SetupFlags flags = o.check.flags;
-      flags.model.clear();
-      flags.no_runs = true;
-      predict_buckets(*d, make_request(*cr.family, setup, flags), cr.schedule);
-      apply_largest_bucket(setup, *d);
-    }
-  } else {
-    TrainerReadOptions ro;
-    ro.trainer = trainer_id;
-    ro.model = o.check.flags.model;
-    ro.cwd = o.check.read.cwd;
-    const TrainerRead tr = trainer(trainer_id).read(o.check.config, ro);
-    family = tr.family;
-    setup = tr.setup;
-    schedule = tr.schedule;
-    if (auto d = read_trainer_datasets(tr.datasets, "", o.check.read.cwd)) {  // as check of this config compares
-      SetupFlags flags = o.check.flags;
-      flags.model.clear();
-      flags.no_runs = true;
-      predict_buckets(*d, make_request(*family, setup, flags), schedule);
-      apply_largest_bucket(setup, *d);
-    }
+  TrainerReadOptions ro = o.check.read;
+  ro.trainer = o.check.trainer;
+  ro.model = o.check.flags.model;
+  const TrainerRead tr = read_trainer_config(o.check.config, ro);
+  const Family* family = tr.family;
+  TrainingSetup setup = tr.setup;
+  const Schedule& schedule = tr.schedule;
+  // the setup check of this config compares: its dataset's largest bucket where the dataset is here
+  if (auto d = read_config_datasets(tr, "", o.check.read.cwd)) {
+    SetupFlags flags = o.check.flags;
+    flags.model.clear();
+    flags.no_runs = true;
+    predict_buckets(*d, make_request(*family, setup, flags), schedule);
+    apply_largest_bucket(setup, *d);
   }
   SetupFlags flags = o.check.flags;
   flags.model.clear();

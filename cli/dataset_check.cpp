@@ -120,6 +120,20 @@ std::optional<DatasetView> read_datasets(const std::vector<BackendShape>& backen
       });
 }
 
+std::optional<DatasetView> read_config_datasets(const TrainerRead& tr, const std::string& dataset_dir, const std::string& cwd) {
+  if (!tr.backends.empty()) {
+    std::optional<DatasetView> d = read_datasets(tr.backends, dataset_dir, cwd);
+    if (!dataset_dir.empty() && !d)
+      throw InputError("--dataset '" + dataset_dir + "': backend '" + tr.backends.front().id + "' is a " +
+                       tr.backends.front().dataset_type + " dataset; only image and video datasets are read");
+    return d;
+  }
+  if (!dataset_dir.empty() && tr.datasets.empty())
+    throw InputError("--dataset '" + dataset_dir + "': the config names no dataset directory to stand for (diffusers: --instance_data_dir or --train_data_dir; musubi: image_directory or video_directory; "
+                     "ai-toolkit: datasets[].folder_path; OneTrainer: a concept's path)");
+  return read_trainer_datasets(tr.datasets, dataset_dir, cwd);
+}
+
 void apply_largest_bucket(TrainingSetup& setup, const DatasetView& d) {
   if (d.buckets.empty()) return;
   const DatasetBucket& big = d.buckets.front().bucket;

@@ -45,6 +45,10 @@ std::optional<DatasetView> read_datasets(const std::vector<BackendShape>& backen
 // that trainer's rule (dataset_buckets.hpp diffusers_buckets); `dataset_dir` stands for the first one's.
 std::optional<DatasetView> read_trainer_datasets(const std::vector<DatasetSpec>& datasets, const std::string& dataset_dir,
                                                  const std::string& cwd);
+// The datasets a config names, whichever way its trainer names them: a SimpleTuner config's data backends
+// (read_datasets), else the trainer's datasets (read_trainer_datasets). InputError where --dataset
+// (`dataset_dir`, non-empty) can stand for none of them.
+std::optional<DatasetView> read_config_datasets(const TrainerRead& tr, const std::string& dataset_dir, const std::string& cwd);
 // The setup of the bucket with the highest peak (predict_buckets first; a note says which backend and
 // bucket); unchanged when no file formed a bucket.
 void apply_largest_bucket(TrainingSetup& setup, const DatasetView& d);

@@ -43,7 +43,8 @@ const char* fits_word(FitVerdict v) {
 TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best,
                                  const std::function<void(TrainerAdvice&)>& adjust) {
   check_emit_name(trainer);
-  if (trainer == "simpletuner") throw InputError("--emit simpletuner: the SimpleTuner keys are the recommendation itself");
+  if (segadvise::trainer(trainer).plans_are_schedules())
+    throw InputError("--emit " + trainer + ": the " + segadvise::trainer(trainer).name() + " keys are the recommendation itself");
   const auto predict = [&ctx](const TrainingSetup& setup, const Schedule& s) {
     // the trainer's own checkpointing has no family-specific interval semantics: realize only decides
     // which blocks are checkpointable

@@ -22,8 +22,8 @@ namespace {
 const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/check/";
 
 // an unrelated working directory, so that only the config-relative lookups can find a file
-ReadOptions away() {
-  ReadOptions o;
+TrainerReadOptions away() {
+  TrainerReadOptions o;
   o.cwd = "/nonexistent-working-directory";
   return o;
 }
@@ -84,7 +84,7 @@ TEST_CASE("an absolute data_backend_config is the only path tried") {
 TEST_CASE("a config/examples data backend is found through the config's parent folders") {
   // nested/example/config.json names config/examples/found-through-parents.json, which exists as
   // fixtures/check/simpletuner/examples/found-through-parents.json two folders up: 768 px square crop
-  const ConfigRead r = read_simpletuner_config(kDir + "nested/example/config.json", away());
+  const TrainerRead r = read_simpletuner_config(kDir + "nested/example/config.json", away());
   CHECK(fs::path(r.data_backend_path).filename() == "found-through-parents.json");
   CHECK(r.setup.width == 768);
   CHECK(r.setup.height == 768);
@@ -114,16 +114,16 @@ TEST_CASE("an example naming a data backend its repository does not ship says so
 }
 
 TEST_CASE("--data-backend overrides the config's data_backend_config") {
-  ReadOptions o = away();
+  TrainerReadOptions o = away();
   o.data_backend_override = kDir + "backends/own-512-pixel.json";
-  const ConfigRead r = read_simpletuner_config(kDir + "flux-480-square.json", o);
+  const TrainerRead r = read_simpletuner_config(kDir + "flux-480-square.json", o);
   CHECK(r.setup.width == 512);
   CHECK(r.setup.batch == 3);
 }
 
 TEST_CASE("pixel_area 480 with a square crop trains at 512x512") {
   // 480 px -> 0.2304 MP, within 0.05 of 0.25 MP -> remapped to 512^2 -> round_64(512) = 512
-  const ConfigRead r = read_simpletuner_config(kDir + "flux-480-square.json", away());
+  const TrainerRead r = read_simpletuner_config(kDir + "flux-480-square.json", away());
   CHECK(r.setup.width == 512);
   CHECK(r.setup.height == 512);
   CHECK(r.setup.batch == 1);
@@ -132,8 +132,8 @@ TEST_CASE("pixel_area 480 with a square crop trains at 512x512") {
 
 TEST_CASE("pixel_area without a crop buckets by area and the source aspect") {
   // 1024 px -> 1.048576 MP; edge = round_64(int(sqrt(1048576))) = 1024.
-  ReadOptions o = away();
-  ConfigRead r = read_simpletuner_config(kDir + "flux-pixel-area-1024.json", o);
+  TrainerReadOptions o = away();
+  TrainerRead r = read_simpletuner_config(kDir + "flux-pixel-area-1024.json", o);
   CHECK(r.setup.width == 1024);  // square source: edge x edge
   CHECK(r.setup.height == 1024);
   // a 3:2 source: W = round_64(1024 * sqrt(1.5) = 1254.1) = 1280, H = round_64(1024 / 1.2247 = 836.1) = 832
@@ -145,7 +145,7 @@ TEST_CASE("pixel_area without a crop buckets by area and the source aspect") {
 
 TEST_CASE("a backend's own resolution and batch win over the config's") {
   // config: 1024 pixel_area, batch 1; backend: 512 pixel square crop, batch 3
-  const ConfigRead r = read_simpletuner_config(kDir + "flux-backend-wins.json", away());
+  const TrainerRead r = read_simpletuner_config(kDir + "flux-backend-wins.json", away());
   CHECK(r.setup.width == 512);
   CHECK(r.setup.height == 512);
   CHECK(r.setup.batch == 3);
@@ -153,14 +153,14 @@ TEST_CASE("a backend's own resolution and batch win over the config's") {
 
 TEST_CASE("text-embed and disabled backends are skipped") {
   // pixel-area-480-square.json: a text_embeds entry, a disabled 2048 px entry, the 480 px squares
-  const ConfigRead r = read_simpletuner_config(kDir + "flux-480-square.json", away());
+  const TrainerRead r = read_simpletuner_config(kDir + "flux-480-square.json", away());
   REQUIRE(r.backends.size() == 1);
   CHECK(r.backends[0].id == "squares");
 }
 
 TEST_CASE("keys with a leading -- read like plain keys, and a backend without resolution uses the config's") {
   // --resolution 1024 pixel_area with a square crop: 1.048576 MP is within 0.05 of 1.0 -> 1024^2
-  const ConfigRead r = read_simpletuner_config(kDir + "flux-dashed-keys.json", away());
+  const TrainerRead r = read_simpletuner_config(kDir + "flux-dashed-keys.json", away());
   CHECK(r.family->trainer_family == "flux");
   CHECK(r.setup.batch == 2);
   CHECK(r.setup.width == 1024);
@@ -171,7 +171,7 @@ TEST_CASE("keys with a leading -- read like plain keys, and a backend without re
 TEST_CASE("video backends take num_frames through the family's frame rule") {
   // wan: 81 = 8*10+1 is kept; 480 pixel_area with a 16:9 source at alignment 32: edge 480,
   // W = round_32(480 * sqrt(1.78) = 640.4) = 640, H = round_32(480 / 1.3342 = 359.8) = 352
-  const ConfigRead r = read_simpletuner_config(kDir + "wan-video.json", away());
+  const TrainerRead r = read_simpletuner_config(kDir + "wan-video.json", away());
   CHECK(r.setup.frames == 81);
   CHECK(r.setup.width == 640);
   CHECK(r.setup.height == 352);
@@ -184,7 +184,7 @@ TEST_CASE("model_type defaults to a full fine-tune, as in the trainer") {
     std::ofstream f(path);
     f << R"({"model_family": "flux", "data_backend_config": ")" << kDir << R"(backends/pixel-area-1024.json"})";
   }
-  const ConfigRead r = read_simpletuner_config(path, away());
+  const TrainerRead r = read_simpletuner_config(path, away());
   CHECK(r.setup.model_type == ModelType::Full);
   CHECK(r.setup.batch == 4);  // train_batch_size default 4
   fs::remove(path);

@@ -43,9 +43,9 @@ TEST_CASE("every family's default setup is what check reads from the example it 
       continue;
     }
     INFO(fam.id << " (" << fam.example.name << ")");
-    ReadOptions opt;
+    TrainerReadOptions opt;
     opt.cwd = SEGADVISE_FIXTURES_DIR;
-    const ConfigRead r = read_simpletuner_config(path, opt);
+    const TrainerRead r = read_simpletuner_config(path, opt);
     REQUIRE(r.family != nullptr);
     // an example shared by flavours of one model family (SD 3.5 Large trains from sd3.peft-lora, whose
     // model_flavour is Medium; the PixArt flavours from pixart.lycoris-lokr, Sigma 900M's): the

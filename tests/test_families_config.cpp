@@ -16,7 +16,7 @@ const std::string kFixtures = std::string(SEGADVISE_FIXTURES_DIR) + "/families/"
 TEST_CASE("flavours that ship low-precision weights are read at their real precision") {
   // Ideogram's fp8 flavour at no_change stays native fp8 unless upcast; Boogu -fp8 is forced to fp8-torchao
   using segadvise::read_simpletuner_config;
-  segadvise::ReadOptions o;
+  segadvise::TrainerReadOptions o;
   o.cwd = "/nonexistent-working-directory";
   CHECK(read_simpletuner_config(kFixtures + "ideogram-fp8.json", o).setup.base_precision == "fp8-native");
   CHECK(read_simpletuner_config(kFixtures + "ideogram-fp8-upcast.json", o).setup.base_precision == "no_change");
@@ -24,7 +24,7 @@ TEST_CASE("flavours that ship low-precision weights are read at their real preci
 }
 
 TEST_CASE("MiniMax Music 3's autoregressive stage is a clear input error") {
-  segadvise::ReadOptions o;
+  segadvise::TrainerReadOptions o;
   o.cwd = "/nonexistent-working-directory";
   try {
     segadvise::read_simpletuner_config(kFixtures + "music3-lm.json", o);
@@ -35,7 +35,7 @@ TEST_CASE("MiniMax Music 3's autoregressive stage is a clear input error") {
 }
 
 TEST_CASE("DeepFloyd IF stays a clear input error naming what is missing") {
-  segadvise::ReadOptions o;
+  segadvise::TrainerReadOptions o;
   o.cwd = "/nonexistent-working-directory";
   try {
     segadvise::read_simpletuner_config(kFixtures + "deepfloyd.json", o);

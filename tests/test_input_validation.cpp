@@ -46,7 +46,7 @@ std::string config_error(const std::string& extra, const std::string& backend = 
   const std::string cfg = scratch().write(
       "config.json", R"({"model_family": "flux", "model_type": "lora", "data_backend_config": ")" + db + "\"" +
                          (extra.empty() ? "" : ", " + extra) + "}");
-  ReadOptions o;
+  TrainerReadOptions o;
   o.cwd = scratch().dir.string();
   return error_of([&] { read_simpletuner_config(cfg, o); });
 }
@@ -72,7 +72,7 @@ TEST_CASE("model_type and lora_type are enums read once: an unknown value names 
   const std::string db = scratch().write("db-types.json", R"([{"id": "photos", "resolution": 512}])");
   const std::string cfg = scratch().write(
       "config-types.json", R"({"model_family": "flux", "model_type": "half", "data_backend_config": ")" + db + "\"}");
-  CHECK(has(error_of([&] { read_simpletuner_config(cfg, ReadOptions{}); }),
+  CHECK(has(error_of([&] { read_simpletuner_config(cfg, TrainerReadOptions{}); }),
             "config-types.json: model_type is 'half'; expected one of lora, full"));
   // read once as enums, written back with the trainer's words (JSON output unchanged)
   for (const ModelType t : {ModelType::Lora, ModelType::Full}) CHECK(parse_model_type(to_string(t), "x") == t);
@@ -87,10 +87,10 @@ TEST_CASE("the config's indentation is read from the text the loader read, to wr
   // two spaces before the first indented key: 2; a one-line file: the default 4
   const std::string two = scratch().write(
       "config-indent.json", "{\n  \"model_family\": \"flux\",\n  \"data_backend_config\": \"" + db + "\"\n}\n");
-  CHECK(read_simpletuner_config(two, ReadOptions{}).indent == 2);
+  CHECK(read_simpletuner_config(two, TrainerReadOptions{}).indent == 2);
   const std::string flat =
       scratch().write("config-flat.json", R"({"model_family": "flux", "data_backend_config": ")" + db + "\"}");
-  CHECK(read_simpletuner_config(flat, ReadOptions{}).indent == 4);
+  CHECK(read_simpletuner_config(flat, TrainerReadOptions{}).indent == 4);
 }
 
 TEST_CASE("a digit string past 64 bits names file, field and value") {
@@ -356,7 +356,7 @@ TEST_CASE("a LyCORIS LoKr config is read as the library sizes it, on the classes
     const std::string cfg = scratch().write(
         "config-ly.json", R"({"model_family": ")" + family + R"(", "model_type": "lora", "lora_type": "lycoris", )"
                           R"("lycoris_config": ")" + ly + R"(", "data_backend_config": ")" + db + "\"}");
-    ReadOptions o;
+    TrainerReadOptions o;
     o.cwd = scratch().dir.string();
     return read_simpletuner_config(cfg, o);
   };
@@ -364,7 +364,7 @@ TEST_CASE("a LyCORIS LoKr config is read as the library sizes it, on the classes
       R"({"algo": "lokr", "factor": 8, "full_matrix": true, "apply_preset": {"target_module": ["Attention", "FeedForward"],
           "module_algo_map": {"Attention": {"factor": 2}}}})";
   // OmniGen: Attention takes its own factor 2; OmniGen has no FeedForward class (nothing adapted there)
-  const ConfigRead omnigen = read("omnigen", preset);
+  const TrainerRead omnigen = read("omnigen", preset);
   CHECK(omnigen.setup.lokr_read);
   CHECK(omnigen.setup.lokr_attention_factor == 2);
   CHECK(omnigen.setup.lokr_ffn_factor == 0);
@@ -373,17 +373,17 @@ TEST_CASE("a LyCORIS LoKr config is read as the library sizes it, on the classes
   for (const auto& n : omnigen.setup.notes) noted = noted || has(n, "target_module 'FeedForward' is no module class of omnigen");
   CHECK(noted);
   // PixArt's blocks hold both: FeedForward takes the global factor 8
-  const ConfigRead pixart = read("pixart_sigma", preset);
+  const TrainerRead pixart = read("pixart_sigma", preset);
   CHECK(pixart.setup.lokr_attention_factor == 2);
   CHECK(pixart.setup.lokr_ffn_factor == 8);
   // a whole-model class gives its factor to every part
-  const ConfigRead bria = read("bria", R"({"algo": "lokr", "linear_dim": 64, "apply_preset": {"target_module": ["BriaTransformer2DModel"]}})");
+  const TrainerRead bria = read("bria", R"({"algo": "lokr", "linear_dim": 64, "apply_preset": {"target_module": ["BriaTransformer2DModel"]}})");
   CHECK(bria.setup.lokr_attention_factor == -1);  // the library's default factor: the most balanced pair
   CHECK(bria.setup.lokr_ffn_factor == -1);
   CHECK_FALSE(bria.setup.lokr_full_matrix);
   CHECK(bria.setup.lokr_linear_dim == 64);
   // a family whose classes are not recorded keeps the estimate and says so
-  const ConfigRead flux = read("flux", preset);
+  const TrainerRead flux = read("flux", preset);
   CHECK_FALSE(flux.setup.lokr_read);
   bool warned = false;
   for (const auto& w : flux.warnings) warned = warned || has(w, "the module classes of flux1 are not recorded");

@@ -18,8 +18,8 @@ namespace {
 
 const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/check/";
 
-ConfigRead read(const std::string& name, const std::string& accelerate = "") {
-  ReadOptions o;
+TrainerRead read(const std::string& name, const std::string& accelerate = "") {
+  TrainerReadOptions o;
   o.cwd = "/nonexistent-working-directory";
   o.accelerate_config = accelerate;
   return read_simpletuner_config(kDir + name, o);
@@ -34,13 +34,13 @@ bool has(const std::vector<std::string>& v, const std::string& part) {
 }  // namespace
 
 TEST_CASE("a config without multi-GPU keys stays one GPU") {
-  const ConfigRead r = read("flux-480-square.json");
+  const TrainerRead r = read("flux-480-square.json");
   CHECK_FALSE(r.setup.multi_gpu.active());
   CHECK(r.setup.multi_gpu.world() == 1);
 }
 
 TEST_CASE("FSDP2 keys: processes, GA, activation checkpointing replaces the schedule, limit_all_gathers ignored") {
-  const ConfigRead r = read("multi-gpu-fsdp2.json");
+  const TrainerRead r = read("multi-gpu-fsdp2.json");
   const MultiGpuSetup& m = r.setup.multi_gpu;
   CHECK(m.world() == 4);
   CHECK(m.strategy == Strategy::fsdp2);
@@ -53,7 +53,7 @@ TEST_CASE("FSDP2 keys: processes, GA, activation checkpointing replaces the sche
 }
 
 TEST_CASE("multi-GPU booleans are read as every other key of the config: \"True\", \"yes\", 1") {
-  const ConfigRead r = read("multi-gpu-fsdp2-strings.json");  // fsdp_enable "True", activation ckpt "yes"
+  const TrainerRead r = read("multi-gpu-fsdp2-strings.json");  // fsdp_enable "True", activation ckpt "yes"
   CHECK(r.setup.multi_gpu.strategy == Strategy::fsdp2);
   CHECK(r.setup.multi_gpu.fsdp_activation_checkpointing);
   CHECK(config_bool(nlohmann::ordered_json(1)) == std::optional<bool>(true));
@@ -62,7 +62,7 @@ TEST_CASE("multi-GPU booleans are read as every other key of the config: \"True\
 }
 
 TEST_CASE("deepspeed_config inline as JSON text: ZeRO stage, offload and its GA override") {
-  const ConfigRead r = read("multi-gpu-zero2.json");
+  const TrainerRead r = read("multi-gpu-zero2.json");
   const MultiGpuSetup& m = r.setup.multi_gpu;
   CHECK(m.strategy == Strategy::zero2);
   CHECK(m.offload_optimizer);
@@ -71,13 +71,13 @@ TEST_CASE("deepspeed_config inline as JSON text: ZeRO stage, offload and its GA 
 }
 
 TEST_CASE("FSDP with DeepSpeed and FSDP v1 with context parallel are rejected") {
-  const ConfigRead r = read("multi-gpu-conflict.json");
+  const TrainerRead r = read("multi-gpu-conflict.json");
   CHECK(has(r.rejections, "FSDP together with a DeepSpeed config"));
   CHECK(has(r.rejections, "FSDP v1 with context_parallel_size > 1"));
 }
 
 TEST_CASE("context parallel without a process count asks for --gpus") {
-  const ConfigRead r = read("multi-gpu-cp.json");
+  const TrainerRead r = read("multi-gpu-cp.json");
   CHECK(r.setup.multi_gpu.context_parallel == 2);
   CHECK(r.setup.multi_gpu.cp_comm == CpComm::alltoall);
   CHECK(has(r.warnings, "pass --gpus N"));
@@ -92,7 +92,7 @@ TEST_CASE("an accelerate YAML: num_processes counts every machine, DeepSpeed sta
   CHECK(m.offload_optimizer);
   CHECK(m.offload_param);
   // through check: the YAML replaces the config's num_processes
-  const ConfigRead r = read("multi-gpu-cp.json", kDir + "accelerate-deepspeed.yaml");
+  const TrainerRead r = read("multi-gpu-cp.json", kDir + "accelerate-deepspeed.yaml");
   CHECK(r.setup.multi_gpu.world() == 16);
 }
 

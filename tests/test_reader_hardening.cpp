@@ -337,7 +337,7 @@ TEST_CASE("accelerate keys of the wrong type name the file, line, key, value and
 }
 
 TEST_CASE("GPUs per node x nodes past 2^20 is an error, not a wrapped one-GPU world") {
-  ConfigRead r;
+  TrainerRead r;
   r.config_path = "st.json";
   r.raw = nlohmann::ordered_json{{"num_processes", 65536}, {"num_machines", 65536}};
   CHECK(has(test::input_error_of([&] { read_multi_gpu_keys(r, "", "."); }),

@@ -32,7 +32,7 @@ std::string write_config(const std::string& name, const nlohmann::json& keys) {
 }
 
 // check of the config: its setup and schedule through the advisor, with advice, as `segadvise check --advise`
-CheckReport check_of(const ConfigRead& cr, const std::string& gpu) {
+CheckReport check_of(const TrainerRead& cr, const std::string& gpu) {
   CheckRequest req;
   req.run = test::request_for(cr.family->id, gpu);
   req.run.setup = cr.setup;
@@ -47,14 +47,14 @@ CheckReport check_of(const ConfigRead& cr, const std::string& gpu) {
 
 TEST_CASE("predict, advise and check all say SimpleTuner stops on fp8-quanto on Wan") {
   const std::string why = "base_model_precision fp8-quanto on wan: the trainer stops";
-  const ConfigRead cr = read_simpletuner_config(
+  const TrainerRead cr = read_simpletuner_config(
       write_config("wan-fp8-quanto", {{"model_family", "wan"},
                                       {"model_flavour", "t2v-480p-1.3b-2.1"},
                                       {"model_type", "lora"},
                                       {"base_model_precision", "fp8-quanto"},
                                       {"train_batch_size", 1},
                                       {"data_backend_config", kBackends + "video-81f.json"}}),
-      ReadOptions{});
+      TrainerReadOptions{});
   REQUIRE(cr.rejections.size() == 1);
   CHECK(cr.rejections[0] == why);
   // check
@@ -94,7 +94,7 @@ TEST_CASE("a full fine-tune of a quantized base stops in predict, advise and che
                          {"base_model_precision", "int8-quanto"},
                          {"train_batch_size", 1},
                          {"data_backend_config", kBackends + "pixel-area-480-square.json"}};
-  const ConfigRead cr = read_simpletuner_config(write_config("flux-full-int8", keys), ReadOptions{});
+  const TrainerRead cr = read_simpletuner_config(write_config("flux-full-int8", keys), TrainerReadOptions{});
   REQUIRE(cr.rejections.size() == 1);
   CHECK(cr.rejections[0] == why);
   const CheckReport ck = check_of(cr, "h200");
@@ -110,7 +110,7 @@ TEST_CASE("a full fine-tune of a quantized base stops in predict, advise and che
 
   // i_know_what_i_am_doing lifts it, in the config and in the setup the advisor judges
   keys["i_know_what_i_am_doing"] = true;
-  const ConfigRead lifted = read_simpletuner_config(write_config("flux-full-int8-iknow", keys), ReadOptions{});
+  const TrainerRead lifted = read_simpletuner_config(write_config("flux-full-int8-iknow", keys), TrainerReadOptions{});
   CHECK(lifted.rejections.empty());
   CHECK(lifted.setup.quantized_full_allowed);
   CHECK(check_of(lifted, "h200").candidate.prediction.supported);

@@ -94,7 +94,7 @@ TEST_CASE("SimpleTuner refuses ai-toolkit's qtypes as a base_model_precision") {
     const fs::path dir = fs::temp_directory_path() / "segadvise-trainer-sources";
     fs::create_directories(dir);
     std::ofstream(dir / "st.json") << R"({"model_family": "flux", "model_type": "lora", "base_model_precision": "uint4-ostris"})";
-    read_simpletuner_config((dir / "st.json").string(), ReadOptions{});
+    read_simpletuner_config((dir / "st.json").string(), TrainerReadOptions{});
   });
   CHECK(err.find("ai-toolkit qtype") != std::string::npos);
 }

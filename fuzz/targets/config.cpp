@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string sep = "\n----\n";
   const auto cut = text.find(sep);
   const std::string config = text.substr(0, cut);
-  ReadOptions opt;
+  TrainerReadOptions opt;
   opt.cwd = fuzz::scratch_dir();
   if (cut != std::string::npos) {
     const std::string backend = text.substr(cut + sep.size());
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path =
       fuzz::write_scratch("config.json", reinterpret_cast<const uint8_t*>(config.data()), config.size());
   try {
-    const ConfigRead r = read_simpletuner_config(path, opt);
+    const TrainerRead r = read_simpletuner_config(path, opt);
     (void)with_schedule(r.raw, Schedule::parse("interval2")).dump();
     if (!r.family) return 0;
     const BlockChain chain = analyze(*r.family, r.setup);

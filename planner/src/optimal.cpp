@@ -357,6 +357,76 @@ bool PlanOptimizer::Grid::rules_out(int position, double retained_bytes, double 
   return retained_bytes > most[static_cast<std::size_t>(position) * (static_cast<std::size_t>(cells) + 1) + q] + slack_bytes;
 }
 
+namespace {
+
+// A partial plan of the label search (PlanOptimizer::run): what its prefix retains, its objective so
+// far, and how it was reached. 24 bytes (sorting moves labels: 32 with three ints); positions and
+// decisions fit 16 bits.
+struct Label {
+  double retained, objective;
+  int prev;                // label index, -1 for the root
+  std::uint16_t decision;  // index into decisions[begin]
+  std::uint16_t begin;
+};
+
+// `v` as its Pareto set of (retained, objective): ascending bytes, strictly descending objective
+void keep_pareto(std::vector<Label>& v) {
+  std::sort(v.begin(), v.end(), [](const Label& a, const Label& b) {
+    return a.retained != b.retained ? a.retained < b.retained : a.objective < b.objective;
+  });
+  double best = kInf;
+  std::size_t w = 0;
+  for (const Label& l : v)
+    if (l.objective < best) {
+      best = l.objective;
+      v[w++] = l;
+    }
+  v.resize(w);
+}
+
+// Past max_labels, a Pareto set thinned on a memory grid over its range of retained bytes (cells at
+// least `cell` wide): per cell the fastest label (the one with the most bytes of its cell: the set is
+// sorted by bytes, time falling). Whether it thinned (the answer is then no longer exact).
+bool thin_labels(std::vector<Label>& v, std::size_t max_labels, double cell) {
+  if (max_labels == 0 || v.size() <= max_labels) return false;
+  const double lo = v.front().retained, hi = v.back().retained;
+  const double width = std::max(cell, (hi - lo) / static_cast<double>(max_labels));
+  std::size_t w = 0;
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    const bool last_of_cell =
+        k + 1 == v.size() || std::floor((v[k + 1].retained - lo) / width) != std::floor((v[k].retained - lo) / width);
+    if (last_of_cell) v[w++] = v[k];
+  }
+  v.resize(w);
+  return true;
+}
+
+// The best label at the chain's end (from `first_at_n` on), followed back to the root: its decisions
+// in order and the activation peak along them (the static bytes are the caller's).
+template <class Labels, class Decisions, class Solution>
+void trace_back_labels(const Labels& arena, std::size_t first_at_n, const Decisions& decisions, Solution& sol) {
+  int best = -1;
+  for (std::size_t id = first_at_n; id < arena.size(); ++id)
+    if (best < 0 || arena[id].objective < arena[best].objective) best = static_cast<int>(id);
+  if (best < 0) return;
+  sol.found = true;
+  sol.objective = arena[best].objective;
+  std::vector<int> chosen_labels;
+  for (int id = best; arena[id].prev >= 0; id = arena[id].prev) chosen_labels.push_back(id);
+  std::reverse(chosen_labels.begin(), chosen_labels.end());
+  double P = 0, peak = 0;
+  for (int id : chosen_labels) {
+    const auto& d = decisions[arena[id].begin][arena[id].decision];
+    peak = std::max(peak, P + d.local_bytes);
+    P += d.retained_bytes;
+    sol.decisions.push_back(arena[id].begin);
+    sol.decisions.push_back(arena[id].decision);
+  }
+  sol.peak_bytes = peak;
+}
+
+}  // namespace
+
 PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Objective objective, double upper_bound_s,
                                            std::size_t max_labels, const Grid* grid) const {
   const int n = static_cast<int>(chain_.blocks.size());
@@ -367,49 +437,15 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
   // labels hold positions and decision indices in 16 bits (at most 3 + 2 n decisions per position)
   if (n > 32000) throw std::length_error("the optimal planner handles chains of up to 32000 blocks");
 
-  // 24 bytes (sorting moves labels: 32 with three ints); positions and decisions fit 16 bits
-  struct Label {
-    double retained, objective;
-    int prev;                // label index, -1 for the root
-    std::uint16_t decision;  // index into decisions[begin]
-    std::uint16_t begin;
-  };
   std::vector<Label> arena;
   std::vector<std::vector<Label>> pending(n + 1);
   std::vector<std::size_t> prune_at(n + 1, 4096);
   pending[0].push_back({0.0, 0.0, -1, 0, 0});
   const double cell = options_.memory_grid_cells > 0 ? limit / options_.memory_grid_cells : 0.0;
 
-  // Pareto set of (retained, objective): ascending bytes, strictly descending objective
-  auto pareto = [](std::vector<Label>& v) {
-    std::sort(v.begin(), v.end(), [](const Label& a, const Label& b) {
-      return a.retained != b.retained ? a.retained < b.retained : a.objective < b.objective;
-    });
-    double best = kInf;
-    std::size_t w = 0;
-    for (const Label& l : v)
-      if (l.objective < best) {
-        best = l.objective;
-        v[w++] = l;
-      }
-    v.resize(w);
-  };
 
-  // past max_labels, thin a Pareto set on a memory grid over its range of retained bytes: per cell
-  // the fastest label (the one with the most bytes of its cell: the set is sorted by bytes, time
-  // falling)
   auto thin = [&](std::vector<Label>& v) {
-    if (max_labels == 0 || v.size() <= max_labels) return;
-    const double lo = v.front().retained, hi = v.back().retained;
-    const double width = std::max(cell, (hi - lo) / static_cast<double>(max_labels));
-    std::size_t w = 0;
-    for (std::size_t k = 0; k < v.size(); ++k) {
-      const bool last_of_cell =
-          k + 1 == v.size() || std::floor((v[k + 1].retained - lo) / width) != std::floor((v[k].retained - lo) / width);
-      if (last_of_cell) v[w++] = v[k];
-    }
-    v.resize(w);
-    sol.exact = false;
+    if (thin_labels(v, max_labels, cell)) sol.exact = false;
   };
 
   const bool bound = objective == Objective::Time && upper_bound_s < kInf;
@@ -427,7 +463,7 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
   std::size_t first_at_n = 0;
   for (int i = 0; i <= n; ++i) {
     std::vector<Label>& here = pending[i];
-    pareto(here);
+    keep_pareto(here);
     thin(here);
     const std::size_t first = arena.size();
     arena.insert(arena.end(), here.begin(), here.end());
@@ -464,31 +500,15 @@ PlanOptimizer::Solution PlanOptimizer::run(int flag, double budget_bytes, Object
         dest.push_back({next_retained, next, static_cast<int>(id), static_cast<std::uint16_t>(k),
                         static_cast<std::uint16_t>(i)});
         if (dest.size() >= prune_at[d.end]) {
-          pareto(dest);
+          keep_pareto(dest);
           prune_at[d.end] = std::max<std::size_t>(4096, 2 * dest.size());
         }
       }
     }
   }
   sol.labels = arena.size();
-  int best = -1;
-  for (std::size_t id = first_at_n; id < arena.size(); ++id)
-    if (best < 0 || arena[id].objective < arena[best].objective) best = static_cast<int>(id);
-  if (best < 0) return sol;
-  sol.found = true;
-  sol.objective = arena[best].objective;
-  std::vector<int> chosen_labels;
-  for (int id = best; arena[id].prev >= 0; id = arena[id].prev) chosen_labels.push_back(id);
-  std::reverse(chosen_labels.begin(), chosen_labels.end());
-  double P = 0, peak = 0;
-  for (int id : chosen_labels) {
-    const Decision& d = decisions[arena[id].begin][arena[id].decision];
-    peak = std::max(peak, P + d.local_bytes);
-    P += d.retained_bytes;
-    sol.decisions.push_back(arena[id].begin);
-    sol.decisions.push_back(arena[id].decision);
-  }
-  sol.peak_bytes = base_bytes_ + peak;
+  trace_back_labels(arena, first_at_n, decisions, sol);
+  if (sol.found) sol.peak_bytes += base_bytes_;
   return sol;
 }
 

@@ -33,11 +33,6 @@ std::string readers::command_line_trainer(const std::string& path) {
   return "";
 }
 
-const std::vector<std::string>& readable_trainers() {
-  static const std::vector<std::string> t = {"simpletuner", "musubi", "ai-toolkit", "onetrainer", "diffusers"};
-  return t;
-}
-
 std::string detect_trainer(const std::string& path) {
   for (const Trainer* t : all_trainers())
     if (t->detects(path)) return t->id();
@@ -45,9 +40,7 @@ std::string detect_trainer(const std::string& path) {
 }
 
 TrainerRead read_trainer_config(const std::string& path, const TrainerReadOptions& o) {
-  const std::string t = o.trainer.empty() ? detect_trainer(path) : o.trainer;
-  if (t == "simpletuner") throw InputError(path + ": a SimpleTuner config is read by read_simpletuner_config");
-  return trainer(t).read(path, o);
+  return trainer(o.trainer.empty() ? detect_trainer(path) : o.trainer).read(path, o);
 }
 
 }  // namespace segadvise

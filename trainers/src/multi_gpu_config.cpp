@@ -44,7 +44,7 @@ std::string text(const ordered_json& raw, const std::string& k) {
   return v && v->is_string() ? v->get<std::string>() : "";
 }
 
-void read_fsdp(const ordered_json& raw, const std::string& path, ConfigRead& r) {
+void read_fsdp(const ordered_json& raw, const std::string& path, TrainerRead& r) {
   MultiGpuSetup& m = r.setup.multi_gpu;
   if (!flag(raw, path, "fsdp_enable", false)) return;
   const int version = integer(raw, path, "fsdp_version", 2, 1, 2);
@@ -100,7 +100,7 @@ void read_deepspeed_json(const ordered_json& ds, const std::string& origin, Mult
     m.grad_accumulation = static_cast<int>(checked_integer(ds["gradient_accumulation_steps"], origin + ": gradient_accumulation_steps", 1, 1 << 16));
 }
 
-void read_context_parallel(const ordered_json& raw, const std::string& path, ConfigRead& r) {
+void read_context_parallel(const ordered_json& raw, const std::string& path, TrainerRead& r) {
   MultiGpuSetup& m = r.setup.multi_gpu;
   m.context_parallel = integer(raw, path, "context_parallel_size", 1, 1, 1 << 16);
   const std::string comm = text(raw, "context_parallel_comm_strategy");
@@ -192,7 +192,7 @@ MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup m, std
   return m;
 }
 
-void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, const std::string& cwd) {
+void read_multi_gpu_keys(TrainerRead& r, const std::string& accelerate_yaml, const std::string& cwd) {
   const ordered_json& raw = r.raw;
   const std::string& path = r.config_path;
   MultiGpuSetup& m = r.setup.multi_gpu;

@@ -214,8 +214,36 @@ const std::vector<std::string>& checkpointing_keys() {
   return k;
 }
 
+namespace {
+ordered_json with_checkpointing_keys(const ordered_json& raw, const nlohmann::json& want);
+}  // namespace
+
 ordered_json with_schedule(const ordered_json& raw, const Schedule& s) {
-  const nlohmann::json want = schedule_keys(s);
+  return with_keys(raw, ordered_json::parse(schedule_keys(s).dump()));
+}
+
+ordered_json with_keys(const ordered_json& raw, const ordered_json& knobs) {
+  const std::vector<std::string>& ck = checkpointing_keys();
+  const auto is_checkpointing = [&](const std::string& k) { return std::find(ck.begin(), ck.end(), k) != ck.end(); };
+  nlohmann::json want = nlohmann::json::object();
+  for (auto it = knobs.begin(); it != knobs.end(); ++it)
+    if (is_checkpointing(it.key())) want[it.key()] = nlohmann::json::parse(it.value().dump());
+  ordered_json out = want.empty() ? raw : with_checkpointing_keys(raw, want);
+  // the other keys (a phase's fix): set in the spelling the file has, else plain, added at the end
+  for (auto it = knobs.begin(); it != knobs.end(); ++it) {
+    if (is_checkpointing(it.key())) continue;
+    const std::string dashed = "--" + it.key();
+    const std::string key = out.contains(dashed) && !out.contains(it.key()) ? dashed : it.key();
+    out[key] = it.value();
+  }
+  return out;
+}
+
+namespace {
+
+// `raw` with the checkpointing keys of `want` (every one of the five; null: the trainer's default) set
+// as with_schedule says.
+ordered_json with_checkpointing_keys(const ordered_json& raw, const nlohmann::json& want) {
   // trainer defaults (§0): a key at its default that the config does not have is not added
   const nlohmann::json defaults = {{"gradient_checkpointing", true},
                                    {"gradient_checkpointing_interval", nullptr},
@@ -247,19 +275,14 @@ ordered_json with_schedule(const ordered_json& raw, const Schedule& s) {
   return out;
 }
 
+}  // namespace
+
 namespace {
 
-// One data-backend entry -> its shape, or nothing when it produces no training batches (§1.1).
-bool backend_shape(const ordered_json& entry, std::size_t index, const std::string& file, const Fields& cfg,
-                   const Family& fam, const ReadOptions& opt, int global_batch, BackendShape& out,
-                   std::vector<std::string>& warnings) {
-  if (!entry.is_object())
-    throw InputError(file + ": entry " + std::to_string(index) + ": expected an object, got " + type_name(entry));
-  std::string id = entry.contains("id") && entry["id"].is_string() ? entry["id"].get<std::string>()
-                                                                     : "entry " + std::to_string(index);
-  const Fields b(entry, file + ": backend '" + id + "'");
+// Whether a backend entry of dataset_type `type` trains (§1.1): disabled backends, embed caches,
+// conditioning backends (they follow their main dataset and are not sampled alone) and eval sets do not.
+bool trains(const Fields& b, const std::string& type) {
   if (b.boolean("disabled", false) || b.boolean("disable", false)) return false;
-  const std::string type = b.str("dataset_type", "image");
   static const std::vector<std::string> skipped = {"text_embeds", "image_embeds", "conditioning_image_embeds",
                                                    "distillation_cache"};
   if (std::find(skipped.begin(), skipped.end(), type) != skipped.end()) return false;
@@ -271,17 +294,16 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
     throw InputError(b.where("dataset_type") + ": '" + type +
                      "' is not one of image, video, audio, caption, conditioning, eval, text_embeds, image_embeds, "
                      "conditioning_image_embeds, distillation_cache");
-  out = BackendShape{};
-  out.id = id;
-  out.dataset_type = type;
-  out.batch = static_cast<int>(b.integer("train_batch_size", global_batch, -kMaxBatch, kMaxBatch));
-  if (out.batch <= 0) throw InputError(b.where("train_batch_size") + ": must be positive, got " + std::to_string(out.batch));
-  if (type == "audio" || type == "caption" || fam.modality == "audio") {
-    out.note = "backend '" + id + "' (" + type + "), batch " + std::to_string(out.batch);
-    return true;
-  }
+  return true;
+}
 
-  // resolution: the backend's own, else the config's (§1.2)
+// The backend's resolution, the backend's own else the config's (§1.2), with its type.
+struct BackendResolution {
+  double res = 1024;
+  std::string rtype;
+  bool own = false;
+};
+BackendResolution backend_resolution(const Fields& b, const Fields& cfg) {
   const bool own_res = b.has("resolution");
   const Fields& rsrc = own_res ? b : cfg;
   std::string rtype = b.has("resolution_type") ? b.str("resolution_type", "pixel_area") : cfg.str("resolution_type", "pixel_area");
@@ -306,15 +328,17 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
   if (rtype == "area" && res >= 20)
     throw InputError(rsrc.where("resolution") + ": " + value_str(*rsrc.get("resolution")) +
                      " megapixels in area mode (the trainer rejects 20 MP and above)");
+  return BackendResolution{res, rtype, own_res};
+}
 
-  const bool crop = b.boolean("crop", false);
-  const std::string crop_aspect = b.str("crop_aspect", "square");
-  if (crop_aspect != "square" && crop_aspect != "preserve" && crop_aspect != "random" && crop_aspect != "closest")
-    throw InputError(b.where("crop_aspect") + ": '" + brief_text(crop_aspect) + "' is not one of square, preserve, random, closest");
-  const bool video = type == "video";
+// The aspect the largest bucket is formed at: --aspect, else the assumed source's, else (a random or
+// closest crop) the largest of crop_aspect_buckets, recorded in the rules; `note` says which.
+double backend_aspect(const Fields& b, const Family& fam, const TrainerReadOptions& opt, const BackendResolution& br,
+                      bool crop, const std::string& crop_aspect, bool video, BackendShape& out, std::string& aspect_note) {
+  const double res = br.res;
+  const std::string& rtype = br.rtype;
   double aspect = opt.source_aspect > 0 ? opt.source_aspect : (video ? 16.0 / 9.0 : 1.0);
-  bool square = crop && crop_aspect == "square";
-  std::string aspect_note = opt.source_aspect > 0 ? "--aspect" : (video ? "assumed 16:9 source" : "assumed square source");
+  aspect_note = opt.source_aspect > 0 ? "--aspect" : (video ? "assumed 16:9 source" : "assumed square source");
   if (crop && (crop_aspect == "random" || crop_aspect == "closest")) {
     // the largest bucket of crop_aspect_buckets (floats or {aspect, weight})
     const ordered_json* buckets = b.get("crop_aspect_buckets");
@@ -339,6 +363,89 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
     }
     aspect_note = "largest crop_aspect_bucket";
   }
+  return aspect;
+}
+
+// A video backend's frames (§1.5): video.num_frames, else framerate x 5, under the family's frame rule;
+// min_frames and max_frames kept for the dataset's buckets.
+void backend_frames(const Fields& b, const Fields& cfg, const Family& fam, BackendShape& out,
+                    std::vector<std::string>& warnings) {
+  int frames = 0;
+  const ordered_json* v = b.get("video");
+  if (v && !v->is_object()) b.bad("video", "an object");
+  if (v && v->contains("num_frames") && !(*v)["num_frames"].is_null()) {
+    const ordered_json& nf = (*v)["num_frames"];
+    if (!nf.is_number_integer() || nf.get<long long>() <= 0)
+      throw InputError(b.where("video") + ".num_frames: expected a positive integer, got " + value_str(nf));
+    frames = static_cast<int>(checked_integer(nf, b.where("video") + ".num_frames", 1, kMaxFrames));
+  } else {
+    // §1.5: num_frames defaults to framerate x 5
+    const int fr = static_cast<int>(
+        cfg.integer("framerate", default_framerate(fam.trainer_family), -kMaxFramerate, kMaxFramerate));
+    if (fr <= 0)
+      throw InputError(b.where("video") + ".num_frames: unset and no framerate for " + fam.name +
+                       " (set video.num_frames)");
+    frames = fr * 5;
+    warnings.push_back(b.where("video") + ".num_frames unset: the trainer uses framerate " + std::to_string(fr) +
+                       " x 5 = " + std::to_string(frames) + " frames");
+  }
+  if (fam.modality != "video") {
+    warnings.push_back(b.where("dataset_type") + ": video backend for " + fam.name + ", which trains on images: frames ignored");
+    frames = 1;
+  }
+  out.frames = apply_frame_rule(fam, frames);
+  // min_frames (default num_frames, never below it: the trainer raises an error) and max_frames drop
+  // videos when the dataset is read (dataset_buckets.hpp); both are counted under the frame rule (§1.5)
+  out.rules.frame_rule = fam.geometry.frame_rule;
+  if (v && v->contains("min_frames") && !(*v)["min_frames"].is_null()) {
+    const int mf = static_cast<int>(checked_integer((*v)["min_frames"], b.where("video") + ".min_frames", 1, kMaxFrames));
+    if (fam.modality == "video" && mf < frames)
+      throw InputError(b.where("video") + ".min_frames: " + std::to_string(mf) + " is below num_frames " +
+                       std::to_string(frames) + " (the trainer raises an error)");
+    out.rules.min_frames = mf;
+  }
+  if (v && v->contains("max_frames") && !(*v)["max_frames"].is_null())
+    out.rules.max_frames = static_cast<int>(checked_integer((*v)["max_frames"], b.where("video") + ".max_frames", 1, kMaxFrames));
+  if (v && v->contains("bucket_strategy") && (*v)["bucket_strategy"].is_string())
+    out.rules.bucket_strategy = (*v)["bucket_strategy"].get<std::string>();
+  out.note += ", " + std::to_string(frames) + " frames" +
+              (out.frames != frames ? " -> " + std::to_string(out.frames) + " (" + fam.geometry.frame_rule + ")" : "");
+}
+
+// One data-backend entry -> its shape, or nothing when it produces no training batches (§1.1).
+bool backend_shape(const ordered_json& entry, std::size_t index, const std::string& file, const Fields& cfg,
+                   const Family& fam, const TrainerReadOptions& opt, int global_batch, BackendShape& out,
+                   std::vector<std::string>& warnings) {
+  if (!entry.is_object())
+    throw InputError(file + ": entry " + std::to_string(index) + ": expected an object, got " + type_name(entry));
+  std::string id = entry.contains("id") && entry["id"].is_string() ? entry["id"].get<std::string>()
+                                                                     : "entry " + std::to_string(index);
+  const Fields b(entry, file + ": backend '" + id + "'");
+  const std::string type = b.str("dataset_type", "image");
+  if (!trains(b, type)) return false;
+  out = BackendShape{};
+  out.id = id;
+  out.dataset_type = type;
+  out.batch = static_cast<int>(b.integer("train_batch_size", global_batch, -kMaxBatch, kMaxBatch));
+  if (out.batch <= 0) throw InputError(b.where("train_batch_size") + ": must be positive, got " + std::to_string(out.batch));
+  if (type == "audio" || type == "caption" || fam.modality == "audio") {
+    out.note = "backend '" + id + "' (" + type + "), batch " + std::to_string(out.batch);
+    return true;
+  }
+
+  const BackendResolution br = backend_resolution(b, cfg);
+  const bool own_res = br.own;
+  const double res = br.res;
+  const std::string& rtype = br.rtype;
+
+  const bool crop = b.boolean("crop", false);
+  const std::string crop_aspect = b.str("crop_aspect", "square");
+  if (crop_aspect != "square" && crop_aspect != "preserve" && crop_aspect != "random" && crop_aspect != "closest")
+    throw InputError(b.where("crop_aspect") + ": '" + brief_text(crop_aspect) + "' is not one of square, preserve, random, closest");
+  const bool video = type == "video";
+  const bool square = crop && crop_aspect == "square";
+  std::string aspect_note;
+  const double aspect = backend_aspect(b, fam, opt, br, crop, crop_aspect, video, out, aspect_note);
   if (b.has("maximum_image_size") != b.has("target_downsample_size"))
     warnings.push_back(b.where(b.has("maximum_image_size") ? "maximum_image_size" : "target_downsample_size") +
                        ": maximum_image_size and target_downsample_size must be set together (the trainer raises an "
@@ -356,48 +463,7 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
   out.height = r.height;
   out.note = "backend '" + id + "': " + r.note + " [" + aspect_note + (own_res ? "" : ", config-level resolution") + "]";
 
-  if (video) {
-    int frames = 0;
-    const ordered_json* v = b.get("video");
-    if (v && !v->is_object()) b.bad("video", "an object");
-    if (v && v->contains("num_frames") && !(*v)["num_frames"].is_null()) {
-      const ordered_json& nf = (*v)["num_frames"];
-      if (!nf.is_number_integer() || nf.get<long long>() <= 0)
-        throw InputError(b.where("video") + ".num_frames: expected a positive integer, got " + value_str(nf));
-      frames = static_cast<int>(checked_integer(nf, b.where("video") + ".num_frames", 1, kMaxFrames));
-    } else {
-      // §1.5: num_frames defaults to framerate x 5
-      const int fr = static_cast<int>(
-          cfg.integer("framerate", default_framerate(fam.trainer_family), -kMaxFramerate, kMaxFramerate));
-      if (fr <= 0)
-        throw InputError(b.where("video") + ".num_frames: unset and no framerate for " + fam.name +
-                         " (set video.num_frames)");
-      frames = fr * 5;
-      warnings.push_back(b.where("video") + ".num_frames unset: the trainer uses framerate " + std::to_string(fr) +
-                         " x 5 = " + std::to_string(frames) + " frames");
-    }
-    if (fam.modality != "video") {
-      warnings.push_back(b.where("dataset_type") + ": video backend for " + fam.name + ", which trains on images: frames ignored");
-      frames = 1;
-    }
-    out.frames = apply_frame_rule(fam, frames);
-    // min_frames (default num_frames, never below it: the trainer raises an error) and max_frames drop
-    // videos when the dataset is read (dataset_buckets.hpp); both are counted under the frame rule (§1.5)
-    out.rules.frame_rule = fam.geometry.frame_rule;
-    if (v && v->contains("min_frames") && !(*v)["min_frames"].is_null()) {
-      const int mf = static_cast<int>(checked_integer((*v)["min_frames"], b.where("video") + ".min_frames", 1, kMaxFrames));
-      if (fam.modality == "video" && mf < frames)
-        throw InputError(b.where("video") + ".min_frames: " + std::to_string(mf) + " is below num_frames " +
-                         std::to_string(frames) + " (the trainer raises an error)");
-      out.rules.min_frames = mf;
-    }
-    if (v && v->contains("max_frames") && !(*v)["max_frames"].is_null())
-      out.rules.max_frames = static_cast<int>(checked_integer((*v)["max_frames"], b.where("video") + ".max_frames", 1, kMaxFrames));
-    if (v && v->contains("bucket_strategy") && (*v)["bucket_strategy"].is_string())
-      out.rules.bucket_strategy = (*v)["bucket_strategy"].get<std::string>();
-    out.note += ", " + std::to_string(frames) + " frames" +
-                (out.frames != frames ? " -> " + std::to_string(out.frames) + " (" + fam.geometry.frame_rule + ")" : "");
-  }
+  if (video) backend_frames(b, cfg, fam, out, warnings);
   out.note += ", batch " + std::to_string(out.batch);
   return true;
 }
@@ -464,7 +530,7 @@ void read_optimizer(const Fields& cfg, TrainingSetup& s) {
 }
 
 // base_model_precision, sdnq_use_hadamard and the combinations the trainer stops on
-void read_precision(const Fields& cfg, const Family& fam, ConfigRead& r) {
+void read_precision(const Fields& cfg, const Family& fam, TrainerRead& r) {
   TrainingSetup& s = r.setup;
   std::string precision = cfg.str("base_model_precision", "no_change");
   try {
@@ -499,7 +565,7 @@ void read_precision(const Fields& cfg, const Family& fam, ConfigRead& r) {
 }
 
 // training (§0 defaults: model_type full, lora_type standard, rank 16, adamw_bf16, bf16)
-void read_training(const Fields& cfg, const std::string& path, const Family& fam, ConfigRead& r) {
+void read_training(const Fields& cfg, const std::string& path, const Family& fam, TrainerRead& r) {
   TrainingSetup& s = r.setup;
   s.model_type = parse_model_type(cfg.str("model_type", "full"), cfg.where("model_type"));
   if (!cfg.has("model_type")) r.warnings.push_back(path + ": model_type unset: the trainer's default is a full fine-tune");
@@ -517,7 +583,7 @@ void read_training(const Fields& cfg, const std::string& path, const Family& fam
 // LyCORIS (§2.4): the config file is read as the trainer hands it to the library. LoKr's size follows
 // from its factors, full_matrix and linear_dim on the classes apply_preset targets, resolved against the
 // family's module classes (resolve_lokr); what cannot be resolved keeps the estimate, with a warning.
-void read_lycoris(const Fields& cfg, const std::string& path, const Family& fam, const ReadOptions& opt, ConfigRead& r) {
+void read_lycoris(const Fields& cfg, const std::string& path, const Family& fam, const TrainerReadOptions& opt, TrainerRead& r) {
   TrainingSetup& s = r.setup;
   if (!cfg.has("lycoris_config"))
     throw InputError(path + ": lycoris_config: missing (lora_type lycoris needs the LyCORIS config file)");
@@ -578,7 +644,7 @@ void read_lycoris(const Fields& cfg, const std::string& path, const Family& fam,
 }
 
 // weight streaming (§2.6), EMA, attention and compilation
-void read_streaming(const Fields& cfg, const Family& fam, ConfigRead& r) {
+void read_streaming(const Fields& cfg, const Family& fam, TrainerRead& r) {
   TrainingSetup& s = r.setup;
   s.ramtorch = cfg.boolean("ramtorch", false);
   s.ramtorch_percent = cfg.number("ramtorch_transformer_percent", 100, -1e6, 1e6);
@@ -614,7 +680,7 @@ void read_streaming(const Fields& cfg, const Family& fam, ConfigRead& r) {
 }
 
 // schedule (§2.7, §4)
-void read_schedule(const Fields& cfg, const Family& fam, ConfigRead& r) {
+void read_schedule(const Fields& cfg, const Family& fam, TrainerRead& r) {
   Schedule& sc = r.schedule;
   sc.checkpointing = cfg.boolean("gradient_checkpointing", true);
   const long long interval = cfg.integer("gradient_checkpointing_interval", 0, -kMaxScheduleStep, kMaxScheduleStep);
@@ -658,7 +724,7 @@ void read_schedule(const Fields& cfg, const Family& fam, ConfigRead& r) {
 }
 
 // data backends (§1): the file, and every backend that trains
-void read_backends(const Fields& cfg, const std::string& path, const Family& fam, const ReadOptions& opt, ConfigRead& r) {
+void read_backends(const Fields& cfg, const std::string& path, const Family& fam, const TrainerReadOptions& opt, TrainerRead& r) {
   std::string db_value;
   if (!opt.data_backend_override.empty()) {
     if (!file_exists(opt.data_backend_override)) {
@@ -691,7 +757,7 @@ void read_backends(const Fields& cfg, const std::string& path, const Family& fam
 }
 
 // the trained shape: the largest per-step activation load (pixels x frames x batch) over the backends
-void apply_largest_backend(const Family& fam, ConfigRead& r) {
+void apply_largest_backend(const Family& fam, TrainerRead& r) {
   TrainingSetup& s = r.setup;
   auto load = [](const BackendShape& b) { return static_cast<double>(b.width) * b.height * b.frames * b.batch; };
   std::stable_sort(r.backends.begin(), r.backends.end(),
@@ -713,8 +779,9 @@ void apply_largest_backend(const Family& fam, ConfigRead& r) {
 
 }  // namespace
 
-ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt) {
-  ConfigRead r;
+TrainerRead read_simpletuner_config(const std::string& path, const TrainerReadOptions& opt) {
+  TrainerRead r;
+  r.trainer = "simpletuner";
   r.config_path = path;
   const std::string text = read_input_file(path, "config");
   r.raw = parse_ordered_json_text(text, "config '" + brief_text(path) + "'");
@@ -741,6 +808,8 @@ ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& o
   read_backends(cfg, path, fam, opt, r);
   apply_largest_backend(fam, r);
   read_multi_gpu_keys(r, opt.accelerate_config, opt.cwd);  // num_processes, fsdp_*, deepspeed_config, …
+  r.inputs = {r.config_path, r.data_backend_path};
+  r.shape_source = r.backends.front().note;
   return r;
 }
 

@@ -898,21 +898,7 @@ class SimpleTuner final : public Trainer {
     return extension(path) == ".json" && readers::json_config_trainer(path) == "simpletuner";
   }
   TrainerRead read(const std::string& path, const TrainerReadOptions& o) const override {
-    ReadOptions ro;
-    ro.cwd = o.cwd;
-    const ConfigRead c = read_simpletuner_config(path, ro);
-    TrainerRead r;
-    r.trainer = id();
-    r.config_path = c.config_path;
-    r.inputs = {c.config_path, c.data_backend_path};
-    r.family = c.family;
-    r.setup = c.setup;
-    r.schedule = c.schedule;
-    r.shape_source = c.backends.empty() ? "" : c.backends.front().note;
-    r.rejections = c.rejections;
-    r.warnings = c.warnings;
-    r.run = c.run;  // SimpleTuner's own keys (run.other stays empty)
-    return r;
+    return read_simpletuner_config(path, o);
   }
   RunSetup run_setup(const TrainerRead& r) const override { return r.run; }
   std::vector<std::string> setup_rejections(const Family& fam, const TrainingSetup& setup) const override {
@@ -925,19 +911,20 @@ class SimpleTuner final : public Trainer {
     return simpletuner_keys(fam, c.schedule, c.setup).dump(2) + "\n";
   }
   std::vector<std::string> manual_steps(const Family&) const override { return {}; }
-  TrainerAdvice plan(const Family&, const TrainingSetup&, const PredictFn&, const std::string&) const override {
-    throw InputError("--emit simpletuner: the SimpleTuner keys are the recommendation itself");
+  bool plans_are_schedules() const override { return true; }
+  nlohmann::ordered_json schedule_knobs(const Schedule& s) const override {
+    return nlohmann::ordered_json::parse(schedule_keys(s).dump());
   }
-  // `knobs`: SimpleTuner keys (null: remove the key); a key keeps the spelling it has in the file
+  // a phase's key as the fix gives it (a null value written as null: with_keys)
+  nlohmann::ordered_json phase_knobs(const std::vector<PhaseFix>& fixes) const override {
+    nlohmann::ordered_json k = nlohmann::ordered_json::object();
+    for (const PhaseFix& f : fixes)
+      if (!f.key.empty()) k[f.key] = nlohmann::ordered_json::parse(f.value_json);
+    return k;
+  }
+  // `knobs`: SimpleTuner keys, each kept in the file's spelling and place (with_keys)
   Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const override {
-    const std::string text = readers::read_text_file(r.config_path, "config");
-    nlohmann::ordered_json raw = read_json_file(r.config_path, "config");
-    for (auto it = knobs.begin(); it != knobs.end(); ++it) {
-      const std::string key = raw.contains("--" + it.key()) ? "--" + it.key() : it.key();
-      if (it.value().is_null()) raw.erase(key);
-      else raw[key] = it.value();
-    }
-    return Rewritten{raw.dump(json_indent(text)) + "\n", {}};
+    return Rewritten{with_keys(r.raw, knobs).dump(r.indent) + "\n", {}};
   }
 };
 

@@ -22,7 +22,7 @@ constexpr long long kMaxWorld = 1 << 20;
 // keys the setup does not hold. What the setup alone decides (FSDP2 with Quanto, LoRA with DeepSpeed,
 // context parallel) is multi_gpu_rules.hpp's, which the advisor applies to every prediction.
 // `accelerate_yaml`: --accelerate-config ("" : the config's accelerate_config key, if any).
-void read_multi_gpu_keys(ConfigRead& r, const std::string& accelerate_yaml, const std::string& cwd);
+void read_multi_gpu_keys(TrainerRead& r, const std::string& accelerate_yaml, const std::string& cwd);
 
 // The accelerate config YAML's distributed_type, num_processes (all machines), num_machines,
 // fsdp_config and deepspeed_config on top of `base`. InputError naming the file and key.

@@ -12,6 +12,7 @@
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
 #include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/trainer_config.hpp"
 
 namespace segadvise {
 
@@ -34,60 +35,13 @@ std::vector<std::string> candidate_paths(const std::string& value, const std::st
 std::string resolve_config_path(const std::string& value, const std::string& key, const std::string& config_path,
                                 const std::string& cwd);
 
-// The largest shape one data-backend entry yields (§1.2, §1.3, §1.5).
-struct BackendShape {
-  std::string id;
-  std::string dataset_type;  // image | video | audio | caption
-  int width = 0, height = 0, frames = 1, batch = 1;
-  std::string note;
-  // the rules its dataset is bucketed by (dataset_buckets.hpp), as read
-  struct Rules {
-    std::string instance_data_dir;  // "" : none given
-    double resolution = 0;          // as given (pixels, or megapixels for area)
-    std::string resolution_type;
-    int alignment = 64;
-    bool crop = false;
-    std::string crop_aspect = "square";
-    std::vector<double> crop_aspect_buckets;
-    double minimum_image_size = 0;  // 0 : none
-    int repeats = 0;
-    // video backends (§1.5): the family's frame rule, and video.min_frames / max_frames under it
-    std::string frame_rule;  // "8k+1", "17k+5" or "" (unchanged)
-    int min_frames = 0;      // 0 : num_frames
-    int max_frames = 0;      // 0 : none
-    std::string bucket_strategy = "aspect_ratio";
-  } rules;
-};
-
-struct ReadOptions {
-  std::string data_backend_override;  // --data-backend
-  std::string cwd;                    // "" : the process working directory
-  double source_aspect = 0;           // W/H of the source media; 0: 1:1 for images, 16:9 for video
-  std::string accelerate_config;      // --accelerate-config YAML ("" : the config's accelerate_config key)
-};
-
-struct ConfigRead {
-  std::string config_path;
-  nlohmann::ordered_json raw;  // the file as written (key spelling and order kept)
-  int indent = 4;              // spaces before its first indented key, to write it back alike
-  std::string data_backend_path;
-  std::vector<BackendShape> backends;  // training backends, the chosen one first
-  const Family* family = nullptr;
-  TrainingSetup setup;
-  Schedule schedule;
-  // The trainer stops before training (errors of §4 that are not checkpointing schedules, which
-  // realize() judges): the prediction is `supported: false` with these reasons.
-  std::vector<std::string> rejections;
-  std::vector<std::string> warnings;  // keys the trainer ignores or changes, and assumptions
-  RunSetup run;  // the keys that move the run's other phases (startup, load, validation, save)
-};
-
 // The keys of a SimpleTuner config that move a phase other than the step, with the trainer's defaults.
 // Throws InputError (file, key, value) for bad values.
 RunSetup read_run_setup(const nlohmann::ordered_json& raw, const std::string& origin);
 
-// Reads the config and its data backend(s). Throws InputError (file, key, value) for bad input.
-ConfigRead read_simpletuner_config(const std::string& path, const ReadOptions& opt);
+// Reads the config and its data backend(s) (trainer "simpletuner": raw, indent, data_backend_path and
+// backends filled). Throws InputError (file, key, value) for bad input.
+TrainerRead read_simpletuner_config(const std::string& path, const TrainerReadOptions& opt);
 
 // The indentation of a JSON text: spaces before its first indented key (4 when none is).
 int json_indent(const std::string& text);
@@ -99,6 +53,10 @@ const std::vector<std::string>& checkpointing_keys();
 // key kept; a key already present keeps its place and its leading `--` if it had one; a key whose
 // new value is the trainer's default is removed rather than added).
 nlohmann::ordered_json with_schedule(const nlohmann::ordered_json& raw, const Schedule& s);
+// `raw` with `knobs` set: the five checkpointing keys among them as with_schedule sets them (all five
+// are expected together, as schedule_keys gives them), every other key (a phase's fix) set in the
+// spelling the file has (`--key` where only that is there), else added at the end.
+nlohmann::ordered_json with_keys(const nlohmann::ordered_json& raw, const nlohmann::ordered_json& knobs);
 
 // The trainer's config keys for a schedule; null = unset (the trainer's default). For rewriting a whole
 // config file, where an unset key is removed.

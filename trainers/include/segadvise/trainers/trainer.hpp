@@ -78,7 +78,21 @@ class Trainer {
     (void)fixes;
     return nlohmann::ordered_json::object();
   }
+  // Whether its plans are the advisor's checkpointing schedules (SimpleTuner: the advice is the
+  // advisor's recommendation, written back by its schedule's keys) rather than combinations of its own
+  // knobs (knob_space, plan).
+  virtual bool plans_are_schedules() const { return false; }
+  // The keys of a schedule, for a trainer whose plans are schedules (null: the trainer's default).
+  virtual nlohmann::ordered_json schedule_knobs(const Schedule& s) const {
+    (void)s;
+    return nlohmann::ordered_json::object();
+  }
 };
+
+// A plan of `ta` (the trainer's own, for `tr`'s file) whose written file would not run it (a
+// --config_file key it turns off that the command line cannot, keys_kept_on) is not the answer: the
+// fastest other plan, confident before borderline, is, and a note says why. Unchanged where none runs.
+void keep_plans_the_file_runs(TrainerAdvice& ta, const TrainerRead& tr, const Family& fam);
 
 // The component of `id`; InputError naming the value and the known trainers.
 const Trainer& trainer(const std::string& id);

@@ -16,10 +16,42 @@
 
 namespace segadvise {
 
+// How a config is read: one options type for every trainer (what a trainer does not use, it ignores).
 struct TrainerReadOptions {
   std::string trainer;  // forced by --trainer; "" detects it from the file
   std::string model;    // --model: overrides the family read from the file (needed where the file does not name it)
   std::string cwd;      // where relative paths inside the file are also tried; "" the process's
+  // SimpleTuner: --data-backend (a data-backend JSON instead of the config's data_backend_config), the
+  // source media's W/H (0: 1:1 for images, 16:9 for video), --accelerate-config (a YAML; "" : the
+  // config's accelerate_config key)
+  std::string data_backend_override;
+  double source_aspect = 0;
+  std::string accelerate_config;
+};
+
+// The largest shape one data-backend entry yields (SimpleTuner §1.2, §1.3, §1.5).
+struct BackendShape {
+  std::string id;
+  std::string dataset_type;  // image | video | audio | caption
+  int width = 0, height = 0, frames = 1, batch = 1;
+  std::string note;
+  // the rules its dataset is bucketed by (dataset_buckets.hpp), as read
+  struct Rules {
+    std::string instance_data_dir;  // "" : none given
+    double resolution = 0;          // as given (pixels, or megapixels for area)
+    std::string resolution_type;
+    int alignment = 64;
+    bool crop = false;
+    std::string crop_aspect = "square";
+    std::vector<double> crop_aspect_buckets;
+    double minimum_image_size = 0;  // 0 : none
+    int repeats = 0;
+    // video backends (§1.5): the family's frame rule, and video.min_frames / max_frames under it
+    std::string frame_rule;  // "8k+1", "17k+5" or "" (unchanged)
+    int min_frames = 0;      // 0 : num_frames
+    int max_frames = 0;      // 0 : none
+    std::string bucket_strategy = "aspect_ratio";
+  } rules;
 };
 
 // A dataset another trainer's config names (dataset_buckets.hpp buckets it, where it is on this machine),
@@ -58,9 +90,17 @@ struct DatasetSpec {
   long long samples = 0;
 };
 
+// A config as its trainer reads it: the one result of every trainer's reader (Trainer::read).
 struct TrainerRead {
-  std::string trainer;  // musubi | ai-toolkit | onetrainer | diffusers
+  std::string trainer;  // the registry id (trainer.hpp)
   std::string config_path;
+  // A JSON config as written (key spelling and order kept) and its indentation, to write it back alike
+  // (SimpleTuner); null for other formats.
+  nlohmann::ordered_json raw;
+  int indent = 4;
+  // SimpleTuner: the data-backend file and its training backends, the one that sets the shape first
+  std::string data_backend_path;
+  std::vector<BackendShape> backends;
   std::vector<std::string> inputs;  // every file read (the config, a dataset TOML)
   const Family* family = nullptr;
   TrainingSetup setup;
@@ -103,11 +143,8 @@ TrainerRun trainer_run_from_data(const TrainerFacts& facts, const TrainerRead& r
 // Throws InputError naming the file when nothing matches.
 std::string detect_trainer(const std::string& path);
 
-// Reads a musubi / ai-toolkit / OneTrainer / diffusers config (not SimpleTuner: simpletuner_reader.hpp).
+// Reads a config of any trainer through its component (`o.trainer`, else detected): Trainer::read.
 // Malformed files throw InputError naming the file, the line and the key.
 TrainerRead read_trainer_config(const std::string& path, const TrainerReadOptions& o);
-
-// The trainers this reads.
-const std::vector<std::string>& readable_trainers();
 
 }  // namespace segadvise
