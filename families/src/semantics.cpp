@@ -89,6 +89,111 @@ PlanResult realize(const Family& fam, const BlockChain& chain, const Schedule& s
   return r;
 }
 
+namespace {
+
+// Why the trainer would not run `sched` as asked on this family although it raises no error: a knob it
+// ignores (interval, stride, an unsloth backend), never recommended as if it did something; "" : none.
+std::string ignored_knob(const Family& fam, const Schedule& sched) {
+  const CheckpointSemantics& cs = fam.checkpointing;
+  auto who = [&fam] { return fam.name + " (" + fam.trainer_family + ")"; };  // only for messages
+  const bool uses_interval = sched.checkpointing && (sched.interval > 1 || sched.stride > 0);
+  if (uses_interval && cs.interval == IntervalRule::Ignored)
+    return "gradient_checkpointing_interval/segment_stride are not wired for " + who() +
+           ": the trainer resets them and checkpoints every block (use 'layer')";
+  if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && !cs.stride)
+    return "gradient_checkpointing_segment_stride is ignored by " + who() +
+           ": the schedule would run as interval " + std::to_string(sched.interval);
+  if (sched.checkpointing && sched.interval <= 1 && sched.stride > 0)
+    return "gradient_checkpointing_segment_stride without an interval is ignored by the trainer";
+  if (sched.checkpointing && is_unsloth(sched.backend) && !cs.backend_setter)
+    return "the " + to_string(sched.backend) + " backend has no effect on " + who() +
+           ": it has no backend setter and runs torch checkpointing";
+  return "";
+}
+
+// Segmented semantics (§2.7), interval k > 1 and stride s: per list, [jS, jS+K) under one call each,
+// the blocks between kept.
+void segmented_plan(const Family& fam, const BlockChain& chain, int k, int s, bool offload, Plan& plan) {
+  const CheckpointSemantics& cs = fam.checkpointing;
+  const int n = static_cast<int>(chain.blocks.size());
+  const bool global_index = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
+  auto sel_at = [&](int i) { return global_index ? chain.blocks[i].global_position : chain.blocks[i].list_position; };
+  const bool global_segments = cs.index == BlockIndex::Global;
+  plan.segments.clear();
+  plan.segments.reserve(n);
+  int i = 0;
+  while (i < n) {
+    if (!chain.blocks[i].checkpointable) {
+      push_single(plan.segments, i, BlockMode::Keep, false);
+      ++i;
+      continue;
+    }
+    const std::string& list = chain.blocks[i].list;
+    const int pos = sel_at(i);
+    if (pos % s < k) {
+      int end = i;
+      // with a global index (ZLab I1) segments run over the combined sequence and may span lists
+      while (end < n && (global_segments || chain.blocks[end].list == list) && chain.blocks[end].checkpointable &&
+             sel_at(end) % s < k && sel_at(end) / s == pos / s)
+        ++end;
+      plan.segments.push_back(Segment{i, end, BlockMode::Checkpoint, offload});
+      i = end;
+    } else {
+      push_single(plan.segments, i, BlockMode::Keep, false);
+      ++i;
+    }
+  }
+}
+
+// Per-block selection (every block, or block i where i mod interval is 0, or i mod stride < interval),
+// one segment per block.
+void per_block_plan(const Family& fam, const BlockChain& chain, const Schedule& sched, int k, bool every, bool offload,
+                    bool ffn_only, Plan& plan) {
+  const CheckpointSemantics& cs = fam.checkpointing;
+  const int n = static_cast<int>(chain.blocks.size());
+  const bool global_index = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
+  // the selector remainder pos % modulus, counted along (positions mostly rise by one): a
+  // division per block was a third of realize on Stable Cascade's 192 micro-blocks. It is counted
+  // for every block, checkpointable or not (it depends on the position alone), and the choice is
+  // formed without branches: a branch per block on a pattern that changes with every schedule
+  // was most of realize's time.
+  const int modulus = sched.stride > 0 ? sched.stride : std::max(1, sched.interval);
+  const bool strided = sched.stride > 0;  // selected_by_remainder() with k > 1 (k == 1: every)
+  // n segments of a previous plan ending at block n partition these n blocks one each (a plan's
+  // segments partition its chain in order): their ranges stand. A plan of another chain ends
+  // elsewhere or has another count.
+  const bool ranges_stand = plan.segments.size() == static_cast<std::size_t>(n) && n > 0 &&
+                            plan.segments.front().begin == 0 && plan.segments.back().end == n;
+  plan.segments.resize(n);  // in place when the previous plan was one of n blocks
+  // one segment per block, written through plain pointers: through push_back, every bool store
+  // (which may alias anything) made the compiler reload the vectors' pointers once per block
+  Segment* out = plan.segments.data();
+  const BlockCost* blocks = chain.blocks.data();
+  if (!ranges_stand)
+    for (int i = 0; i < n; ++i) {
+      out[i].begin = i;
+      out[i].end = i + 1;
+    }
+  const BlockMode ffn_mode = ffn_only ? BlockMode::CheckpointFfn : BlockMode::Checkpoint;
+  int last_pos = -2, rem = 0;
+  for (int i = 0; i < n; ++i) {
+    const BlockCost& b = blocks[i];
+    const int pos = global_index ? b.global_position : b.list_position;
+    const int next = rem + 1 == modulus ? 0 : rem + 1;
+    rem = pos == last_pos + 1 && last_pos >= 0 ? next : pos % modulus;
+    last_pos = pos;
+    const bool selected = every | (strided ? rem < k : rem == 0);
+    const bool ck = b.checkpointable & selected;
+    const BlockMode when_ck = b.has_ffn_boundary ? ffn_mode : BlockMode::Checkpoint;
+    // Keep is 0: the mode is the checkpointed mode times ck (a select GCC turned into a branch)
+    static_assert(static_cast<int>(BlockMode::Keep) == 0);
+    out[i].mode = static_cast<BlockMode>(static_cast<int>(when_ck) * static_cast<int>(ck));
+    out[i].offload_to_host = ck & offload;
+  }
+}
+
+}  // namespace
+
 void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sched, const TrainingSetup& setup,
                   PlanResult& r) {
   // the previous plan's segments: a plan of one-block segments is written over them in place
@@ -104,28 +209,9 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
     return;
   }
   // knobs the trainer ignores: never recommended as if they did something
-  const bool uses_interval = sched.checkpointing && (sched.interval > 1 || sched.stride > 0);
-  if (uses_interval && cs.interval == IntervalRule::Ignored) {
+  r.reason = ignored_knob(fam, sched);
+  if (!r.reason.empty()) {
     r.supported = false;
-    r.reason = "gradient_checkpointing_interval/segment_stride are not wired for " + who() +
-               ": the trainer resets them and checkpoints every block (use 'layer')";
-    return;
-  }
-  if (sched.checkpointing && sched.interval > 1 && sched.stride > 0 && !cs.stride) {
-    r.supported = false;
-    r.reason = "gradient_checkpointing_segment_stride is ignored by " + who() +
-               ": the schedule would run as interval " + std::to_string(sched.interval);
-    return;
-  }
-  if (sched.checkpointing && sched.interval <= 1 && sched.stride > 0) {
-    r.supported = false;
-    r.reason = "gradient_checkpointing_segment_stride without an interval is ignored by the trainer";
-    return;
-  }
-  if (sched.checkpointing && is_unsloth(sched.backend) && !cs.backend_setter) {
-    r.supported = false;
-    r.reason = "the " + to_string(sched.backend) + " backend has no effect on " + who() +
-               ": it has no backend setter and runs torch checkpointing";
     return;
   }
 
@@ -174,78 +260,14 @@ void realize_into(const Family& fam, const BlockChain& chain, const Schedule& sc
   if (!path.why.empty() && sched.interval > 1)
     r.warnings.push_back(who() + " falls back to its " + to_string(cs.fallback) + " path with " + path.why +
                          " (the interval " + (every_block_fallback ? "is ignored" : "selects every n-th block") + ")");
-  const bool global_index = cs.index == BlockIndex::Global || cs.interval == IntervalRule::MicroBlocks;
-  auto sel_at = [&](int i) { return global_index ? chain.blocks[i].global_position : chain.blocks[i].list_position; };
   const int k = sched.interval <= 1 ? 1 : sched.interval;
   const int s = sched.stride > 0 ? sched.stride : k;
 
-  const bool global_segments = cs.index == BlockIndex::Global;
-  if (semantics == IntervalRule::Segmented && k > 1) {
-    // per list: [jS, jS+K) under one call each, the blocks between kept
-    fresh_segments();
-    int i = 0;
-    while (i < n) {
-      if (!chain.blocks[i].checkpointable) {
-        push_single(plan.segments, i, BlockMode::Keep, false);
-        ++i;
-        continue;
-      }
-      const std::string& list = chain.blocks[i].list;
-      const int pos = sel_at(i);
-      if (pos % s < k) {
-        int end = i;
-        // with a global index (ZLab I1) segments run over the combined sequence and may span lists
-        while (end < n && (global_segments || chain.blocks[end].list == list) && chain.blocks[end].checkpointable &&
-               sel_at(end) % s < k && sel_at(end) / s == pos / s)
-          ++end;
-        plan.segments.push_back(Segment{i, end, BlockMode::Checkpoint, offload});
-        i = end;
-      } else {
-        push_single(plan.segments, i, BlockMode::Keep, false);
-        ++i;
-      }
-    }
-  } else {
-    const bool every = every_block_fallback || semantics == IntervalRule::Ignored || k == 1;
-    // the selector remainder pos % modulus, counted along (positions mostly rise by one): a
-    // division per block was a third of realize on Stable Cascade's 192 micro-blocks. It is counted
-    // for every block, checkpointable or not (it depends on the position alone), and the choice is
-    // formed without branches: a branch per block on a pattern that changes with every schedule
-    // was most of realize's time.
-    const int modulus = sched.stride > 0 ? sched.stride : std::max(1, sched.interval);
-    const bool strided = sched.stride > 0;  // selected_by_remainder() with k > 1 (k == 1: every)
-    // n segments of a previous plan ending at block n partition these n blocks one each (a plan's
-    // segments partition its chain in order): their ranges stand. A plan of another chain ends
-    // elsewhere or has another count.
-    const bool ranges_stand = plan.segments.size() == static_cast<std::size_t>(n) && n > 0 &&
-                              plan.segments.front().begin == 0 && plan.segments.back().end == n;
-    plan.segments.resize(n);  // in place when the previous plan was one of n blocks
-    // one segment per block, written through plain pointers: through push_back, every bool store
-    // (which may alias anything) made the compiler reload the vectors' pointers once per block
-    Segment* out = plan.segments.data();
-    const BlockCost* blocks = chain.blocks.data();
-    if (!ranges_stand)
-      for (int i = 0; i < n; ++i) {
-        out[i].begin = i;
-        out[i].end = i + 1;
-      }
-    const BlockMode ffn_mode = ffn_only ? BlockMode::CheckpointFfn : BlockMode::Checkpoint;
-    int last_pos = -2, rem = 0;
-    for (int i = 0; i < n; ++i) {
-      const BlockCost& b = blocks[i];
-      const int pos = global_index ? b.global_position : b.list_position;
-      const int next = rem + 1 == modulus ? 0 : rem + 1;
-      rem = pos == last_pos + 1 && last_pos >= 0 ? next : pos % modulus;
-      last_pos = pos;
-      const bool selected = every | (strided ? rem < k : rem == 0);
-      const bool ck = b.checkpointable & selected;
-      const BlockMode when_ck = b.has_ffn_boundary ? ffn_mode : BlockMode::Checkpoint;
-      // Keep is 0: the mode is the checkpointed mode times ck (a select GCC turned into a branch)
-      static_assert(static_cast<int>(BlockMode::Keep) == 0);
-      out[i].mode = static_cast<BlockMode>(static_cast<int>(when_ck) * static_cast<int>(ck));
-      out[i].offload_to_host = ck & offload;
-    }
-  }
+  if (semantics == IntervalRule::Segmented && k > 1)
+    segmented_plan(fam, chain, k, s, offload, plan);
+  else
+    per_block_plan(fam, chain, sched, k, every_block_fallback || semantics == IntervalRule::Ignored || k == 1, offload,
+                   ffn_only, plan);
 }
 
 std::string describe(const Plan& plan, const BlockChain& chain) { return plan_description(plan, chain); }

@@ -365,6 +365,122 @@ static torch::Dtype run_dtype(const TrainingSetup& setup) {
   return setup.mixed_precision == "fp16" ? torch::kHalf : torch::kBFloat16;
 }
 
+// The outputs of a block that need a gradient, each with a small constant one (backward's seeds).
+static std::pair<std::vector<Tensor>, std::vector<Tensor>> grads_for(const State& out) {
+  std::vector<Tensor> outs, grads;
+  for (const auto& t : tensors_of(out)) {
+    if (!t.requires_grad()) continue;
+    outs.push_back(t);
+    grads.push_back(torch::ones_like(t) * 0.01);
+  }
+  return std::make_pair(outs, grads);
+}
+
+// Forward, its FFN side and backward timed over opt.repeats runs after opt.warmup (the first allocates
+// the adapters' .grad): the medians into `m`.
+static void time_block(Block& blk, const BlockListSpec& spec, const BlockShape& shape, const BuildOptions& bo,
+                       const ProfileOptions& opt, const torch::Device& dev, int skips_in, ListMeasurement& m) {
+  auto progress = [&](const char* what, double secs) {
+    if (!opt.quiet && secs > 1.0)
+      std::fprintf(stderr, "segadvise profile: %s: %s %.1f s\n", shape_text(spec, shape).c_str(), what, secs);
+  };
+  std::vector<double> fwd, bwd, ffn_fwd;
+  for (int r = 0; r < opt.warmup + opt.repeats; ++r) {
+    State in = make_input(spec, shape, bo, skips_in);
+    synchronize(dev);
+    double t0 = now_s(), ffn_s = 0;
+    // the block's parts one by one, timing the FFN side apart (the -ffn backends recompute it)
+    State s = in;
+    for (const auto& p : blk.parts) {
+      set_current_side(p.side);
+      const double p0 = now_s();
+      for (auto& [key, v] : p.fn(s)) s[key] = v;
+      synchronize(dev);
+      if (p.side == Side::Ffn) ffn_s += now_s() - p0;
+    }
+    set_current_side(Side::Rest);
+    State out = boundary_of(s);
+    s.clear();
+    synchronize(dev);
+    double t1 = now_s();
+    auto [outs, grads] = grads_for(out);
+    out.clear();
+    synchronize(dev);
+    double t2 = now_s();
+    torch::autograd::backward(outs, grads);
+    synchronize(dev);
+    double t3 = now_s();
+    if (r >= opt.warmup) {
+      fwd.push_back(t1 - t0);
+      bwd.push_back(t3 - t2);
+      ffn_fwd.push_back(ffn_s);
+    }
+    progress(r < opt.warmup ? "warm-up forward+backward" : "forward+backward", t3 - t0);
+  }
+  m.forward_s = median(fwd);
+  m.backward_s = median(bwd);
+  m.ffn_forward_s = median(ffn_fwd);
+}
+
+// Saved bytes by side through the saved-tensor hooks, the boundary, and the transient workspace of
+// forward and backward, into `m`.
+static void measure_block_memory(Block& blk, const BlockListSpec& spec, const BlockShape& shape, const BuildOptions& bo,
+                                 const torch::Device& dev, int skips_in, ListMeasurement& m) {
+  State in = make_input(spec, shape, bo, skips_in);
+  Memory::empty_cache(dev);
+  Accounting acc;
+  acc.exclude_all(blk.frozen);
+  acc.exclude_all(blk.trainable);
+  const double in_bytes = state_bytes(in);
+  m.boundary_bytes = in_bytes;
+  const double live0 = Memory::live_bytes(dev);
+  Memory::reset_peak(dev);
+  State out;
+  {
+    SinkScope sink(&acc);
+    out = blk.forward(in);
+  }
+  synchronize(dev);
+  const double fwd_peak = Memory::peak_bytes(dev) - live0;
+  const double live1 = Memory::live_bytes(dev);
+  double saved[3] = {0, 0, 0};
+  double saved_input = 0;
+  std::set<const c10::StorageImpl*> in_storages;
+  for (const auto& t : tensors_of(in)) in_storages.insert(t.storage().unsafeGetStorageImpl());
+  for (const auto& [impl, sb] : acc.seen) {
+    saved[static_cast<int>(sb.first)] += sb.second;
+    if (in_storages.count(impl)) saved_input += sb.second;
+  }
+  m.saved_attention_bytes = saved[0];
+  m.saved_ffn_bytes = saved[1];
+  m.saved_rest_bytes = saved[2];
+  // output storages that are new (a block may pass a stream through unchanged)
+  double out_new = 0;
+  {
+    std::set<const c10::StorageImpl*> seen_out;
+    for (const auto& t : tensors_of(out)) {
+      const auto* impl = t.storage().unsafeGetStorageImpl();
+      if (!in_storages.count(impl) && seen_out.insert(impl).second) out_new += t.storage().nbytes();
+    }
+  }
+  m.hooks_retained_bytes = m.saved_bytes() - saved_input;
+  if (!dev.is_cuda() && Memory::cpu_hooked()) m.allocator_retained_bytes = live1 - live0 - out_new;
+  if (dev.is_cuda()) m.allocator_retained_bytes = live1 - live0 - out_new;
+  // forward: the timeline counts saved + transient + one boundary (the output) while a block runs
+  const double transient_fwd = fwd_peak - (m.saved_bytes() - saved_input) - out_new;
+  // backward: saved + incoming and outgoing gradient (2 x boundary) + transient
+  auto [outs, grads] = grads_for(out);
+  out.clear();
+  synchronize(dev);
+  const double live2 = Memory::live_bytes(dev);
+  Memory::reset_peak(dev);
+  torch::autograd::backward(outs, grads);
+  synchronize(dev);
+  const double bwd_peak = Memory::peak_bytes(dev) - live2;
+  const double transient_bwd = bwd_peak - m.boundary_bytes;
+  m.transient_bytes = std::max({0.0, transient_fwd, transient_bwd});
+}
+
 ListMeasurement measure_list(const Family& fam, const BlockListSpec& spec, const TrainingSetup& setup,
                              const ProfileOptions& opt, double scale) {
   install_hooks();
@@ -387,112 +503,8 @@ ListMeasurement measure_list(const Family& fam, const BlockListSpec& spec, const
     m.frozen_params = blk.frozen_params();
     m.trainable_params = blk.trainable_params();
     const int skips_in = spec.skip == "pop" ? 1 : 0;
-    auto progress = [&](const char* what, double secs) {
-      if (!opt.quiet && secs > 1.0)
-        std::fprintf(stderr, "segadvise profile: %s: %s %.1f s\n", shape_text(spec, shape).c_str(), what, secs);
-    };
-    auto grads_for = [&](const State& out) {
-      std::vector<Tensor> outs, grads;
-      for (const auto& t : tensors_of(out)) {
-        if (!t.requires_grad()) continue;
-        outs.push_back(t);
-        grads.push_back(torch::ones_like(t) * 0.01);
-      }
-      return std::make_pair(outs, grads);
-    };
-
-    // warm-up (and the first allocation of the adapters' .grad)
-    std::vector<double> fwd, bwd, ffn_fwd;
-    for (int r = 0; r < opt.warmup + opt.repeats; ++r) {
-      State in = make_input(spec, shape, bo, skips_in);
-      synchronize(dev);
-      double t0 = now_s(), ffn_s = 0;
-      // the block's parts one by one, timing the FFN side apart (the -ffn backends recompute it)
-      State s = in;
-      for (const auto& p : blk.parts) {
-        set_current_side(p.side);
-        const double p0 = now_s();
-        for (auto& [key, v] : p.fn(s)) s[key] = v;
-        synchronize(dev);
-        if (p.side == Side::Ffn) ffn_s += now_s() - p0;
-      }
-      set_current_side(Side::Rest);
-      State out = boundary_of(s);
-      s.clear();
-      synchronize(dev);
-      double t1 = now_s();
-      auto [outs, grads] = grads_for(out);
-      out.clear();
-      synchronize(dev);
-      double t2 = now_s();
-      torch::autograd::backward(outs, grads);
-      synchronize(dev);
-      double t3 = now_s();
-      if (r >= opt.warmup) {
-        fwd.push_back(t1 - t0);
-        bwd.push_back(t3 - t2);
-        ffn_fwd.push_back(ffn_s);
-      }
-      progress(r < opt.warmup ? "warm-up forward+backward" : "forward+backward", t3 - t0);
-    }
-    m.forward_s = median(fwd);
-    m.backward_s = median(bwd);
-    m.ffn_forward_s = median(ffn_fwd);
-
-    // saved bytes, by side, through the saved-tensor hooks; boundary; transient workspace
-    State in = make_input(spec, shape, bo, skips_in);
-    Memory::empty_cache(dev);
-    Accounting acc;
-    acc.exclude_all(blk.frozen);
-    acc.exclude_all(blk.trainable);
-    const double in_bytes = state_bytes(in);
-    m.boundary_bytes = in_bytes;
-    const double live0 = Memory::live_bytes(dev);
-    Memory::reset_peak(dev);
-    State out;
-    {
-      SinkScope sink(&acc);
-      out = blk.forward(in);
-    }
-    synchronize(dev);
-    const double fwd_peak = Memory::peak_bytes(dev) - live0;
-    const double live1 = Memory::live_bytes(dev);
-    double saved[3] = {0, 0, 0};
-    double saved_input = 0;
-    std::set<const c10::StorageImpl*> in_storages;
-    for (const auto& t : tensors_of(in)) in_storages.insert(t.storage().unsafeGetStorageImpl());
-    for (const auto& [impl, sb] : acc.seen) {
-      saved[static_cast<int>(sb.first)] += sb.second;
-      if (in_storages.count(impl)) saved_input += sb.second;
-    }
-    m.saved_attention_bytes = saved[0];
-    m.saved_ffn_bytes = saved[1];
-    m.saved_rest_bytes = saved[2];
-    // output storages that are new (a block may pass a stream through unchanged)
-    double out_new = 0;
-    {
-      std::set<const c10::StorageImpl*> seen_out;
-      for (const auto& t : tensors_of(out)) {
-        const auto* impl = t.storage().unsafeGetStorageImpl();
-        if (!in_storages.count(impl) && seen_out.insert(impl).second) out_new += t.storage().nbytes();
-      }
-    }
-    m.hooks_retained_bytes = m.saved_bytes() - saved_input;
-    if (!dev.is_cuda() && Memory::cpu_hooked()) m.allocator_retained_bytes = live1 - live0 - out_new;
-    if (dev.is_cuda()) m.allocator_retained_bytes = live1 - live0 - out_new;
-    // forward: the timeline counts saved + transient + one boundary (the output) while a block runs
-    const double transient_fwd = fwd_peak - (m.saved_bytes() - saved_input) - out_new;
-    // backward: saved + incoming and outgoing gradient (2 x boundary) + transient
-    auto [outs, grads] = grads_for(out);
-    out.clear();
-    synchronize(dev);
-    const double live2 = Memory::live_bytes(dev);
-    Memory::reset_peak(dev);
-    torch::autograd::backward(outs, grads);
-    synchronize(dev);
-    const double bwd_peak = Memory::peak_bytes(dev) - live2;
-    const double transient_bwd = bwd_peak - m.boundary_bytes;
-    m.transient_bytes = std::max({0.0, transient_fwd, transient_bwd});
+    time_block(blk, spec, shape, bo, opt, dev, skips_in, m);
+    measure_block_memory(blk, spec, shape, bo, dev, skips_in, m);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     if (is_oom(what))

@@ -428,33 +428,49 @@ const StepReading* LogReport::last_training_step() const {
   return nullptr;
 }
 
-LogReport read_log_text(const std::string& text, const std::string& origin) {
-  for (std::size_t i = 0; i < text.size(); ++i)
-    if (text[i] == '\0')
-      throw InputError(origin + ": not a text file (a NUL byte at byte " + std::to_string(i) + ")");
-  require_utf8(text, origin + ": not a text file");
+namespace {
 
-  LogReport rep;
-  rep.path = origin;
-  const std::vector<Line> lines = split_lines(text);
-  std::vector<std::string> compacts;
-  compacts.reserve(lines.size());
-  for (const Line& l : lines) compacts.push_back(compact(l.text));
+// One pass over a log's lines (read_log_text): each reader takes the line at `li` when it is its kind,
+// and says so; the state that spans lines (open bars, an nvidia-smi header, a CSV header, a memory
+// summary being filled, the end of the last OOM message) lives here.
+class LogScan {
+ public:
+  LogScan(const std::string& text, const std::string& origin) : lines(split_lines(text)) {
+    rep.path = origin;
+    compacts.reserve(lines.size());
+    for (const Line& l : lines) compacts.push_back(compact(l.text));
+  }
+
+  LogReport run() {
+    for (std::size_t li = 0; li < lines.size(); ++li) {
+      const std::string& s = lines[li].text;
+      if (s.empty()) continue;
+      if (oom(li) || bar(li, s) || smi_table(li, s) || smi_csv(li, s)) continue;
+      memory_summary(li, s);
+    }
+    // a bar's reading sits where its last update is
+    std::stable_sort(rep.steps.begin(), rep.steps.end(),
+                     [](const StepReading& a, const StepReading& b) { return a.line < b.line; });
+    return rep;
+  }
+
+ private:
   // a message is ~450 characters without its spaces: it ends by these bounds even with no end marker
-  constexpr std::size_t kMaxMessageLines = 120, kMaxMessageChars = 2048;
-  constexpr std::size_t kPhaseLookback = 400;
+  static constexpr std::size_t kMaxMessageLines = 120, kMaxMessageChars = 2048;
+  static constexpr std::size_t kPhaseLookback = 400;
 
+  const std::vector<Line> lines;
+  std::vector<std::string> compacts;
+  LogReport rep;
   std::map<std::string, std::size_t> open_bars;  // label + total -> its reading in rep.steps
   std::optional<int> smi_gpu;
   std::vector<std::string> csv_header;
   std::size_t summary_at = std::string::npos;  // the memory reading a torch.cuda.memory_summary fills
   std::size_t last_oom_end = 0;                // phase cues are not looked for before this line
 
-  for (std::size_t li = 0; li < lines.size(); ++li) {
-    const std::string& s = lines[li].text;
-    if (s.empty()) continue;
-
-    // out-of-memory: the message from the marker (which a narrow console may split over lines) to its end, joined
+  // out-of-memory: the message from the marker (which a narrow console may split over lines) to its
+  // end, joined; `li` moves to its last line
+  bool oom(std::size_t& li) {
     const std::string& c = compacts[li];
     std::size_t marker = oom_marker_pos(c);
     if (marker == std::string::npos && li + 1 < lines.size()) {
@@ -494,10 +510,13 @@ LogReport read_log_text(const std::string& text, const std::string& origin) {
       if (!repeat) rep.oom.push_back(m);
       last_oom_end = end;
       li = end - 1;
-      continue;
+      return true;
     }
+    return false;
+  }
 
-    // progress bars and step lines: a bar's updates become its last one
+  // progress bars and step lines: a bar's updates become its last one
+  bool bar(std::size_t li, const std::string& s) {
     StepReading r;
     if (read_bar(s, r) || read_deepspeed_line(s, r)) {
       r.line = lines[li].number;
@@ -509,69 +528,84 @@ LogReport read_log_text(const std::string& text, const std::string& origin) {
         open_bars[key] = rep.steps.size();
         rep.steps.push_back(r);
       }
-      continue;
+      return true;
     }
+    return false;
+  }
 
-    // nvidia-smi tables
+  // nvidia-smi tables: a GPU's header line, then its memory row
+  bool smi_table(std::size_t li, const std::string& s) {
     if (auto g = smi_gpu_header(s)) {
       smi_gpu = g;
-      continue;
+      return true;
     }
     MemoryReading mem;
-    if (read_smi_row(s, mem)) {
-      mem.line = lines[li].number;
-      mem.gpu_index = smi_gpu;
-      smi_gpu.reset();
-      rep.memory.push_back(mem);
-      continue;
-    }
-    // nvidia-smi --query-gpu=…,memory.used,memory.total --format=csv
+    if (!read_smi_row(s, mem)) return false;
+    mem.line = lines[li].number;
+    mem.gpu_index = smi_gpu;
+    smi_gpu.reset();
+    rep.memory.push_back(mem);
+    return true;
+  }
+
+  // nvidia-smi --query-gpu=…,memory.used,memory.total --format=csv: its header, then its rows
+  bool smi_csv(std::size_t li, const std::string& s) {
     if (contains(s, "memory.used") || contains(s, "memory.total")) {
       csv_header = split_commas(s);
-      continue;
+      return true;
     }
-    if (!csv_header.empty()) {
-      const std::vector<std::string> f = split_commas(s);
-      double v = 0;
-      std::size_t e = 0;
-      if (f.size() == csv_header.size() && number_at(f[0], 0, v, e)) {
-        mem.line = lines[li].number;
-        mem.source = "nvidia-smi csv";
-        for (std::size_t k = 0; k < f.size(); ++k) {
-          const std::string& h = csv_header[k];
-          if (h == "index") mem.gpu_index = small_index(f[k].c_str());
-          else if (starts_with(h, "memory.used")) mem.used_bytes = csv_size(f[k], h);
-          else if (starts_with(h, "memory.total")) mem.total_bytes = csv_size(f[k], h);
-        }
-        rep.memory.push_back(mem);
-        continue;
+    if (csv_header.empty()) return false;
+    const std::vector<std::string> f = split_commas(s);
+    double v = 0;
+    std::size_t e = 0;
+    if (f.size() == csv_header.size() && number_at(f[0], 0, v, e)) {
+      MemoryReading mem;
+      mem.line = lines[li].number;
+      mem.source = "nvidia-smi csv";
+      for (std::size_t k = 0; k < f.size(); ++k) {
+        const std::string& h = csv_header[k];
+        if (h == "index") mem.gpu_index = small_index(f[k].c_str());
+        else if (starts_with(h, "memory.used")) mem.used_bytes = csv_size(f[k], h);
+        else if (starts_with(h, "memory.total")) mem.total_bytes = csv_size(f[k], h);
       }
-      csv_header.clear();
+      rep.memory.push_back(mem);
+      return true;
     }
-    // torch.cuda.memory_summary(): "PyTorch CUDA memory summary, device ID 0", then its rows
+    csv_header.clear();
+    return false;
+  }
+
+  // torch.cuda.memory_summary(): "PyTorch CUDA memory summary, device ID 0", then its rows
+  void memory_summary(std::size_t li, const std::string& s) {
     const std::size_t sum = s.find("PyTorch CUDA memory summary, device ID ");
     if (sum != std::string::npos) {
+      MemoryReading mem;
       mem.line = lines[li].number;
       mem.source = "torch.cuda.memory_summary";
       mem.gpu_index = small_index(s.c_str() + sum + 39);
       summary_at = rep.memory.size();
       rep.memory.push_back(mem);
-      continue;
+      return;
     }
-    if (summary_at < rep.memory.size()) {
-      MemoryReading& m = rep.memory[summary_at];
-      if (summary_row(s, "Allocated memory", m.allocated_bytes, &m.max_allocated_bytes)) continue;
-      std::optional<long long> reserved;
-      if (summary_row(s, "GPU reserved memory", reserved, nullptr) || summary_row(s, "Reserved memory", reserved, nullptr)) {
-        m.reserved_bytes = reserved;
-        summary_at = std::string::npos;
-      }
+    if (summary_at >= rep.memory.size()) return;
+    MemoryReading& m = rep.memory[summary_at];
+    if (summary_row(s, "Allocated memory", m.allocated_bytes, &m.max_allocated_bytes)) return;
+    std::optional<long long> reserved;
+    if (summary_row(s, "GPU reserved memory", reserved, nullptr) || summary_row(s, "Reserved memory", reserved, nullptr)) {
+      m.reserved_bytes = reserved;
+      summary_at = std::string::npos;
     }
   }
-  // a bar's reading sits where its last update is
-  std::stable_sort(rep.steps.begin(), rep.steps.end(),
-                   [](const StepReading& a, const StepReading& b) { return a.line < b.line; });
-  return rep;
+};
+
+}  // namespace
+
+LogReport read_log_text(const std::string& text, const std::string& origin) {
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\0')
+      throw InputError(origin + ": not a text file (a NUL byte at byte " + std::to_string(i) + ")");
+  require_utf8(text, origin + ": not a text file");
+  return LogScan(text, origin).run();
 }
 
 LogReport read_log_file(const std::string& path) {
