@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "check_options.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
+#include "segadvise/trainers/trainer.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -306,6 +307,38 @@ TEST_CASE("with_schedule keeps key order and spelling and only touches checkpoin
   none.checkpointing = false;
   out = with_schedule(nlohmann::ordered_json::parse(R"({"a": 1})"), none);
   CHECK(out.dump() == R"({"a":1,"gradient_checkpointing":false})");
+}
+
+TEST_CASE("with_keys sets a phase's key in the spelling the file has and the checkpointing keys as with_schedule does") {
+  const nlohmann::ordered_json raw =
+      nlohmann::ordered_json::parse(R"({"--seed": 1, "--validation_resolution": "1024x1024", "--lr": 0.1})");
+  Schedule s;
+  s.interval = 2;
+  nlohmann::ordered_json knobs = nlohmann::ordered_json::parse(schedule_keys(s).dump());
+  knobs["validation_resolution"] = "512x512";  // only the dashed spelling is in the file: it is kept
+  knobs["vae_enable_tiling"] = true;          // a new key: added plain, at the end
+  const nlohmann::ordered_json out = with_keys(raw, knobs);
+  // the three dashed keys stay in place; the interval is appended dashed (most keys are), then the new key
+  CHECK(out.dump() == R"({"--seed":1,"--validation_resolution":"512x512","--lr":0.1,)"
+                      R"("--gradient_checkpointing_interval":2,"vae_enable_tiling":true})");
+  CHECK(with_keys(raw, nlohmann::ordered_json::object()) == raw);
+}
+
+TEST_CASE("a SimpleTuner config is read through the one read path: trainer, files read, data backends, the file as written") {
+  TrainerReadOptions o = away();
+  const TrainerRead r = read_trainer_config(kDir + "flux-480-square.json", o);
+  CHECK(r.trainer == "simpletuner");
+  REQUIRE(r.inputs.size() == 2);
+  CHECK(r.inputs[0] == kDir + "flux-480-square.json");
+  CHECK(r.inputs[1] == r.data_backend_path);
+  REQUIRE(!r.backends.empty());
+  CHECK(r.shape_source == r.backends.front().note);
+  CHECK(r.raw.is_object());
+  CHECK(r.raw.contains("model_family"));
+  // the same as the trainer's own read
+  CHECK(trainer("simpletuner").read(kDir + "flux-480-square.json", o).setup.width == r.setup.width);
+  CHECK(trainer("simpletuner").plans_are_schedules());
+  CHECK(!trainer("musubi").plans_are_schedules());
 }
 
 TEST_CASE("a failed write leaves no partial output file") {
