@@ -8,7 +8,7 @@
 #include "commands.hpp"
 #include "emitters.hpp"
 #include "measured.hpp"
-#include "printer.hpp"
+#include "report_parts.hpp"
 #include "runs.hpp"
 
 namespace segadvise::cli {

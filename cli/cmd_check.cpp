@@ -17,12 +17,13 @@
 #include "check_options.hpp"
 #include "emitters.hpp"
 #include "segadvise/families/gpu_detect.hpp"
-#include "phases_output.hpp"
-#include "printer.hpp"
+#include "segadvise/report/phases_output.hpp"
+#include "dataset_check.hpp"
+#include "report_parts.hpp"
 #include "runs.hpp"
 #include "trainer_check.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 
 namespace segadvise::cli {
 
