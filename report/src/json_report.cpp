@@ -380,6 +380,10 @@ nlohmann::json check_report_json(const CheckView& v, const Parts& parts) {
     j["host_memory"] = host_memory_json(r.phases->host);
   }
   j["warnings"] = r.warnings;
+  // the same with each one's kind, and the trainer's refusals (kinds: planner/diagnostic.hpp)
+  nlohmann::json diagnostics = nlohmann::json::array();
+  for (const Diagnostic& d : r.diagnostics) diagnostics.push_back({{"kind", to_string(d.kind)}, {"text", d.text}});
+  j["diagnostics"] = std::move(diagnostics);
   if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer, parts);
   if (r.advice && v.own_trainer_advice) {
     // another trainer's config: no SimpleTuner key in its advice (the schedules stay as a comparison;
