@@ -4,13 +4,13 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "printer.hpp"
+#include "report_parts.hpp"
 #include "progress.hpp"
 #include "segadvise/calibration/bands.hpp"
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/anchor.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 
 namespace segadvise::cli {
 
@@ -57,7 +57,7 @@ void setup_accuracy(CLI::App& app, int& exit_code) {
   cmd->add_option("--calibration", f->start,
                   "coefficients to evaluate (default: the shipped calibration); with --leave-family-out, to start from");
   cmd->add_option("--headroom-gib", f->headroom_gib, "memory kept free when deciding fit (default 1)")
-      ->check(number_in(0, 4096, false, "must be 0..4096 GiB"));
+      ->check(headroom_gib());
   cmd->add_option("--max-iterations", f->max_iterations, "iterations per leave-out fit (default 60)")->check(kNonNegative);
   cmd->add_option("--prior-weight", f->prior_weight,
                   "with --leave-family-out: pull of activation scales towards 1.0 (default 3)")

@@ -9,7 +9,7 @@
 #include "segadvise/trainers/trainer.hpp"
 #include "emitters.hpp"
 #include "measured.hpp"
-#include "printer.hpp"
+#include "report_parts.hpp"
 #include "runs.hpp"
 
 namespace segadvise::cli {

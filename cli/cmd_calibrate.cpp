@@ -5,12 +5,12 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "json_report.hpp"
-#include "printer.hpp"
+#include "segadvise/report/json_report.hpp"
+#include "report_parts.hpp"
 #include "progress.hpp"
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/coefficients.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 
 namespace segadvise::cli {
 
@@ -36,7 +36,7 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
       ->check(kNonEmpty);
   cmd->add_option("--calibration", f->start, "coefficients to start from (default: built-in starting values)");
   cmd->add_option("--headroom-gib", f->headroom_gib, "headroom used for fit decisions (default 1)")
-      ->check(number_in(0, 4096, false, "must be 0..4096 GiB"));
+      ->check(headroom_gib());
   cmd->add_option("--max-iterations", f->max_iterations, "Levenberg-Marquardt iterations (default 60)")->check(kNonNegative);
   cmd->add_option("--prior-weight", f->prior_weight,
                   "pull of each activation scale towards the static analyzer's 1.0 (default 3)")

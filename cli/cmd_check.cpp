@@ -17,14 +17,14 @@
 #include "check_options.hpp"
 #include "emitters.hpp"
 #include "segadvise/families/gpu_detect.hpp"
-#include "phases_output.hpp"
-#include "printer.hpp"
-#include "runs.hpp"
+#include "segadvise/report/phases_output.hpp"
 #include "dataset_check.hpp"
+#include "report_parts.hpp"
+#include "runs.hpp"
 #include "segadvise/planner/trainer_plan_run.hpp"
 #include "segadvise/trainers/trainer.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 
 namespace segadvise::cli {
 

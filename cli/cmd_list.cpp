@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "printer.hpp"
+#include "report_parts.hpp"
 
 namespace segadvise::cli {
 

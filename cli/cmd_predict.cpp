@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "printer.hpp"
+#include "report_parts.hpp"
 #include "runs.hpp"
 
 namespace segadvise::cli {

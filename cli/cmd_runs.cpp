@@ -9,10 +9,10 @@
 #include "commands.hpp"
 #include "dataset_check.hpp"
 #include "measured.hpp"
-#include "output.hpp"
+#include "segadvise/report/output.hpp"
 #include "runs.hpp"
 #include "segadvise/costmodel/json_input.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 #include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 

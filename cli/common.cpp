@@ -9,6 +9,7 @@
 #include "runs.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/calibration/ranges.hpp"
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/costmodel/kernels.hpp"
@@ -120,13 +121,14 @@ MultiGpuSetup apply_multi_gpu_flags(MultiGpuSetup m, const SetupFlags& f) {
 }
 
 void add_vram_flag(CLI::App* app, SetupFlags& f) {
-  app->add_option("--vram-gib", f.vram_gib, "memory of any other card, GiB, up to 4096 (with --gpu: that card with this memory)")
-      ->check(number_in(0, 4096, true, "must be a memory size in GiB above 0 and up to 4096"));
+  const std::string max = max_vram_gib_text();
+  app->add_option("--vram-gib", f.vram_gib, "memory of any other card, GiB, up to " + max + " (with --gpu: that card with this memory)")
+      ->check(number_in(0, kMaxVramGib, true, "must be a memory size in GiB above 0 and up to " + max));
 }
 
 void add_output_flags(CLI::App* app, SetupFlags& f) {
   app->add_option("--headroom-gib", f.headroom_gib, "memory to keep free on the card, GiB (default 1)")
-      ->check(number_in(0, 4096, false, "must be 0..4096 GiB"));
+      ->check(headroom_gib());
   app->add_option("--format", f.format, "table | json | markdown")->check(kFormat);
   app->add_option("--calibration", f.calibration, "coefficients file (default: the shipped calibration)")
       ->check(CLI::ExistingFile);
@@ -297,16 +299,8 @@ AdvisorRequest make_request(const SetupFlags& f) {
   return make_request(fam, setup, f);
 }
 
-std::string gib_str(double bytes, int decimals) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f GiB", decimals, bytes / kGiB);
-  return buf;
-}
+std::string max_vram_gib_text() { return std::to_string(static_cast<int>(kMaxVramGib)); }
 
-std::string secs_str(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.1f s", s);
-  return buf;
-}
+CLI::Validator headroom_gib() { return number_in(0, kMaxVramGib, false, "must be 0.." + max_vram_gib_text() + " GiB"); }
 
 }  // namespace segadvise::cli

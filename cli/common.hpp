@@ -12,6 +12,7 @@
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
 #include "segadvise/planner/advisor.hpp"
+#include "segadvise/report/format.hpp"  // gib_str, secs_str
 #include "exit_code.hpp"
 
 namespace segadvise::cli {
@@ -91,8 +92,10 @@ AdvisorRequest make_request(const SetupFlags& f);
 // W:H (16:9) or a number (1.78), both parts positive; InputError naming `flag` otherwise.
 double parse_aspect(const std::string& s, const std::string& flag = "--aspect");
 
-std::string gib_str(double bytes, int decimals = 1);
-std::string secs_str(double s);
+// The largest card memory a flag takes ("4096": costmodel/constants.hpp kMaxVramGib), and the validator of
+// a headroom in GiB (0 up to that).
+std::string max_vram_gib_text();
+CLI::Validator headroom_gib();
 void check_format(const std::string& format);
 
 }  // namespace segadvise::cli

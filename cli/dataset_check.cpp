@@ -6,8 +6,8 @@
 #include <map>
 #include <tuple>
 
-#include "output.hpp"
-#include "text_format.hpp"
+#include "segadvise/report/output.hpp"
+#include "segadvise/report/text_format.hpp"
 
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/families/family.hpp"

@@ -10,9 +10,9 @@
 #include <set>
 #include <sstream>
 
-#include "output.hpp"
+#include "segadvise/report/output.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/trainers/trainer.hpp"
 

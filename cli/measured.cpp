@@ -1,6 +1,6 @@
 #include "measured.hpp"
 #include "common.hpp"
-#include "text_format.hpp"
+#include "segadvise/report/text_format.hpp"
 #include "segadvise/costmodel/json_input.hpp"
 #include "segadvise/trainers/log_reader.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "output.hpp"
+#include "segadvise/report/output.hpp"
 
 namespace segadvise::cli {
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "segadvise/costmodel/json_input.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 #include "segadvise/costmodel/output_file.hpp"
 
 namespace segadvise::cli {

@@ -1,6 +1,7 @@
 // segadvise-torch: `profile` and `validate`, the LibTorch side of segadvise. `segadvise profile …`
 // and `segadvise validate …` exec this binary with the same arguments. This file parses flags and
-// prints; it includes no LibTorch header (the work is in segadvise_torch_lib).
+// hands the results to the report layer (segadvise/report/torch_output.hpp); it includes no LibTorch
+// header (the work is in segadvise_torch_lib).
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -11,12 +12,12 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "output.hpp"
-#include "text_format.hpp"
+#include "segadvise/report/text_format.hpp"
+#include "segadvise/report/torch_output.hpp"
 #include "segadvise/families/gpu_detect.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 #include "segadvise/costmodel/plan_json.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
@@ -92,25 +93,6 @@ void apply_tokens(const Family& fam, TrainingSetup& s, int tokens) {
   s.notes.push_back("--tokens " + std::to_string(tokens) + ": " + std::to_string(s.width) + "x" + std::to_string(s.height));
 }
 
-std::string gib(double b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, b < 0.1 * kGiB ? "%.1f MiB" : "%.2f GiB", b < 0.1 * kGiB ? b / kMiB : b / kGiB);
-  return buf;
-}
-
-std::string fixed(double x, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
-}
-
-std::string pct(double predicted, double measured) {
-  if (measured <= 0) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * (predicted - measured) / measured);
-  return buf;
-}
-
 // ------------------------------------------------------------------------------------------- profile
 
 int run_profile_cmd(TorchFlags& f) {
@@ -143,34 +125,28 @@ int run_profile_cmd(TorchFlags& f) {
   write_file_atomically(out, profile_to_json(p).dump(2) + "\n");
   // summary next to the static estimate
   const BlockChain chain = analyze(fam, setup);
-  cli::Table t({"list", "kind", "tokens", "saved", "static", "fwd", "bwd", ""});
+  cli::ProfileSummary summary{{}, out, p.device, p.dtype, p.torch_version, p.attention_backend};
   for (const auto& k : p.kinds) {
-    double stat = 0;
+    cli::ProfiledKind row;
+    row.list = k.list;
+    row.kind = k.kind;
+    row.tokens = k.tokens;
     for (const auto& b : chain.blocks)
       if (b.list == k.list) {
-        stat = b.saved_bytes();
+        row.static_saved_bytes = b.saved_bytes();
         break;
       }
-    const double saved = k.saved_attention_bytes + k.saved_ffn_bytes + k.saved_rest_bytes;
-    const double fw = k.forward_linear_s * k.tokens + k.forward_quadratic_s * k.tokens * k.tokens;
-    const double bw = k.backward_linear_s * k.tokens + k.backward_quadratic_s * k.tokens * k.tokens;
-    t.add({k.list, k.kind, fixed(k.tokens, 0), gib(saved), gib(stat), fixed(fw, 3) + "s", fixed(bw, 3) + "s",
-           k.extrapolated ? "(extrapolated)" : ""});
+    row.saved_bytes = k.saved_attention_bytes + k.saved_ffn_bytes + k.saved_rest_bytes;
+    row.forward_s = k.forward_linear_s * k.tokens + k.forward_quadratic_s * k.tokens * k.tokens;
+    row.backward_s = k.backward_linear_s * k.tokens + k.backward_quadratic_s * k.tokens * k.tokens;
+    row.extrapolated = k.extrapolated;
+    summary.kinds.push_back(row);
   }
-  cli::table_format().table(std::cout, t);
-  std::cout << "profile written to " << out << " (" << p.device << ", " << p.dtype << ", torch " << p.torch_version
-            << ", attention: " << p.attention_backend << ")\n";
+  cli::print_profile_summary(std::cout, summary);
   return 0;
 }
 
 // ------------------------------------------------------------------------------------------ validate
-
-struct Row {
-  std::string schedule, description, reason;
-  bool supported = true;
-  Prediction pred;
-  profiler::ValidateRun run;
-};
 
 // What validate runs on: the family's first N blocks for the flags' setup, the machine, the profile
 // the prediction uses (given, or measured now), applied to the chain.
@@ -315,8 +291,8 @@ std::vector<std::pair<std::string, PlanResult>> plans_to_validate(const TorchFla
 }
 
 // Predicts and runs each plan.
-std::vector<Row> run_plans(const TorchFlags& f, const ValidationInputs& in,
-                           std::vector<std::pair<std::string, PlanResult>> plans) {
+std::vector<cli::ValidatedPlan> run_plans(const TorchFlags& f, const ValidationInputs& in,
+                                          std::vector<std::pair<std::string, PlanResult>> plans) {
   const BlockChain& chain = in.chain;
   const TrainingSetup& setup = in.setup;
 
@@ -326,91 +302,30 @@ std::vector<Row> run_plans(const TorchFlags& f, const ValidationInputs& in,
   vo.warmup = f.warmup;
   vo.blocks = in.n;
   vo.quiet = f.quiet;
-  std::vector<Row> rows;
+  std::vector<cli::ValidatedPlan> rows;
   for (auto& [name, pr] : plans) {
-    Row row;
+    cli::ValidatedPlan row;
     row.schedule = name;
     row.supported = pr.supported;
     row.reason = pr.reason;
     if (pr.supported) {
       if (pr.plan.description.empty() || name.rfind("plan ", 0) != 0) pr.plan.description = describe(pr.plan, chain);
       row.description = pr.plan.description;
-      row.pred = predict(chain, pr.plan, setup, in.gpu, in.coef, 0);
-      row.run = profiler::run_validation(*in.fam, setup, pr.plan, vo);
+      row.predicted = predict(chain, pr.plan, setup, in.gpu, in.coef, 0);
+      const profiler::ValidateRun run = profiler::run_validation(*in.fam, setup, pr.plan, vo);
+      row.measured_peak_bytes = run.peak_bytes;
+      row.measured_host_peak_bytes = run.host_peak_bytes;
+      row.measured_step_s = run.step_s;
+      row.measured_step_times_s = run.step_times_s;
     }
     rows.push_back(row);
   }
   return rows;
 }
 
-json validation_json(const TorchFlags& f, const ValidationInputs& in, const std::vector<Row>& rows) {
-  const Family& fam = *in.fam;
-  const TrainingSetup& setup = in.setup;
-  const int n = in.n;
-  const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
-  json j;
-  j["model"] = fam.id;
-  j["device"] = profiler::device_name(f.device);
-  j["torch_version"] = profiler::torch_version();
-  j["blocks"] = n;
-  j["setup"] = to_json(setup);
-  j["tokens_image"] = g.image_tokens;
-  j["tokens_text"] = g.text_tokens;
-  j["profile"] = in.prof.path;
-  j["steps"] = f.steps;
-  json arr = json::array();
-  for (const auto& r : rows) {
-    json o = {{"schedule", r.schedule}, {"supported", r.supported}};
-    if (!r.supported) {
-      o["reason"] = r.reason;
-    } else {
-      o["plan"] = r.description;
-      o["predicted_peak_bytes"] = r.pred.peak_vram_bytes;
-      o["measured_peak_bytes"] = r.run.peak_bytes;
-      o["peak_error"] = r.run.peak_bytes > 0 ? (r.pred.peak_vram_bytes - r.run.peak_bytes) / r.run.peak_bytes : 0;
-      o["predicted_step_s"] = r.pred.step_time_s;
-      o["measured_step_s"] = r.run.step_s;
-      o["step_error"] = r.run.step_s > 0 ? (r.pred.step_time_s - r.run.step_s) / r.run.step_s : 0;
-      o["measured_step_times_s"] = r.run.step_times_s;
-      o["measured_host_peak_bytes"] = r.run.host_peak_bytes;
-      o["predicted_host_bytes"] = r.pred.memory.host_activation_bytes;
-      o["prediction"] = to_json(r.pred);
-    }
-    arr.push_back(o);
-  }
-  j["runs"] = arr;
-  return j;
-}
-
-// The text layouts through the report layer (cli/text_format.hpp): a TextFormat picks table or markdown.
+// The text layouts through the report layer (segadvise/report/text_format.hpp): a TextFormat picks table or markdown.
 const cli::TextFormat& text_format_of(const TorchFlags& f) {
   return f.setup.format == "markdown" ? cli::markdown_format() : cli::table_format();
-}
-
-void print_validation(const TorchFlags& f, const ValidationInputs& in, const std::vector<Row>& rows) {
-  const Family& fam = *in.fam;
-  const TrainingSetup& setup = in.setup;
-  const TokenGeometry g = token_geometry(fam, setup.width, setup.height, setup.frames, setup.text_tokens);
-  const cli::TextFormat& fmt = text_format_of(f);
-  std::ostringstream head;
-  head << fam.name << ", " << in.n << " blocks, " << setup.width << "x" << setup.height << ", " << setup.frames
-       << " frames, batch " << setup.batch << " (" << fixed(g.image_tokens, 0) << " image + " << fixed(g.text_tokens, 0)
-       << " text tokens), on " << profiler::device_name(f.device) << ", torch " << profiler::torch_version();
-  std::cout << fmt.either("validate: ", "") << head.str() << "\n"
-            << fmt.either("  ", "") << "prediction from profile " << in.prof.path << "; median of " << f.steps
-            << " steps after " << f.warmup << " warm-up\n\n";
-  cli::Table t({"schedule", "plan", "predicted peak", "measured peak", "error", "predicted s/step", "measured s/step",
-                "error"});
-  for (const auto& r : rows) {
-    if (!r.supported) {
-      t.add({r.schedule, "not run: " + r.reason, "", "", "", "", "", ""});
-      continue;
-    }
-    t.add({r.schedule, r.description, gib(r.pred.peak_vram_bytes), gib(r.run.peak_bytes),
-           pct(r.pred.peak_vram_bytes, r.run.peak_bytes), fixed(r.pred.step_time_s, 3), fixed(r.run.step_s, 3),
-           pct(r.pred.step_time_s, r.run.step_s)});
-  }
-  fmt.table(std::cout, t);
 }
 
 // ------------------------------------------------------------------------------- validate --gpus N
@@ -464,111 +379,35 @@ std::string self_exe() {
   return buf;
 }
 
-struct DistRow {
-  Strategy strategy = Strategy::ddp;
-  RankState predicted;
-  CommVolume predicted_comm;
-  std::vector<profiler::RankRun> ranks;
-  const profiler::RankRun& busiest() const {
-    std::size_t b = 0;
-    for (std::size_t i = 1; i < ranks.size(); ++i)
-      if (ranks[i].peak.total_bytes() > ranks[b].peak.total_bytes()) b = i;
-    return ranks[b];
+// A strategy's prediction beside its ranks' runs: the busiest rank's peak and payloads, the slowest
+// rank's step, rank 0's gradients.
+cli::DistributedRun distributed_run(Strategy s, const RankStateInput& in, std::vector<profiler::RankRun> ranks) {
+  cli::DistributedRun r;
+  r.strategy = s;
+  r.predicted = rank_state(in);
+  r.predicted_comm = comm_per_step(in);
+  std::size_t busiest = 0;
+  for (std::size_t i = 1; i < ranks.size(); ++i)
+    if (ranks[i].peak.total_bytes() > ranks[busiest].peak.total_bytes()) busiest = i;
+  const profiler::RankRun& b = ranks[busiest];
+  r.measured_peak_bytes = b.peak.total_bytes();
+  r.allgather_bytes = b.comm.allgather_bytes;
+  r.reduce_scatter_bytes = b.comm.reduce_scatter_bytes;
+  r.allreduce_bytes = b.comm.allreduce_bytes;
+  r.comm_equal = true;
+  for (const auto& x : ranks) {
+    r.step_s = std::max(r.step_s, x.step_s);
+    if (x.comm.allgather_bytes != r.predicted_comm.allgather_bytes ||
+        x.comm.reduce_scatter_bytes != r.predicted_comm.reduce_scatter_bytes ||
+        x.comm.allreduce_bytes != r.predicted_comm.allreduce_bytes)
+      r.comm_equal = false;
+    r.ranks.push_back(profiler::to_json(x));
   }
-  double slowest_step_s() const {
-    double t = 0;
-    for (const auto& r : ranks) t = std::max(t, r.step_s);
-    return t;
-  }
-  // every rank handed the predicted payload to each kind of collective
-  bool comm_equal() const {
-    for (const auto& r : ranks)
-      if (r.comm.allgather_bytes != predicted_comm.allgather_bytes ||
-          r.comm.reduce_scatter_bytes != predicted_comm.reduce_scatter_bytes ||
-          r.comm.allreduce_bytes != predicted_comm.allreduce_bytes)
-        return false;
-    return true;
-  }
-  const profiler::RankRun& rank0() const { return ranks.front(); }
-};
-
-json dist_json(const TorchFlags& f, const Family& fam, const TrainingSetup& setup, int blocks,
-               const std::vector<DistRow>& rows) {
-  json j;
-  j["model"] = fam.id;
-  j["device"] = profiler::device_name("cpu");
-  j["torch_version"] = profiler::torch_version();
-  j["backend"] = "gloo (127.0.0.1, FileStore)";
-  j["gpus"] = f.gpus;
-  j["blocks"] = blocks;
-  j["steps"] = f.steps;
-  // setup.gpus / setup.strategy as predict --gpus writes them (one strategy per run below)
-  TrainingSetup multi = setup;
-  multi.multi_gpu.gpus_per_node = f.gpus;
-  if (rows.size() == 1) multi.multi_gpu.strategy = rows.front().strategy;
-  j["setup"] = to_json(multi);
-  if (rows.size() != 1) j["setup"]["strategy"] = "per run";
-  json arr = json::array();
-  for (const auto& r : rows) {
-    const auto& p = r.predicted;
-    const auto& b = r.busiest();
-    json ranks = json::array();
-    for (const auto& x : r.ranks) ranks.push_back(profiler::to_json(x));
-    arr.push_back({{"strategy", to_string(r.strategy)},
-                   {"predicted",
-                    {{"weights_bytes", p.weights_bytes},
-                     {"grads_bytes", p.grads_bytes},
-                     {"optimizer_bytes", p.optimizer_bytes},
-                     {"gathered_in_flight_bytes", p.gathered_in_flight_bytes},
-                     {"buckets_bytes", p.buckets_bytes},
-                     {"peak_bytes", p.total_bytes()},
-                     {"allgather_bytes", r.predicted_comm.allgather_bytes},
-                     {"reduce_scatter_bytes", r.predicted_comm.reduce_scatter_bytes},
-                     {"allreduce_bytes", r.predicted_comm.allreduce_bytes}}},
-                   {"measured_peak_bytes", b.peak.total_bytes()},
-                   {"peak_error", b.peak.total_bytes() > 0 ? (p.total_bytes() - b.peak.total_bytes()) / b.peak.total_bytes() : 0},
-                   {"comm_equal", r.comm_equal()},
-                   {"gradients_bit_equal", r.rank0().grad_bit_equal},
-                   {"grad_max_abs_diff", r.rank0().grad_max_abs_diff},
-                   {"grad_max_abs", r.rank0().grad_max_abs},
-                   {"step_s", r.slowest_step_s()},
-                   {"ranks", ranks}});
-  }
-  j["runs"] = arr;
-  return j;
-}
-
-std::string mib(double b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", b / kMiB);
-  return buf;
-}
-
-void print_dist(const TorchFlags& f, const Family& fam, const TrainingSetup& setup, int blocks,
-                const std::vector<DistRow>& rows) {
-  const cli::TextFormat& fmt = text_format_of(f);
-  std::cout << fmt.either("validate: ", "") << fam.name << ", " << blocks << " blocks, " << setup.width << "x"
-            << setup.height << ", batch " << setup.batch << " per rank, "
-            << (setup.model_type == ModelType::Full ? "full" : "LoRA") << ", on " << f.gpus
-            << " CPU processes over Gloo (torch " << profiler::torch_version() << ")\n"
-            << fmt.either("  ", "") << "model-state peak per rank (busiest rank), payload bytes per rank per step (last of "
-            << f.steps << "), gradients of step 1 against one process\n\n";
-  cli::Table t({"strategy", "pred peak", "meas peak", "err", "all-gather", "reduce-scatter", "all-reduce", "bytes",
-                "gradients", "s/step"});
-  for (const auto& r : rows) {
-    const auto& b = r.busiest();
-    const auto& g = r.rank0();
-    char grad[64];
-    if (g.grad_bit_equal)
-      std::snprintf(grad, sizeof grad, "bit-equal");
-    else
-      std::snprintf(grad, sizeof grad, "max diff %.2g", g.grad_max_abs_diff);
-    t.add({to_string(r.strategy), mib(r.predicted.total_bytes()), mib(b.peak.total_bytes()),
-           pct(r.predicted.total_bytes(), b.peak.total_bytes()), mib(b.comm.allgather_bytes),
-           mib(b.comm.reduce_scatter_bytes), mib(b.comm.allreduce_bytes), r.comm_equal() ? "equal" : "DIFFER", grad,
-           fixed(r.slowest_step_s(), 3) + "s"});
-  }
-  fmt.table(std::cout, t);
+  const profiler::RankRun& rank0 = ranks.front();
+  r.gradients_bit_equal = rank0.grad_bit_equal;
+  r.grad_max_abs_diff = rank0.grad_max_abs_diff;
+  r.grad_max_abs = rank0.grad_max_abs;
+  return r;
 }
 
 int run_distributed_cmd(TorchFlags& f) {
@@ -583,21 +422,23 @@ int run_distributed_cmd(TorchFlags& f) {
   const BlockChain chain = profiler::validation_chain(fam, setup, f.blocks);
   const int blocks = static_cast<int>(chain.blocks.size());
   const std::string exe = self_exe();
-  std::vector<DistRow> rows;
+  cli::DistributedView v;
+  v.family = &fam;
+  v.setup = setup;
+  v.gpus = f.gpus;
+  v.blocks = blocks;
+  v.steps = f.steps;
+  v.device = profiler::device_name("cpu");
+  v.torch_version = profiler::torch_version();
   for (Strategy s : strategies) {
-    DistRow row;
-    row.strategy = s;
     const RankStateInput in = profiler::rank_state_input(chain, setup, s, f.gpus);
-    row.predicted = rank_state(in);
-    row.predicted_comm = comm_per_step(in);
     if (!f.quiet) std::fprintf(stderr, "segadvise validate: %s on %d ranks…\n", to_string(s).c_str(), f.gpus);
-    row.ranks = profiler::launch_ranks(exe, rank_args(f, s), f.gpus, f.timeout_s);
-    rows.push_back(std::move(row));
+    v.runs.push_back(distributed_run(s, in, profiler::launch_ranks(exe, rank_args(f, s), f.gpus, f.timeout_s)));
   }
   if (f.setup.format == "json")
-    std::cout << dist_json(f, fam, setup, blocks, rows).dump(2) << "\n";
+    std::cout << cli::distributed_validation_json(v).dump(2) << "\n";
   else
-    print_dist(f, fam, setup, blocks, rows);
+    cli::print_distributed_validation(std::cout, v, text_format_of(f));
   return 0;
 }
 
@@ -622,11 +463,20 @@ int run_validate_cmd(TorchFlags& f) {
   if (!f.strategies.empty()) throw InputError("--strategy: needs --gpus N with N > 1");
   check_validate_flags(f);
   const ValidationInputs in = validation_inputs(f);
-  const std::vector<Row> rows = run_plans(f, in, plans_to_validate(f, in));
+  cli::ValidationView v;
+  v.family = in.fam;
+  v.setup = in.setup;
+  v.blocks = in.n;
+  v.device = profiler::device_name(f.device);
+  v.torch_version = profiler::torch_version();
+  v.profile = in.prof.path;
+  v.steps = f.steps;
+  v.warmup = f.warmup;
+  v.plans = run_plans(f, in, plans_to_validate(f, in));
   if (f.setup.format == "json")
-    std::cout << validation_json(f, in, rows).dump(2) << "\n";
+    std::cout << cli::validation_json(v).dump(2) << "\n";
   else
-    print_validation(f, in, rows);
+    cli::print_validation(std::cout, v, text_format_of(f));
   return 0;
 }
 

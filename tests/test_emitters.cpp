@@ -8,7 +8,7 @@
 #include "commands.hpp"
 #include "emitters.hpp"
 #include "segadvise/costmodel/precision.hpp"
-#include "printer.hpp"
+#include "report_parts.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
 
@@ -194,12 +194,12 @@ TEST_CASE("advise --emit prints the trainer's section, and JSON carries it") {
   REQUIRE(r.recommended() != nullptr);
   std::ostringstream out;
   const TrainerAdvice musubi = advise_for_trainer(r.context, "musubi", r.recommended());
-  JsonPrinter(out).advice(r, &musubi);
+  JsonPrinter(out, cli_parts()).advice(r, &musubi);
   const auto j = nlohmann::json::parse(out.str());
   REQUIRE(j.contains("emit"));
   CHECK(j["emit"]["trainer"] == "musubi");
   std::ostringstream table;
   const TrainerAdvice diffusers = advise_for_trainer(r.context, "diffusers", r.recommended());
-  TablePrinter(table).advice(r, &diffusers);
+  TablePrinter(table, cli_parts()).advice(r, &diffusers);
   CHECK(table.str().find("diffusers example scripts") != std::string::npos);
 }

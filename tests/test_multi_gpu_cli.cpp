@@ -8,7 +8,7 @@
 #include "commands.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
-#include "multi_gpu_output.hpp"
+#include "segadvise/report/multi_gpu_output.hpp"
 #include "test_util.hpp"
 
 using namespace segadvise;

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "../predict_check.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/calibration/coefficients.hpp"
 
 using namespace segadvise;
 

@@ -47,10 +47,13 @@ Candidate model_candidate(const S& st, const Schedule& s) {
 // context parallel: each rank runs 1/K of the sequence; the model width sizes the CP collectives
 // the trainer's multi-GPU rules (trainers/multi_gpu_rules.hpp): its silent changes become the setup
 static void apply_rules(const Family& fam, TrainingSetup& setup, std::vector<std::string>& warnings,
-                        std::string& rejection) {
+                        std::vector<Diagnostic>& diagnostics, std::string& rejection) {
   MultiGpuRuling ru = multi_gpu_rules(fam, setup);
   setup = ru.setup;
-  for (auto& w : ru.warnings) warnings.push_back(std::move(w));
+  for (auto& w : ru.warnings) {
+    diagnostics.push_back({DiagnosticKind::Warning, w});
+    warnings.push_back(std::move(w));
+  }
   for (const auto& r : ru.rejections) rejection += (rejection.empty() ? "" : "; ") + r;
 }
 
@@ -67,6 +70,7 @@ struct Context::State {
   BlockChain chain;
   double headroom_bytes;
   std::vector<std::string> warnings;
+  std::vector<Diagnostic> diagnostics;  // `warnings` with their kinds
   std::string trainer_rejection;  // why the trainer would not start this setup, one GPU or several ("" : it runs)
   PreparedChain prepared;
   RangeModel ranges;
@@ -91,17 +95,18 @@ struct Context::State {
         throw InputError("--measured: anchoring on a measured run is for one GPU; with --gpus/--strategy/"
                          "--context-parallel the per-rank parts (gathered units, buckets, communication) "
                          "are not in the anchored breakdown");
-      apply_rules(*family, setup, warnings, trainer_rejection);
+      apply_rules(*family, setup, warnings, diagnostics, trainer_rejection);
       // no multi-GPU run was measured: the 90% bands are the single-GPU ones (constants.hpp)
-      warnings.push_back("multi-GPU: the 90% ranges are the single-GPU ones and the link efficiency and CPU "
-                         "optimizer rate are assumptions; no multi-GPU run was measured");
+      warn(DiagnosticKind::Assumption,
+           "multi-GPU: the 90% ranges are the single-GPU ones and the link efficiency and CPU "
+           "optimizer rate are assumptions; no multi-GPU run was measured");
     }
     chain = given_chain ? *given_chain : analyze(*family, setup);
     if (setup.multi_gpu.active()) prepare_multi_gpu(*family, setup, chain);
     if (profile) {
       apply_profile(*profile, *family, setup, chain, gpu.id);
       apply_profile_bandwidth(*profile, coef.for_gpu(gpu.id).pcie_efficiency, gpu);
-      warnings.push_back("block costs measured by " + profile->path + " (" + profile->device + ")");
+      warn(DiagnosticKind::Note, "block costs measured by " + profile->path + " (" + profile->device + ")");
     }
     prepared = prepare(chain, setup, gpu, coef);
     if (!measured.empty())
@@ -109,6 +114,12 @@ struct Context::State {
   }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
+
+ private:
+  void warn(DiagnosticKind kind, const std::string& text) {
+    warnings.push_back(text);
+    diagnostics.push_back({kind, text});
+  }
 };
 
 Context::Context(std::shared_ptr<const State> state)
@@ -120,6 +131,7 @@ Context::Context(std::shared_ptr<const State> state)
       chain(state_->chain),
       headroom_bytes(state_->headroom_bytes),
       warnings(state_->warnings),
+      diagnostics(state_->diagnostics),
       prepared(state_->prepared),
       ranges(state_->ranges),
       anchor(state_->anchor),
@@ -503,10 +515,23 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 
 }  // namespace
 
+const char* to_string(DiagnosticKind k) {
+  switch (k) {
+    case DiagnosticKind::Warning: return "warning";
+    case DiagnosticKind::Rejection: return "rejection";
+    case DiagnosticKind::Assumption: return "assumption";
+    case DiagnosticKind::Note: return "note";
+  }
+  return "warning";
+}
+
 CheckReport check_report(const CheckRequest& request) {
-  CheckReport r{Context(request.run), {}, request.warnings, std::nullopt, std::nullopt, false};
+  CheckReport r{Context(request.run), {}, request.warnings, {}, std::nullopt, std::nullopt, false};
   const Context& ctx = r.context;
+  for (const auto& why : request.rejections) r.diagnostics.push_back({DiagnosticKind::Rejection, why});
+  for (const auto& w : request.warnings) r.diagnostics.push_back({DiagnosticKind::Warning, w});
   for (const auto& w : ctx.warnings) r.warnings.push_back(w);
+  for (const auto& d : ctx.diagnostics) r.diagnostics.push_back(d);
   Candidate& c = r.candidate;
   if (!request.rejections.empty()) {
     c.schedule = request.schedule;
@@ -523,17 +548,22 @@ CheckReport check_report(const CheckRequest& request) {
         r.warnings.push_back("the trainer runs this config as '" + as_run->name() + "' (" + to_string(as_run->backend) +
                              "): peak " + gib_1(ran.prediction.peak_vram_bytes) + ", " +
                              secs(ran.prediction.step_time_s) + "/step, " + verdict_words(ran.verdict()));
+      if (ran.prediction.supported) r.diagnostics.push_back({DiagnosticKind::Note, r.warnings.back()});
     }
   }
   for (const auto& w : c.plan.warnings) r.warnings.push_back(w);
+  for (const auto& w : c.plan.warnings) r.diagnostics.push_back({DiagnosticKind::Warning, w});
   r.step_only = request.step_only;
   if (c.prediction.supported) {
     r.phases = predict_run(ctx, c, request.run_setup);
     for (const auto& w : r.phases->warnings) r.warnings.push_back(w);
+    for (const auto& w : r.phases->warnings) r.diagnostics.push_back({DiagnosticKind::Warning, w});
     const HostMemory& host = r.phases->host;
-    if (request.host_memory_bytes > 0 && host.peak_bytes > request.host_memory_bytes)
+    if (request.host_memory_bytes > 0 && host.peak_bytes > request.host_memory_bytes) {
       r.warnings.push_back("host memory: the run needs about " + gib_1(host.peak_bytes) + " (" + host.set_by +
                            "), this machine has " + gib_1(request.host_memory_bytes));
+      r.diagnostics.push_back({DiagnosticKind::Warning, r.warnings.back()});
+    }
   }
   if (request.advise) {
     AdviceOptions options = request.advice_options;

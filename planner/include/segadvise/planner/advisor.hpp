@@ -18,6 +18,7 @@
 #include "segadvise/families/family.hpp"
 #include "segadvise/families/phases.hpp"
 #include "segadvise/families/profile.hpp"
+#include "segadvise/planner/diagnostic.hpp"
 #include "segadvise/planner/optimal.hpp"
 #include "segadvise/planner/planner.hpp"
 
@@ -63,6 +64,7 @@ class Context {
   const BlockChain& chain;
   const double headroom_bytes;
   const std::vector<std::string>& warnings;  // "block costs measured by …"
+  const std::vector<Diagnostic>& diagnostics;  // the same, each with its kind
   const PreparedChain& prepared;
   const RangeModel& ranges;
   const Anchor& anchor;  // from the request's measurements (no points: nothing measured)
@@ -197,6 +199,8 @@ struct CheckReport {
   Context context;
   Candidate candidate;                // the config's own schedule
   std::vector<std::string> warnings;  // the reader's, the context's, "runs as …", the plan's
+  // the request's rejections, then the warnings above, each with its kind
+  std::vector<Diagnostic> diagnostics;
   std::optional<AdviceReport> advice;
   std::optional<RunPhases> phases;  // the whole run (none when the trainer would not run it)
   bool step_only = false;

@@ -1,18 +1,18 @@
-// Every JSON answer of the CLI, built here and nowhere else: the keys scripts read
+// Every JSON answer of segadvise, built in this library and nowhere else: the keys scripts read
 // (prediction.peak_vram_gib, prediction.step_time_s, prediction.fits, prediction.fit, …) for predict,
-// advise, check, calibrate and accuracy, and the parts they share.
+// advise, check, calibrate and accuracy, and the parts they share (segadvise-torch's: torch_output.hpp).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include "printer.hpp"
+#include "segadvise/report/printer.hpp"
 
 namespace segadvise::cli {
 
 nlohmann::json prediction_report_json(const PredictionReport& r);
 // `trainer`: the plan within another trainer's knobs (--emit), nullptr for none
-nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer);
-nlohmann::json check_report_json(const CheckView& v);
+nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer, const Parts& parts);
+nlohmann::json check_report_json(const CheckView& v, const Parts& parts);
 // calibrate's summary: where the coefficients went, each fitted parameter, how the fit ended
 nlohmann::json calibration_json(const CalibrationView& v);
 nlohmann::json accuracy_json(const AccuracyView& v);

@@ -1,9 +1,8 @@
-#include "json_report.hpp"
+#include "segadvise/report/json_report.hpp"
 
-#include "common.hpp"
-#include "measured.hpp"
-#include "multi_gpu_output.hpp"
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/multi_gpu_output.hpp"
+#include "segadvise/calibration/coefficients.hpp"
+#include "segadvise/report/json_io.hpp"
 #include "segadvise/costmodel/plan_json.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
@@ -76,7 +75,7 @@ nlohmann::json error_cells_json(const std::vector<ErrorCell>& cells) {
 
 }  // namespace
 
-nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) {
+nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer, const Parts& parts) {
   const Context& ctx = r.context;
   const Advice& a = r.advice;
   nlohmann::json j;
@@ -124,7 +123,7 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
       j["borderline"] = {{"schedule", to_json(b.schedule)}, {"prediction", prediction_json(b)},
                          {"config", simpletuner_keys(*ctx.family, b.schedule, ctx.setup)},
                          {"config_remove", keys_to_remove(*ctx.family, b.schedule, ctx.setup)},
-                         {"settle", settle_hint(b)}};
+                         {"settle", parts.settle_hint(b)}};
       nlohmann::json shrink = nlohmann::json::array();
       for (const RangeIfMeasured& x : r.if_measured)
         shrink.push_back({{"schedule", a.candidates[x.candidate].schedule.name()},
@@ -147,7 +146,7 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
     j["what_would_fit"] = alts;
   }
   j["optimal"] = optimal_json(r.optimal);
-  if (trainer) j["emit"] = to_json(*trainer);
+  if (trainer) j["emit"] = parts.trainer_advice_json(*trainer);
   if (ctx.setup.multi_gpu.active()) j["multi_gpu"] = multi_gpu_advice_json(r);
   return j;
 }
@@ -354,7 +353,7 @@ nlohmann::json prediction_report_json(const PredictionReport& r) {
   return j;
 }
 
-nlohmann::json check_report_json(const CheckView& v) {
+nlohmann::json check_report_json(const CheckView& v, const Parts& parts) {
   const CheckReport& r = *v.report;
   const Candidate& c = r.candidate;
   nlohmann::json j;
@@ -373,32 +372,7 @@ nlohmann::json check_report_json(const CheckView& v) {
   j["plan"] = c.plan.supported ? nlohmann::json(c.plan.plan.description) : nlohmann::json(nullptr);
   j["prediction"] = prediction_json(c);
   j["measurements"] = measurements_json(r.context.anchor);
-  if (v.dataset) {
-    nlohmann::json b = nlohmann::json::array();
-    for (const BucketView& k : v.dataset->buckets) {
-      nlohmann::json e = {{"width", k.bucket.width}, {"height", k.bucket.height}, {"frames", k.bucket.frames},
-                          {"count", k.bucket.count}, {"batch", k.bucket.batch}, {"backend", k.bucket.backend},
-                          {"peak_vram_gib", k.peak_vram_gib}, {"fit", k.fit}};
-      if (!v.dataset->smaller_gpu.empty()) e["fit_" + v.dataset->smaller_gpu] = k.smaller_fit;
-      b.push_back(e);
-    }
-    j["buckets"] = b;
-    const DatasetView& d = *v.dataset;
-    long long images = 0, videos = 0;
-    nlohmann::json sources = nlohmann::json::array();
-    for (const BackendDataset& s : d.sources) {
-      (s.dataset_type == "video" ? videos : images) += s.files;
-      sources.push_back({{"id", s.backend}, {"dir", s.dir}, {"dataset_type", s.dataset_type}, {"files", s.files},
-                         {"unreadable", s.unreadable}, {"under_minimum_image_size", s.too_small},
-                         {"outside_frame_range", s.frames_out}, {"in_buckets_under_a_batch", s.no_full_batch},
-                         {"not_read", s.unavailable.empty() ? nlohmann::json() : nlohmann::json(s.unavailable)}});
-    }
-    j["dataset"] = {{"dir", d.sources.front().dir}, {"files", d.files}, {"image_files", images}, {"video_files", videos},
-                    {"unreadable", d.unreadable}, {"under_minimum_image_size", d.too_small},
-                    {"outside_frame_range", d.frames_out},
-                    {"smaller_gpu", d.smaller_gpu.empty() ? nlohmann::json() : nlohmann::json(d.smaller_gpu)},
-                    {"backends", sources}};
-  }
+  if (v.dataset) parts.add_buckets_json(j, *v.dataset);
   if (r.phases) {
     add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only,
                     r.verdict());
@@ -406,7 +380,11 @@ nlohmann::json check_report_json(const CheckView& v) {
     j["host_memory"] = host_memory_json(r.phases->host);
   }
   j["warnings"] = r.warnings;
-  if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer);
+  // the same with each one's kind, and the trainer's refusals (kinds: planner/diagnostic.hpp)
+  nlohmann::json diagnostics = nlohmann::json::array();
+  for (const Diagnostic& d : r.diagnostics) diagnostics.push_back({{"kind", to_string(d.kind)}, {"text", d.text}});
+  j["diagnostics"] = std::move(diagnostics);
+  if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer, parts);
   if (r.advice && v.own_trainer_advice) {
     // another trainer's config: no SimpleTuner key in its advice (the schedules stay as a comparison;
     // the trainer's own plan is "emit", with its whole run)

@@ -1,10 +1,10 @@
-#include "phases_output.hpp"
+#include "segadvise/report/phases_output.hpp"
 
 #include <cstdio>
 
-#include "common.hpp"
-#include "output.hpp"
-#include "text_format.hpp"
+#include "segadvise/report/format.hpp"
+#include "segadvise/report/output.hpp"
+#include "segadvise/report/text_format.hpp"
 
 namespace segadvise::cli {
 

@@ -5,7 +5,7 @@
 #include <ostream>
 #include <string>
 
-#include "output.hpp"
+#include "segadvise/report/output.hpp"
 
 namespace segadvise::cli {
 

@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common.hpp"
+#include "segadvise/planner/advisor.hpp"
+#include "segadvise/report/format.hpp"
 
 namespace segadvise::cli {
 

@@ -1,11 +1,11 @@
 // Multi-GPU advice output and config emitters (multi_gpu_output.hpp).
-#include "multi_gpu_output.hpp"
+#include "segadvise/report/multi_gpu_output.hpp"
 
 #include <cstdio>
 #include <sstream>
 
-#include "output.hpp"
-#include "text_format.hpp"
+#include "segadvise/report/output.hpp"
+#include "segadvise/report/text_format.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
 
 namespace segadvise::cli {

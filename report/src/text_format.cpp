@@ -1,4 +1,4 @@
-#include "text_format.hpp"
+#include "segadvise/report/text_format.hpp"
 
 namespace segadvise::cli {
 

@@ -1,11 +1,11 @@
-#include "output.hpp"
+#include "segadvise/report/output.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "segadvise/costmodel/json_io.hpp"
+#include "segadvise/report/json_io.hpp"
 #include "segadvise/costmodel/precision.hpp"
-#include "text_format.hpp"
+#include "segadvise/report/text_format.hpp"
 
 namespace segadvise::cli {
 
