@@ -7,7 +7,7 @@
 #include "output.hpp"
 #include "text_format.hpp"
 #include "segadvise/costmodel/json_io.hpp"
-#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/planner/plan_json.hpp"
 #include "segadvise/planner/front_svg.hpp"
 
 namespace segadvise::cli {

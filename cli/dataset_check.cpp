@@ -9,7 +9,7 @@
 #include "output.hpp"
 #include "text_format.hpp"
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/families/family.hpp"
 
 namespace segadvise::cli {

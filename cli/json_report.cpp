@@ -4,7 +4,7 @@
 #include "measured.hpp"
 #include "multi_gpu_output.hpp"
 #include "segadvise/costmodel/json_io.hpp"
-#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/planner/plan_json.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"

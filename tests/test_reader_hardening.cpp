@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "common.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
+#include "segadvise/planner/measured_text.hpp"
 #include "test_util.hpp"
 
 using namespace segadvise;
@@ -203,7 +204,7 @@ TEST_CASE("the training command is found past `&&`, `;` and comments, and contin
 }
 
 TEST_CASE("quoted operators and newlines stay inside their token") {
-  const std::vector<readers::Token> t = readers::shell_tokens("a 'b;c\nd' \"e&&f\" g\nh", "x.sh");
+  const std::vector<Token> t = shell_tokens("a 'b;c\nd' \"e&&f\" g\nh", "x.sh");
   REQUIRE(t.size() == 6);
   CHECK(t[1].text == "b;c\nd");
   CHECK(t[2].text == "e&&f");

@@ -4,7 +4,7 @@
 
 #include "segadvise/costmodel/embedded.hpp"
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/json_io.hpp"
 
 namespace segadvise {

@@ -1,6 +1,6 @@
 #include "segadvise/costmodel/json_io.hpp"
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 #include <cstdio>
 #include <fstream>

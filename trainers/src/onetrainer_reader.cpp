@@ -7,7 +7,7 @@
 #include <limits>
 #include <sstream>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/phases.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"

@@ -1,4 +1,4 @@
-#include "segadvise/costmodel/output_file.hpp"
+#include "segadvise/io/output_file.hpp"
 
 #include <cerrno>
 #include <climits>
@@ -13,8 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "segadvise/costmodel/json_input.hpp"
-#include "segadvise/costmodel/types.hpp"
+#include "segadvise/io/json_input.hpp"
 
 namespace segadvise {
 
@@ -389,5 +388,6 @@ int pending_output_temps() {
   for (int i = 0; i < kSlots; ++i) n += g_temp_used[i] != 0;
   return n;
 }
+
 
 }  // namespace segadvise
