@@ -103,13 +103,12 @@ int to_int(const std::string& value, const std::string& where, int lo, int hi) {
 }
 
 double to_double(const std::string& value, const std::string& where) {
+  constexpr double kMax = std::numeric_limits<double>::max();
   try {
-    std::size_t used = 0;
-    const double v = std::stod(value, &used);
-    if (used == value.size()) return v;
-  } catch (const std::exception&) {
+    return parse_number_text(value, where, -kMax, kMax);
+  } catch (const InputError&) {
+    throw InputError(where + ": '" + brief_text(value) + "' is not a number");
   }
-  throw InputError(where + ": '" + brief_text(value) + "' is not a number");
 }
 
 }  // namespace segadvise
