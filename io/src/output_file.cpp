@@ -390,4 +390,17 @@ int pending_output_temps() {
 }
 
 
+void check_output_is_not_input(const std::string& output, const std::vector<std::string>& inputs,
+                               const std::string& flag) {
+  struct stat out {};
+  if (output.empty() || ::stat(output.c_str(), &out) != 0) return;  // a new file is no input
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (input.empty() || ::stat(input.c_str(), &in) != 0) continue;  // its reader reports it
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw InputError(flag + " " + shown(output) + " is the input " + shown(input) +
+                       ": writing it would replace what is being read; name another file");
+  }
+}
+
 }  // namespace segadvise
