@@ -296,6 +296,15 @@ TEST_CASE("command-line numbers go through the checked reader: no wrap, no zero 
   CHECK(has(musubi, "network_dim: \"4294967297\" is not an integer in [1, 65536]"));
 }
 
+TEST_CASE("OneTrainer's numbers go through the checked reader: a batch of 2^32+1 is out of range, not 1") {
+  std::string cfg = test::slurp(std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/onetrainer/flux_lora.json");
+  const std::string from = "\"batch_size\": 4,";
+  REQUIRE(cfg.find(from) != std::string::npos);
+  cfg.replace(cfg.find(from), from.size(), "\"batch_size\": 4294967297,");
+  CHECK(has(read_error(scratch().write("onetrainer_batch.json", cfg)),
+            "batch_size: 4294967297 is not an integer in [-2147483648, 2147483647]"));
+}
+
 TEST_CASE("YAML and TOML hold the JSON loader's key limits, naming line and column") {
   // 10,001 keys in one mapping / one table (the limit is 10,000 per object, as for JSON)
   std::string yaml = "config:\n  process:\n    - train: {}\n  extra:\n", toml;
