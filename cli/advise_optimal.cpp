@@ -3,7 +3,8 @@
 #include <iostream>
 
 #include "segadvise/report/json_report.hpp"
-#include "segadvise/costmodel/output_file.hpp"
+#include "segadvise/io/output_file.hpp"
+#include "segadvise/planner/plan_json.hpp"
 #include "segadvise/planner/front_svg.hpp"
 
 namespace segadvise::cli {

@@ -11,7 +11,7 @@
 #include "measured.hpp"
 #include "segadvise/report/output.hpp"
 #include "runs.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/report/json_io.hpp"
 #include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_config.hpp"

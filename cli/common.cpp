@@ -11,7 +11,7 @@
 #include "segadvise/calibration/ranges.hpp"
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/kernels.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
 #include "segadvise/costmodel/precision.hpp"

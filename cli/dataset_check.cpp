@@ -9,7 +9,7 @@
 #include "segadvise/report/output.hpp"
 #include "segadvise/report/text_format.hpp"
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/families/family.hpp"
 
 namespace segadvise::cli {

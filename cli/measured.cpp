@@ -1,7 +1,8 @@
 #include "measured.hpp"
 #include "common.hpp"
 #include "segadvise/report/text_format.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
+#include "segadvise/planner/measured_text.hpp"
 #include "segadvise/trainers/log_reader.hpp"
 
 #include <cmath>

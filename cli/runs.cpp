@@ -6,9 +6,10 @@
 #include <ctime>
 #include <filesystem>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/report/json_io.hpp"
-#include "segadvise/costmodel/output_file.hpp"
+#include "segadvise/io/output_file.hpp"
+#include "segadvise/planner/measured_text.hpp"
 
 namespace segadvise::cli {
 

@@ -18,7 +18,7 @@
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/report/json_io.hpp"
-#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/planner/plan_json.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/profile.hpp"

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Checks the module layering (README's Layout) on a source tree and a build:
-#   costmodel <- families <- trainers <- {calibration, planner} <- report <- cli; profiler <- costmodel, families;
+#   io <- costmodel <- families <- trainers <- {calibration, planner} <- report <- cli; profiler <- costmodel, families;
+#   io (the input/output floor) depends on nothing of the project and every library may use it;
 #   only the segadvise-torch executable joins profiler and cli; no symbol defined in two libraries.
 # usage: scripts/check-layering.sh [BUILD_DIR]   (exit 1 and one line per violation)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 fail=0
-declare -A allowed=([costmodel]="" [families]="costmodel" [trainers]="costmodel families"
-                    [calibration]="costmodel families trainers" [planner]="costmodel families trainers"
-                    [report]="costmodel families trainers calibration planner" [profiler]="costmodel families")
+declare -A allowed=([io]="" [costmodel]="io" [families]="io costmodel" [trainers]="io costmodel families"
+                    [calibration]="io costmodel families trainers" [planner]="io costmodel families trainers"
+                    [report]="io costmodel families trainers calibration planner" [profiler]="io costmodel families")
 # 1. includes: a module includes only its own headers and those of the modules below it
-for m in costmodel families trainers calibration planner report profiler; do
+for m in io costmodel families trainers calibration planner report profiler; do
   for d in $(grep -rhoE '#include "segadvise/[a-z]+/' "$m" | sed -E 's|.*segadvise/([a-z]+)/|\1|' | sort -u); do
     if [[ $d != "$m" && " ${allowed[$m]} " != *" $d "* ]]; then
       echo "layering: $m/ includes segadvise/$d/"; fail=1
@@ -26,11 +27,11 @@ if grep -rlE '#include <(torch|ATen|c10)/' report >/dev/null 2>&1; then
   echo "layering: report/ includes LibTorch"; fail=1
 fi
 # 2. link lines: a library's CMakeLists links only libraries below it
-declare -A libname=([costmodel]=segadvise_costmodel [families]=segadvise_families [trainers]=segadvise_trainers
+declare -A libname=([io]=segadvise_io [costmodel]=segadvise_costmodel [families]=segadvise_families [trainers]=segadvise_trainers
                     [calibration]=segadvise_calibration [report]=segadvise_report
                     [planner]=segadvise_planner [profiler]=segadvise_torch_lib [cli]=segadvise_cli_lib)
-for m in costmodel families trainers calibration planner report profiler; do
-  for other in costmodel families trainers calibration planner report profiler cli; do
+for m in io costmodel families trainers calibration planner report profiler; do
+  for other in io costmodel families trainers calibration planner report profiler cli; do
     [[ $other == "$m" || " ${allowed[$m]} " == *" $other "* ]] && continue
     if grep -E "target_link_libraries\(${libname[$m]}[^)]*" -A3 "$m/CMakeLists.txt" 2>/dev/null | grep -qw "${libname[$other]}"; then
       echo "layering: ${libname[$m]} links ${libname[$other]}"; fail=1

@@ -7,6 +7,7 @@
 
 #include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
+#include "segadvise/planner/measured_text.hpp"
 #include "segadvise/planner/planner.hpp"
 
 using namespace segadvise;

@@ -9,6 +9,7 @@
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/dataset.hpp"
 #include "segadvise/calibration/lsq.hpp"
+#include "segadvise/planner/measured_text.hpp"
 
 using namespace segadvise;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "scratch_dir.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/trainers/dataset_buckets.hpp"
 #include "segadvise/trainers/video_probe.hpp"
 

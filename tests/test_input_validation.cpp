@@ -14,7 +14,7 @@
 #include "test_util.hpp"
 #include "segadvise/calibration/dataset.hpp"
 #include "segadvise/calibration/ranges.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/report/json_io.hpp"
 #include "segadvise/families/family.hpp"

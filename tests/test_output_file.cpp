@@ -1,4 +1,4 @@
-// The output writer (costmodel/output_file.hpp): targets it refuses, modes it keeps, temporary names,
+// The output writer (io/output_file.hpp): targets it refuses, modes it keeps, temporary names,
 // all-or-none transactions, and no temporary file left behind on SIGTERM.
 #include <doctest/doctest.h>
 
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "test_util.hpp"
-#include "segadvise/costmodel/output_file.hpp"
+#include "segadvise/io/output_file.hpp"
 #include "segadvise/costmodel/types.hpp"
 
 using namespace segadvise;

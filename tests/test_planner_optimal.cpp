@@ -12,10 +12,11 @@
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/evaluator.hpp"
-#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/planner/plan_json.hpp"
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/planner/block_graph.hpp"
 #include "segadvise/planner/front_svg.hpp"
+#include "segadvise/planner/measured_text.hpp"
 #include "segadvise/planner/optimal.hpp"
 
 using namespace segadvise;
@@ -246,7 +247,7 @@ TEST_CASE("two blocks: the optimizer checkpoints the first and keeps the second 
   CHECK(tight.plan.segments[1].mode == BlockMode::Keep);
   CHECK(tight.prediction.peak_vram_bytes == doctest::Approx(13));
   CHECK_FALSE(opt.solve_for_peak(12.9).found);
-  // the one plan-JSON writer (costmodel/plan_json.hpp) keeps the plan's description
+  // the one plan-JSON writer (planner/plan_json.hpp) keeps the plan's description
   CHECK(plan_to_json(tight.plan).dump() ==
         R"({"description":"optimal per-block plan: 1 of 2 blocks checkpointed in 1 calls, 1 kept",)"
         R"("offload_attention":false,"segments":[{"begin":0,"end":1,"mode":"checkpoint","offload_to_host":false},)"

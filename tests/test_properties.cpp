@@ -18,8 +18,8 @@
 
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
-#include "segadvise/costmodel/output_file.hpp"
-#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/io/output_file.hpp"
+#include "segadvise/planner/plan_json.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"

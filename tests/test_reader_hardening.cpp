@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "common.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
+#include "segadvise/planner/measured_text.hpp"
 #include "test_util.hpp"
 
 using namespace segadvise;
@@ -203,7 +204,7 @@ TEST_CASE("the training command is found past `&&`, `;` and comments, and contin
 }
 
 TEST_CASE("quoted operators and newlines stay inside their token") {
-  const std::vector<readers::Token> t = readers::shell_tokens("a 'b;c\nd' \"e&&f\" g\nh", "x.sh");
+  const std::vector<Token> t = shell_tokens("a 'b;c\nd' \"e&&f\" g\nh", "x.sh");
   REQUIRE(t.size() == 6);
   CHECK(t[1].text == "b;c\nd");
   CHECK(t[2].text == "e&&f");
@@ -293,6 +294,15 @@ TEST_CASE("command-line numbers go through the checked reader: no wrap, no zero 
   const std::string musubi = read_error(scratch().write(
       "musubi_dim.sh", "python flux_kontext_train_network.py --network_dim 4294967297 --dataset_config ds.toml\n"));
   CHECK(has(musubi, "network_dim: \"4294967297\" is not an integer in [1, 65536]"));
+}
+
+TEST_CASE("OneTrainer's numbers go through the checked reader: a batch of 2^32+1 is out of range, not 1") {
+  std::string cfg = test::slurp(std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/onetrainer/flux_lora.json");
+  const std::string from = "\"batch_size\": 4,";
+  REQUIRE(cfg.find(from) != std::string::npos);
+  cfg.replace(cfg.find(from), from.size(), "\"batch_size\": 4294967297,");
+  CHECK(has(read_error(scratch().write("onetrainer_batch.json", cfg)),
+            "batch_size: 4294967297 is not an integer in [-2147483648, 2147483647]"));
 }
 
 TEST_CASE("YAML and TOML hold the JSON loader's key limits, naming line and column") {

@@ -8,6 +8,7 @@
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/calibration/ranges.hpp"
 #include "segadvise/planner/advisor.hpp"
+#include "segadvise/planner/measured_text.hpp"
 #include "segadvise/planner/search_policy.hpp"
 #include "test_util.hpp"
 

@@ -5,7 +5,7 @@
 #include "segadvise/costmodel/embedded.hpp"
 
 #include "segadvise/costmodel/constants.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 namespace segadvise {
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "segadvise/costmodel/embedded.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/families/family.hpp"
 #include <set>
 #include <sstream>

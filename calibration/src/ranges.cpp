@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "segadvise/costmodel/embedded.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 namespace segadvise {
 

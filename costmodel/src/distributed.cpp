@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
 
 namespace segadvise {

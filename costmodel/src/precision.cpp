@@ -1,6 +1,6 @@
 #include "segadvise/costmodel/precision.hpp"
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 #include <algorithm>
 #include <map>

@@ -2,7 +2,7 @@
 
 #include "segadvise/costmodel/types.hpp"
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 namespace segadvise {
 

@@ -1,6 +1,6 @@
 #include "segadvise/families/block_kind.hpp"
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
 
 namespace segadvise {

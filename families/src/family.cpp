@@ -8,7 +8,7 @@
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/embedded.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/trainer_facts.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "segadvise/costmodel/constants.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/trainer_facts.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"

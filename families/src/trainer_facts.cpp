@@ -1,7 +1,8 @@
 #include "segadvise/families/trainer_facts.hpp"
 
+#include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/embedded.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 namespace segadvise {
 

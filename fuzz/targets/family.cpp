@@ -4,7 +4,7 @@
 #include <string>
 
 #include "../predict_check.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 using namespace segadvise;
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "../fuzz_util.hpp"
-#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/planner/plan_json.hpp"
 #include "segadvise/costmodel/types.hpp"
 
 using namespace segadvise;

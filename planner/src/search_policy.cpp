@@ -1,7 +1,7 @@
 #include "segadvise/planner/search_policy.hpp"
 
 #include "segadvise/costmodel/embedded.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 
 namespace segadvise {

@@ -3,7 +3,7 @@
 #include "segadvise/report/multi_gpu_output.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/report/json_io.hpp"
-#include "segadvise/costmodel/plan_json.hpp"
+#include "segadvise/planner/plan_json.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"

@@ -11,7 +11,7 @@
 #include <memory>
 #include <tuple>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/trainers/video_probe.hpp"
 

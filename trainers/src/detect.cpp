@@ -18,9 +18,9 @@ std::string readers::json_config_trainer(const std::string& path) {
 }
 
 std::string readers::command_line_trainer(const std::string& path) {
-  const std::string text = readers::read_text_file(path, "config");
-  for (const auto& t : readers::shell_tokens(text, path)) {
-    const std::string name = readers::file_name(t.text);
+  const std::string text = read_text_file(path, "config");
+  for (const auto& t : shell_tokens(text, path)) {
+    const std::string name = file_name(t.text);
     if (name.size() < 4 || name.compare(name.size() - 3, 3, ".py") != 0) continue;
     for (const auto& tf : trainer_facts("musubi").families)
       for (const auto& s : tf.scripts)

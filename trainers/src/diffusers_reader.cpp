@@ -2,7 +2,7 @@
 // argparse defaults (facts: trainers/data/diffusers.json).
 #include <algorithm>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/phases.hpp"

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "segadvise/costmodel/embedded.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 namespace segadvise {
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <string_view>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
 
 namespace segadvise {

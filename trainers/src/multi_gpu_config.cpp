@@ -5,7 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 
 namespace segadvise {
@@ -136,14 +136,14 @@ struct AccelerateYaml {
   int integer(const YAML::Node& parent, const char* key, int def, int lo, int hi) const {
     const YAML::Node v = get(parent, key);
     if (!v || v.IsNull()) return def;
-    if (!v.IsScalar() || !readers::is_int_text(v.Scalar())) wrong(v, key, "an integer");
+    if (!v.IsScalar() || !is_int_text(v.Scalar())) wrong(v, key, "an integer");
     return static_cast<int>(parse_integer_text(v.Scalar(), at(v, key), lo, hi));
   }
   // YAML 1.1 booleans as PyYAML reads them
   bool boolean(const YAML::Node& parent, const char* key, bool def) const {
     const YAML::Node v = get(parent, key);
     if (!v || v.IsNull()) return def;
-    const std::string s = v.IsScalar() ? readers::lower(v.Scalar()) : "";
+    const std::string s = v.IsScalar() ? lower(v.Scalar()) : "";
     if (s == "true" || s == "yes" || s == "on" || s == "y") return true;
     if (s == "false" || s == "no" || s == "off" || s == "n") return false;
     wrong(v, key, "true or false");
@@ -158,7 +158,7 @@ struct AccelerateYaml {
 }  // namespace
 
 MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup m, std::vector<std::string>& warnings) {
-  const YAML::Node y = readers::load_yaml_file(path, "accelerate config");
+  const YAML::Node y = load_yaml_file(path, "accelerate config");
   const AccelerateYaml a{path};
   if (y && !y.IsNull() && !y.IsMap())
     throw InputError("accelerate config '" + brief_text(path) + "': expected a mapping of keys at the top, got " +
@@ -174,7 +174,7 @@ MultiGpuSetup read_accelerate_yaml(const std::string& path, MultiGpuSetup m, std
     m.strategy = Strategy::fsdp2;
     const YAML::Node f = a.map(y, "fsdp_config");
     m.fsdp_cpu_offload = a.boolean(f, "fsdp_offload_params", m.fsdp_cpu_offload);
-    const std::string reshard = readers::lower(a.text(f, "fsdp_reshard_after_forward", m.reshard_after_forward ? "true" : "false",
+    const std::string reshard = lower(a.text(f, "fsdp_reshard_after_forward", m.reshard_after_forward ? "true" : "false",
                                                       "true, false or a sharding strategy"));
     m.reshard_after_forward = reshard != "false" && reshard != "no" && reshard != "off";
     warnings.push_back(path + ": FSDP in the accelerate config; SimpleTuner builds its own FSDP plugin from fsdp_* keys");

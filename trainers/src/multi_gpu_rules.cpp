@@ -7,7 +7,7 @@
 #include <set>
 
 #include "segadvise/costmodel/embedded.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 
 namespace segadvise {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
 

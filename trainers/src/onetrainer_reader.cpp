@@ -7,7 +7,7 @@
 #include <limits>
 #include <sstream>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/phases.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
@@ -40,13 +40,13 @@ struct Obj {
     const auto* v = find(k);
     if (!v) return def;
     if (!v->is_number()) bad(k, "a number");
-    return v->get<double>();
+    return checked_number(*v, where(k), -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
   }
   int integer(const std::string& k, int def) const {
     const auto* v = find(k);
     if (!v) return def;
     if (!v->is_number_integer()) bad(k, "an integer");
-    return v->get<int>();
+    return static_cast<int>(checked_integer(*v, where(k), std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   }
   std::string str(const std::string& k, const std::string& def) const {
     const auto* v = find(k);

@@ -17,7 +17,7 @@ void keep_plans_the_file_runs(TrainerAdvice& ta, const TrainerRead& tr, const Fa
   ta.verdict = ta.plans[best].verdict;
   const TrainerPlan& p = ta.plans[best];
   ta.config_text = t.config_text(fam, KnobCombo{p.label, p.knobs, p.schedule, p.setup});
-  ta.notes.push_back("'" + was + "' would need " + readers::file_name(tr.config_file) +
+  ta.notes.push_back("'" + was + "' would need " + file_name(tr.config_file) +
                      "'s store_true keys switched off, which a command-line flag cannot do: the plan is '" + p.label + "'");
 }
 

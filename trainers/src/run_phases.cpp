@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/reader_util.hpp"
@@ -72,7 +72,7 @@ struct Lookup {
       if (!n || n.IsNull()) return -1;
       if (present) return 1;
       if (!n.IsScalar()) return 1;
-      const std::string v = readers::lower(n.Scalar());
+      const std::string v = lower(n.Scalar());
       return v == "false" || v == "no" || v == "off" || v == "0" ? 0 : 1;
     }
     const json* n = &j;
@@ -110,11 +110,11 @@ Lookup lookup_for(const TrainerFacts& facts, const TrainerRead& r) {
   l.path = r.config_path;
   if (l.format == "flags") {
     // a TOML config (musubi --config_file) has no flags to look up: the defaults stand
-    const std::string name = readers::lower(r.config_path);
+    const std::string name = lower(r.config_path);
     if (name.size() < 5 || name.compare(name.size() - 5, 5, ".toml") != 0)
-      l.flags = readers::parse_command_line(readers::read_text_file(r.config_path, facts.name + " command line"), r.config_path, facts);
+      l.flags = readers::parse_command_line(read_text_file(r.config_path, facts.name + " command line"), r.config_path, facts);
   } else if (l.format == "yaml") {
-    l.y = readers::load_yaml_file(r.config_path, facts.name + " config");
+    l.y = load_yaml_file(r.config_path, facts.name + " config");
   } else {
     l.j = json(read_json_file(r.config_path, facts.name + " config"));
   }

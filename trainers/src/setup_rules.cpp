@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "segadvise/costmodel/embedded.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/trainers/trainer.hpp"
 

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "segadvise/costmodel/constants.hpp"
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/trainer_facts.hpp"

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/phases.hpp"
 #include "segadvise/trainers/reader_util.hpp"
@@ -669,7 +669,7 @@ void keep_mixed_precision(const TrainerRead& r, const nlohmann::ordered_json& pl
   if (plan.contains("mixed_precision") && plan.at("mixed_precision") != r.setup.mixed_precision) k["mixed_precision"] = plan.at("mixed_precision");
 }
 
-std::string extension(const std::string& path) { return readers::lower(std::filesystem::path(path).extension().string()); }
+std::string extension(const std::string& path) { return lower(std::filesystem::path(path).extension().string()); }
 bool command_line_file(const std::string& path) {
   const std::string ext = extension(path);
   return ext != ".json" && ext != ".yaml" && ext != ".yml" && ext != ".toml";

@@ -112,7 +112,7 @@ std::pair<std::size_t, std::size_t> find_toml_line(const std::string& text, cons
 
 // musubi flags that are memory knobs (set or removed by the round trip), and the attention flags
 bool is_command_line(const TrainerRead& r) {
-  const std::string ext = readers::lower(std::filesystem::path(r.config_path).extension().string());
+  const std::string ext = lower(std::filesystem::path(r.config_path).extension().string());
   return ext != ".toml" && ext != ".json" && ext != ".yaml" && ext != ".yml";
 }
 
@@ -126,23 +126,23 @@ FileOverride file_override(const TrainerRead& r, const std::string& key, const o
   if (!is_command_line(r) || !is_off(v)) return FileOverride::None;
   const auto in_file = r.config_file_keys.find(key);
   if (in_file == r.config_file_keys.end() || in_file->second == "false") return FileOverride::None;
-  return readers::is_int_text(in_file->second) ? FileOverride::Zero : FileOverride::Impossible;
+  return is_int_text(in_file->second) ? FileOverride::Zero : FileOverride::Impossible;
 }
 
 Rewritten rewrite_flags(const TrainerRead& r, const ordered_json& knobs) {
   Rewritten out;
-  out.text = readers::read_text_file(r.config_path, "config");
+  out.text = read_text_file(r.config_path, "config");
   const bool toml = !is_command_line(r);
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
     ordered_json v = it.value();
     switch (file_override(r, it.key(), v)) {
       case FileOverride::Zero:
         v = 0;
-        out.notes.push_back("--" + it.key() + " " + r.config_file_keys.at(it.key()) + " is set in " + readers::file_name(r.config_file) +
+        out.notes.push_back("--" + it.key() + " " + r.config_file_keys.at(it.key()) + " is set in " + file_name(r.config_file) +
                             ": overridden with --" + it.key() + " 0 on the command line");
         break;
       case FileOverride::Impossible:
-        out.notes.push_back("set " + it.key() + " = false in " + readers::file_name(r.config_file) +
+        out.notes.push_back("set " + it.key() + " = false in " + file_name(r.config_file) +
                             " (the plan runs without it; a flag on the command line cannot switch it off)");
         continue;
       case FileOverride::None:
@@ -195,7 +195,7 @@ void emit_yaml(YAML::Emitter& e, const YAML::Node& n) {
 }
 
 Rewritten rewrite_yaml(const TrainerRead& r, const ordered_json& knobs) {
-  YAML::Node root = readers::load_yaml_file(r.config_path, "config");
+  YAML::Node root = load_yaml_file(r.config_path, "config");
   YAML::Node p = root["config"]["process"][0];
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
     const std::string& k = it.key();

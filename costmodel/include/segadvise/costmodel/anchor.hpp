@@ -24,8 +24,8 @@
 
 namespace segadvise {
 
-// One measured run: `SCHEDULE:SEC:GIB` (sec/step, peak allocated GiB), `SCHEDULE:oom` or
-// `SCHEDULE:oom:GIB` (ran out of memory needing at least GIB).
+// One measured run: sec/step and peak allocated GiB, or an out-of-memory run (with the need it
+// proved, when known). Typed as `--measured` text (planner/measured_text.hpp) or read from logs.
 struct Measurement {
   std::string text;  // as given, quoted in messages
   Schedule schedule;
@@ -40,8 +40,6 @@ struct Measurement {
   bool oom_elsewhere = false;
   std::string source;          // where it was read ("train.log line 12: …"); "" : typed as --measured
 };
-// Throws InputError naming the text: malformed, unknown schedule, zero/negative/NaN/infinite numbers.
-Measurement parse_measurement(const std::string& text);
 
 // A measurement with the model's prediction of the same schedule (same setup, GPU, coefficients).
 struct AnchorPoint {

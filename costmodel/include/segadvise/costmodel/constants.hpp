@@ -4,22 +4,9 @@
 
 #include <cstddef>
 
-namespace segadvise {
+#include "segadvise/io/limits.hpp"  // the input file limits
 
-// ---- input files (every JSON loader goes through load_json_file) ----
-// The largest input file read: the biggest real input (the built-in measured runs) is ~200 KiB, a
-// SimpleTuner config a few KiB; 64 MiB leaves room for generated files and bounds memory and time.
-constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;
-// Deepest nesting of arrays/objects. Real inputs nest at most 5 deep (a profile's fit objects);
-// the limit keeps every recursive walk of a document (dump, destruction, our readers) shallow.
-constexpr int kMaxJsonDepth = 64;
-// Keys in one document. The largest real document (measured runs) has ~25,000 keys.
-constexpr std::size_t kMaxJsonKeys = 100000;
-// Keys in one object. Configs keep their key order (nlohmann::ordered_json), whose insertion looks
-// keys up linearly: n keys cost n^2/2 comparisons, so one object is capped (10,000 -> 5e7, ~0.1 s).
-constexpr std::size_t kMaxKeysPerObject = 10000;
-// Characters of an offending value echoed in an error message (then "…").
-constexpr std::size_t kMaxEchoChars = 64;
+namespace segadvise {
 
 // ---- family files (families/FORMAT.md "Limits") ----
 constexpr int kMaxBlockLists = 256;         // block lists per family (Stable Cascade C has 192)

@@ -15,18 +15,12 @@
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/distributed.hpp"
 #include "segadvise/costmodel/kernels.hpp"
+#include "segadvise/io/error.hpp"
 
 namespace segadvise {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;
-
-// Bad input (a flag, a file, a field, a value). The message names them; cli/main.cpp catches it
-// once, prints `segadvise: error: …` and exits with code 2.
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct GpuSpec {
   std::string id;    // catalog key, e.g. "l40s"

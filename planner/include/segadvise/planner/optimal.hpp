@@ -187,7 +187,7 @@ class PlanOptimizer {
 };
 
 // The plan as JSON, and a block mode's name: plan_to_json and to_string(BlockMode) in
-// segadvise/costmodel/plan_json.hpp (the one plan-JSON writer).
+// segadvise/planner/plan_json.hpp (the one plan-JSON writer).
 
 // "12 of 40 blocks checkpointed in 3 calls, 4 FFN-only, 24 kept"
 std::string describe_plan(const Plan& plan, int block_count);

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "segadvise/costmodel/output_file.hpp"  // write_file_atomically
+#include "segadvise/io/output_file.hpp"  // write_file_atomically
 #include "segadvise/costmodel/types.hpp"
 
 namespace segadvise {

@@ -7,20 +7,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "segadvise/io/text.hpp"
+#include "segadvise/io/yaml.hpp"
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 
 namespace segadvise::readers {
-
-// A shell script as the shell splits it: quotes, backslash escapes, `\`-newline continuations,
-// comments, and the operators that end a command (`;`, `&&`, `||`, `|`, `&`, an unquoted newline),
-// which come back as tokens with `ends_command` set. Each token keeps the 1-based line it starts on.
-struct Token {
-  std::string text;
-  int line = 1;
-  bool ends_command = false;
-};
-std::vector<Token> shell_tokens(const std::string& text, const std::string& path);
 
 // The training command of a script (the first command naming one of `facts`' training scripts, else
 // the first naming a *.py, else the first with flags): `--key value` / `--key=value` / `--flag`
@@ -33,23 +25,6 @@ struct CommandLine {
   std::map<std::string, int> lines;           // key -> line
 };
 CommandLine parse_command_line(const std::string& text, const std::string& path, const TrainerFacts& facts);
-
-std::string read_text_file(const std::string& path, const std::string& what);
-
-// A YAML file read as PyYAML reads it (ai-toolkit and accelerate load theirs with PyYAML): of
-// duplicate keys the last wins, `<<` merge keys are followed (explicit keys override merged ones,
-// earlier maps of a merge list override later ones). Nesting past kMaxJsonDepth and aliases that
-// expand past kMaxYamlNodes are InputErrors naming `what`, the file and the line.
-YAML::Node load_yaml_file(const std::string& path, const std::string& what);
-std::string lower(std::string s);
-std::string file_name(const std::string& path);
-
-// Integer value of a flag or key in [lo, hi] (never wrapped: 4294967297 is out of range, not 1);
-// InputError naming the file, line and key otherwise.
-int to_int(const std::string& value, const std::string& where, int lo, int hi);
-// Whether `value` is an integer as Python's int() reads a flag (argparse type=int), range aside
-bool is_int_text(const std::string& value);
-double to_double(const std::string& value, const std::string& where);
 
 // The family: --model when given, else `found` (InputError `why_not` when null).
 const Family& choose_family(const TrainerReadOptions& o, const Family* found, const std::string& why_not);

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "segadvise/costmodel/constants.hpp"
-#include "segadvise/costmodel/types.hpp"
+#include "segadvise/io/error.hpp"
+#include "segadvise/io/limits.hpp"
 
 namespace segadvise {
 

@@ -1,4 +1,4 @@
-#include "segadvise/costmodel/json_input.hpp"
+#include "segadvise/io/json_input.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -52,6 +52,12 @@ class OutputTransaction {
 // One file: a transaction of one.
 void write_file_atomically(const std::string& path, const std::string& text, OutputOptions opt = {});
 
+// No output of a command may be one of its inputs: InputError naming `flag`, the output and the input
+// when `output` is the same file as one of `inputs` (same device and inode, symlinks followed, so a
+// symlink or a hard link to an input is refused too). An output that does not exist yet passes.
+void check_output_is_not_input(const std::string& output, const std::vector<std::string>& inputs,
+                               const std::string& flag);
+
 // How many temporary files are registered for removal on a signal (for tests).
 int pending_output_temps();
 

@@ -1,4 +1,4 @@
-#include "segadvise/costmodel/output_file.hpp"
+#include "segadvise/io/output_file.hpp"
 
 #include <cerrno>
 #include <climits>
@@ -13,8 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "segadvise/costmodel/json_input.hpp"
-#include "segadvise/costmodel/types.hpp"
+#include "segadvise/io/json_input.hpp"
 
 namespace segadvise {
 
@@ -388,6 +387,20 @@ int pending_output_temps() {
   int n = 0;
   for (int i = 0; i < kSlots; ++i) n += g_temp_used[i] != 0;
   return n;
+}
+
+
+void check_output_is_not_input(const std::string& output, const std::vector<std::string>& inputs,
+                               const std::string& flag) {
+  struct stat out {};
+  if (output.empty() || ::stat(output.c_str(), &out) != 0) return;  // a new file is no input
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (input.empty() || ::stat(input.c_str(), &in) != 0) continue;  // its reader reports it
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw InputError(flag + " " + shown(output) + " is the input " + shown(input) +
+                       ": writing it would replace what is being read; name another file");
+  }
 }
 
 }  // namespace segadvise
