@@ -107,7 +107,4 @@ std::string detect_trainer(const std::string& path);
 // Malformed files throw InputError naming the file, the line and the key.
 TrainerRead read_trainer_config(const std::string& path, const TrainerReadOptions& o);
 
-// The trainers this reads.
-const std::vector<std::string>& readable_trainers();
-
 }  // namespace segadvise

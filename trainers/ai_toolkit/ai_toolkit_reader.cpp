@@ -1,5 +1,5 @@
 // ai-toolkit job YAML (config.process[0]: model, train, network, datasets), read as
-// toolkit/config_modules.py reads it (facts: trainers/data/ai-toolkit.json).
+// toolkit/config_modules.py reads it (facts: trainers/ai_toolkit/ai-toolkit.json).
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -111,7 +111,7 @@ double safetensors_tensor_bytes(const std::string& path, const std::string& wher
   return bytes;
 }
 
-// the family entry's trainer-specific fields (experts, control_in_sequence) in trainers/data/ai-toolkit.json
+// the family entry's trainer-specific fields (experts, control_in_sequence) in trainers/ai_toolkit/ai-toolkit.json
 const nlohmann::json* family_entry(const TrainerFacts& facts, const Family& fam) {
   for (const auto& e : facts.raw.at("families"))
     if (e.at("family") == fam.id) return &e;

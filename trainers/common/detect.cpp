@@ -33,11 +33,6 @@ std::string readers::command_line_trainer(const std::string& path) {
   return "";
 }
 
-const std::vector<std::string>& readable_trainers() {
-  static const std::vector<std::string> t = {"simpletuner", "musubi", "ai-toolkit", "onetrainer", "diffusers"};
-  return t;
-}
-
 std::string detect_trainer(const std::string& path) {
   for (const Trainer* t : all_trainers())
     if (t->detects(path)) return t->id();

@@ -1,5 +1,5 @@
 // A diffusers example training command line (examples/**/train_*.py), read with the scripts'
-// argparse defaults (facts: trainers/data/diffusers.json).
+// argparse defaults (facts: trainers/diffusers/diffusers.json).
 #include <algorithm>
 
 #include "segadvise/costmodel/json_input.hpp"
