@@ -9,6 +9,7 @@
 #include "emitters.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "printer.hpp"
+#include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
 

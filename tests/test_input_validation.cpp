@@ -332,12 +332,16 @@ TEST_CASE("block kinds are parsed once: an unknown kind names file, field and va
   CHECK(traits(BlockKind::MmditDouble).joint_tokens);
 }
 
-TEST_CASE("trainer facts come from trainers/simpletuner (SimpleTuner's names) and trainers/data (the other trainers)") {
+TEST_CASE("trainer facts come from each trainer's folder (trainers/simpletuner: SimpleTuner's names; trainers/<trainer>/<id>.json)") {
   // SimpleTuner data_backend/config/image.py _validate_video_settings: Wan's framerate 15 (num_frames defaults to 15 x 5 = 75)
   CHECK(simpletuner_facts().default_framerates.at("wan") == 15);
   CHECK(simpletuner_facts().default_flavours.at("flux") == "krea");
   CHECK(simpletuner_facts().optimizer_aliases.at("bnb-adam").as == "adamw");
   CHECK(simpletuner_facts().family_aliases.at("sd2x") == "sd1x");
+  // --model's model_family:flavour takes SimpleTuner's aliases as a config's model_family does
+  CHECK(&find_model("pixart_sigma:") == &find_family_by_trainer("pixart", "", "test"));
+  CHECK(model_name("PixArt_Sigma:900M") == "pixart:900m");
+  CHECK(model_name("sdxl") == "sdxl");
   std::vector<std::string> with_facts;
   for (const Trainer* t : all_trainers())
     if (t->facts()) with_facts.push_back(t->facts()->id);
