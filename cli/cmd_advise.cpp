@@ -27,7 +27,7 @@ void setup_advise(CLI::App& app, int& exit_code) {
       ->check(kNonEmpty);
   cmd->add_flag("--all", *all, "list every supported schedule, not only the Pareto front");
   cmd->add_flag("--front", *front, "also compute the Pareto front of optimal plans (JSON, table)");
-  cmd->add_option("--emit", *emit, "print the recommendation as config for: simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  cmd->add_option("--emit", *emit, "print the recommendation as config for: " + emitter_list());
   cmd->callback([flags, all, emit, plot, plan_out, front, &exit_code] {
     check_emit_name(*emit);  // the nearest names when misspelt
     const auto printer = make_printer(flags->format, std::cout);

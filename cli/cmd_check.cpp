@@ -159,7 +159,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_option("config", o->config, "SimpleTuner config.json, ai-toolkit job YAML, OneTrainer JSON, musubi TOML or command line, diffusers command line")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--trainer", o->trainer, "the config's trainer (default: detected): simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  cmd->add_option("--trainer", o->trainer, "the config's trainer (default: detected): " + emitter_list());
   cmd->add_option("--model,-m", o->flags.model, "family, where the config does not name it (musubi TOML, a dataset TOML) or to override it");
   cmd->add_option("--gpu,-g", o->flags.gpu, "GPU: l40s, h100, … (segadvise list gpus)");
   add_vram_flag(cmd, o->flags);
@@ -174,7 +174,7 @@ void setup_check(CLI::App& app, int& exit_code) {
   cmd->add_flag("--advise", o->advise, "also recommend a schedule for this config's setup");
   cmd->add_flag("--step-only", o->step_only, "judge the training step alone (not startup caching, loading, validation, saving)");
   cmd->add_flag("--all", o->show_all, "with --advise: list every supported schedule");
-  cmd->add_option("--emit", o->emit, "with --advise: config for simpletuner, musubi, ai-toolkit, onetrainer, diffusers");
+  cmd->add_option("--emit", o->emit, "with --advise: config for " + emitter_list());
   cmd->add_option("--output,-o", o->output, "with --emit of the config's own trainer: write the updated config here (atomically)")
       ->check(kNonEmpty);
   cmd->callback([o, aspect, &exit_code] {

@@ -14,6 +14,7 @@
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/kernels.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/profile.hpp"
 
@@ -287,7 +288,7 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
 }
 
 AdvisorRequest make_request(const SetupFlags& f) {
-  const Family& fam = find_family(f.model);
+  const Family& fam = find_model(f.model);
   TrainingSetup setup = apply_flags(fam, default_setup(fam), f);
   // the trainer's example may name an attention kernel this card cannot run (Wan 14B's flash-attn-3-hub,
   // a Hopper kernel, on an L40S): the advice is for the card, so it assumes the trainer's default, which

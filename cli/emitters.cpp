@@ -1,5 +1,5 @@
 // Emitters for trainers other than SimpleTuner. What each trainer can do about memory, per family, is
-// data (trainers/data/*.json, with the trainers' file and line); the combinations, their config lines
+// data (trainers/*/*.json, with the trainers' file and line); the combinations, their config lines
 // and what is left to set by hand come from the trainers library (trainer_plans.hpp). Here: the
 // evaluation of each combination against the context, and what SimpleTuner's own plan would gain.
 #include "emitters.hpp"

@@ -25,6 +25,7 @@
 #include "segadvise/profiler/distributed.hpp"
 #include "segadvise/profiler/profiler.hpp"
 #include "segadvise/profiler/validate.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 
 using namespace segadvise;
 using nlohmann::json;
@@ -96,7 +97,7 @@ void apply_tokens(const Family& fam, TrainingSetup& s, int tokens) {
 // ------------------------------------------------------------------------------------------- profile
 
 int run_profile_cmd(TorchFlags& f) {
-  const Family& fam = find_family(f.setup.model);
+  const Family& fam = find_model(f.setup.model);
   TrainingSetup setup = cli::apply_flags(fam, default_setup(fam), f.setup);
   profiler::ProfileOptions opt;
   opt.device = f.device;
@@ -212,7 +213,7 @@ TrainingSetup validation_setup(const TorchFlags& f, const Family& fam) {
 
 ValidationInputs validation_inputs(TorchFlags& f) {
   ValidationInputs in;
-  const Family& fam = find_family(f.setup.model);
+  const Family& fam = find_model(f.setup.model);
   in.fam = &fam;
   TrainingSetup setup = validation_setup(f, fam);
 
@@ -417,7 +418,7 @@ int run_distributed_cmd(TorchFlags& f) {
     throw InputError("--gpus: the ranks run without checkpointing; drop --schedule/--plan/--all-schedules");
   if (f.tokens != 0 && !f.setup.resolution.empty()) throw InputError("--tokens and --resolution: give one of them");
   const std::vector<Strategy> strategies = strategies_of(f.strategies);
-  const Family& fam = find_family(f.setup.model);
+  const Family& fam = find_model(f.setup.model);
   const TrainingSetup setup = validation_setup(f, fam);
   const BlockChain chain = profiler::validation_chain(fam, setup, f.blocks);
   const int blocks = static_cast<int>(chain.blocks.size());
@@ -443,7 +444,7 @@ int run_distributed_cmd(TorchFlags& f) {
 }
 
 int run_rank_cmd(TorchFlags& f) {
-  const Family& fam = find_family(f.setup.model);
+  const Family& fam = find_model(f.setup.model);
   const TrainingSetup setup = validation_setup(f, fam);
   profiler::DistributedOptions o;
   o.world = f.gpus;

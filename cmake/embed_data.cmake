@@ -1,6 +1,11 @@
-# Writes a C++ source holding every file of DATA_DIR (*.json) as a string, so the segadvise binary
-# needs no data path at run time. Run at build time: cmake -DDATA_DIR=... -DOUT=... -P embed_data.cmake
-file(GLOB files RELATIVE "${DATA_DIR}" "${DATA_DIR}/*.json")
+# Writes a C++ source holding every file of DATA_DIR matching PATTERN (default *.json; a pattern may
+# name sub-folders, */*.json) as a string named by its path relative to DATA_DIR, so the segadvise
+# binary needs no data path at run time. Run at build time:
+# cmake -DDATA_DIR=... [-DPATTERN=...] -DOUT=... -DSYMBOL=... -P embed_data.cmake
+if(NOT PATTERN)
+  set(PATTERN "*.json")
+endif()
+file(GLOB files RELATIVE "${DATA_DIR}" "${DATA_DIR}/${PATTERN}")
 list(SORT files)
 set(body "// generated from ${DATA_DIR} by cmake/embed_data.cmake; do not edit\n#include \"segadvise/costmodel/embedded.hpp\"\nnamespace segadvise {\nextern const EmbeddedFile ${SYMBOL}[] = {\n")
 set(count 0)

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 WITH_TORCH=${SEGADVISE_WITH_TORCH:-ON}
 pkgs=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev doctest-dev libboost-graph-dev python3
   libyaml-cpp-dev libtoml11-dev  # ai-toolkit job YAML, musubi-tuner TOML (trainers/)
-  libavformat-dev  # video datasets' container headers (trainers/src/video_probe.cpp; the tests write videos with it)
+  libavformat-dev  # video datasets' container headers (trainers/common/video_probe.cpp; the tests write videos with it)
   librapidcheck-dev   # property tests (tests/test_properties.cpp)
   clang libclang-rt-14-dev)  # sanitizer build (build-asan) and libFuzzer targets (scripts/fuzz.sh)
 if [[ $WITH_TORCH == ON ]]; then

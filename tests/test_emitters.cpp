@@ -9,6 +9,7 @@
 #include "emitters.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "report_parts.hpp"
+#include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
 
@@ -119,7 +120,7 @@ TEST_CASE("every emitted OneTrainer config reads back through its reader and run
       c.schedule = p.schedule;
       c.label = p.label;
       const fs::path f = dir / (model + (full ? "-full-" : "-lora-") + std::to_string(i++) + ".json");  // no '#': migrated unless __version 11
-      std::ofstream(f) << trainer_config_text(trainer_facts("onetrainer"), *ctx.family, c);
+      std::ofstream(f) << trainer("onetrainer").config_text(*ctx.family, c);
       TrainerReadOptions o;
       const TrainerRead r = read_trainer_config(f.string(), o);
       INFO(f.string() << ": " << p.label);

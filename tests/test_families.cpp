@@ -7,6 +7,7 @@
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 #include "segadvise/families/family.hpp"
 
 using namespace segadvise;

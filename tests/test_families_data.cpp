@@ -8,6 +8,7 @@
 
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 #include "segadvise/families/family.hpp"
 
 using namespace segadvise;

@@ -19,8 +19,9 @@
 #include "segadvise/report/json_io.hpp"
 #include "segadvise/families/family.hpp"
 #include "segadvise/families/profile.hpp"
-#include "segadvise/families/trainer_facts.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 #include "segadvise/trainers/facts.hpp"
+#include "segadvise/trainers/trainer.hpp"
 
 using namespace segadvise;
 namespace fs = std::filesystem;
@@ -332,14 +333,21 @@ TEST_CASE("block kinds are parsed once: an unknown kind names file, field and va
   CHECK(traits(BlockKind::MmditDouble).joint_tokens);
 }
 
-TEST_CASE("trainer facts come from families/data/trainer (SimpleTuner's names) and trainers/data (the other trainers)") {
+TEST_CASE("trainer facts come from each trainer's folder (trainers/simpletuner: SimpleTuner's names; trainers/<trainer>/<id>.json)") {
   // SimpleTuner data_backend/config/image.py _validate_video_settings: Wan's framerate 15 (num_frames defaults to 15 x 5 = 75)
   CHECK(simpletuner_facts().default_framerates.at("wan") == 15);
   CHECK(simpletuner_facts().default_flavours.at("flux") == "krea");
   CHECK(simpletuner_facts().optimizer_aliases.at("bnb-adam").as == "adamw");
   CHECK(simpletuner_facts().family_aliases.at("sd2x") == "sd1x");
-  REQUIRE(builtin_trainers().size() == 4);
-  CHECK(builtin_trainers()[0].id == "musubi");
+  // --model's model_family:flavour takes SimpleTuner's aliases as a config's model_family does
+  CHECK(&find_model("pixart_sigma:") == &find_family_by_trainer("pixart", "", "test"));
+  CHECK(model_name("PixArt_Sigma:900M") == "pixart:900m");
+  CHECK(model_name("sdxl") == "sdxl");
+  std::vector<std::string> with_facts;
+  for (const Trainer* t : all_trainers())
+    if (t->facts()) with_facts.push_back(t->facts()->id);
+  REQUIRE(with_facts.size() == 4);
+  CHECK(with_facts[0] == "musubi");
   CHECK(trainer_facts("onetrainer").find(find_family("cascade"))->part == "prior");
 }
 

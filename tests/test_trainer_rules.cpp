@@ -144,7 +144,7 @@ TEST_CASE("a trainer's plan is picked by advise's verdict: a confident fit, else
   };
   const Family& flux = find_family("flux");
   // diffusers has two plans: no checkpointing (1.0 s) and --gradient_checkpointing (1.25 s)
-  const TrainerAdvice confident = plan_for_trainer("diffusers", flux, TrainingSetup{}, model(FitVerdict::Borderline), "1.0 GiB");
+  const TrainerAdvice confident = trainer("diffusers").plan(flux, TrainingSetup{}, model(FitVerdict::Borderline), "1.0 GiB");
   REQUIRE(confident.plans.size() == 2);
   CHECK(confident.best == 1);  // the slower confident fit, not the faster borderline one
   CHECK(confident.verdict == FitVerdict::Fits);
@@ -160,7 +160,7 @@ TEST_CASE("a trainer's plan is picked by advise's verdict: a confident fit, else
   };
   // (nothing confident: the script's --use_8bit_adam plans are searched too, timed alike here, so the
   // four run in order no checkpointing, the same with --use_8bit_adam, checkpointing, the same with it)
-  const TrainerAdvice borderline = plan_for_trainer("diffusers", flux, TrainingSetup{}, none_fit, "1.0 GiB");
+  const TrainerAdvice borderline = trainer("diffusers").plan(flux, TrainingSetup{}, none_fit, "1.0 GiB");
   REQUIRE(borderline.plans.size() == 4);
   CHECK(borderline.best == 2);
   CHECK(!borderline.plans[2].knobs.contains("use_8bit_adam"));
@@ -174,7 +174,7 @@ TEST_CASE("a trainer's plan is picked by advise's verdict: a confident fit, else
     p.prediction.step_time_s = 1.0;
     return p;  // does-not-fit
   };
-  const TrainerAdvice no = plan_for_trainer("diffusers", flux, TrainingSetup{}, nothing, "1.0 GiB");
+  const TrainerAdvice no = trainer("diffusers").plan(flux, TrainingSetup{}, nothing, "1.0 GiB");
   CHECK(no.best == -1);
   CHECK(no.verdict == FitVerdict::DoesNotFit);
   CHECK(no.plans[no.smallest].schedule.checkpointing);

@@ -293,7 +293,7 @@ KnobCombo first_combo(const std::string& trainer, const std::string& model, Trai
   const Family& fam = find_family(model);
   s.model_id = fam.id;
   std::vector<std::string> notes;
-  auto c = trainer_combos(trainer_facts(trainer), fam, s, notes);
+  auto c = segadvise::trainer(trainer).knob_space(fam, s, notes);
   REQUIRE(!c.empty());
   return c.back();
 }
@@ -307,7 +307,7 @@ TEST_CASE("every ai-toolkit job segadvise emits names model.arch and reads back 
     TrainingSetup s;
     s.frames = fam.modality == "video" ? 17 : 1;
     const KnobCombo c = first_combo("ai-toolkit", tf.family, s);
-    const std::string text = trainer_config_text(trainer_facts("ai-toolkit"), fam, c);
+    const std::string text = trainer("ai-toolkit").config_text(fam, c);
     CHECK_MESSAGE(text.find("        arch: \"") != std::string::npos, tf.family);
     const TrainerRead back = read_text("emitted-" + fam.id + ".yaml", text);
     CHECK_MESSAGE(back.family->id == fam.id, tf.family << " read back as " << back.family->id);
@@ -332,14 +332,14 @@ TEST_CASE("musubi's emitted lines: FLUX.1's own script, Wan 1.3B's --task, no --
   const TrainerFacts& mt = trainer_facts("musubi");
   TrainingSetup s;
   s.base_precision = "fp8-quanto";
-  const std::string flux = trainer_config_text(mt, find_family("flux"), first_combo("musubi", "flux", s));
+  const std::string flux = trainer(mt.id).config_text(find_family("flux"), first_combo("musubi", "flux", s));
   CHECK(flux.find("python flux_train_network.py ") != std::string::npos);
   CHECK(flux.find("kontext") == std::string::npos);
   TrainingSetup v;
   v.frames = 17;
-  const std::string wan = trainer_config_text(mt, find_family("wan2.1-1.3b"), first_combo("musubi", "wan2.1-1.3b", v));
+  const std::string wan = trainer(mt.id).config_text(find_family("wan2.1-1.3b"), first_combo("musubi", "wan2.1-1.3b", v));
   CHECK(wan.find("--task t2v-1.3B") != std::string::npos);
-  const std::string ideo = trainer_config_text(mt, find_family("ideogram4"), first_combo("musubi", "ideogram4", s));
+  const std::string ideo = trainer(mt.id).config_text(find_family("ideogram4"), first_combo("musubi", "ideogram4", s));
   CHECK(ideo.find("fp8_scaled") == std::string::npos);
   // each emitted line reads back as the model it was planned for, with nothing the trainer refuses
   for (const char* model : {"flux", "wan2.1-1.3b", "wan2.1-14b", "ideogram4", "krea2", "flux2-klein-9b", "flux1-kontext"}) {
@@ -347,7 +347,7 @@ TEST_CASE("musubi's emitted lines: FLUX.1's own script, Wan 1.3B's --task, no --
     TrainingSetup t = s;
     t.frames = fam.modality == "video" ? 17 : 1;
     const KnobCombo c = first_combo("musubi", model, t);
-    const TrainerRead back = read_text(std::string("emitted-") + fam.id + ".sh", trainer_config_text(mt, fam, c));
+    const TrainerRead back = read_text(std::string("emitted-") + fam.id + ".sh", trainer(mt.id).config_text(fam, c));
     CHECK_MESSAGE(back.family->id == fam.id, model << " read back as " << back.family->id);
     CHECK_MESSAGE(back.rejections.empty(), model << ": " << (back.rejections.empty() ? "" : back.rejections[0]));
     CHECK(back.setup.blocks_to_swap == c.setup.blocks_to_swap);
@@ -440,7 +440,7 @@ TEST_CASE("ai-toolkit's train.unload_text_encoder: off the GPU, kept by the plan
     CHECK(c.knobs.value("train.cache_text_embeddings", false));
   }
   // the emitted job reads back unloaded, with nothing beside the transformer
-  const std::string text = trainer_config_text(trainer_facts("ai-toolkit"), *r.family, combos.front());
+  const std::string text = trainer("ai-toolkit").config_text(*r.family, combos.front());
   CHECK(text.find("unload_text_encoder: true") != std::string::npos);
   CHECK(text.find("cache_text_embeddings") == std::string::npos);
   const TrainerRead back = read_text("unload_te_emitted.yaml", text);
@@ -478,7 +478,7 @@ TEST_CASE("diffusers' --use_8bit_adam: read, searched when AdamW does not fit, w
   }
   CHECK(any_has(notes, "--use_8bit_adam"));
   // the emitted line and the user's own line written back run AdamW8bit as the reader reads them
-  const std::string line = trainer_config_text(trainer_facts("diffusers"), *r.family, eight.front());
+  const std::string line = trainer("diffusers").config_text(*r.family, eight.front());
   CHECK(line.find("--use_8bit_adam") != std::string::npos);
   const TrainerRead back = read_text("sdxl_t2i_8bit_emitted.sh", line);
   CHECK(back.rejections.empty());

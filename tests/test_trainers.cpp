@@ -1,4 +1,4 @@
-// The other trainers: their limits and per-family support as data (trainers/data/), reading their
+// The other trainers: their limits and per-family support as data (trainers/*/), reading their
 // own configs with their semantics, their knob combinations and config lines (the trainers library,
 // no CLI). Fixtures: tests/fixtures/trainers/ (README there
 // names the source of each); the real example folder ../shared/reference/trainer-examples/ is read
@@ -32,6 +32,17 @@ using namespace segadvise;
 namespace fs = std::filesystem;
 
 namespace {
+
+// The facts of every registered trainer that has them (musubi, ai-toolkit, onetrainer, diffusers)
+const std::vector<TrainerFacts>& trainers_with_facts() {
+  static const std::vector<TrainerFacts> all = [] {
+    std::vector<TrainerFacts> v;
+    for (const Trainer* t : all_trainers())
+      if (t->facts()) v.push_back(*t->facts());
+    return v;
+  }();
+  return all;
+}
 
 const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/";
 const std::string kShared = std::string(SEGADVISE_FIXTURES_DIR) + "/../../../shared/reference/trainer-examples/";
@@ -582,7 +593,7 @@ std::vector<KnobCombo> combos_for(const std::string& trainer, const std::string&
   const Family& fam = find_family(model);
   s.model_id = fam.id;
   std::vector<std::string> notes;
-  auto c = trainer_combos(trainer_facts(trainer), fam, s, notes);
+  auto c = segadvise::trainer(trainer).knob_space(fam, s, notes);
   if (notes_out) *notes_out = notes;
   return c;
 }
@@ -620,7 +631,7 @@ TEST_CASE("musubi's lines carry the shape in the dataset TOML, not as flags") {
   s.frames = 81;
   s.batch = 2;
   const auto combos = combos_for("musubi", "wan14b", s);
-  const std::string text = trainer_config_text(trainer_facts("musubi"), find_family("wan14b"), combos.front());
+  const std::string text = trainer("musubi").config_text(find_family("wan14b"), combos.front());
   CHECK(text.find("resolution = [832, 480]") != std::string::npos);
   CHECK(text.find("batch_size = 2") != std::string::npos);
   CHECK(text.find("target_frames = [81]") != std::string::npos);
@@ -687,14 +698,14 @@ TEST_CASE("diffusers plans for the square the script trains") {
   }
   // 1024*1024 / (1024*576) = 1.78
   CHECK(any_contains(notes, "1.78x the tokens of 1024x576"));
-  const std::string text = trainer_config_text(trainer_facts("diffusers"), find_family("flux"), combos[1]);
+  const std::string text = trainer("diffusers").config_text(find_family("flux"), combos[1]);
   CHECK(text.find("--resolution 1024 ") != std::string::npos);
   CHECK(text.find("train_dreambooth_lora_flux.py") != std::string::npos);
 }
 
 TEST_CASE("every emitted key exists in its trainer's key list with a value of the accepted type") {
   int checked = 0;
-  for (const auto& t : builtin_trainers())
+  for (const auto& t : trainers_with_facts())
     for (const auto& tf : t.families) {
       TrainingSetup s;
       s.base_precision = "int8-quanto";
@@ -766,7 +777,7 @@ TEST_CASE("a OneTrainer config is written back with the per-part keys and withou
   knobs["__version"] = 11;
   knobs["transformer.gradient_checkpointing"] = true;
   knobs["transformer.offload_fraction"] = 0.25;
-  const Rewritten w = rewrite_trainer_config(r, knobs);
+  const Rewritten w = trainer(r.trainer).rewrite(r, knobs);
   const auto j = nlohmann::json::parse(w.text);
   CHECK(!j.contains("layer_offload_fraction"));
   CHECK(!j.contains("gradient_checkpointing"));
@@ -782,7 +793,7 @@ TEST_CASE("an ai-toolkit job is written back, saying that comments are lost") {
   nlohmann::ordered_json knobs;
   knobs["train.gradient_checkpointing"] = false;
   knobs["train.dtype"] = "bf16";
-  const Rewritten w = rewrite_trainer_config(r, knobs);
+  const Rewritten w = trainer(r.trainer).rewrite(r, knobs);
   CHECK(any_contains(w.notes, "does not keep comments"));
   CHECK(w.text.find("gradient_checkpointing: false") != std::string::npos);
   CHECK(w.text.find("black-forest-labs/FLUX.1-dev") != std::string::npos);
@@ -799,18 +810,18 @@ TEST_CASE("the trainer's fastest plan that fits is chosen from its own combinati
     p.fits = p.peak_vram_bytes < 24 * kGiB;
     return PlanPrediction{p, p.fits ? FitVerdict::Fits : FitVerdict::DoesNotFit};
   };
-  const TrainerAdvice d = plan_for_trainer("diffusers", find_family("flux"), TrainingSetup{}, fake, "1.0 GiB");
+  const TrainerAdvice d = trainer("diffusers").plan(find_family("flux"), TrainingSetup{}, fake, "1.0 GiB");
   REQUIRE(d.plans.size() == 2);
   REQUIRE(d.best == 1);  // sorted by time: 1.0 s (30 GiB, does not fit), then 1.25 s (10 GiB, fits)
   CHECK(d.plans[d.best].schedule.checkpointing);
   CHECK(d.config_text.find("--gradient_checkpointing") != std::string::npos);
   CHECK(!d.manual.empty());
   // SDXL in OneTrainer: its unet has no offloading, so no plan streams weights even where that would fit
-  const TrainerAdvice x = plan_for_trainer("onetrainer", find_family("sdxl"), TrainingSetup{}, fake, "1.0 GiB");
+  const TrainerAdvice x = trainer("onetrainer").plan(find_family("sdxl"), TrainingSetup{}, fake, "1.0 GiB");
   for (const auto& p : x.plans) CHECK(!p.setup.ramtorch);
   CHECK(nlohmann::json::parse(x.config_text)["unet"]["offload_fraction"] == 0.0);
   // a family the trainer does not train: no lines at all
-  const TrainerAdvice m = plan_for_trainer("musubi", find_family("sdxl"), TrainingSetup{}, fake, "1.0 GiB");
+  const TrainerAdvice m = trainer("musubi").plan(find_family("sdxl"), TrainingSetup{}, fake, "1.0 GiB");
   CHECK(!m.family_supported);
   CHECK(m.plans.empty());
   CHECK(m.config_text.empty());
@@ -836,10 +847,10 @@ TEST_CASE("every key of the emitted files exists in its trainer's key list with 
     const Family& fam = find_family(model);
     TrainingSetup fs_ = s;
     if (fam.modality != "video") fs_.frames = 1;
-    for (const auto& t : builtin_trainers()) {
+    for (const auto& t : trainers_with_facts()) {
       const auto combos = combos_for(t.id, model, fs_);
       if (combos.empty()) continue;
-      const std::string text = trainer_config_text(t, fam, combos.back());
+      const std::string text = trainer(t.id).config_text(fam, combos.back());
       if (t.id == "onetrainer") {
         const auto j = nlohmann::json::parse(text);
         for (auto it = j.begin(); it != j.end(); ++it) {

@@ -13,6 +13,7 @@
 #include "segadvise/costmodel/parallel.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 
 namespace segadvise {
 

@@ -7,6 +7,7 @@
 #include "segadvise/costmodel/embedded.hpp"
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/families/family.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 #include <set>
 #include <sstream>
 

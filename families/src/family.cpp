@@ -10,7 +10,6 @@
 #include "segadvise/costmodel/embedded.hpp"
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
-#include "segadvise/families/trainer_facts.hpp"
 
 namespace segadvise {
 
@@ -298,7 +297,7 @@ const Family& find_family(const std::string& raw) {
       if (lower(a) == name) return f;
   }
   const auto colon = name.find(':');
-  if (colon != std::string::npos) return find_family_by_trainer(name.substr(0, colon), name.substr(colon + 1), "--model");
+  if (colon != std::string::npos) return find_family_by_model_family(name.substr(0, colon), name.substr(colon + 1), "--model");
   for (const auto& f : fams)
     if (f.trainer_family == name && f.default_for_family) return f;
   for (const auto& f : fams)
@@ -307,14 +306,11 @@ const Family& find_family(const std::string& raw) {
                    " (segadvise list models)");
 }
 
-const Family& find_family_by_trainer(const std::string& model_family_raw, const std::string& flavour_raw,
-                                     const std::string& origin) {
+const Family& find_family_by_model_family(const std::string& model_family_raw, const std::string& flavour_raw,
+                                          const std::string& origin, const std::string& registered_as) {
   const std::string model_family = lower(model_family_raw), flavour = lower(flavour_raw);
   const auto& fams = builtin_families();
-  // the trainer registers a few alias names for the same class (SimpleTuner models/model_metadata.json)
-  const auto& kTrainerAliases = simpletuner_facts().family_aliases;  // families/data/trainer/simpletuner.json
-  std::string fam = model_family;
-  if (auto it = kTrainerAliases.find(fam); it != kTrainerAliases.end()) fam = it->second;
+  const std::string fam = registered_as.empty() ? model_family : registered_as;
   std::vector<const Family*> of_family;
   for (const auto& f : fams)
     if (f.trainer_family == fam) of_family.push_back(&f);

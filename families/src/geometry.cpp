@@ -5,7 +5,6 @@
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
-#include "segadvise/families/trainer_facts.hpp"
 
 namespace segadvise {
 
@@ -26,11 +25,9 @@ int round_to_alignment(double x, int alignment) {
 namespace {
 
 // §1.3 square crop in area mode: values near the usual sizes snap to them
-// (families/data/trainer/simpletuner-bucketing.json)
-double remap_area_mp(double mp) {
-  const SimpleTunerFacts& st = simpletuner_facts();
-  for (const AreaSnap& snap : st.area_snaps)
-    if (std::abs(mp - snap.megapixels) <= st.area_snap_tolerance_mp) return double(snap.edge_px) * snap.edge_px / 1e6;
+double remap_area_mp(double mp, const AreaSnaps& snaps) {
+  for (const AreaSnap& snap : snaps.snaps)
+    if (std::abs(mp - snap.megapixels) <= snaps.tolerance_mp) return double(snap.edge_px) * snap.edge_px / 1e6;
   return mp;
 }
 
@@ -47,7 +44,8 @@ int edge_px(double x) {
 
 }  // namespace
 
-ResolvedSize bucket_size(double resolution, const std::string& type, int alignment, double aspect, bool crop_square) {
+ResolvedSize bucket_size(double resolution, const std::string& type, int alignment, double aspect, bool crop_square,
+                         const AreaSnaps& snaps) {
   ResolvedSize out;
   if (!(resolution > 0) || !std::isfinite(resolution))
     throw InputError("resolution must be positive, got " + std::to_string(resolution));
@@ -74,7 +72,7 @@ ResolvedSize bucket_size(double resolution, const std::string& type, int alignme
       out.height = round_to_alignment(edge_px(resolution / aspect), alignment);
     }
   } else if (crop_square) {
-    const int edge = round_to_alignment(edge_px(std::sqrt(remap_area_mp(mp) * 1e6)), alignment);
+    const int edge = round_to_alignment(edge_px(std::sqrt(remap_area_mp(mp, snaps) * 1e6)), alignment);
     out.width = out.height = edge;
   } else {
     const int edge = round_to_alignment(edge_px(std::sqrt(mp * 1e6)), alignment);
@@ -147,7 +145,7 @@ ResolvedSize parse_resolution(const std::string& arg, const std::string& type, c
     const double hi = type == "area" ? double(kMaxEdgePixels) * kMaxEdgePixels / 1e6 : kMaxEdgePixels;
     const double r = parse_number_text(fraction.empty() ? first : first + "." + fraction, where, 0, hi);
     try {
-      return bucket_size(r, type, fam.geometry.alignment, aspect, false);
+      return bucket_size(r, type, fam.geometry.alignment, aspect, false, AreaSnaps{});
     } catch (const InputError& e) {
       throw InputError(where + ": " + e.what());
     }

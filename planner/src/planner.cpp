@@ -5,6 +5,7 @@
 #include <set>
 
 #include "segadvise/costmodel/parallel.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"  // fastest_fit
 
 namespace segadvise {
 
@@ -125,19 +126,15 @@ Advice advise(const std::vector<Schedule>& schedules, const Evaluate& evaluate, 
     time[i] = scored[i].time_s;
   }
   const std::vector<bool> pareto = pareto_flags(peak, time);
-  int recommended = -1, borderline = -1, borderline_any = -1;
+  const auto over = [&](std::size_t i) { return scored[i].peak_bytes + headroom_bytes - scored[i].usable_bytes; };
+  // the fastest that fits; when none, the schedule worth measuring: the fastest borderline one whose
+  // point prediction fits (the likeliest to settle as "fits"), else the fastest borderline one
+  const int pick = fastest_fit(scored.size(), [&](std::size_t i) { return scored[i].verdict; },
+                               [&](std::size_t i) { return over(i) <= 0; });
+  const int recommended = pick >= 0 && scored[pick].verdict == FitVerdict::Fits ? pick : -1;
+  const int borderline = pick >= 0 && scored[pick].verdict == FitVerdict::Borderline ? pick : -1;
   double smallest_over = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < scored.size(); ++i) {
-    const double over = scored[i].peak_bytes + headroom_bytes - scored[i].usable_bytes;
-    if (scored[i].verdict == FitVerdict::Fits && recommended < 0) recommended = static_cast<int>(i);
-    // the schedule worth measuring: the fastest borderline one whose point prediction fits (the
-    // likeliest to settle as "fits"), else the fastest borderline one
-    if (scored[i].verdict == FitVerdict::Borderline && borderline_any < 0) borderline_any = static_cast<int>(i);
-    if (scored[i].verdict == FitVerdict::Borderline && over <= 0 && borderline < 0) borderline = static_cast<int>(i);
-    smallest_over = std::min(smallest_over, over);
-  }
-  if (borderline < 0) borderline = borderline_any;
-  if (recommended >= 0) borderline = -1;
+  for (std::size_t i = 0; i < scored.size(); ++i) smallest_over = std::min(smallest_over, over(i));
   if (recommended < 0 && !scored.empty()) a.shortfall_bytes = std::max(0.0, smallest_over);
   for (std::size_t i = 0; i < scored.size(); ++i) {
     const int k = static_cast<int>(i);

@@ -82,7 +82,7 @@ constexpr double kLayerOffloadCacheOverhead = 0.10;
 // layers (the same StaticLayerAllocator.allocate_cache)
 constexpr double kLayerOffloadCacheTensors = 10;
 // A LoRA of rank r on a transformer layer's attention (4 Linears h -> h: r x 2h each) and MLP
-// (h -> 4h and 4h -> h: r x 5h each) holds r x 18h parameters (trainers/src/onetrainer_reader.cpp:
+// (h -> 4h and 4h -> h: r x 5h each) holds r x 18h parameters (trainers/onetrainer/onetrainer_reader.cpp:
 // a trained text encoder)
 constexpr double kLoraWidthsPerLayer = 18;
 
@@ -109,7 +109,7 @@ constexpr double kPatchFeatures = 64;
 
 // ---- bucketing (families/src/geometry.cpp; SimpleTuner image_manipulation/training_sample.py) ----
 // area mode: the square crops that snap to usual sizes are data
-// (families/data/trainer/simpletuner-bucketing.json)
+// (trainers/simpletuner/simpletuner-bucketing.json)
 // aspect_bucket_rounding: aspects are rounded to 2 decimals before bucketing
 constexpr double kAspectRoundingScale = 100;
 

@@ -14,9 +14,7 @@ struct EmbeddedFile {
 // The generated tables (one per data folder).
 extern const EmbeddedFile kEmbeddedData[];  // families/data
 extern const std::size_t kEmbeddedDataCount;
-extern const EmbeddedFile kTrainerData[];  // families/data/trainer (SimpleTuner's model names and bucketing)
-extern const std::size_t kTrainerDataCount;
-extern const EmbeddedFile kTrainerRuleData[];  // trainers/data (each trainer's knobs and rules)
+extern const EmbeddedFile kTrainerRuleData[];  // trainers/*/*.json (each trainer's facts, named <folder>/FILE)
 extern const std::size_t kTrainerRuleDataCount;
 extern const EmbeddedFile kCalibrationData[];  // calibration/data
 extern const std::size_t kCalibrationDataCount;

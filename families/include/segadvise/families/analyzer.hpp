@@ -24,8 +24,18 @@ struct ResolvedSize {
 //   type "pixel": shorter side = resolution; "area": resolution in megapixels; "pixel_area": edge
 //   in pixels converted to megapixels (edge²/1e6) then area. aspect = W/H of the source.
 //   crop_square: crop=true with crop_aspect=square.
+//   A square crop in area mode within `snaps.tolerance_mp` of one of `snaps`' megapixels is trained at
+//   its edge_px² (the trainer's usual sizes; none: no snapping).
+struct AreaSnap {
+  double megapixels = 0;
+  int edge_px = 0;
+};
+struct AreaSnaps {
+  std::vector<AreaSnap> snaps;
+  double tolerance_mp = 0;
+};
 ResolvedSize bucket_size(double resolution, const std::string& type, int alignment, double aspect,
-                         bool crop_square);
+                         bool crop_square, const AreaSnaps& snaps);
 
 // --resolution as a user types it: "WxH" (taken as the trained size, rounded to the alignment),
 // or "N" with --resolution-type. Throws InputError naming the flag and value.

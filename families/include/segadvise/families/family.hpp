@@ -164,9 +164,11 @@ const std::vector<Family>& builtin_families();
 // Finds a family by id, alias, `model_family[:model_flavour]`, or a path to a .json file.
 // Throws InputError naming the value and the nearest names.
 const Family& find_family(const std::string& name);
-// For `model_family` + `model_flavour` as a trainer config has them ("" flavour: the default).
-const Family& find_family_by_trainer(const std::string& model_family, const std::string& model_flavour,
-                                     const std::string& origin);
+// For `model_family` + `model_flavour` as a trainer config has them ("" flavour: the default), by the
+// families' trainer_family; `registered_as`, where given, is the trainer_family searched in its place (a
+// trainer's alias of it: SimpleTuner's find_family_by_trainer), the messages naming `model_family`.
+const Family& find_family_by_model_family(const std::string& model_family, const std::string& model_flavour,
+                                          const std::string& origin, const std::string& registered_as = "");
 
 // GPU catalog (families/data/gpus.json): by id, alias or name; "--vram-gib" cards via custom_gpu.
 const std::vector<GpuSpec>& builtin_gpus();

@@ -101,7 +101,7 @@ FamilyPhaseData phase_data(const Family& fam, const std::string& model_flavour =
 enum class Phase { StartupCaching, ModelLoad, TrainingStep, Validation, Save };
 std::string to_string(Phase p);  // startup_caching, model_load, training_step, validation, save
 
-// One of another trainer's keys that lowers a phase, as that trainer writes it (trainers/data/<id>.json
+// One of another trainer's keys that lowers a phase, as that trainer writes it (trainers/<trainer>/<id>.json
 // "phases"."fixes"): `value_json` null removes a flag; `effect` is what it does to the run
 // ("samples_off": no sampling during training).
 struct TrainerPhaseKnob {
@@ -111,7 +111,7 @@ struct TrainerPhaseKnob {
 
 // Another trainer's run (OneTrainer, diffusers scripts, ai-toolkit, musubi-tuner): what it keeps on the
 // GPU in each phase, by its own keys. Filled by the trainer's component (segadvise/trainers/trainer.hpp
-// run_setup: trainers/data/<id>.json "phases" and what its reader read); `trainer` empty: SimpleTuner's
+// run_setup: trainers/<trainer>/<id>.json "phases" and what its reader read); `trainer` empty: SimpleTuner's
 // run, the RunSetup keys below. The models the trainer keeps through the step (text encoders it trains
 // or does not unload, the VAE without latent caching) are in the step's prediction
 // (TrainingSetup::kept_model_bytes), so every phase that holds the model holds them too.

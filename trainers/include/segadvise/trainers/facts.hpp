@@ -1,5 +1,5 @@
 // What the other trainers (musubi-tuner, ai-toolkit, OneTrainer, diffusers example scripts) can do
-// about memory, per family, as data: trainers/data/*.json, each fact with the trainer's
+// about memory, per family, as data: trainers/<trainer>/<id>.json, each fact with the trainer's
 // file and line at the commit docs/sources/trainers.md names. Emitters and config readers consult these
 // tables; no trainer fact lives in code.
 #pragma once
@@ -51,12 +51,14 @@ struct TrainerFacts {
   const TrainerKey* key(const std::string& name) const;
 };
 
-// musubi, ai-toolkit, onetrainer, diffusers (compiled in).
-// trainers/data/FILE (compiled in), parsed; InputError naming it when it is not compiled in.
-nlohmann::json trainer_data_file(const std::string& file);
+// FILE of a trainer's folder (trainers/<trainer>/FILE, compiled in), parsed; InputError naming it when
+// it is not compiled in. `origin` (when given) receives its path for messages.
+nlohmann::json trainer_data_file(const std::string& file, std::string* origin = nullptr);
+// A trainer's facts file (trainers/<trainer>/<id>.json) parsed and every field validated.
+TrainerFacts load_trainer_facts(const std::string& id);
 
-const std::vector<TrainerFacts>& builtin_trainers();
-// Throws InputError naming the value and the known trainers.
+// The facts of the registered trainer `id` (registry.cpp; its component's facts()). Throws InputError
+// naming the value and the trainers whose facts are data.
 const TrainerFacts& trainer_facts(const std::string& id);
 
 // musubi: how many chain blocks a --blocks_to_swap N swaps (FLUX.1: N//2 double blocks and

@@ -1,4 +1,4 @@
-// SimpleTuner's multi-GPU rules (trainers/data/simpletuner-multi-gpu.json, from
+// SimpleTuner's multi-GPU rules (trainers/simpletuner/simpletuner-multi-gpu.json, from
 // SimpleTuner bc8e6ab and accelerate, docs/sources/multi-gpu.md): what it rejects, what it silently changes, and its batch
 // semantics. The cost model sizes a run (costmodel/multi_gpu.hpp); these decide whether and how
 // the trainer runs it at all.

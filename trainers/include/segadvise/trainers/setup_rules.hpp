@@ -1,6 +1,6 @@
 // What a trainer refuses to start, judged on the setup alone: not its checkpointing schedule (the
 // families' rules, realize()) nor its multi-GPU keys (multi_gpu_rules.hpp). The facts are data
-// (trainers/data/simpletuner-setup.json, with the trainer's file). The SimpleTuner config reader
+// (trainers/simpletuner/simpletuner-setup.json, with the trainer's file). The SimpleTuner config reader
 // records them as the config's rejections, and the advisor's Context applies them to every
 // prediction of the setup, so predict, advise and check answer alike.
 #pragma once
@@ -24,7 +24,7 @@ std::vector<std::string> simpletuner_setup_rejections(const Family& fam, const T
 const std::vector<std::string>& quantized_full_override_keys();
 
 // The precision a flavour's checkpoint really trains at when the config leaves base_model_precision
-// at no_change (trainers/data/simpletuner-setup.json flavour_precision).
+// at no_change (trainers/simpletuner/simpletuner-setup.json flavour_precision).
 struct FlavourPrecision {
   std::string model_family;           // SimpleTuner model_family
   std::vector<std::string> flavours;  // exact model_flavour values ("" : unset, the default flavour)

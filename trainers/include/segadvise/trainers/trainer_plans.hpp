@@ -1,6 +1,5 @@
-// The knob combinations each other trainer has for a family (from trainers/data/*.json:
-// a knob the trainer lacks for the family is never offered), the config text it reads, naming the
-// setup it was planned for in the trainer's own place, and what the user must still set by hand.
+// A trainer's knob combinations (Trainer::knob_space: from its facts file, a knob the trainer lacks for
+// the family is never offered), its plans predicted, and the one pick of the fastest fit.
 #pragma once
 
 #include <functional>
@@ -22,19 +21,10 @@ struct KnobCombo {
   TrainingSetup setup;           // precision, streaming and shape as the trainer runs them
 };
 
-// `base` is the user's setup. `notes` receives precision mappings and shape changes.
-std::vector<KnobCombo> trainer_combos(const TrainerFacts& facts, const Family& fam, const TrainingSetup& base,
-                                      std::vector<std::string>& notes);
-
-// The config lines for one combination: the knobs plus the shape (resolution, batch, frames) where
-// this trainer reads it.
-std::string trainer_config_text(const TrainerFacts& facts, const Family& fam, const KnobCombo& c);
-
-// What the emitted lines leave for the user (model paths, data, output, learning rate …).
-std::vector<std::string> trainer_manual_steps(const TrainerFacts& facts, const Family& fam);
-
-// simpletuner, musubi, ai-toolkit, onetrainer, diffusers
+// The registered trainers' ids (registry.cpp), in all_trainers()' order.
 const std::vector<std::string>& emitter_names();
+// The same as "simpletuner, musubi, …" (help texts and messages).
+std::string emitter_list();
 // Throws InputError naming --emit and the value, with the nearest names.
 void check_emit_name(const std::string& name);
 
@@ -63,6 +53,11 @@ struct TrainerAdvice {
   std::vector<std::string> manual;  // what the user must still set by hand (model paths, data, output …)
 };
 
+// "Fastest fit, else borderline", the one pick of advise, check and every trainer's plan: of `n`
+// candidates sorted fastest first (`verdict(i)`), the first that fits; when none, the first borderline
+// one `preferred` takes, else the first borderline one; -1 when none fits nor is borderline.
+int fastest_fit(std::size_t n, const std::function<FitVerdict(std::size_t)>& verdict,
+                const std::function<bool(std::size_t)>& preferred = {});
 // The index of TrainerAdvice::best among `plans` (fastest first): the fastest that fits, else the
 // fastest borderline one, counting only the plans `allowed` takes (all where empty); -1 when none.
 int fastest_fit(const std::vector<TrainerPlan>& plans, const std::function<bool(const TrainerPlan&)>& allowed = {});
@@ -74,12 +69,6 @@ struct PlanPrediction {
 };
 // Predicts one combination (the setup it runs with, the schedule it runs).
 using PredictFn = std::function<PlanPrediction(const TrainingSetup&, const Schedule&)>;
-
-// Every combination `trainer` has for the family, predicted; the fastest that fits with confidence,
-// else the fastest borderline one (or, when neither, the smallest), its config lines, the notes and
-// what is left to set by hand. `headroom` names the headroom in the notes.
-TrainerAdvice plan_for_trainer(const std::string& trainer, const Family& fam, const TrainingSetup& setup,
-                               const PredictFn& predict, const std::string& headroom);
 
 // ai-toolkit and OneTrainer bucket around edge x edge pixels: the edge (multiple of 64) whose square
 // has the area of width x height; a square's own edge.

@@ -15,16 +15,16 @@ struct Rewritten {
   std::vector<std::string> notes;  // what could not be kept (comments), keys added or removed
 };
 
-// `knobs` as the emitters name them: musubi flags (gradient_checkpointing, blocks_to_swap, …),
-// ai-toolkit "model.x" / "train.x", OneTrainer "<part>.x" and top-level keys, diffusers flags.
-// A false boolean flag is removed from a command line; so is every key of r.refused_keys `knobs`
-// does not set, and r.fixed_keys are set to the values they were predicted with.
+// Each trainer's rewriter is its component's Trainer::rewrite (trainer.hpp), with `knobs` as its
+// emitter names them: musubi flags (gradient_checkpointing, blocks_to_swap, …), ai-toolkit "model.x" /
+// "train.x", OneTrainer "<part>.x" and top-level keys, diffusers flags. A false boolean flag is removed
+// from a command line; so is every key of r.refused_keys `knobs` does not set, and r.fixed_keys are set
+// to the values they were predicted with.
+
 // The keys among `knobs` a rewrite of `r` cannot switch off: store_true flags its --config_file sets
 // that the plan turns off (a command-line flag cannot unset them; musubi). A plan needing one does not
 // run as planned from the written file.
 std::vector<std::string> keys_kept_on(const TrainerRead& r, const nlohmann::ordered_json& knobs);
-
-Rewritten rewrite_trainer_config(const TrainerRead& r, const nlohmann::ordered_json& knobs);
 
 // Command-line and TOML text edits, kept apart for tests.
 std::string set_command_line_flag(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);

@@ -1,5 +1,5 @@
 // ai-toolkit job YAML (config.process[0]: model, train, network, datasets), read as
-// toolkit/config_modules.py reads it (facts: trainers/data/ai-toolkit.json).
+// toolkit/config_modules.py reads it (facts: trainers/ai_toolkit/ai-toolkit.json).
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -111,7 +111,7 @@ double safetensors_tensor_bytes(const std::string& path, const std::string& wher
   return bytes;
 }
 
-// the family entry's trainer-specific fields (experts, control_in_sequence) in trainers/data/ai-toolkit.json
+// the family entry's trainer-specific fields (experts, control_in_sequence) in trainers/ai_toolkit/ai-toolkit.json
 const nlohmann::json* family_entry(const TrainerFacts& facts, const Family& fam) {
   for (const auto& e : facts.raw.at("families"))
     if (e.at("family") == fam.id) return &e;
@@ -218,10 +218,10 @@ void read_shape(const Yaml& y, const YAML::Node& process, TrainerRead& r, int tr
 
 namespace {
 
-TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOptions& o) {
-  const TrainerFacts& facts = trainer_facts("ai-toolkit");
-  const YAML::Node root = load_yaml_file(path, "ai-toolkit config");
-  const Yaml y{path};
+// The job's first process (only trainer processes train, jobs/process/__init__.py: a generate job, process
+// type to_folder, an extract or a merge job runs no training step)
+YAML::Node training_process(const Yaml& y, const YAML::Node& root, const TrainerFacts& facts, TrainerRead& r) {
+  const std::string& path = y.path;
   if (!root.IsMap())
     throw InputError(path + ": the top level is not a mapping (an ai-toolkit job has config: process: - {model: …, train: …})");
   const YAML::Node config = root["config"];
@@ -230,13 +230,7 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   const YAML::Node process = config ? config["process"] : YAML::Node();
   if (!process || !process.IsSequence() || process.size() == 0)
     throw InputError(path + ": config.process: missing or not a list (an ai-toolkit job has config: process: - {model: …, train: …})");
-  TrainerRead r;
-  r.trainer = "ai-toolkit";
-  r.config_path = path;
-  r.inputs = {path};
   const YAML::Node p = process[0];
-  // only trainer processes train (jobs/process/__init__.py): a generate job (process type to_folder), an
-  // extract or a merge job runs no training step
   const std::string job = lower(y.get<std::string>(root, "job", "", "job"));
   const std::string ptype = p.IsMap() ? lower(y.get<std::string>(p, "type", "", "config.process[0].type")) : "";
   for (const auto& nt : facts.raw.at("not_training")) {
@@ -246,18 +240,12 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
                        " is " + nt.at("why").get<std::string>() + ", not a training run: nothing to predict");
   }
   if (process.size() > 1) r.warnings.push_back("config.process has " + std::to_string(process.size()) + " entries: the first is read");
-  const YAML::Node model = p["model"], train = p["train"] ? p["train"] : YAML::Node(YAML::NodeType::Map),
-                   network = p["network"];
-  if (!model || !model.IsMap()) throw InputError(path + ": config.process[0].model: missing (model.name_or_path is required, config_modules.py:628)");
-  const std::string name = y.get<std::string>(model, "name_or_path", "", "model.name_or_path");
-  if (name.empty()) throw InputError(y.where(model, "model.name_or_path") + ": missing (required, config_modules.py:628)");
-  const std::string arch = resolve_arch(y, model);
-  const Family& fam = choose_family(o, family_for_arch(facts, arch, name),
-                                    path + ": model.arch '" + arch + "' (" + name + ") has no segadvise family");
-  start_setup(r, fam, "ai-toolkit");
-  const TrainerFamily* tf = facts.find(fam);
-  TrainingSetup& s = r.setup;
+  return p;
+}
 
+// train.dtype: the precision it trains in
+void read_dtype(const Yaml& y, const YAML::Node& train, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
   // precision: train.dtype (default fp32) overrides the model dtype (BaseSDTrainProcess.py:117)
   const std::string dtype = lower(y.get<std::string>(train, "dtype", "fp32", "train.dtype"));
   if (dtype == "bf16" || dtype == "bfloat16") s.mixed_precision = "bf16";
@@ -268,32 +256,46 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   } else {
     throw InputError(y.where(train["dtype"], "train.dtype") + ": '" + dtype + "' is not fp32, bf16 or fp16");
   }
+}
 
+// What the job's model section does to the weights: layer offloading and the quantizer
+struct WeightKeys {
+  bool offload = false;       // model.layer_offloading (or auto_memory)
+  bool offload_acts = false;  // and the family's model class attaches the MemoryManager
+  bool quantize = false;
+  std::string ara;            // the accuracy-recovery adapter
+};
+
+void read_layer_offloading(const Yaml& y, const YAML::Node& model, const TrainerFamily* tf, const Family& fam, WeightKeys& w,
+                           TrainerRead& r) {
+  TrainingSetup& s = r.setup;
   // weight offloading: only where the model class attaches the MemoryManager
-  bool offload = y.get<bool>(model, "layer_offloading", y.get<bool>(model, "auto_memory", false, "model.auto_memory"), "model.layer_offloading");
+  w.offload = y.get<bool>(model, "layer_offloading", y.get<bool>(model, "auto_memory", false, "model.auto_memory"), "model.layer_offloading");
   const double pct = y.get<double>(model, "layer_offloading_transformer_percent", 1.0, "model.layer_offloading_transformer_percent");
   if (pct < 0 || pct > 1)
     throw InputError(y.where(model["layer_offloading_transformer_percent"], "model.layer_offloading_transformer_percent") + ": " + std::to_string(pct) + " is not within 0..1");
-  const bool offload_acts = offload && tf && tf->layer_offloading;
-  if (offload && !offload_acts)
+  w.offload_acts = w.offload && tf && tf->layer_offloading;
+  if (w.offload && !w.offload_acts)
     r.warnings.push_back("model.layer_offloading does nothing on " + fam.name + " (" + (tf ? tf->source : "not in ai-toolkit's attach list") + "): predicted without it");
-  if (offload_acts && pct > 0) {
+  if (w.offload_acts && pct > 0) {
     s.ramtorch = true;
     s.ramtorch_percent = pct * 100;
   }
+}
 
+void read_quantizer(const Yaml& y, const YAML::Node& model, const TrainerFacts& facts, WeightKeys& w, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
   // quantizer: qfloat8 (quanto) unless layer_offloading rewrites it to float8 = torchao (config_modules.py:714-715);
   // "qtype|adapter" names an accuracy-recovery adapter (config_modules.py:742-743)
-  const bool quantize = y.get<bool>(model, "quantize", false, "model.quantize");
-  std::string ara;
-  if (quantize) {
+  w.quantize = y.get<bool>(model, "quantize", false, "model.quantize");
+  if (w.quantize) {
     std::string qtype = y.get<std::string>(model, "qtype", "qfloat8", "model.qtype");
     if (qtype.find('|') != std::string::npos) {
-      ara = qtype.substr(qtype.find('|') + 1);
+      w.ara = qtype.substr(qtype.find('|') + 1);
       qtype = qtype.substr(0, qtype.find('|'));
     }
-    if (ara.empty()) ara = y.get<std::string>(model, "accuracy_recovery_adapter", "", "model.accuracy_recovery_adapter");
-    if (offload && qtype == "qfloat8") {
+    if (w.ara.empty()) w.ara = y.get<std::string>(model, "accuracy_recovery_adapter", "", "model.accuracy_recovery_adapter");
+    if (w.offload && qtype == "qfloat8") {
       qtype = "float8";
       r.warnings.push_back("model.qtype qfloat8 with layer_offloading is rewritten to float8: torchao Float8WeightOnlyConfig, not quanto (config_modules.py:714-715)");
     }
@@ -301,17 +303,22 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
     s.base_precision = q.at("precision").get<std::string>();
     s.quantize_all_block_linears = true;  // quantize_model: every Linear of each transformer block (quantize.py)
     if (q.contains("note")) r.warnings.push_back("model.qtype " + qtype + ": " + q.at("note").get<std::string>());
-    if (!ara.empty()) {
+    if (!w.ara.empty()) {
       // quantize.py quantize_model: the adapter's layers get the qtype, every other layer uint8, which
       // UIntXQuantizer never converts (uintx_quant.py can_quantize): they stay bf16
-      r.warnings.push_back("model.qtype " + qtype + " with the accuracy-recovery adapter '" + brief_text(ara) +
+      r.warnings.push_back("model.qtype " + qtype + " with the accuracy-recovery adapter '" + brief_text(w.ara) +
                            "': the layers it covers are quantized to " + qtype + " (taken as every block Linear, as the quantizer "
                            "would without it), the rest asked for uint8, which ai-toolkit leaves in bf16 (uintx_quant.py)");
     }
   }
-  if (!ara.empty() && !quantize)
+  if (!w.ara.empty() && !w.quantize)
     r.warnings.push_back("model.accuracy_recovery_adapter without model.quantize: ai-toolkit loads it only while quantizing (quantize.py quantize_model): ignored");
+}
 
+// batch, checkpointing, the adapter, the optimizer and its EMA
+void read_training(const Yaml& y, const YAML::Node& train, const YAML::Node& network, TrainerRead& r) {
+  const std::string& path = y.path;
+  TrainingSetup& s = r.setup;
   // checkpointing: every block, default on (config_modules.py:413)
   s.batch = y.get<int>(train, "batch_size", 1, "train.batch_size");
   if (s.batch <= 0) throw InputError(y.where(train["batch_size"], "train.batch_size") + ": must be positive");
@@ -333,18 +340,21 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   const std::map<std::string, std::string> opts(ai_toolkit_optimizers().begin(), ai_toolkit_optimizers().end());
   s.optimizer = optimizer_for(lower(y.get<std::string>(train, "optimizer", "adamw", "train.optimizer")), opts, r.warnings, path + ": train.optimizer");
   if (train["ema_config"] && train["ema_config"].IsMap()) s.use_ema = y.get<bool>(train["ema_config"], "use_ema", false, "train.ema_config.use_ema");
-  read_shape(y, p, r, s.batch);
-  const YAML::Node datasets = p["datasets"];
+}
+
+// Whether every dataset of the process sets `a` (or `b`)
+bool all_datasets(const Yaml& y, const YAML::Node& datasets, const char* a, const char* b) {
   const bool many = datasets && datasets.IsSequence() && datasets.size() > 0;
-  auto all_datasets = [&](const char* a, const char* b) {
-    if (!many) return false;
-    for (std::size_t i = 0; i < datasets.size(); ++i) {
-      const std::string at = "datasets[" + std::to_string(i) + "]";
-      if (!y.get<bool>(datasets[i], a, false, at + "." + a) && !(b && y.get<bool>(datasets[i], b, false, at + "." + b))) return false;
-    }
-    return true;
-  };
-  const nlohmann::json* fe = family_entry(facts, fam);
+  if (!many) return false;
+  for (std::size_t i = 0; i < datasets.size(); ++i) {
+    const std::string at = "datasets[" + std::to_string(i) + "]";
+    if (!y.get<bool>(datasets[i], a, false, at + "." + a) && !(b && y.get<bool>(datasets[i], b, false, at + "." + b))) return false;
+  }
+  return true;
+}
+
+void read_experts(const Yaml& y, const YAML::Node& model, const nlohmann::json* fe, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
   const YAML::Node kwargs = model["model_kwargs"] && model["model_kwargs"].IsMap() ? model["model_kwargs"] : YAML::Node(YAML::NodeType::Map);
 
   // Wan 2.2 A14B: two experts, both on the GPU unless low_vram (wan22_14b_model.py load_model), LoRA on
@@ -364,7 +374,11 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   } else if (low_vram) {
     r.warnings.push_back("model.low_vram keeps the text side on the CPU while quantizing: not modelled (the transformer's memory is unchanged)");
   }
+}
 
+void read_control_images(const Yaml& y, const YAML::Node& datasets, const nlohmann::json* fe, const Family& fam, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
+  const bool many = datasets && datasets.IsSequence() && datasets.size() > 0;
   // edit models: each control image's latents join the image sequence (flux_kontext.py, qwen_image_edit.py)
   if (fe && fe->value("control_in_sequence", false)) {
     int controls = 0;
@@ -377,7 +391,12 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
     s.reference_images = controls;
     s.notes.push_back(std::to_string(controls) + " control image(s): their latents join the image tokens (x" + std::to_string(1 + controls) + ")");
   }
+}
 
+void read_kept_models(const Yaml& y, const YAML::Node& model, const YAML::Node& train, const YAML::Node& datasets, const TrainerFacts& facts,
+                      const nlohmann::json* fe, const Family& fam, const WeightKeys& w, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
+  const bool quantize = w.quantize, offload = w.offload, offload_acts = w.offload_acts;
   // what else stays on the GPU through the step (SDTrainer.py hook_before_train_loop): the text encoder
   // unless unloaded or its embeddings cached, the VAE unless the latents are cached
   const FamilyPhaseData pd = phase_data(fam);
@@ -385,8 +404,8 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   if (unload_te && fe && fe->value("text_encoder_encodes_control", false))
     r.rejections.push_back("train.unload_text_encoder with " + fam.name + ": ai-toolkit stops, its control images are encoded with the prompt (config_modules.py:1502-1504)");
   const bool cache_te = y.get<bool>(train, "cache_text_embeddings", false, "train.cache_text_embeddings") ||
-                        all_datasets("cache_text_embeddings", nullptr);
-  const bool cache_latents = all_datasets("cache_latents", "cache_latents_to_disk");
+                        all_datasets(y, datasets, "cache_text_embeddings", nullptr);
+  const bool cache_latents = all_datasets(y, datasets, "cache_latents", "cache_latents_to_disk");
   s.text_encoder_unloaded = unload_te && !cache_te && !(fe && fe->value("text_encoder_encodes_control", false));
   if (y.get<bool>(train, "train_text_encoder", false, "train.train_text_encoder") && (unload_te || cache_te))
     r.rejections.push_back(std::string("train.train_text_encoder with ") + (unload_te ? "train.unload_text_encoder" : "cache_text_embeddings") +
@@ -427,7 +446,13 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
                         " GiB (latents not cached: datasets[].cache_latents / cache_latents_to_disk)");
     }
   }
+}
 
+void read_accuracy_recovery_adapter(const Yaml& y, const YAML::Node& model, const TrainerFacts& facts, const Family& fam,
+                                    const WeightKeys& w, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
+  const std::string& ara = w.ara;
+  const bool quantize = w.quantize;
   // the accuracy-recovery adapter sits on the GPU beside the quantized weights (quantize.py: force_to device)
   const double ara_file_bytes = !ara.empty() && quantize ? safetensors_tensor_bytes(ara, y.where(model, "model.qtype")) : -1;
   if (ara_file_bytes >= 0) {
@@ -450,6 +475,10 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
     s.notes.push_back("accuracy-recovery adapter on the GPU: taken as rank " + std::to_string(ara_rank) +
                       " over the LoRA targets (" + facts.raw.at("accuracy_recovery_adapter").at("source").get<std::string>() + ")");
   }
+}
+
+void read_run(const Yaml& y, const YAML::Node& p, const TrainerFacts& facts, TrainerRead& r) {
+  const std::string& path = y.path;
   // the run's phases by its keys (ai-toolkit.json "phases"); the samples at the sample section's size
   // (SampleConfig: width 512, height 512, num_frames 1 by default, config_modules.py:84-98), which a
   // plan printed for this job carries
@@ -467,6 +496,41 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
     r.run_keys["sample.height"] = run.sample_height;
     if (run.sample_frames > 1) r.run_keys["sample.num_frames"] = run.sample_frames;
   }
+}
+
+TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOptions& o) {
+  const TrainerFacts& facts = trainer_facts("ai-toolkit");
+  const YAML::Node root = load_yaml_file(path, "ai-toolkit config");
+  const Yaml y{path};
+  TrainerRead r;
+  r.trainer = "ai-toolkit";
+  r.config_path = path;
+  r.inputs = {path};
+  const YAML::Node p = training_process(y, root, facts, r);
+  const YAML::Node model = p["model"], train = p["train"] ? p["train"] : YAML::Node(YAML::NodeType::Map),
+                   network = p["network"];
+  if (!model || !model.IsMap()) throw InputError(path + ": config.process[0].model: missing (model.name_or_path is required, config_modules.py:628)");
+  const std::string name = y.get<std::string>(model, "name_or_path", "", "model.name_or_path");
+  if (name.empty()) throw InputError(y.where(model, "model.name_or_path") + ": missing (required, config_modules.py:628)");
+  const std::string arch = resolve_arch(y, model);
+  const Family& fam = choose_family(o, family_for_arch(facts, arch, name),
+                                    path + ": model.arch '" + arch + "' (" + name + ") has no segadvise family");
+  start_setup(r, fam, "ai-toolkit");
+  const TrainerFamily* tf = facts.find(fam);
+
+  read_dtype(y, train, r);
+  WeightKeys w;
+  read_layer_offloading(y, model, tf, fam, w, r);
+  read_quantizer(y, model, facts, w, r);
+  read_training(y, train, network, r);
+  read_shape(y, p, r, r.setup.batch);
+  const YAML::Node datasets = p["datasets"];
+  const nlohmann::json* fe = family_entry(facts, fam);
+  read_experts(y, model, fe, r);
+  read_control_images(y, datasets, fe, fam, r);
+  read_kept_models(y, model, train, datasets, facts, fe, fam, w, r);
+  read_accuracy_recovery_adapter(y, model, facts, fam, w, r);
+  read_run(y, p, facts, r);
   return r;
 }
 

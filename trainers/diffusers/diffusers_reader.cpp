@@ -1,5 +1,5 @@
 // A diffusers example training command line (examples/**/train_*.py), read with the scripts'
-// argparse defaults (facts: trainers/data/diffusers.json).
+// argparse defaults (facts: trainers/diffusers/diffusers.json).
 #include <algorithm>
 
 #include "segadvise/io/json_input.hpp"
@@ -49,17 +49,21 @@ void diffusers_full_finetune(const TrainerFacts& facts, TrainingSetup& s, bool e
   if (s.model_type == ModelType::Full && full.boolean("trained_weights_fp32", false) && s.mixed_precision != "no") s.weight_storage_bytes = 4;
 }
 
-TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o) {
-  const TrainerFacts& facts = trainer_facts("diffusers");
-  const CommandLine cl = parse_command_line(read_text_file(path, "diffusers command line"), path, facts);
-  TrainerRead r;
-  r.trainer = "diffusers";
-  r.config_path = path;
-  r.inputs = {path};
-  // the flags the prediction rests on that the plans do not set (the model path picks the variant,
-  // per-image captions keep the text encoder, fp8 training, prior preservation's doubled batch, the
-  // caching and offload a plan keeps as read): a plan printed for this line carries them
-  // (TrainerRead::run_keys; a flag the script refuses is dropped below)
+namespace {
+
+// A flag given and read by the script (its script_flags entry `sf`; an unknown script: as given)
+bool runs_flag(const CommandLine& cl, const nlohmann::json* sf, const std::string& k) {
+  if (!flag(cl, k)) return false;
+  if (!sf) return true;
+  const auto& have = sf->at("flags");
+  return std::find(have.begin(), have.end(), k) != have.end();
+}
+
+// The flags the prediction rests on that the plans do not set (the model path picks the variant,
+// per-image captions keep the text encoder, fp8 training, prior preservation's doubled batch, the
+// caching and offload a plan keeps as read): a plan printed for this line carries them
+// (TrainerRead::run_keys; a flag the script refuses is dropped by read_diffusers)
+void read_run_keys(const CommandLine& cl, TrainerRead& r) {
   for (const char* k : {"pretrained_model_name_or_path", "pretrained_vae_model_name_or_path", "caption_column", "do_fp8_training",
                         "train_text_encoder", "with_prior_preservation", "bnb_quantization_config_path", "num_frames",
                         "cache_latents", "offload", "use_ema"})
@@ -68,14 +72,10 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
       if (v == "true") r.run_keys[k] = true;
       else r.run_keys[k] = v;
     }
-  const std::string model_path = cl.values.count("pretrained_model_name_or_path") ? cl.values.at("pretrained_model_name_or_path") : "";
-  const TrainerFamily* by_script = script_family(facts, cl.script, model_path);
-  const Family& fam = choose_family(o, by_script ? &find_family(by_script->family) : nullptr,
-                                    path + ": " + (cl.script.empty() ? std::string("no train_*.py script on the command line")
-                                                                     : "script '" + cl.script + "' is not a diffusers example segadvise knows"));
-  start_setup(r, fam, "the diffusers example script");
-  r.setup.script = cl.script;
-  const TrainerFamily* tf = facts.find(fam);
+}
+
+// The adapter, the batch and the --resolution square; the square's edge
+int read_shape(const std::string& path, const CommandLine& cl, const TrainerFacts& facts, TrainerRead& r) {
   TrainingSetup& s = r.setup;
   const bool lora = cl.script.find("lora") != std::string::npos || cl.script.empty();
   s.model_type = lora ? ModelType::Lora : ModelType::Full;
@@ -116,16 +116,12 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
                    (cl.values.count("resolution") ? "" : " (" + cl.script + "'s default)") + ", --train_batch_size " + std::to_string(user_batch) +
                    (cl.values.count("train_batch_size") ? "" : " (" + cl.script + "'s default)") +
                    (s.batch != user_batch ? " x 2 with the class images" : "");
-  // the script's own memory flags (diffusers.json script_flags): one it lacks stops argparse
-  const nlohmann::json* sf = nullptr;
-  if (facts.raw.at("script_flags").contains(cl.script)) sf = &facts.raw.at("script_flags").at(cl.script);
-  // a flag given and read by the script (an unknown script: as given)
-  const auto runs_flag = [&](const std::string& k) {
-    if (!flag(cl, k)) return false;
-    if (!sf) return true;
-    const auto& have = sf->at("flags");
-    return std::find(have.begin(), have.end(), k) != have.end();
-  };
+  return edge;
+}
+
+// A memory flag the script (its script_flags entry `sf`) lacks stops argparse
+void refuse_flags_not_in_script(const CommandLine& cl, const TrainerFacts& facts, const nlohmann::json* sf, const TrainerFamily* tf,
+                                TrainerRead& r) {
   if (sf)
     for (const auto& m : facts.raw.at("memory_flags")) {
       const std::string k = m.get<std::string>();
@@ -141,6 +137,10 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     else if (tf && tf->aspect_ratio_buckets) r.warnings.push_back("--aspect_ratio_buckets: without the dataset on this machine, predicted at the --resolution square");
     else refuse_flag(r, "aspect_ratio_buckets", cl.script + " has no such flag (argparse stops)");
   }
+}
+
+void read_dataset(const std::string& path, const CommandLine& cl, const TrainerFamily* tf, int edge, TrainerRead& r) {
+  const TrainingSetup& s = r.setup;
   // the dataset (docs/datasets.md): DreamBooth scripts list --instance_data_dir's own entries
   // (Path.iterdir, PIL.ImageOps.exif_transpose, --repeats: train_dreambooth_lora_flux.py:806, 824, 326);
   // text_to_image scripts load --train_data_dir/** as an imagefolder, resized and cropped to the
@@ -190,12 +190,11 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     }
     r.datasets.push_back(d);
   }
-  if (cl.values.count("num_frames")) {
-    const int f = to_int(cl.values.at("num_frames"), where(path, cl, "num_frames"), 1, kMaxFrames);
-    if (fam.modality == "video" && f > 1) s.frames = apply_frame_rule(fam, f);
-  }
-  r.schedule = Schedule{};
-  r.schedule.checkpointing = flag(cl, "gradient_checkpointing");
+}
+
+// --mixed_precision, a bitsandbytes-quantized base, fp8 training
+void read_precision(const std::string& path, const CommandLine& cl, const TrainerFamily* tf, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
   const std::string mp = cl.values.count("mixed_precision") ? cl.values.at("mixed_precision") : "";
   if (!mp.empty() && mp != "no" && mp != "fp16" && mp != "bf16") throw InputError(where(path, cl, "mixed_precision") + ": '" + mp + "' is not no, fp16 or bf16");
   if (mp.empty()) r.warnings.push_back("--mixed_precision unset: accelerate's default 'no' (fp32) is assumed unless its own config sets it");
@@ -216,6 +215,10 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     s.base_precision = "no_change";
     r.warnings.push_back("--do_fp8_training: torchao float8 training keeps the weights in bf16 (predicted so); its fp8 matmul speed is not modelled");
   }
+}
+
+void read_optimizer(const CommandLine& cl, const TrainerFacts& facts, const nlohmann::json* sf, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
   // the optimizer (train_dreambooth_lora_flux.py:1404-1418, the same in each dreambooth script): --optimizer
   // AdamW (the default) or prodigy, anything else warned and run as AdamW; --use_8bit_adam (bitsandbytes
   // AdamW8bit) only with AdamW. The text_to_image scripts have no --optimizer: AdamW, 8-bit with the flag.
@@ -231,12 +234,16 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   }
   if (opt == "prodigy" && flag(cl, "use_8bit_adam"))
     r.warnings.push_back("--use_8bit_adam is ignored with --optimizer prodigy (" + cl.script + " says so and runs Prodigy)");
-  s.optimizer = opt == "prodigy" ? "prodigy" : runs_flag("use_8bit_adam") ? "adamw8bit" : "adamw";
-  diffusers_full_finetune(facts, s, runs_flag("use_ema"));
+  s.optimizer = opt == "prodigy" ? "prodigy" : runs_flag(cl, sf, "use_8bit_adam") ? "adamw8bit" : "adamw";
+  diffusers_full_finetune(facts, s, runs_flag(cl, sf, "use_ema"));
   if (s.model_type == ModelType::Full && s.weight_storage_bytes == 4)
     r.warnings.push_back(cl.script + " trains the model in float32 under autocast (--mixed_precision " + s.mixed_precision +
                          " casts only the frozen parts): float32 weights, gradients and optimizer state" +
                          (s.use_ema ? ", and --use_ema's float32 copy on the GPU" : ""));
+}
+
+void read_kept_models(const CommandLine& cl, const nlohmann::json* sf, const Family& fam, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
   // What stays on the GPU beside the model (train_dreambooth_lora_flux.py:1513-1522, 1247): the text
   // encoders unless they are freed after one --instance_prompt is encoded (not with --train_text_encoder
   // or per-image prompts, --caption_column); the VAE unless --cache_latents. At weight_dtype (fp32 with
@@ -245,35 +252,34 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   // encode (not through the step); the SDXL scripts keep the VAE in float32; train_text_to_image_sdxl.py
   // precomputes latents and embeddings and deletes both; train_text_to_image_lora_sdxl.py encodes the
   // prompts every step.
-  {
-    const FamilyPhaseData pd = phase_data(fam);
-    const double per = s.mixed_precision == "no" ? 4 : 2;
-    const bool precomputes = sf && sf->value("precomputes", false);
-    const bool offload = runs_flag("offload");
-    const bool always_te = sf && sf->value("text_encoders_stay", false);
-    const bool te_stays = !precomputes && (flag(cl, "train_text_encoder") || always_te || (!offload && cl.values.count("caption_column") > 0));
-    double kept = 0;
-    std::string what;
-    if (te_stays)
-      for (const auto& te : pd.text_encoders) {
-        kept += te.params * per;
-        what += (what.empty() ? "" : ", ") + te.name +
-                (flag(cl, "train_text_encoder") ? " (--train_text_encoder)"
-                 : always_te                    ? " (" + cl.script + " encodes the prompts every step)"
-                                                : " (per-image prompts: --caption_column)");
-      }
-    const bool vae_fp32 = sf && sf->value("vae_fp32", false) && !cl.values.count("pretrained_vae_model_name_or_path");
-    if (!precomputes && !offload && !runs_flag("cache_latents") && pd.has_vae) {
-      kept += pd.vae.params * (vae_fp32 ? 4 : per);
-      what += (what.empty() ? "" : ", ") + std::string(vae_fp32 ? "VAE in float32 (it encodes each batch)" : "VAE (no --cache_latents: it encodes each batch)");
+  const FamilyPhaseData pd = phase_data(fam);
+  const double per = s.mixed_precision == "no" ? 4 : 2;
+  const bool precomputes = sf && sf->value("precomputes", false);
+  const bool offload = runs_flag(cl, sf, "offload");
+  const bool always_te = sf && sf->value("text_encoders_stay", false);
+  const bool te_stays = !precomputes && (flag(cl, "train_text_encoder") || always_te || (!offload && cl.values.count("caption_column") > 0));
+  double kept = 0;
+  std::string what;
+  if (te_stays)
+    for (const auto& te : pd.text_encoders) {
+      kept += te.params * per;
+      what += (what.empty() ? "" : ", ") + te.name +
+              (flag(cl, "train_text_encoder") ? " (--train_text_encoder)"
+               : always_te                    ? " (" + cl.script + " encodes the prompts every step)"
+                                              : " (per-image prompts: --caption_column)");
     }
-    if (offload && !precomputes)
-      r.warnings.push_back("--offload: the VAE and the text encoders reach the GPU only while they encode (offload_models), not through the step");
-    s.kept_model_bytes = kept;
-    s.kept_models = what;
+  const bool vae_fp32 = sf && sf->value("vae_fp32", false) && !cl.values.count("pretrained_vae_model_name_or_path");
+  if (!precomputes && !offload && !runs_flag(cl, sf, "cache_latents") && pd.has_vae) {
+    kept += pd.vae.params * (vae_fp32 ? 4 : per);
+    what += (what.empty() ? "" : ", ") + std::string(vae_fp32 ? "VAE in float32 (it encodes each batch)" : "VAE (no --cache_latents: it encodes each batch)");
   }
-  for (const std::string& k : r.refused_keys) r.run_keys.erase(k);
-  if (!tf) r.warnings.push_back("no diffusers example script is known for " + fam.name);
+  if (offload && !precomputes)
+    r.warnings.push_back("--offload: the VAE and the text encoders reach the GPU only while they encode (offload_models), not through the step");
+  s.kept_model_bytes = kept;
+  s.kept_models = what;
+}
+
+void read_run(const CommandLine& cl, const TrainerFacts& facts, const nlohmann::json* sf, TrainerRead& r) {
   // the run's phases by the script's flags (diffusers.json "phases"); a script that precomputes latents
   // and embeddings caches both whatever its flags say
   r.run.other = trainer_run_from_data(facts, r);
@@ -281,6 +287,44 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
     r.run.other.latent_caching = r.run.other.text_caching = true;
     r.run.other.latent_caching_key = r.run.other.text_caching_key = cl.script + " precomputes them";
   }
+}
+
+}  // namespace
+
+TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o) {
+  const TrainerFacts& facts = trainer_facts("diffusers");
+  const CommandLine cl = parse_command_line(read_text_file(path, "diffusers command line"), path, facts);
+  TrainerRead r;
+  r.trainer = "diffusers";
+  r.config_path = path;
+  r.inputs = {path};
+  read_run_keys(cl, r);
+  const std::string model_path = cl.values.count("pretrained_model_name_or_path") ? cl.values.at("pretrained_model_name_or_path") : "";
+  const TrainerFamily* by_script = script_family(facts, cl.script, model_path);
+  const Family& fam = choose_family(o, by_script ? &find_family(by_script->family) : nullptr,
+                                    path + ": " + (cl.script.empty() ? std::string("no train_*.py script on the command line")
+                                                                     : "script '" + cl.script + "' is not a diffusers example segadvise knows"));
+  start_setup(r, fam, "the diffusers example script");
+  r.setup.script = cl.script;
+  const TrainerFamily* tf = facts.find(fam);
+  const int edge = read_shape(path, cl, facts, r);
+  // the script's own memory flags (diffusers.json script_flags): one it lacks stops argparse
+  const nlohmann::json* sf = nullptr;
+  if (facts.raw.at("script_flags").contains(cl.script)) sf = &facts.raw.at("script_flags").at(cl.script);
+  refuse_flags_not_in_script(cl, facts, sf, tf, r);
+  read_dataset(path, cl, tf, edge, r);
+  if (cl.values.count("num_frames")) {
+    const int f = to_int(cl.values.at("num_frames"), where(path, cl, "num_frames"), 1, kMaxFrames);
+    if (fam.modality == "video" && f > 1) r.setup.frames = apply_frame_rule(fam, f);
+  }
+  r.schedule = Schedule{};
+  r.schedule.checkpointing = flag(cl, "gradient_checkpointing");
+  read_precision(path, cl, tf, r);
+  read_optimizer(cl, facts, sf, r);
+  read_kept_models(cl, sf, fam, r);
+  for (const std::string& k : r.refused_keys) r.run_keys.erase(k);
+  if (!tf) r.warnings.push_back("no diffusers example script is known for " + fam.name);
+  read_run(cl, facts, sf, r);
   return r;
 }
 

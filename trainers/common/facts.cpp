@@ -1,5 +1,5 @@
-// Loads trainers/data/{musubi,ai-toolkit,onetrainer,diffusers}.json (compiled in with the other
-// trainer facts, kTrainerRuleData) and validates every field.
+// Loads a trainer's facts (trainers/<trainer>/<id>.json, compiled in with every trainer folder's data,
+// kTrainerRuleData) and validates every field.
 #include "segadvise/trainers/facts.hpp"
 
 #include <algorithm>
@@ -109,30 +109,24 @@ const TrainerKey* TrainerFacts::key(const std::string& name) const {
   return nullptr;
 }
 
-nlohmann::json trainer_data_file(const std::string& file) {
-  const std::string origin = "trainers/data/" + file;
-  for (std::size_t i = 0; i < kTrainerRuleDataCount; ++i)
-    if (kTrainerRuleData[i].name == file) return parse_json_text(kTrainerRuleData[i].text, origin);
-  throw InputError(origin + ": not compiled in");
-}
-
-const std::vector<TrainerFacts>& builtin_trainers() {
-  static const std::vector<TrainerFacts> all = [] {
-    std::vector<TrainerFacts> v;
-    for (const char* file : {"musubi.json", "ai-toolkit.json", "onetrainer.json", "diffusers.json"})
-      v.push_back(parse_trainer(trainer_data_file(file), std::string("trainers/data/") + file));
-    return v;
-  }();
-  return all;
-}
-
-const TrainerFacts& trainer_facts(const std::string& id) {
-  std::string known;
-  for (const auto& t : builtin_trainers()) {
-    if (t.id == id) return t;
-    known += (known.empty() ? "" : ", ") + t.id;
+nlohmann::json trainer_data_file(const std::string& file, std::string* origin) {
+  // each folder's files are named <folder>/FILE (cmake/EmbedData.cmake): FILE names one of them
+  for (std::size_t i = 0; i < kTrainerRuleDataCount; ++i) {
+    const std::string name = kTrainerRuleData[i].name;
+    if (name.size() <= file.size() || name.compare(name.size() - file.size() - 1, std::string::npos, "/" + file) != 0) continue;
+    const std::string path = "trainers/" + name;
+    if (origin) *origin = path;
+    return parse_json_text(kTrainerRuleData[i].text, path);
   }
-  throw InputError("trainer '" + id + "' is not one of " + known);
+  throw InputError("trainers/*/" + file + ": not compiled in");
+}
+
+TrainerFacts load_trainer_facts(const std::string& id) {
+  std::string origin;
+  const json j = trainer_data_file(id + ".json", &origin);
+  TrainerFacts t = parse_trainer(j, origin);
+  if (t.id != id) throw InputError(origin + ": 'trainer' is '" + t.id + "', not '" + id + "'");
+  return t;
 }
 
 std::pair<int, int> musubi_flux2_split(int n, int nd, int ns) {

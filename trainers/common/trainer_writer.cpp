@@ -1,10 +1,10 @@
+// The round trip's shared part (trainer_writer.hpp): flags of a command line and keys of a TOML file
+// set in place, the keys a rewrite sets. Each trainer's rewriter is its component's rewrite.
 #include "segadvise/trainers/trainer_writer.hpp"
-
-#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 
-#include "segadvise/trainers/simpletuner_reader.hpp"
+#include "common/trainer_parts.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 
 namespace segadvise {
@@ -22,12 +22,14 @@ void set_dotted_key(nlohmann::ordered_json& j, const std::string& key, const nlo
 
 using nlohmann::ordered_json;
 
-namespace {
-
-std::string scalar_text(const ordered_json& v) {
+std::string plans::scalar_text(const ordered_json& v) {
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
 }
+
+using plans::scalar_text;
+
+namespace {
 
 bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 bool blank(char c) { return c == ' ' || c == '\t'; }
@@ -129,7 +131,9 @@ FileOverride file_override(const TrainerRead& r, const std::string& key, const o
   return is_int_text(in_file->second) ? FileOverride::Zero : FileOverride::Impossible;
 }
 
-Rewritten rewrite_flags(const TrainerRead& r, const ordered_json& knobs) {
+}  // namespace
+
+Rewritten plans::rewrite_flags(const TrainerRead& r, const ordered_json& knobs) {
   Rewritten out;
   out.text = read_text_file(r.config_path, "config");
   const bool toml = !is_command_line(r);
@@ -155,108 +159,15 @@ Rewritten rewrite_flags(const TrainerRead& r, const ordered_json& knobs) {
   return out;
 }
 
-YAML::Node to_yaml(const ordered_json& v) {
-  if (v.is_boolean()) return YAML::Node(v.get<bool>());
-  if (v.is_number_integer()) return YAML::Node(v.get<long>());
-  if (v.is_number()) return YAML::Node(v.get<double>());
-  YAML::Node n(scalar_text(v));
-  n.SetTag("!");  // a string: written quoted (emit_yaml)
-  return n;
+ordered_json plans::rewrite_knobs(const TrainerRead& r, const ordered_json& plan_knobs) {
+  // the keys the trainer stops on by themselves go (a plan that sets one keeps its value)
+  ordered_json knobs = plan_knobs;
+  for (const std::string& k : r.refused_keys)
+    if (!knobs.contains(k)) knobs[k] = nullptr;
+  for (auto it = r.fixed_keys.begin(); it != r.fixed_keys.end(); ++it)
+    if (!knobs.contains(it.key())) knobs[it.key()] = it.value();
+  return knobs;
 }
-
-// `n` as yaml-cpp read it, with each scalar that was quoted in the file quoted again (its tag "!"):
-// a plain emit writes version: '1.0' back as the float 1.0 and name: "1e3" as a number
-void emit_yaml(YAML::Emitter& e, const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map:
-      if (n.Style() == YAML::EmitterStyle::Flow) e << YAML::Flow;
-      e << YAML::BeginMap;
-      for (const auto& kv : n) {
-        e << YAML::Key;
-        emit_yaml(e, kv.first);
-        e << YAML::Value;
-        emit_yaml(e, kv.second);
-      }
-      e << YAML::EndMap;
-      break;
-    case YAML::NodeType::Sequence:
-      if (n.Style() == YAML::EmitterStyle::Flow) e << YAML::Flow;
-      e << YAML::BeginSeq;
-      for (const auto& x : n) emit_yaml(e, x);
-      e << YAML::EndSeq;
-      break;
-    case YAML::NodeType::Scalar:
-      if (n.Tag() == "!") e << YAML::DoubleQuoted;
-      e << n.Scalar();
-      break;
-    default:
-      e << YAML::Null;
-  }
-}
-
-Rewritten rewrite_yaml(const TrainerRead& r, const ordered_json& knobs) {
-  YAML::Node root = load_yaml_file(r.config_path, "config");
-  YAML::Node p = root["config"]["process"][0];
-  for (auto it = knobs.begin(); it != knobs.end(); ++it) {
-    const std::string& k = it.key();
-    const auto dot = k.find('.');
-    if (dot == std::string::npos) continue;
-    if (k.substr(0, dot) == "datasets[]") {  // datasets[].K: K on every dataset of the process
-      YAML::Node ds = p["datasets"];
-      if (!ds.IsSequence()) continue;
-      for (std::size_t i = 0; i < ds.size(); ++i) {
-        YAML::Node d = ds[i];
-        if (it.value().is_null()) d.remove(k.substr(dot + 1));
-        else d[k.substr(dot + 1)] = to_yaml(it.value());
-      }
-      continue;
-    }
-    // section.key or section.sub.key (train.ema_config.use_ema): the mappings on the way are made
-    YAML::Node at = p;
-    std::string rest = k;
-    for (std::size_t d = rest.find('.'); d != std::string::npos; d = rest.find('.')) {
-      const std::string part = rest.substr(0, d);
-      if (it.value().is_null() && !(at[part] && at[part].IsMap())) break;
-      at.reset(at[part]);  // rebinds (operator= would overwrite the node it refers to)
-      rest = rest.substr(d + 1);
-    }
-    if (rest.find('.') != std::string::npos) continue;  // nothing to remove
-    if (it.value().is_null()) at.remove(rest);
-    else at[rest] = to_yaml(it.value());
-  }
-  YAML::Emitter e;
-  emit_yaml(e, root);
-  Rewritten out;
-  out.text = std::string("---\n") + e.c_str() + "\n";
-  out.notes.push_back("yaml-cpp does not keep comments: the written job has none of the original's comments (keys and values are kept)");
-  return out;
-}
-
-Rewritten rewrite_json(const TrainerRead& r, const ordered_json& knobs) {
-  ordered_json j = read_json_file(r.config_path, "OneTrainer config");
-  Rewritten out;
-  for (const auto& removed : trainer_facts("onetrainer").raw.at("removed_keys")) {
-    const std::string k = removed.at("name").get<std::string>();
-    if (j.contains(k)) {
-      j.erase(k);
-      out.notes.push_back("removed " + k + " (OneTrainer no longer reads it)");
-    }
-  }
-  for (auto it = knobs.begin(); it != knobs.end(); ++it) {
-    const std::string& k = it.key();
-    const auto dot = k.find('.');
-    if (dot == std::string::npos) {
-      if (k == "__version" && !j.contains(k)) out.notes.push_back("added \"__version\": 11 so that OneTrainer does not migrate the per-part keys away");
-      j[k] = it.value();
-    } else {
-      set_dotted_key(j, k, it.value());
-    }
-  }
-  out.text = j.dump(4) + "\n";
-  return out;
-}
-
-}  // namespace
 
 std::vector<std::string> keys_kept_on(const TrainerRead& r, const ordered_json& knobs) {
   std::vector<std::string> out;
@@ -304,18 +215,6 @@ std::string set_toml_key(const std::string& text, const std::string& key, const 
     ls = nl + 1;
   }
   return text + (text.empty() || text.back() == '\n' ? "" : "\n") + key + " = " + rhs + "\n";
-}
-
-Rewritten rewrite_trainer_config(const TrainerRead& r, const ordered_json& plan_knobs) {
-  // the keys the trainer stops on by themselves go (a plan that sets one keeps its value)
-  ordered_json knobs = plan_knobs;
-  for (const std::string& k : r.refused_keys)
-    if (!knobs.contains(k)) knobs[k] = nullptr;
-  for (auto it = r.fixed_keys.begin(); it != r.fixed_keys.end(); ++it)
-    if (!knobs.contains(it.key())) knobs[it.key()] = it.value();
-  if (r.trainer == "ai-toolkit") return rewrite_yaml(r, knobs);
-  if (r.trainer == "onetrainer") return rewrite_json(r, knobs);
-  return rewrite_flags(r, knobs);
 }
 
 }  // namespace segadvise

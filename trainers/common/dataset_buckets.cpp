@@ -13,6 +13,7 @@
 
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 #include "segadvise/trainers/video_probe.hpp"
 
 namespace segadvise {

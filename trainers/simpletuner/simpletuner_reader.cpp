@@ -15,7 +15,7 @@
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
-#include "segadvise/families/trainer_facts.hpp"
+#include "segadvise/trainers/simpletuner_facts.hpp"
 
 namespace segadvise {
 

@@ -1,6 +1,6 @@
 // musubi-tuner: a training command line, or a --config_file TOML (sections flattened,
 // parser_common.py:780-810), with the --dataset_config TOML that holds batch size, resolution and
-// frames (dataset/config_utils.py). Facts: trainers/data/musubi.json.
+// frames (dataset/config_utils.py). Facts: trainers/musubi/musubi.json.
 #include <toml.hpp>
 
 #include <algorithm>
@@ -149,7 +149,7 @@ std::string where(const std::string& path, const CommandLine& cl, const std::str
   return path + (it == cl.lines.end() ? "" : ":" + std::to_string(it->second)) + ": " + k;
 }
 
-// the family entry's musubi-specific fields (second_dit, control_in_sequence, fp8 rules) in trainers/data/musubi.json
+// the family entry's musubi-specific fields (second_dit, control_in_sequence, fp8 rules) in trainers/musubi/musubi.json
 const nlohmann::json* family_entry(const TrainerFacts& facts, const Family& fam) {
   for (const auto& e : facts.raw.at("families"))
     if (e.at("family") == fam.id) return &e;

@@ -1,5 +1,5 @@
 // OneTrainer config or preset JSON, laid over TrainConfig.default_values() the way BaseConfig.from_dict
-// does (facts: trainers/data/onetrainer.json): per-part checkpointing and offloading since
+// does (facts: trainers/onetrainer/onetrainer.json): per-part checkpointing and offloading since
 // 2026-07-05, the migrations a file without __version goes through, FLOAT_32 part defaults.
 #include <algorithm>
 #include <cmath>
@@ -473,7 +473,7 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   const std::string ema = top.str("ema", "OFF");
   s.use_ema = ema != "OFF";
   s.ema_on_gpu = ema == "GPU";
-  // the run's phases (trainers/data/onetrainer.json "phases") and the parts beside the denoiser
+  // the run's phases (trainers/onetrainer/onetrainer.json "phases") and the parts beside the denoiser
   const bool latent_caching = top.boolean("latent_caching", true);
   r.run.other = trainer_run_from_data(facts, r);
   read_other_parts(facts, top, fam, method, latent_caching, r);

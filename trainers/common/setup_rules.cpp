@@ -1,4 +1,4 @@
-// SimpleTuner's setup rules (setup_rules.hpp) from trainers/data/simpletuner-setup.json.
+// SimpleTuner's setup rules (setup_rules.hpp) from trainers/simpletuner/simpletuner-setup.json.
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/setup_rules.hpp"
 
@@ -31,7 +31,7 @@ struct Rules {
 
 const Rules& rules() {
   static const Rules x = [] {
-    const std::string origin = "trainers/data/simpletuner-setup.json";
+    const std::string origin = "trainers/simpletuner/simpletuner-setup.json";
     const json j = trainer_data_file("simpletuner-setup.json");
     const FieldReader r{j, origin, ""};
     r.str("source", "", true);

@@ -1,4 +1,4 @@
-// SimpleTuner's multi-GPU rules as data (trainers/data/simpletuner-multi-gpu.json) and code.
+// SimpleTuner's multi-GPU rules as data (trainers/simpletuner/simpletuner-multi-gpu.json) and code.
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/multi_gpu_rules.hpp"
 
@@ -32,7 +32,7 @@ std::map<std::string, std::string> string_map(const FieldReader& r, const json& 
 
 const Facts& facts() {
   static const Facts f = [] {
-    const std::string origin = "trainers/data/simpletuner-multi-gpu.json";
+    const std::string origin = "trainers/simpletuner/simpletuner-multi-gpu.json";
     const json j = trainer_data_file("simpletuner-multi-gpu.json");
     const FieldReader r{j, origin, ""};
     Facts x;
