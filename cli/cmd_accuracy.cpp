@@ -4,7 +4,8 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "report_parts.hpp"
+#include "segadvise/report/printer.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 #include "progress.hpp"
 #include "segadvise/calibration/bands.hpp"
 #include "segadvise/calibration/calibrate.hpp"

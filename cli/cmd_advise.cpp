@@ -8,8 +8,10 @@
 #include "commands.hpp"
 #include "segadvise/trainers/trainer.hpp"
 #include "emitters.hpp"
-#include "measured.hpp"
-#include "report_parts.hpp"
+#include "segadvise/planner/measurements.hpp"
+#include "segadvise/report/measured_output.hpp"
+#include "segadvise/report/printer.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 #include "runs.hpp"
 
 namespace segadvise::cli {

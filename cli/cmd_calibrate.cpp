@@ -6,7 +6,8 @@
 
 #include "commands.hpp"
 #include "segadvise/report/json_report.hpp"
-#include "report_parts.hpp"
+#include "segadvise/report/printer.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 #include "progress.hpp"
 #include "segadvise/calibration/calibrate.hpp"
 #include "segadvise/calibration/coefficients.hpp"

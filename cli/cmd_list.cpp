@@ -2,7 +2,8 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "report_parts.hpp"
+#include "segadvise/report/printer.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 
 namespace segadvise::cli {
 

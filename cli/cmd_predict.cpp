@@ -3,7 +3,8 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "report_parts.hpp"
+#include "segadvise/report/printer.hpp"
+#include "segadvise/report/measured_output.hpp"
 #include "runs.hpp"
 
 namespace segadvise::cli {

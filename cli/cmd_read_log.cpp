@@ -3,7 +3,8 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "report_parts.hpp"
+#include "segadvise/report/printer.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 #include "segadvise/trainers/log_reader.hpp"
 
 namespace segadvise::cli {

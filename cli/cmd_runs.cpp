@@ -7,8 +7,10 @@
 
 #include "check_options.hpp"
 #include "commands.hpp"
-#include "dataset_check.hpp"
-#include "measured.hpp"
+#include "segadvise/planner/dataset_check.hpp"
+#include "segadvise/report/dataset_output.hpp"
+#include "segadvise/planner/measurements.hpp"
+#include "segadvise/report/measured_output.hpp"
 #include "segadvise/report/output.hpp"
 #include "runs.hpp"
 #include "segadvise/io/json_input.hpp"

@@ -5,7 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "measured.hpp"
+#include "segadvise/planner/measurements.hpp"
+#include "segadvise/report/measured_output.hpp"
 #include "runs.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/calibration/ranges.hpp"

@@ -21,7 +21,5 @@ namespace segadvise::cli {
 TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best,
                                  const std::function<void(TrainerAdvice&)>& adjust = nullptr);
 
-nlohmann::json to_json(const TrainerAdvice& a);
-void print_trainer_advice(std::ostream& out, const TrainerAdvice& a, bool markdown);
 
 }  // namespace segadvise::cli

@@ -10,13 +10,13 @@
 #include "segadvise/report/json_io.hpp"
 #include "segadvise/io/output_file.hpp"
 #include "segadvise/planner/measured_text.hpp"
+#include "segadvise/planner/measurements.hpp"
 
 namespace segadvise::cli {
 
 namespace {
 
 constexpr const char* kFormatTag = "segadvise runs 1";
-constexpr const char* kRememberedPrefix = "your run of ";
 
 std::string num(double x, int decimals) {
   char b[32];
@@ -148,7 +148,6 @@ void save_runs(const std::string& path, const std::vector<RememberedRun>& runs) 
   write_file_atomically(path, nlohmann::json({{"format", kFormatTag}, {"runs", arr}}).dump(1) + "\n");
 }
 
-bool is_remembered(const Measurement& m) { return m.source.rfind(kRememberedPrefix, 0) == 0; }
 
 std::vector<Measurement> remembered_for(const AdvisorRequest& r, const std::string& path) {
   std::vector<Measurement> out;
@@ -160,28 +159,11 @@ std::vector<Measurement> remembered_for(const AdvisorRequest& r, const std::stri
     for (const Measurement& m : out) given = given || m.schedule.name() == run.measurement.schedule.name();
     if (given) continue;  // what the user passes wins; of two remembered runs of one schedule, the first kept
     Measurement m = run.measurement;
-    m.source = kRememberedPrefix + run.added + " (segadvise runs #" + std::to_string(run.id) + "): " + m.source;
+    m.source = kRememberedRunPrefix + run.added + " (segadvise runs #" + std::to_string(run.id) + "): " + m.source;
     out.push_back(std::move(m));
   }
   return out;
 }
 
-void print_remembered(std::ostream& out, const AdvisorRequest& r, const std::string& format) {
-  if (format == "json") return;
-  bool any = false;
-  for (const Measurement& m : r.measured) {
-    if (!is_remembered(m)) continue;
-    any = true;
-    out << "anchored on " << m.source.substr(0, m.source.find("): ") + 1) << ": " << m.schedule.name() << " ";
-    if (m.oom) {
-      out << "ran out of memory";
-      if (m.oom_need_bytes > 0) out << " needing at least " << num(m.oom_need_bytes / kGiB, 1) << " GiB";
-    } else {
-      out << num(m.step_time_s, 2) << " s/step, " << num(m.peak_vram_bytes / kGiB, 1) << " GiB";
-    }
-    out << "\n";
-  }
-  if (any) out << "(segadvise runs list shows them; --no-runs leaves them out)\n\n";
-}
 
 }  // namespace segadvise::cli

@@ -11,6 +11,7 @@
 
 #include "segadvise/costmodel/anchor.hpp"
 #include "segadvise/planner/advisor.hpp"
+#include "segadvise/planner/measurements.hpp"
 
 namespace segadvise::cli {
 
@@ -44,9 +45,5 @@ void save_runs(const std::string& path, const std::vector<RememberedRun>& runs);
 // The remembered runs of `r`'s setup whose schedule no measurement of `r` already names (what the user
 // passes wins), as measurements whose source starts "your run of ".
 std::vector<Measurement> remembered_for(const AdvisorRequest& r, const std::string& path);
-// "anchored on your run of …" lines for every remembered measurement of `r` (table and markdown output;
-// JSON has them in measurements.used[].source).
-void print_remembered(std::ostream& out, const AdvisorRequest& r, const std::string& format);
-bool is_remembered(const Measurement& m);
 
 }  // namespace segadvise::cli

@@ -15,7 +15,8 @@
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
-#include "report_parts.hpp"
+#include "segadvise/report/printer.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 #include "progress.hpp"
 #include "segadvise/report/text_format.hpp"
 
@@ -282,9 +283,9 @@ TEST_CASE("each format has its own printer: markdown headings only from the mark
   f.gpu = "h100";
   const PredictionReport r = predict_report(make_request(f), Schedule::parse("layer"));
   std::ostringstream table, md, json;
-  TablePrinter(table, cli_parts()).prediction(r);
-  MarkdownPrinter(md, cli_parts()).prediction(r);
-  JsonPrinter(json, cli_parts()).prediction(r);
+  TablePrinter(table).prediction(r);
+  MarkdownPrinter(md).prediction(r);
+  JsonPrinter(json).prediction(r);
   CHECK(table.str().find("### Setup") == std::string::npos);
   CHECK(table.str().rfind("Setup (assumed where you gave no flag):\n", 0) == 0);
   CHECK(md.str().rfind("### Setup\n\n", 0) == 0);

@@ -8,7 +8,8 @@
 #include "commands.hpp"
 #include "emitters.hpp"
 #include "segadvise/costmodel/precision.hpp"
-#include "report_parts.hpp"
+#include "segadvise/report/printer.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 #include "segadvise/trainers/trainer.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
@@ -195,12 +196,12 @@ TEST_CASE("advise --emit prints the trainer's section, and JSON carries it") {
   REQUIRE(r.recommended() != nullptr);
   std::ostringstream out;
   const TrainerAdvice musubi = advise_for_trainer(r.context, "musubi", r.recommended());
-  JsonPrinter(out, cli_parts()).advice(r, &musubi);
+  JsonPrinter(out).advice(r, &musubi);
   const auto j = nlohmann::json::parse(out.str());
   REQUIRE(j.contains("emit"));
   CHECK(j["emit"]["trainer"] == "musubi");
   std::ostringstream table;
   const TrainerAdvice diffusers = advise_for_trainer(r.context, "diffusers", r.recommended());
-  TablePrinter(table, cli_parts()).advice(r, &diffusers);
+  TablePrinter(table).advice(r, &diffusers);
   CHECK(table.str().find("diffusers example scripts") != std::string::npos);
 }

@@ -3,6 +3,9 @@
 #include "segadvise/report/multi_gpu_output.hpp"
 #include "segadvise/calibration/coefficients.hpp"
 #include "segadvise/report/json_io.hpp"
+#include "segadvise/report/dataset_output.hpp"
+#include "segadvise/report/measured_output.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 #include "segadvise/planner/plan_json.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
@@ -75,7 +78,7 @@ nlohmann::json error_cells_json(const std::vector<ErrorCell>& cells) {
 
 }  // namespace
 
-nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer, const Parts& parts) {
+nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) {
   const Context& ctx = r.context;
   const Advice& a = r.advice;
   nlohmann::json j;
@@ -123,7 +126,7 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer, 
       j["borderline"] = {{"schedule", to_json(b.schedule)}, {"prediction", prediction_json(b)},
                          {"config", simpletuner_keys(*ctx.family, b.schedule, ctx.setup)},
                          {"config_remove", keys_to_remove(*ctx.family, b.schedule, ctx.setup)},
-                         {"settle", parts.settle_hint(b)}};
+                         {"settle", settle_hint(b)}};
       nlohmann::json shrink = nlohmann::json::array();
       for (const RangeIfMeasured& x : r.if_measured)
         shrink.push_back({{"schedule", a.candidates[x.candidate].schedule.name()},
@@ -146,7 +149,7 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer, 
     j["what_would_fit"] = alts;
   }
   j["optimal"] = optimal_json(r.optimal);
-  if (trainer) j["emit"] = parts.trainer_advice_json(*trainer);
+  if (trainer) j["emit"] = to_json(*trainer);
   if (ctx.setup.multi_gpu.active()) j["multi_gpu"] = multi_gpu_advice_json(r);
   return j;
 }
@@ -353,7 +356,7 @@ nlohmann::json prediction_report_json(const PredictionReport& r) {
   return j;
 }
 
-nlohmann::json check_report_json(const CheckView& v, const Parts& parts) {
+nlohmann::json check_report_json(const CheckView& v) {
   const CheckReport& r = *v.report;
   const Candidate& c = r.candidate;
   nlohmann::json j;
@@ -372,7 +375,7 @@ nlohmann::json check_report_json(const CheckView& v, const Parts& parts) {
   j["plan"] = c.plan.supported ? nlohmann::json(c.plan.plan.description) : nlohmann::json(nullptr);
   j["prediction"] = prediction_json(c);
   j["measurements"] = measurements_json(r.context.anchor);
-  if (v.dataset) parts.add_buckets_json(j, *v.dataset);
+  if (v.dataset) add_buckets_json(j, *v.dataset);
   if (r.phases) {
     add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only,
                     r.verdict());
@@ -384,7 +387,7 @@ nlohmann::json check_report_json(const CheckView& v, const Parts& parts) {
   nlohmann::json diagnostics = nlohmann::json::array();
   for (const Diagnostic& d : r.diagnostics) diagnostics.push_back({{"kind", to_string(d.kind)}, {"text", d.text}});
   j["diagnostics"] = std::move(diagnostics);
-  if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer, parts);
+  if (r.advice) j["advice"] = advice_json(*r.advice, v.trainer);
   if (r.advice && v.own_trainer_advice) {
     // another trainer's config: no SimpleTuner key in its advice (the schedules stay as a comparison;
     // the trainer's own plan is "emit", with its whole run)

@@ -11,6 +11,9 @@
 #include "segadvise/report/output.hpp"
 #include "segadvise/report/phases_output.hpp"
 #include "segadvise/report/json_io.hpp"
+#include "segadvise/report/dataset_output.hpp"
+#include "segadvise/report/measured_output.hpp"
+#include "segadvise/report/trainer_advice_output.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/report/text_format.hpp"
@@ -21,7 +24,7 @@ namespace {
 
 // advise's schedules table: a long front is thinned to ~14 rows spread over its memory range
 // (fastest, smallest and the recommendation always shown); --all prints every supported schedule.
-void print_schedules(std::ostream& out, const AdviceReport& r, const TextFormat& fmt, const Parts& parts) {
+void print_schedules(std::ostream& out, const AdviceReport& r, const TextFormat& fmt) {
   const Advice& a = r.advice;
   Table t({"schedule", "peak", "s/step", "fit", "what runs"});
   const std::size_t kRows = 14;
@@ -45,16 +48,16 @@ void print_schedules(std::ostream& out, const AdviceReport& r, const TextFormat&
     std::string name = c.schedule.name();
     if (static_cast<int>(i) == a.recommended) name = "* " + name;
     if (static_cast<int>(i) == a.borderline) name = "? " + name;
-    t.add({name, parts.peak_with_range(c), parts.time_with_range(c), parts.verdict_text(c), describe(c.plan.plan, r.context.chain)});
+    t.add({name, peak_with_range(c), time_with_range(c), verdict_text(c), describe(c.plan.plan, r.context.chain)});
   }
   fmt.table(out, t);
   if (hidden) out << "(" << hidden << " more points on the front; --all lists every supported schedule)\n";
 }
 
-void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFormat& fmt, const Parts& parts) {
+void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFormat& fmt) {
   if (const Candidate* c = r.recommended()) {
     out << fmt.section(3, "Recommendation", "Recommendation: ") << c->schedule.name() << " — "
-        << parts.time_with_range(*c, "/step") << ", peak " << parts.peak_with_range(*c) << " of "
+        << time_with_range(*c, "/step") << ", peak " << peak_with_range(*c) << " of "
         << gib_str(c->prediction.usable_vram_bytes) << " usable\n";
     out << fmt.either("SimpleTuner config keys (merge them into your config.json):\n", "\n")
         << fmt.code_block("json", simpletuner_keys(*r.context.family, c->schedule, r.context.setup).dump(2) + "\n");
@@ -67,11 +70,11 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFo
   }
   if (r.advice.borderline >= 0) {
     const Candidate& b = r.advice.candidates[r.advice.borderline];
-    out << fmt.section(3, "No confident recommendation", "No confident recommendation: ") << parts.settle_hint(b) << ".\n";
+    out << fmt.section(3, "No confident recommendation", "No confident recommendation: ") << settle_hint(b) << ".\n";
     if (!r.if_measured.empty()) {
       out << "If '" << b.schedule.name() << "' measures as predicted, the borderline ranges become:\n";
       for (const RangeIfMeasured& x : r.if_measured)
-        out << fmt.item() << parts.shrink_line(r.advice.candidates[x.candidate], x, b.schedule.name()) << "\n";
+        out << fmt.item() << shrink_line(r.advice.candidates[x.candidate], x, b.schedule.name()) << "\n";
     }
     return;
   }
@@ -191,9 +194,9 @@ void print_error_cells(std::ostream& out, const std::vector<ErrorCell>& cells, c
 
 // ---- table and markdown ------------------------------------------------------------------------
 
-TablePrinter::TablePrinter(std::ostream& out, const Parts& parts) : TextPrinter(out, table_format(), parts) {}
+TablePrinter::TablePrinter(std::ostream& out) : TextPrinter(out, table_format()) {}
 
-MarkdownPrinter::MarkdownPrinter(std::ostream& out, const Parts& parts) : TextPrinter(out, markdown_format(), parts) {}
+MarkdownPrinter::MarkdownPrinter(std::ostream& out) : TextPrinter(out, markdown_format()) {}
 
 void TextPrinter::prediction(const PredictionReport& r) {
   const Candidate& c = r.candidate;
@@ -201,8 +204,8 @@ void TextPrinter::prediction(const PredictionReport& r) {
   const std::string title = "Schedule " + c.schedule.name();
   out_ << fmt_.section(3, title, title + ": ")
        << (c.plan.supported ? describe(c.plan.plan, r.context.chain) : std::string("—")) << "\n\n";
-  parts_.measurements(out_, r.context.anchor, fmt_);
-  parts_.verdict(out_, c, fmt_);
+  print_measurements(out_, r.context.anchor, fmt_);
+  print_verdict(out_, c, fmt_);
   print_prediction(out_, c.prediction, c.verdict(), fmt_);
 }
 
@@ -211,11 +214,11 @@ void TextPrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
   const Advice& a = r.advice;
   out_ << fmt_.section(2, "segadvise: " + ctx.family->name + " on " + ctx.gpu.name, "");
   print_setup(out_, ctx, fmt_);
-  parts_.measurements(out_, ctx.anchor, fmt_);
+  print_measurements(out_, ctx.anchor, fmt_);
   out_ << fmt_.section(3, "Schedules", "") << a.evaluated_count << " schedules evaluated, " << a.supported_count
        << " supported by the trainer for this family" << (r.keep_all ? "" : "; Pareto front (time vs memory):")
        << "\n\n";
-  print_schedules(out_, r, fmt_, parts_);
+  print_schedules(out_, r, fmt_);
   out_ << "\n";
   // the comparison with the optimal per-block plan first: the recommendation and its config keys
   // are what a user acts on, so they come last
@@ -226,10 +229,10 @@ void TextPrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
     print_phases(out_, *r.phases, usable_vram_bytes(ctx.gpu, ctx.coef), ctx.headroom_bytes, fmt_);
     out_ << "\n";
   }
-  print_recommendation(out_, r, fmt_, parts_);
+  print_recommendation(out_, r, fmt_);
   if (ctx.setup.multi_gpu.active()) print_multi_gpu_advice(out_, r, fmt_);
-  // the trainer plans' own printer (Parts::trainer_advice) still takes the markdown choice as a flag
-  if (trainer) parts_.trainer_advice(out_, *trainer, &fmt_ == &markdown_format());
+  // the trainer plans' own printer takes the markdown choice as a flag
+  if (trainer) print_trainer_advice(out_, *trainer, &fmt_ == &markdown_format());
 }
 
 void TextPrinter::check(const CheckView& v) {
@@ -250,10 +253,10 @@ void TextPrinter::check(const CheckView& v) {
        << to_string(c.schedule.backend) << ")"
        << (c.plan.supported && !c.plan.plan.description.empty() ? " — " + c.plan.plan.description : std::string())
        << "\n\n";
-  parts_.measurements(out_, r.context.anchor, fmt_);
-  parts_.verdict(out_, c, fmt_);
+  print_measurements(out_, r.context.anchor, fmt_);
+  print_verdict(out_, c, fmt_);
   print_prediction(out_, c.prediction, c.verdict(), fmt_);
-  if (v.dataset) parts_.buckets(out_, *v.dataset, r.context.gpu.id, fmt_);
+  if (v.dataset) print_buckets(out_, *v.dataset, r.context.gpu.id, fmt_);
   if (r.phases) {
     print_phases(out_, *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, fmt_);
     const FitVerdict run = r.verdict();
@@ -270,8 +273,8 @@ void TextPrinter::check(const CheckView& v) {
     // another trainer's config: its own plan in its own keys (SimpleTuner's schedules and keys are
     // not this trainer's; what they would gain is the plan's closing note)
     print_setup(out_, r.advice->context, fmt_);
-    parts_.measurements(out_, r.advice->context.anchor, fmt_);
-    parts_.trainer_advice(out_, *v.trainer, &fmt_ == &markdown_format());
+    print_measurements(out_, r.advice->context.anchor, fmt_);
+    print_trainer_advice(out_, *v.trainer, &fmt_ == &markdown_format());
     if (v.trainer_phases) {
       const Context& ctx = r.advice->context;
       out_ << "\n" << v.trainer->trainer_name << "'s plan over the whole run:\n";
@@ -459,10 +462,10 @@ void TextPrinter::log_report(const LogReport& r) {
 void JsonPrinter::prediction(const PredictionReport& r) { out_ << prediction_report_json(r).dump(2) << "\n"; }
 
 void JsonPrinter::advice(const AdviceReport& r, const TrainerAdvice* trainer) {
-  out_ << advice_json(r, trainer, parts_).dump(2) << "\n";
+  out_ << advice_json(r, trainer).dump(2) << "\n";
 }
 
-void JsonPrinter::check(const CheckView& v) { out_ << check_report_json(v, parts_).dump(2) << "\n"; }
+void JsonPrinter::check(const CheckView& v) { out_ << check_report_json(v).dump(2) << "\n"; }
 
 void JsonPrinter::calibration(const CalibrationView& v) { out_ << calibration_json(v).dump(2) << "\n"; }
 
@@ -471,5 +474,12 @@ void JsonPrinter::accuracy(const AccuracyView& v) { out_ << accuracy_json(v).dum
 void JsonPrinter::catalog(Catalog what) { out_ << catalog_json(what).dump(2) << "\n"; }
 
 void JsonPrinter::log_report(const LogReport& r) { out_ << log_report_json(r).dump(2) << "\n"; }
+
+std::unique_ptr<Printer> make_printer(const std::string& format, std::ostream& out) {
+  if (format == "table") return std::make_unique<TablePrinter>(out);
+  if (format == "markdown") return std::make_unique<MarkdownPrinter>(out);
+  if (format == "json") return std::make_unique<JsonPrinter>(out);
+  throw InputError("--format: '" + format + "' is not one of table, json, markdown");
+}
 
 }  // namespace segadvise::cli

@@ -11,8 +11,8 @@ namespace segadvise::cli {
 
 nlohmann::json prediction_report_json(const PredictionReport& r);
 // `trainer`: the plan within another trainer's knobs (--emit), nullptr for none
-nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer, const Parts& parts);
-nlohmann::json check_report_json(const CheckView& v, const Parts& parts);
+nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer);
+nlohmann::json check_report_json(const CheckView& v);
 // calibrate's summary: where the coefficients went, each fitted parameter, how the fit ended
 nlohmann::json calibration_json(const CalibrationView& v);
 nlohmann::json accuracy_json(const AccuracyView& v);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -14,33 +15,11 @@
 #include "segadvise/trainers/log_reader.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
 #include "segadvise/planner/advisor.hpp"
+#include "segadvise/planner/dataset_check.hpp"
 
 namespace segadvise::cli {
 
-struct DatasetView;  // check's dataset buckets, read and printed by the executable (Parts::buckets)
 class TextFormat;    // text_format.hpp
-
-// The parts of a report whose printers sit above this library: the measurements' ranges and verdict
-// words, the dataset's buckets and another trainer's plans. The executable hands them to every printer.
-class Parts {
- public:
-  virtual ~Parts() = default;
-  // "16.4 GiB (90%: 14.8–18.9)" / "1.85 s (90%: 1.62–2.20)"; "fits", "borderline", "does not fit", "unsupported"
-  virtual std::string peak_with_range(const Candidate& c) const = 0;
-  virtual std::string time_with_range(const Candidate& c, const std::string& unit_suffix = "") const = 0;
-  virtual std::string verdict_text(const Candidate& c) const = 0;
-  // a borderline candidate's range after measuring `measured`, and what to measure to settle it
-  virtual std::string shrink_line(const Candidate& c, const RangeIfMeasured& x, const std::string& measured) const = 0;
-  virtual std::string settle_hint(const Candidate& borderline) const = 0;
-  virtual void measurements(std::ostream& out, const Anchor& a, const TextFormat& fmt) const = 0;
-  virtual void verdict(std::ostream& out, const Candidate& c, const TextFormat& fmt) const = 0;
-  // the buckets' table on `gpu`, and their JSON ("buckets", "dataset") into a check report
-  virtual void buckets(std::ostream& out, const DatasetView& d, const std::string& gpu, const TextFormat& fmt) const = 0;
-  virtual void add_buckets_json(nlohmann::json& check, const DatasetView& d) const = 0;
-  // another trainer's plans (--emit)
-  virtual void trainer_advice(std::ostream& out, const TrainerAdvice& a, bool markdown) const = 0;
-  virtual nlohmann::json trainer_advice_json(const TrainerAdvice& a) const = 0;
-};
 
 // One data backend of a SimpleTuner config: the largest shape it yields.
 struct BackendView {
@@ -76,7 +55,7 @@ struct CheckView {
   };
   std::optional<Written> rewritten;  // --emit SAME_TRAINER --output: the user's file written back
   bool nothing_to_write = false;     // --output asked, but nothing within the trainer's knobs fits
-  const DatasetView* dataset = nullptr;  // the dataset's buckets (Parts::buckets; nullptr: none read)
+  const DatasetView* dataset = nullptr;  // the dataset's buckets (dataset_check.hpp; nullptr: none read)
 };
 
 // What `calibrate` prints beside the coefficients: the fit, how long it took, where the file went.
@@ -123,30 +102,29 @@ class TextPrinter : public Printer {
   void log_report(const LogReport& r) override;
 
  protected:
-  TextPrinter(std::ostream& out, const TextFormat& fmt, const Parts& parts) : out_(out), fmt_(fmt), parts_(parts) {}
+  TextPrinter(std::ostream& out, const TextFormat& fmt) : out_(out), fmt_(fmt) {}
 
  private:
   std::ostream& out_;
   const TextFormat& fmt_;
-  const Parts& parts_;
 };
 
 // Aligned columns and plain titles for a terminal.
 class TablePrinter final : public TextPrinter {
  public:
-  TablePrinter(std::ostream& out, const Parts& parts);
+  explicit TablePrinter(std::ostream& out);
 };
 
 // Markdown: headings, lists, fenced config blocks, pipe tables.
 class MarkdownPrinter final : public TextPrinter {
  public:
-  MarkdownPrinter(std::ostream& out, const Parts& parts);
+  explicit MarkdownPrinter(std::ostream& out);
 };
 
 // The JSON answers (json_report.hpp builds them).
 class JsonPrinter final : public Printer {
  public:
-  JsonPrinter(std::ostream& out, const Parts& parts) : out_(out), parts_(parts) {}
+  explicit JsonPrinter(std::ostream& out) : out_(out) {}
   void prediction(const PredictionReport& r) override;
   void advice(const AdviceReport& r, const TrainerAdvice* trainer) override;
   void check(const CheckView& v) override;
@@ -157,7 +135,9 @@ class JsonPrinter final : public Printer {
 
  private:
   std::ostream& out_;
-  const Parts& parts_;
 };
+
+// table | markdown | json; InputError naming --format otherwise.
+std::unique_ptr<Printer> make_printer(const std::string& format, std::ostream& out);
 
 }  // namespace segadvise::cli

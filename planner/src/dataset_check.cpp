@@ -1,4 +1,4 @@
-#include "dataset_check.hpp"
+#include "segadvise/planner/dataset_check.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,13 +6,10 @@
 #include <map>
 #include <tuple>
 
-#include "segadvise/report/output.hpp"
-#include "segadvise/report/text_format.hpp"
-
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/families/family.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 namespace {
 
@@ -170,72 +167,5 @@ void predict_buckets(DatasetView& d, const AdvisorRequest& run, const Schedule& 
                    [](const BucketView& x, const BucketView& y) { return x.peak_vram_gib > y.peak_vram_gib; });
 }
 
-}  // namespace segadvise::cli
+}  // namespace segadvise
 
-namespace segadvise::cli {
-
-void print_buckets(std::ostream& out, const DatasetView& d, const std::string& gpu, const TextFormat& fmt) {
-  const bool several = d.sources.size() > 1;
-  std::string head = "Buckets of the dataset";
-  for (std::size_t i = 0; i < d.sources.size(); ++i) {
-    const BackendDataset& s = d.sources[i];
-    head += (i ? "; " : " ") + (several ? "'" + s.backend + "' " : std::string()) + s.dir + " (" + std::to_string(s.files) +
-            " " + s.dataset_type + " files" + (s.unreadable ? ", " + std::to_string(s.unreadable) + " unreadable" : std::string()) +
-            (s.too_small ? ", " + std::to_string(s.too_small) + " under minimum_image_size" : std::string()) +
-            (s.frames_out ? ", " + std::to_string(s.frames_out) + (s.backend.find("video_directory") != std::string::npos ? " shorter than every target frame count" : " outside min_frames..max_frames") : std::string()) +
-            (s.no_full_batch ? ", " + std::to_string(s.no_full_batch) + " in buckets smaller than a batch, never trained" : std::string()) + ")";
-  }
-  out << fmt.section(3, head, head + ":\n");
-  for (const BackendDataset& s : d.sources)
-    if (!s.note.empty()) out << "'" << s.backend << "': " << s.note << "\n";
-  for (const BackendDataset& s : d.sources)
-    if (!s.unavailable.empty())
-      out << (s.dataset_type == "video" ? "the videos of '" + s.backend + "' were not read: " : "'" + s.backend + "' forms no bucket: ")
-          << s.unavailable << "\n";
-  if (d.buckets.empty()) {
-    out << "no file forms a bucket: the run is judged on the config's shape\n\n";
-    return;
-  }
-  std::vector<std::string> header = {"bucket"};
-  if (several) header.push_back("backend");
-  if (several) header.push_back("batch");
-  header.insert(header.end(), {"samples", "peak GiB", "on " + gpu});
-  if (!d.smaller_gpu.empty()) header.push_back("on " + d.smaller_gpu);
-  Table t(header);
-  std::vector<std::string> not_smaller;
-  for (const BucketView& b : d.buckets) {
-    const std::string name = bucket_name(b.bucket);
-    char peak[32];
-    std::snprintf(peak, sizeof peak, "%.1f", b.peak_vram_gib);
-    std::vector<std::string> row = {name};
-    if (several) row.push_back(b.bucket.backend);
-    if (several) row.push_back(std::to_string(b.bucket.batch));
-    row.insert(row.end(), {std::to_string(b.bucket.count), peak, b.fit});
-    if (!d.smaller_gpu.empty()) row.push_back(b.smaller_fit);
-    const std::string label = several ? name + " ('" + b.bucket.backend + "')" : name;
-    if (!d.smaller_gpu.empty() && b.smaller_fit != "fits") not_smaller.push_back(label);
-    t.add(row);
-  }
-  fmt.table(out, t);
-  const DatasetBucket& big = d.buckets.front().bucket;
-  out << fmt.either("", "\n") << "judged by the largest bucket, " << bucket_name(big)
-      << (several ? " of backend '" + big.backend + "'" : std::string()) << " (the setup above)";
-  if (!d.smaller_gpu.empty()) {
-    out << "; on the next smaller card (" << d.smaller_gpu << "), ";
-    if (not_smaller.empty()) out << "every bucket fits";
-    else {
-      out << "these would not fit with confidence: ";
-      for (std::size_t i = 0; i < not_smaller.size(); ++i) out << (i ? ", " : "") << not_smaller[i];
-    }
-  }
-  out << "\n";
-  std::vector<std::string> said;
-  for (const BackendDataset& s : d.sources)
-    if (!s.clips.empty() && std::find(said.begin(), said.end(), s.clips) == said.end()) {
-      said.push_back(s.clips);
-      out << s.clips << "\n";
-    }
-  out << "\n";
-}
-
-}  // namespace segadvise::cli

@@ -12,7 +12,7 @@
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/trainers/dataset_buckets.hpp"
 
-namespace segadvise::cli {
+namespace segadvise {
 
 struct BucketView {
   DatasetBucket bucket;
@@ -56,8 +56,4 @@ void apply_largest_bucket(TrainingSetup& setup, const DatasetView& d);
 // one, then the buckets ordered by peak, the highest first (the bucket that sets the run's peak).
 void predict_buckets(DatasetView& d, const AdvisorRequest& run, const Schedule& schedule);
 
-class TextFormat;  // text_format.hpp
-// The buckets' table (check's table and markdown output), and which would not fit the next smaller card.
-void print_buckets(std::ostream& out, const DatasetView& d, const std::string& gpu, const TextFormat& fmt);
-
-}  // namespace segadvise::cli
+}  // namespace segadvise
