@@ -6,6 +6,7 @@
 
 #include "advise_optimal.hpp"
 #include "commands.hpp"
+#include "segadvise/io/output_file.hpp"
 #include "segadvise/trainers/trainer.hpp"
 #include "emitters.hpp"
 #include "segadvise/planner/measurements.hpp"
@@ -39,6 +40,9 @@ void setup_advise(CLI::App& app, int& exit_code) {
     opt.with_front = *front || !plot->empty();
     // --gpus N with neither --strategy nor --context-parallel: every strategy x CP degree is advised
     opt.search_multi_gpu = flags->strategy.empty() && flags->context_parallel == -1;
+    // neither file may be one the command reads (the family file, a profile, a log …)
+    for (const auto& [flag, file] : {std::pair<const char*, std::string>{"--plot", *plot}, {"--plan-out", *plan_out}})
+      if (!file.empty()) check_output_is_not_input(file, input_files(*flags), flag);
     const AdvisorRequest req = make_request(*flags);
     print_remembered(std::cout, req, flags->format);
     const AdviceReport r = advise_report(req, opt);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "segadvise/io/output_file.hpp"
 #include "segadvise/report/json_report.hpp"
 #include "segadvise/report/printer.hpp"
 #include "segadvise/report/trainer_advice_output.hpp"
@@ -44,6 +45,11 @@ void setup_calibrate(CLI::App& app, int& exit_code) {
       ->check(kNonNegative);
   cmd->add_option("--format", f->format, "table | json | markdown (the summary)")->check(kFormat);
   cmd->callback([f, &exit_code] {
+    if (!f->output.empty()) {  // never over the cases it fits, nor the coefficients it starts from
+      std::vector<std::string> inputs = f->cases;
+      if (!f->start.empty()) inputs.push_back(f->start);
+      check_output_is_not_input(f->output, inputs, "--output");
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const PreparedSet set = prepare(dataset_for(f->cases));
     FitOptions opt;

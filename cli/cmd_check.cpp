@@ -2,7 +2,7 @@
 // trainer does, predicts the run's peak VRAM and sec/step for the config's own checkpointing keys,
 // and warns where the trainer ignores or rejects a key. --advise recommends from the config's setup;
 // --emit simpletuner --output NEW.json writes the config back with only the checkpointing keys (and the
-// phase advice's keys) changed. The verdict is the whole run's (families/phases.hpp: startup caching,
+// phase advice's keys) changed. The verdict is the whole run's (trainers/phases.hpp: startup caching,
 // model load, step, validation, save) unless --step-only.
 // Flags and config -> request -> advisor (check_report, which advises once when asked) -> printer.
 // Exit codes, the worst phase's (each phase's 90% range, the step's own for the step): 0 fits (every
@@ -136,6 +136,13 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   const TrainerRead tr = read_trainer_config(o.config, ro);
   if (!o.output.empty() && o.emit != tr.trainer)
     throw InputError("--output '" + o.output + "': only with --emit " + tr.trainer + " (it writes this " + tr.trainer + " config back)");
+  if (!o.output.empty()) {  // never over a file the check reads: the config, its data backend or dataset TOML, a log …
+    std::vector<std::string> inputs = tr.inputs;
+    for (const std::string& f : input_files(o.flags)) inputs.push_back(f);
+    for (const std::string* f : {&o.read.data_backend_override, &o.read.accelerate_config})
+      if (!f->empty()) inputs.push_back(*f);
+    check_output_is_not_input(o.output, inputs, "--output");
+  }
   const auto printer = make_printer(o.flags.format, out);
   std::optional<DatasetView> dataset;
   const CheckRequest req = check_request(o, tr, read_config_datasets(tr, o.dataset, o.read.cwd), dataset);

@@ -13,6 +13,7 @@
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/io/json_input.hpp"
+#include "segadvise/io/output_file.hpp"
 #include "segadvise/costmodel/kernels.hpp"
 #include "segadvise/trainers/multi_gpu_config.hpp"
 #include "segadvise/trainers/simpletuner_facts.hpp"
@@ -286,6 +287,13 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
     r.setup.notes.push_back("attention_mechanism " + r.setup.attention + " is FlashAttention-3, a Hopper kernel: the trainer cannot run it on " +
                             r.gpu.name + "; timed as the FA2-class kernel SDPA picks there (attention_mechanism diffusers)");
   return r;
+}
+
+std::vector<std::string> input_files(const SetupFlags& f) {
+  std::vector<std::string> in;
+  for (const std::string* p : {&f.model, &f.calibration, &f.profile, &f.ranges, &f.measured_from})
+    if (!p->empty()) in.push_back(*p);  // a --model that is a family's name names no file: no file matches it
+  return in;
 }
 
 AdvisorRequest make_request(const SetupFlags& f) {

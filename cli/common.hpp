@@ -89,6 +89,10 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
 // The family of --model, its example setup with the flags applied.
 AdvisorRequest make_request(const SetupFlags& f);
 
+// The files the setup flags name (--model when it is a family file, --calibration, --profile, --ranges,
+// --measured-from): what no output of the command may be (io/output_file.hpp check_output_is_not_input).
+std::vector<std::string> input_files(const SetupFlags& f);
+
 // W:H (16:9) or a number (1.78), both parts positive; InputError naming `flag` otherwise.
 double parse_aspect(const std::string& s, const std::string& flag = "--aspect");
 

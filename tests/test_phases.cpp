@@ -1,11 +1,11 @@
-// The phases of a whole SimpleTuner run (families/phases.hpp): every number below is derived by hand
-// from families/data/phases/run-phases.json and the step breakdown the test sets up.
+// The phases of a whole SimpleTuner run (trainers/phases.hpp): every number below is derived by hand
+// from trainers/common/phases/run-phases.json and the step breakdown the test sets up.
 #include <doctest/doctest.h>
 
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 
 using namespace segadvise;
 

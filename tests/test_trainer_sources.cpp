@@ -13,7 +13,7 @@
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 #include "segadvise/planner/advisor.hpp"
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/trainer.hpp"

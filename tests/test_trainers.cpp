@@ -26,7 +26,7 @@
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 
 using namespace segadvise;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// The whole run of a trainer other than SimpleTuner (families/phases.hpp TrainerRun) from its data
+// The whole run of a trainer other than SimpleTuner (trainers/phases.hpp TrainerRun) from its data
 // file's "phases": which key decides latent and text caching, sampling, loading and saving, looked up in
 // the config itself the way its format nests keys (a JSON or YAML path, a command-line flag), with the
 // trainer's default where the config says nothing.

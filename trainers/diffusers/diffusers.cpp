@@ -6,7 +6,7 @@
 
 #include "common/trainer_parts.hpp"
 #include "segadvise/costmodel/precision.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 
 namespace segadvise {

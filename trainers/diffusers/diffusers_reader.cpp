@@ -5,7 +5,7 @@
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 
 namespace segadvise::readers {
 

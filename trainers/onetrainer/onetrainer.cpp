@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "common/trainer_parts.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"  // read_json_file
 #include "segadvise/trainers/trainer_writer.hpp"

@@ -9,7 +9,7 @@
 
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/precision.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 

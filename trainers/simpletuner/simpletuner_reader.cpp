@@ -813,7 +813,7 @@ TrainerRead read_simpletuner_config(const std::string& path, const TrainerReadOp
   return r;
 }
 
-// ---- the keys that move the run's other phases (run-phases §A2, §B; families/phases.hpp) ----
+// ---- the keys that move the run's other phases (run-phases §A2, §B; trainers/phases.hpp) ----
 
 namespace {
 

@@ -18,7 +18,7 @@ extern const EmbeddedFile kTrainerRuleData[];  // trainers/*/*.json (each traine
 extern const std::size_t kTrainerRuleDataCount;
 extern const EmbeddedFile kCalibrationData[];  // calibration/data
 extern const std::size_t kCalibrationDataCount;
-extern const EmbeddedFile kRunPhaseData[];  // families/data/phases (text encoders, VAEs, validation rules)
+extern const EmbeddedFile kRunPhaseData[];  // trainers/common/phases (text encoders, VAEs, validation rules)
 extern const std::size_t kRunPhaseDataCount;
 extern const EmbeddedFile kPlannerData[];  // planner/data (planner/CMakeLists.txt)
 extern const std::size_t kPlannerDataCount;

@@ -16,7 +16,7 @@
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 #include "segadvise/families/profile.hpp"
 #include "segadvise/planner/diagnostic.hpp"
 #include "segadvise/planner/optimal.hpp"
@@ -205,7 +205,7 @@ struct CheckReport {
   std::optional<RunPhases> phases;  // the whole run (none when the trainer would not run it)
   bool step_only = false;
   // The three-valued verdict of the config: the step's (its 90% range against the card) and every
-  // other phase's (its 90% range, families/phases.hpp), the worst of them; the step's alone with step_only.
+  // other phase's (its 90% range, trainers/phases.hpp), the worst of them; the step's alone with step_only.
   FitVerdict verdict() const {
     if (!candidate.prediction.supported) return FitVerdict::DoesNotFit;
     const FitVerdict step = candidate.verdict();
@@ -214,7 +214,7 @@ struct CheckReport {
   }
 };
 
-// The whole run around a predicted step (families/phases.hpp), with the step's 90% range: phase advice
+// The whole run around a predicted step (trainers/phases.hpp), with the step's 90% range: phase advice
 // against the card's usable memory minus the headroom.
 RunPhases predict_run(const Context& ctx, const Candidate& step, const RunSetup& run);
 

@@ -1,11 +1,11 @@
-// The whole run's phases (families/phases.hpp) as text (JSON: json_report.hpp), and the per-phase advice
+// The whole run's phases (trainers/phases.hpp) as text (JSON: json_report.hpp), and the per-phase advice
 // written into a SimpleTuner config.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 
 namespace segadvise::cli {
 

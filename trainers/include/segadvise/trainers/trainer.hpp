@@ -11,7 +11,7 @@
 
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 #include "segadvise/trainers/trainer_plans.hpp"
@@ -34,7 +34,7 @@ class Trainer {
   // The config as the trainer reads it. InputError naming the file, line and key for bad input.
   virtual TrainerRead read(const std::string& path, const TrainerReadOptions& o) const = 0;
   // The whole run's phases as it runs them (what sits on the GPU while it caches, loads, trains,
-  // samples and saves, by its own keys: families/phases.hpp TrainerRun). Default: what the reader
+  // samples and saves, by its own keys: trainers/phases.hpp TrainerRun). Default: what the reader
   // read (TrainerRead::run), else trainers/data/<id>.json "phases" (trainer_run_from_data).
   virtual RunSetup run_setup(const TrainerRead& r) const;
   // The run of a plan for `r`'s file (its setup and knobs, as the file is written back): run_setup(r)

@@ -12,7 +12,7 @@
 
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 
 namespace segadvise {
 

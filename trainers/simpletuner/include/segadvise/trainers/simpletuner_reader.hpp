@@ -11,7 +11,7 @@
 
 #include "segadvise/costmodel/types.hpp"
 #include "segadvise/families/family.hpp"
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
 
 namespace segadvise {

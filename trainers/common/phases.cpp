@@ -1,7 +1,7 @@
 // The phases of a SimpleTuner run (SimpleTuner bc8e6ab, cited as §A1 … §E of docs/sources/run-phases.md).
 // Every phase's peak is a sum of what is resident plus the largest working set while it runs; the
 // arithmetic of each is in the comment above its function.
-#include "segadvise/families/phases.hpp"
+#include "segadvise/trainers/phases.hpp"
 
 #include <stdexcept>
 #include <algorithm>
@@ -22,7 +22,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kOrigin = "families/data/phases/run-phases.json";
+const char* const kOrigin = "trainers/common/phases/run-phases.json";
 
 double dtype_bytes(const FieldReader& r) {
   const std::string d = r.str("dtype", "bf16");
@@ -110,7 +110,7 @@ const PhaseCatalog& catalog() {
   static const PhaseCatalog c = [] {
     PhaseCatalog cat;
     for (std::size_t i = 0; i < kRunPhaseDataCount; ++i) {
-      const std::string origin = std::string("families/data/phases/") + kRunPhaseData[i].name;
+      const std::string origin = std::string("trainers/common/phases/") + kRunPhaseData[i].name;
       const json j = parse_json_text(kRunPhaseData[i].text, origin);
       const FieldReader top{j, origin, ""};
       for (const char* section : {"text_encoders", "vaes", "families"}) top.sub(section, true);
@@ -690,7 +690,7 @@ PhaseResult other_caching(const Ctx& c, const TrainerRun& o) {
   if (moments.empty()) {  // text caching asked for a family whose text encoders are not described
     r.runs = false;
     r.set_by = "not modelled: " + o.name + " caches text" + key_note(o.text_caching_key) +
-               ", but this family's text encoders are not described (families/data/phases)";
+               ", but this family's text encoders are not described (trainers/common/phases)";
     return r;
   }
   return largest(moments);

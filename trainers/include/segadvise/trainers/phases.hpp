@@ -5,7 +5,7 @@
 // resident and what sets it; the run's peak is the largest. Per-phase advice names the cheapest
 // config key that brings a phase under the card's budget, with the phase's peak after it.
 //
-// The text encoders, VAEs and per-family validation rules are data (families/data/phases/run-phases.json,
+// The text encoders, VAEs and per-family validation rules are data (trainers/common/phases/run-phases.json,
 // every figure with its source and a tag: measured, read in the code, inferred or estimated).
 //
 // 90% ranges: no phase but the training step has measured residuals. A phase's range is built from
