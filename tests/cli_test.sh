@@ -185,6 +185,14 @@ check_that "plan file mode kept 600" eval '[[ $(stat -c %a "$tmp/plan.json") == 
 : >"$tmp/config.json"; chmod 600 "$tmp/config.json"
 expect 0 'Wrote ' -- check "$fixtures/check/flux-pixel-area-1024.json" --gpu h100 --emit simpletuner --output "$tmp/config.json"
 check_that "config mode kept 600" eval '[[ $(stat -c %a "$tmp/config.json") == 600 && -s $tmp/config.json ]]'
+# no output is one of the command's inputs: the config's own data backend, the family file, a log, the cases
+cp -r "$fixtures/check" "$tmp/own"
+before=$(sha256sum "$tmp/own/backends/pixel-area-480-square.json")
+expect 2 "is the input" -- check "$tmp/own/flux-480-square.json" --gpu h100 --emit simpletuner --output "$tmp/own/backends/pixel-area-480-square.json"
+check_that "the data backend is untouched" eval '[[ $(sha256sum "$tmp/own/backends/pixel-area-480-square.json") == "$before" ]]'
+ln -s "$tmp/own/flux-480-square.json" "$tmp/own-link.json"
+expect 2 "is the input" -- check "$tmp/own/flux-480-square.json" --gpu h100 --emit simpletuner --output "$tmp/own-link.json"
+expect 2 "is the input" -- --model flux --gpu l40s --measured-from "$fixtures/logs/diffusers.txt" --measured-from-schedule layer --plan-out "$fixtures/logs/diffusers.txt"
 # read-log, and a log as the measurement: an OOM during training turns the config's schedule into "does not fit"
 expect 0 '"what": "training_step"' -- read-log "$fixtures/logs/diffusers.txt" --format json
 expect 2 'not a text file' -- read-log "$fixtures/logs-binary.bin"
