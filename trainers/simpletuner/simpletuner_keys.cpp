@@ -139,7 +139,7 @@ nlohmann::json setup_keys(const Family& fam, const TrainingSetup& setup) {
   // read_precision's, always (a quantized base is the commonest difference between configs), as the
   // trainer spells it: int8-sdnq with sdnq_use_hadamard, no_change for bf16. Left out where a flavour of
   // the family implies the precision at no_change (Ideogram's fp8 checkpoint:
-  // trainers/data/simpletuner-setup.json): the config's own no_change already means it there.
+  // trainers/simpletuner/simpletuner-setup.json): the config's own no_change already means it there.
   bool by_flavour = false;
   for (const FlavourPrecision& f : flavour_precisions())
     by_flavour = by_flavour || (f.model_family == fam.trainer_family && f.precision == setup.base_precision);

@@ -44,7 +44,7 @@ std::optional<bool> config_bool(const ordered_json& v) {
 namespace {
 
 // DEFAULT_MODEL_FLAVOUR per family (§3.1), used when a config leaves model_flavour unset
-// (families/data/trainer/simpletuner.json).
+// (trainers/simpletuner/simpletuner.json).
 const std::map<std::string, std::string>& default_flavours() { return simpletuner_facts().default_flavours; }
 
 }  // namespace
@@ -89,7 +89,7 @@ const Family& resolve_family(const Fields& cfg, const std::string& path, std::ve
 }
 
 // optimizer (§2.5): SimpleTuner names the cost model's table lacks are sized like one it has
-// (families/data/trainer/simpletuner.json)
+// (trainers/simpletuner/simpletuner.json)
 void read_optimizer(const Fields& cfg, TrainingSetup& s) {
   s.optimizer = cfg.str("optimizer", "adamw_bf16");
   const auto& kAlias = simpletuner_facts().optimizer_aliases;
@@ -127,7 +127,7 @@ void read_precision(const Fields& cfg, const Family& fam, TrainerRead& r) {
     throw InputError(cfg.where("base_model_precision") + ": " + e.what());
   }
   if (precision == "bf16") precision = "no_change";
-  // flavours whose checkpoint is already low precision (trainers/data/simpletuner-setup.json)
+  // flavours whose checkpoint is already low precision (trainers/simpletuner/simpletuner-setup.json)
   const std::string flavour = cfg.str("model_flavour", "");
   for (const FlavourPrecision& f : flavour_precisions()) {
     if (precision != "no_change" || !f.matches(fam.trainer_family, flavour)) continue;
@@ -324,7 +324,7 @@ TrainerRead read_simpletuner_config(const std::string& path, const TrainerReadOp
     r.warnings.push_back(path + ": " + d + " is written both with and without `--`: the later one is used");
 
   const Family& fam = resolve_family(cfg, path, r.warnings);
-  for (const NotModelled& n : simpletuner_not_modelled())  // trainers/data/simpletuner-setup.json
+  for (const NotModelled& n : simpletuner_not_modelled())  // trainers/simpletuner/simpletuner-setup.json
     if (fam.trainer_family == n.model_family && cfg.str(n.key, "") == n.value) throw InputError(cfg.where(n.key) + ": " + n.why);
   r.family = &fam;
   r.run = read_run_setup(r.raw, path);

@@ -2,7 +2,8 @@
 // scripts) behind one interface: whether a file is its config, reading it the way the trainer does
 // (setup, schedule, rejections, warnings), the setups it stops on, its knobs for memory and its plan
 // within them, the config lines it takes, and its own file written back with only the memory knobs
-// changed. The facts are data (trainers/data/*.json); the registry is trainer(id) and all_trainers().
+// changed. The facts are data beside each trainer (trainers/<folder>/<id>.json); the registry
+// (trainers/registry.cpp) is trainer(id) and all_trainers().
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -24,8 +25,8 @@ class Trainer {
   virtual ~Trainer() = default;
   virtual std::string id() const = 0;    // simpletuner | musubi | ai-toolkit | onetrainer | diffusers
   virtual std::string name() const = 0;  // SimpleTuner, musubi-tuner, …
-  // Its knob and per-family facts (trainers/data/<id>.json); nullptr for SimpleTuner, whose schedule
-  // space is the advisor's and whose model names are the families' (families/data/trainer/).
+  // Its knob and per-family facts (trainers/<folder>/<id>.json); nullptr for SimpleTuner, whose schedule
+  // space is the advisor's and whose model names are the families' (trainers/simpletuner/simpletuner.json).
   virtual const TrainerFacts* facts() const { return nullptr; }
 
   // Whether `path` is this trainer's config, by its name and content (InputError for a file that
@@ -35,7 +36,7 @@ class Trainer {
   virtual TrainerRead read(const std::string& path, const TrainerReadOptions& o) const = 0;
   // The whole run's phases as it runs them (what sits on the GPU while it caches, loads, trains,
   // samples and saves, by its own keys: trainers/phases.hpp TrainerRun). Default: what the reader
-  // read (TrainerRead::run), else trainers/data/<id>.json "phases" (trainer_run_from_data).
+  // read (TrainerRead::run), else trainers/<folder>/<id>.json "phases" (trainer_run_from_data).
   virtual RunSetup run_setup(const TrainerRead& r) const;
   // The run of a plan for `r`'s file (its setup and knobs, as the file is written back): run_setup(r)
   // with the caching the plan's keys bring. Default: latents cached where the plan keeps no VAE beside

@@ -1,6 +1,6 @@
 // Reading the other trainers' own configs the way each trainer does (musubi-tuner, ai-toolkit,
 // OneTrainer, diffusers example scripts): which checkpointing it runs, which offload, which precision
-// its quantizer really uses, which defaults apply. The facts come from trainers/data/*.json;
+// its quantizer really uses, which defaults apply. The facts come from trainers/<folder>/<id>.json;
 // docs/check.md lists, per trainer, what is read and what is assumed.
 #pragma once
 
@@ -122,7 +122,7 @@ struct TrainerRead {
   // Keys the trainer ignores or changes, and assumptions.
   std::vector<std::string> warnings;
   // The run's other phases as this trainer runs them (run.other; Trainer::run_setup): filled by a
-  // reader that reads the keys, else from trainers/data/<id>.json "phases" (trainer_run_from_data).
+  // reader that reads the keys, else from trainers/<folder>/<id>.json "phases" (trainer_run_from_data).
   RunSetup run;
   // The datasets it trains on, where the config names their directories (DatasetSpec).
   std::vector<DatasetSpec> datasets;
