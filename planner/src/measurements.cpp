@@ -11,14 +11,12 @@ namespace segadvise {
 
 namespace {
 
+// a figure in a measurement's source line
 std::string num(double x, int decimals) {
   char b[32];
   std::snprintf(b, sizeof b, "%.*f", decimals, x);
   return b;
 }
-
-// seconds with enough digits to tell 0.43 from 0.47
-int time_decimals(double s) { return s < 10 ? 2 : 1; }
 
 }  // namespace
 
