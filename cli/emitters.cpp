@@ -28,7 +28,6 @@ std::string fmt(const char* f, double x) {
   return buf;
 }
 
-
 }  // namespace
 
 TrainerAdvice advise_for_trainer(const Context& ctx, const std::string& trainer, const Candidate* simpletuner_best,
