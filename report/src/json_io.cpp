@@ -91,6 +91,7 @@ json to_json(const TrainingSetup& s) {
   }
   if (s.multi_gpu.active()) add_multi_gpu_json(j, s.multi_gpu);  // absent on one GPU: output unchanged
   j["notes"] = s.notes;
+  if (!s.family_guessed_from.empty()) j["family_guessed_from"] = s.family_guessed_from;  // what the family was guessed from
   return j;
 }
 

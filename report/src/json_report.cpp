@@ -158,7 +158,8 @@ nlohmann::json setup_json(const Context& ctx) {
   nlohmann::json j = to_json(ctx.setup);
   j["model_name"] = ctx.family->name;
   j["trainer_family"] = ctx.family->trainer_family;
-  j["confidence"] = ctx.family->confidence;
+  // a guessed family (TrainingSetup::family_guessed_from) is never "high": the guess is the weak link
+  j["confidence"] = ctx.setup.family_guessed_from.empty() ? nlohmann::json(ctx.family->confidence) : nlohmann::json("guessed");
   j["image_tokens"] = ctx.chain.tokens_image;
   j["text_tokens"] = ctx.chain.tokens_text;
   j["blocks"] = ctx.chain.blocks.size();

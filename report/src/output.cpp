@@ -109,8 +109,11 @@ void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt) {
   const TrainingSetup& s = ctx.setup;
   const std::string b = fmt.item();
   out << fmt.section(3, "Setup", "Setup (assumed where you gave no flag):\n");
-  out << b << "model      " << ctx.family->name << " [" << ctx.family->id << ", confidence " << ctx.family->confidence
-      << "]\n";
+  out << b << "model      " << ctx.family->name << " [" << ctx.family->id;
+  if (s.family_guessed_from.empty())
+    out << ", confidence " << ctx.family->confidence << "]\n";
+  else
+    out << ", GUESSED from " << s.family_guessed_from << ": confidence low; --model names it]\n";
   out << b << "shape      " << s.width << "x" << s.height;
   if (s.frames > 1) out << "x" << s.frames << "f";
   out << ", batch " << s.batch << " -> " << static_cast<long long>(ctx.chain.tokens_image) << " image + "

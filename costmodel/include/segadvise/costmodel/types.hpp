@@ -60,6 +60,10 @@ LoraType parse_lora_type(const std::string& s, const std::string& where);
 // Everything that changes memory or time. Defaults are SimpleTuner's (its field registry, docs/sources/simpletuner.md §0).
 struct TrainingSetup {
   std::string model_id;  // families/ id
+  // The config does not name the model: the family was guessed, from what (a path, a model name, the
+  // trainer's default). "" : the config (or --model) names it. A guessed family is never printed with the
+  // family's model confidence alone (report/output.cpp).
+  std::string family_guessed_from;
   int width = 1024;      // trained size after bucketing, pixels
   int height = 1024;
   int frames = 1;        // video frames after the family's frame rule
