@@ -41,7 +41,7 @@ TEST_CASE("a PyTorch 2.2+ out-of-memory message gives every figure in bytes and 
   CHECK(m.phase == "training_step");  // accelerator.backward in the traceback above it
 }
 
-TEST_CASE("the 2.0 message with its 'total capacty' typo and the 1.x message read alike") {
+TEST_CASE("the parenthesised message of 1.5 to 2.0 reads alike from either trainer") {
   const LogReport a = fixture("ai_toolkit.txt");
   REQUIRE(a.oom.size() == 1);
   CHECK(a.oom[0].gpu_index == 1);
@@ -192,3 +192,86 @@ TEST_CASE("a file that is not text is an InputError naming it") {
   CHECK_THROWS_WITH(read_log_text("caf\xe9\n", "log 'x'"), doctest::Contains("not a text file"));
   CHECK_THROWS_WITH(read_log_file(SEGADVISE_FIXTURES_DIR), doctest::Contains("not a regular file"));
 }
+
+// ---- PyTorch's out-of-memory wordings (pytorch_oom_forms.txt; docs/read-log.md has which version printed each)
+
+TEST_CASE("2.1's sentence form with its 'total capacty' typo, with 'Process N has' and 'this process has'") {
+  const LogReport r = fixture("pytorch_oom_forms.txt");
+  REQUIRE(r.oom.size() == 5);
+  const OomMessage& a = r.oom[0];  // "GPU 0 has a total capacty of 79.15 GiB of which 9.62 MiB is free"
+  CHECK(a.line == 5);
+  CHECK(a.gpu_index == 0);
+  CHECK(a.tried_to_allocate_bytes == 20 * kLogMiB);
+  CHECK(a.total_capacity_bytes == 84986665370LL);        // 79.15 x 2^30 = 84986665369.6
+  CHECK(a.free_bytes == 10087301);                       // 9.62 x 2^20 = 10087301.12
+  REQUIRE(a.other_processes.size() == 1);
+  CHECK(a.other_processes[0].pid == 12345);
+  CHECK(a.other_processes[0].bytes == 84965190533LL);    // 79.13 x 2^30 = 84965190533.12
+  CHECK_FALSE(a.process_in_use_bytes.has_value());
+  CHECK(a.allocated_by_pytorch_bytes == 83268678451LL);  // 77.55 x 2^30 = 83268678451.2
+  CHECK(a.reserved_unallocated_bytes == 1148903752LL);   // 1.07 x 2^30 = 1148903751.68
+  CHECK(a.phase == "training_step");
+
+  const OomMessage& b = r.oom[1];
+  CHECK(b.gpu_index == 1);
+  CHECK(b.tried_to_allocate_bytes == 64 * kLogMiB);
+  CHECK(b.total_capacity_bytes == 25393994138LL);        // 23.65 x 2^30 = 25393994137.6
+  CHECK(b.free_bytes == 42792387);                       // 40.81 x 2^20 = 42792386.56
+  REQUIRE(b.other_processes.size() == 1);
+  CHECK(b.other_processes[0].pid == 2201);
+  CHECK(b.other_processes[0].bytes == 512 * kLogMiB);
+  CHECK(b.process_in_use_bytes == 24803436134LL);        // "this process has 23.10 GiB": 24803436134.4
+  CHECK(b.allocated_by_pytorch_bytes == 89 * kLogGiB / 4);     // 22.25 GiB
+  CHECK(b.reserved_unallocated_bytes == 769 * kLogMiB / 2);    // 384.50 MiB
+}
+
+TEST_CASE("the parenthesised forms: 2.0's 'reserved in total', 1.0-1.4's 'cached'") {
+  const LogReport r = fixture("pytorch_oom_forms.txt");
+  REQUIRE(r.oom.size() == 5);
+  const OomMessage& c = r.oom[2];  // (GPU 0; 23.65 GiB total capacity; 21.50 GiB already allocated; …)
+  CHECK(c.gpu_index == 0);
+  CHECK(c.tried_to_allocate_bytes == 128 * kLogMiB);
+  CHECK(c.total_capacity_bytes == 25393994138LL);
+  CHECK(c.allocated_by_pytorch_bytes == 43 * kLogGiB / 2);  // 21.50 GiB
+  CHECK(c.free_bytes == 13170115);                          // 12.56 x 2^20 = 13170114.56
+  CHECK(c.reserved_total_bytes == 23729694310LL);           // 22.10 x 2^30 = 23729694310.4
+  CHECK_FALSE(c.reserved_unallocated_bytes.has_value());
+
+  const OomMessage& d = r.oom[3];  // RuntimeError: … (GPU 0; 10.92 GiB total capacity; …; 187.73 MiB cached)
+  CHECK(d.tried_to_allocate_bytes == 25 * kLogMiB / 2);     // 12.50 MiB
+  CHECK(d.total_capacity_bytes == 11725260718LL);           // 10.92 x 2^30 = 11725260718.08
+  CHECK(d.allocated_by_pytorch_bytes == 39 * kLogGiB / 4);  // 9.75 GiB
+  CHECK(d.free_bytes == 2946499);                           // 2.81 x 2^20 = 2946498.56
+  CHECK(d.reserved_unallocated_bytes == 196849172);         // 187.73 x 2^20 = 196849172.48
+  CHECK_FALSE(d.reserved_total_bytes.has_value());
+}
+
+TEST_CASE("torch.OutOfMemoryError: HIP out of memory (ROCm), and the either spelling in either form") {
+  const LogReport r = fixture("pytorch_oom_forms.txt");
+  REQUIRE(r.oom.size() == 5);
+  const OomMessage& e = r.oom[4];
+  CHECK(e.line == 25);
+  CHECK(e.tried_to_allocate_bytes == 2 * kLogGiB);
+  CHECK(e.total_capacity_bytes == 206136955372LL);         // 191.98 x 2^30 = 206136955371.52
+  CHECK(e.free_bytes == 3 * kLogGiB / 2);
+  CHECK(e.allocated_by_pytorch_bytes == 185 * kLogGiB);
+  CHECK(e.reserved_unallocated_bytes == 13 * kLogGiB / 4);  // 3.25 GiB
+
+  // the typo in the parenthesised form, and "GPU" with no index: the same figures, no index
+  const LogReport p = read_log_text(
+      "CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; 8.00 GiB total capacty; 7.00 GiB already allocated; "
+      "1.00 MiB free; 7.50 GiB reserved in total by PyTorch)\n", "p");
+  REQUIRE(p.oom.size() == 1);
+  CHECK(p.oom[0].total_capacity_bytes == 8 * kLogGiB);
+  CHECK(p.oom[0].reserved_total_bytes == 15 * kLogGiB / 2);
+  const LogReport g = read_log_text(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU has a total capacty of 8.00 GiB of "
+      "which 1.00 MiB is free. Of the allocated memory 7.00 GiB is allocated by PyTorch, and 0 bytes is reserved by "
+      "PyTorch but unallocated.\n", "g");
+  REQUIRE(g.oom.size() == 1);
+  CHECK_FALSE(g.oom[0].gpu_index.has_value());
+  CHECK(g.oom[0].total_capacity_bytes == 8 * kLogGiB);
+  CHECK(g.oom[0].free_bytes == kLogMiB);
+  CHECK(g.oom[0].reserved_unallocated_bytes == 0);
+}
+

@@ -142,7 +142,7 @@ bool oom_marker(std::string_view c) { return oom_marker_pos(c) != std::string_vi
 // The figures of one message, `s` its compacted text from the marker on.
 void read_oom_figures(std::string_view s, OomMessage& m) {
   for (std::size_t i = 0; i < s.size(); ++i) {
-    // "gpu0;" (1.x, 2.0) or "gpu0has" (2.2+): the device
+    // "gpu0;" (1.x, 2.0) or "gpu0has" (2.1+): the device
     if (!m.gpu_index && starts_with(s.substr(i), "gpu") && i + 3 < s.size() && is_digit(s[i + 3])) {
       double v = 0;
       std::size_t e = 0;
@@ -164,9 +164,10 @@ void read_oom_figures(std::string_view s, OomMessage& m) {
     auto set = [&](std::optional<long long>& field) {
       if (!field) field = bytes;
     };
+    // "capacty" (sic): 2.1's sentence form; either spelling in either form is read
     if (ends_with(before, "triedtoallocate")) set(m.tried_to_allocate_bytes);
-    else if (ends_with(before, "totalcapacityof") || starts_with(after, "totalcapacity") ||
-             starts_with(after, "totalcapacty"))
+    else if (ends_with(before, "totalcapacityof") || ends_with(before, "totalcapactyof") ||
+             starts_with(after, "totalcapacity") || starts_with(after, "totalcapacty"))
       set(m.total_capacity_bytes);
     else if (starts_with(after, "alreadyallocated") || starts_with(after, "isallocatedbypytorch"))
       set(m.allocated_by_pytorch_bytes);
@@ -174,6 +175,8 @@ void read_oom_figures(std::string_view s, OomMessage& m) {
       set(m.free_bytes);
     else if (starts_with(after, "reservedintotalbypytorch"))
       set(m.reserved_total_bytes);
+    else if (starts_with(after, "cached)"))  // 1.0-1.4: the allocator's cached blocks not allocated
+      set(m.reserved_unallocated_bytes);
     else if (starts_with(after, "isreservedbypytorchbutunallocated"))
       set(m.reserved_unallocated_bytes);
     else if (starts_with(after, "allocatedinprivatepools"))
