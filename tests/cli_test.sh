@@ -210,6 +210,11 @@ expect 0 'read from .*diffusers.txt line 4: 0.500 s/step' -- predict --model flu
 expect 2 'line [0-9]+\) came while sampling, not in a training step' -- predict --model flux --gpu 4090 --schedule layer --measured-from "$fixtures/logs/ai_toolkit.txt"
 expect 2 'measured-from-schedule' -- advise --model flux --gpu h100 --measured-from "$fixtures/logs/diffusers.txt"
 expect 2 'no out-of-memory message and no peak' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/diffusion_pipe.txt"
+# the other memory readouts, each naming its quantity; a printed peak whose label names none says so where it is used
+expect 0 '"source": "nvtop"' -- read-log "$fixtures/logs/nvtop.txt" --format json
+expect 0 '"process_used_bytes": 20835205120' -- read-log "$fixtures/logs/nvidia_smi_csv.txt" --format json
+expect 0 'line 4: the label names no quantity: read as max_memory_allocated; GB read as GiB' -- read-log "$fixtures/logs/printed_memory.txt"
+expect 0 'line 5: peak 21.45 GiB allocated \(the label names no quantity' -- predict --model flux --gpu a100 --schedule layer --measured-from "$fixtures/logs/printed_memory.txt"
 # a valid 250-character file name works (the temporary name must fit NAME_MAX too)
 long=$(printf 'p%.0s' {1..245}).json
 expect 0 'Recommendation: ' -- --model flux --gpu l40s --plan-out "$tmp/$long"

@@ -275,3 +275,110 @@ TEST_CASE("torch.OutOfMemoryError: HIP out of memory (ROCm), and the either spel
   CHECK(g.oom[0].reserved_unallocated_bytes == 0);
 }
 
+// ---- memory readouts other than the table and the summary
+
+TEST_CASE("nvidia-smi CSV: --query-gpu with and without header and units, --query-compute-apps") {
+  const LogReport r = fixture("nvidia_smi_csv.txt");
+  REQUIRE(r.memory.size() == 5);
+  CHECK(r.memory[0].line == 3);
+  CHECK(r.memory[0].source == "nvidia-smi csv");
+  CHECK(r.memory[0].gpu_index == 0);
+  CHECK(r.memory[0].used_bytes == 20345 * kLogMiB);
+  CHECK(r.memory[0].total_bytes == 24564 * kLogMiB);
+  CHECK(r.memory[1].gpu_index == 1);
+  CHECK(r.memory[1].used_bytes == 512 * kLogMiB);
+  // --format=csv,noheader,nounits: the command names the columns, the figures are MiB
+  CHECK(r.memory[2].line == 6);
+  CHECK_FALSE(r.memory[2].gpu_index.has_value());
+  CHECK(r.memory[2].used_bytes == 20345 * kLogMiB);
+  CHECK(r.memory[2].total_bytes == 24564 * kLogMiB);
+  // a process's memory: its own quantity, never the card's
+  CHECK(r.memory[3].source == "nvidia-smi csv (compute apps)");
+  CHECK(r.memory[3].pid == 23456);
+  CHECK(r.memory[3].process_used_bytes == 19870 * kLogMiB);
+  CHECK_FALSE(r.memory[3].used_bytes.has_value());
+  // nounits with a header: the header's [MiB]
+  CHECK(r.memory[4].line == 12);
+  CHECK(r.memory[4].used_bytes == 70123 * kLogMiB);
+  CHECK(r.memory[4].total_bytes == 80 * kLogGiB);  // 81920 MiB
+  // "0, [N/A]" gives no figure and ends the table: "20, 30" after it is not read
+}
+
+TEST_CASE("nvtop: the MEM meter in Gi (used of total, 2^30) with its device, and a process's GPU MEM") {
+  const LogReport r = fixture("nvtop.txt");
+  REQUIRE(r.memory.size() == 3);
+  CHECK(r.memory[0].source == "nvtop");
+  CHECK(r.memory[0].line == 3);
+  CHECK(r.memory[0].gpu_index == 0);
+  CHECK(r.memory[0].used_bytes == 19552838615LL);   // 18.210 x 2^30 = 19552838615.04
+  CHECK(r.memory[0].total_bytes == 25756918874LL);  // 23.988 x 2^30 = 25756918874.11
+  CHECK(r.memory[1].gpu_index == 1);
+  CHECK(r.memory[1].used_bytes == kLogGiB / 4);     // 0.250Gi
+  CHECK(r.memory[1].total_bytes == 24 * kLogGiB);
+  CHECK(r.memory[2].pid == 12345);
+  CHECK(r.memory[2].gpu_index == 0);
+  CHECK(r.memory[2].process_used_bytes == 18200 * kLogMiB);
+  CHECK_FALSE(r.memory[2].used_bytes.has_value());
+
+  const LogReport one = read_log_text("GPU0 MEM 18.2Gi/24.0Gi\n", "p");  // the index on the meter's own line
+  REQUIRE(one.memory.size() == 1);
+  CHECK(one.memory[0].gpu_index == 0);
+  CHECK(one.memory[0].used_bytes == 19542101197LL);  // 18.2 x 2^30 = 19542101196.8
+  CHECK(one.memory[0].total_bytes == 24 * kLogGiB);
+}
+
+TEST_CASE("printed figures: DeepSpeed's see_memory_usage, labelled peaks and bare MiB, each with its quantity") {
+  const LogReport r = fixture("printed_memory.txt");
+  REQUIRE(r.memory.size() == 9);
+  const MemoryReading& ds = r.memory[0];  // MA / Max_MA / CA / Max_CA, each divided by 1024**3
+  CHECK(ds.line == 2);
+  CHECK(ds.source == "deepspeed see_memory_usage");
+  CHECK(ds.allocated_bytes == 13249974108LL);      // 12.34 x 2^30 = 13249974108.16
+  CHECK(ds.max_allocated_bytes == 16825534382LL);  // 15.67 x 2^30 = 16825534382.08
+  CHECK(ds.reserved_bytes == 16 * kLogGiB);
+  CHECK(ds.max_reserved_bytes == 18 * kLogGiB);
+  CHECK(ds.note.empty());
+  // "peak memory: 17.3 GB": a peak whose quantity is not named, GB read as GiB; both said in the note
+  CHECK(r.memory[1].line == 4);
+  CHECK(r.memory[1].source == "printed");
+  CHECK(r.memory[1].max_allocated_bytes == 18575733555LL);  // 17.3 x 2^30 = 18575733555.2
+  CHECK(r.memory[1].note.find("names no quantity") != std::string::npos);
+  CHECK(r.memory[1].note.find("GB read as GiB") != std::string::npos);
+  CHECK(r.memory[2].max_allocated_bytes == 23031762125LL);  // "Peak VRAM 21.45GB": 23031762124.8
+  CHECK(r.memory[3].max_allocated_bytes == 19542101197LL);  // max_memory_allocated: 18.2 GB
+  CHECK(r.memory[3].note.find("names no quantity") == std::string::npos);
+  CHECK(r.memory[4].max_reserved_bytes == 41 * kLogGiB / 2);  // max_memory_reserved(): 20.50 GiB
+  CHECK(r.memory[4].note.empty());
+  CHECK(r.memory[5].used_bytes == 18234 * kLogMiB);  // memory: 18234MiB
+  CHECK(r.memory[6].used_bytes == 18234 * kLogMiB);  // VRAM used 18234 MiB
+  CHECK(r.memory[7].allocated_bytes == 36469 * kLogMiB / 2);  // allocated=18234.5MiB
+  CHECK(r.memory[7].note.empty());
+  // a bar's postfix "mem=18234M": one reading, its last update's
+  CHECK(r.memory[8].line == 11);
+  CHECK(r.memory[8].used_bytes == 18234 * kLogMiB);
+  REQUIRE(r.last_training_step() != nullptr);
+  CHECK(r.last_training_step()->step == 501);
+  // lines 12-20 (a model's parameter size, MB per image, what was freed, an estimate, a total, host memory,
+  // a learning rate, a loss, a step count, "12M parameters", "Tried to allocate") give no readout
+}
+
+TEST_CASE("no memory readout from a line that is not one") {
+  for (const char* line :
+       {"lr: 1.0e-04 loss: 0.0345 steps: 1200M", "epoch 3, step 1200M", "Model has 12M parameters",
+        "learning_rate=5e-5, max_grad_norm=1.0", "model.safetensors: 100%|##| 23.8G/23.8G [01:00<00:00, 397MB/s]",
+        "Saving checkpoint memory 4.2 GB", "free memory: 2.1 GB", "RAM: 32 GB", "Host memory: 12 GB",
+        "xformers memory 1 M", "mem_eff_attn 1", "memory 1e-5G", "CPU Virtual Memory:  used = 45.3 GB",
+        "Estimated VRAM: 18.5 GB", "GPU 2520MHz MEM 10501MHz TEMP  61°C", "memory: -1.2 GB",
+        "index, name\n0, NVIDIA GeForce RTX 4090", "20345, 24564", "memory.used [MiB]\nabc"}) {
+    CAPTURE(line);
+    CHECK(read_log_text(line, "p").memory.empty());
+  }
+}
+
+TEST_CASE("a long line of labels and figures is read in one pass") {
+  std::string line;
+  for (int i = 0; i < 200000; ++i) line += "mem=1M, MEM ";
+  const LogReport r = read_log_text(line + "\n", "p");
+  REQUIRE(r.memory.size() == 1);
+  CHECK(r.memory[0].used_bytes == kLogMiB);
+}

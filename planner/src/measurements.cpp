@@ -67,11 +67,13 @@ Measurement measurement_from_log(const std::string& path, const std::string& sch
   const StepReading* step = log.last_training_step();
   long long peak = 0;
   int peak_line = 0;
+  std::string peak_note;  // what the reading assumed (a printed "peak memory … GB")
   for (const MemoryReading& r : log.memory) {
     const long long b = r.max_allocated_bytes.value_or(r.allocated_bytes.value_or(0));
     if (b > peak) {
       peak = b;
       peak_line = r.line;
+      peak_note = r.note;
     }
   }
   if ((!step || peak <= 0) && elsewhere)
@@ -90,7 +92,7 @@ Measurement measurement_from_log(const std::string& path, const std::string& sch
   m.peak_vram_bytes = static_cast<double>(peak);
   m.source = path + " line " + std::to_string(step->line) + ": " + num(step->sec_per_step, 3) + " s/step (" +
              (step->label.empty() ? std::string("bar") : step->label) + "), line " + std::to_string(peak_line) + ": peak " +
-             num(peak / kGiB, 2) + " GiB allocated";
+             num(peak / kGiB, 2) + " GiB allocated" + (peak_note.empty() ? "" : " (" + peak_note + ")");
   return m;
 }
 

@@ -548,7 +548,10 @@ nlohmann::json log_report_json(const LogReport& r) {
     memory.push_back({{"line", m.line}, {"source", m.source}, {"gpu_index", opt(m.gpu_index)},
                       {"used_bytes", opt(m.used_bytes)}, {"total_bytes", opt(m.total_bytes)},
                       {"allocated_bytes", opt(m.allocated_bytes)}, {"reserved_bytes", opt(m.reserved_bytes)},
-                      {"max_allocated_bytes", opt(m.max_allocated_bytes)}});
+                      {"max_allocated_bytes", opt(m.max_allocated_bytes)},
+                      {"max_reserved_bytes", opt(m.max_reserved_bytes)},
+                      {"process_used_bytes", opt(m.process_used_bytes)}, {"pid", opt(m.pid)},
+                      {"note", m.note.empty() ? nlohmann::json() : nlohmann::json(m.note)}});
   return {{"log", r.path}, {"oom", oom}, {"steps", steps}, {"memory", memory}};
 }
 

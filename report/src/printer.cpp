@@ -449,11 +449,18 @@ void TextPrinter::log_report(const LogReport& r) {
   if (!r.memory.empty()) {
     const std::string title = "Memory";
     out_ << "\n" << fmt_.section(4, title, title + "\n\n");
-    Table t({"line", "source", "gpu", "used", "total", "allocated", "max allocated", "reserved"});
-    for (const auto& m : r.memory)
+    Table t({"line", "source", "gpu", "used", "total", "allocated", "max allocated", "reserved", "max reserved",
+             "process"});
+    for (const auto& m : r.memory) {
+      const std::string process =
+          m.process_used_bytes ? size(m.process_used_bytes) + (m.pid ? " (pid " + std::to_string(*m.pid) + ")" : "") : "-";
       t.add({std::to_string(m.line), m.source, m.gpu_index ? std::to_string(*m.gpu_index) : "-", size(m.used_bytes),
-             size(m.total_bytes), size(m.allocated_bytes), size(m.max_allocated_bytes), size(m.reserved_bytes)});
+             size(m.total_bytes), size(m.allocated_bytes), size(m.max_allocated_bytes), size(m.reserved_bytes),
+             size(m.max_reserved_bytes), process});
+    }
     fmt_.table(out_, t);
+    for (const auto& m : r.memory)
+      if (!m.note.empty()) out_ << "line " << m.line << ": " << m.note << "\n";
   }
 }
 

@@ -11,19 +11,17 @@
 
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/costmodel/types.hpp"
+#include "log_memory.hpp"
+#include "log_text.hpp"
 
 namespace segadvise {
 namespace {
 
-// Counts and device indices read from a log are converted to integers only inside these bounds (a
-// longer digit run is not a step count or a GPU: the line is then not read as one)
+using namespace log_text;
+
+// Counts read from a log are converted to integers only inside this bound (a longer digit run is not a
+// step count: the line is then not read as one; log_text.hpp bounds device indices)
 constexpr double kMaxCount = 1e15;
-constexpr double kMaxGpuIndex = 1 << 20;
-bool in_range(double v, double max) { return v >= 0 && v <= max; }
-int small_index(const char* s) {
-  const long v = std::strtol(s, nullptr, 10);
-  return v >= 0 && v <= static_cast<long>(kMaxGpuIndex) ? static_cast<int>(v) : 0;
-}
 
 // One line of the log: split at '\n' and at the '\r' a progress bar redraws with; `number` counts '\n' only.
 struct Line {
@@ -58,18 +56,6 @@ std::vector<Line> split_lines(const std::string& text) {
   return lines;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // The line in lower case without whitespace and without the box-drawing characters (U+2500-U+257F)
 // rich draws panels with: a message hard-wrapped anywhere reads the same once its lines are joined.
@@ -89,45 +75,6 @@ std::string compact(std::string_view s) {
   return out;
 }
 
-// A decimal number at s[i] ("23.65", "1e-4" not taken): its value and the end.
-bool number_at(std::string_view s, std::size_t i, double& value, std::size_t& end) {
-  std::size_t j = i;
-  while (j < s.size() && is_digit(s[j])) ++j;
-  if (j == i) return false;
-  if (j < s.size() && s[j] == '.' && j + 1 < s.size() && is_digit(s[j + 1])) {
-    ++j;
-    while (j < s.size() && is_digit(s[j])) ++j;
-  }
-  value = std::strtod(std::string(s.substr(i, j - i)).c_str(), nullptr);
-  end = j;
-  return true;
-}
-
-// A unit at s[i] (lower case): its factor and length; 0 when none.
-double unit_at(std::string_view s, std::size_t i, std::size_t& len) {
-  struct Unit {
-    std::string_view name;
-    double factor;
-  };
-  static const Unit units[] = {{"tib", 1099511627776.0}, {"gib", 1073741824.0}, {"mib", 1048576.0}, {"kib", 1024.0},
-                               {"bytes", 1.0},          {"tb", 1e12},          {"gb", 1e9},         {"mb", 1e6},
-                               {"kb", 1e3}};
-  for (const Unit& u : units)
-    if (starts_with(s.substr(i), u.name)) {
-      len = u.name.size();
-      return u.factor;
-    }
-  len = 0;
-  return 0;
-}
-
-// A size in bytes, or none past 2^60 (an exabyte is no GPU's memory; llround of a value past
-// long long's range is undefined).
-std::optional<long long> to_bytes(double value, double factor) {
-  const double b = value * factor;
-  if (!std::isfinite(b) || b < 0 || b > 1152921504606846976.0) return std::nullopt;
-  return std::llround(b);
-}
 
 // ---- out-of-memory messages ----
 
@@ -225,12 +172,6 @@ std::string phase_cue(const std::string& l) {
 
 // ---- progress bars and step lines ----
 
-std::string trim(std::string_view s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && (s[a] == ' ' || s[a] == '\t' || s[a] == ':')) ++a;
-  while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == ':')) --b;
-  return std::string(s.substr(a, b - a));
-}
 
 std::string bar_kind(const std::string& desc, const std::string& postfix) {
   const std::string d = lower(desc);
@@ -355,30 +296,6 @@ std::optional<int> smi_gpu_header(std::string_view s) {
   return static_cast<int>(v);
 }
 
-std::vector<std::string> split_commas(std::string_view s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= s.size(); ++i)
-    if (i == s.size() || s[i] == ',') {
-      std::string f = lower(s.substr(start, i - start));
-      std::size_t a = f.find_first_not_of(' '), b = f.find_last_not_of(' ');
-      out.push_back(a == std::string::npos ? "" : f.substr(a, b - a + 1));
-      start = i + 1;
-    }
-  return out;
-}
-
-// "12345 MiB" with the header's unit ("[mib]") when the value has none
-std::optional<long long> csv_size(const std::string& value, const std::string& header) {
-  if (auto b = parse_size_text(value)) return b;
-  double v = 0;
-  std::size_t e = 0;
-  if (!number_at(value, 0, v, e) || e != value.size()) return std::nullopt;
-  std::size_t ulen = 0;
-  const std::size_t at = header.find('[');
-  const double factor = at == std::string::npos ? 0 : unit_at(header, at + 1, ulen);
-  return factor == 0 ? std::nullopt : to_bytes(v, factor);
-}
 
 // "| Allocated memory      |  12345 MiB |  20000 MiB | …": current and peak
 bool summary_row(std::string_view s, std::string_view name, std::optional<long long>& cur,
@@ -448,8 +365,8 @@ class LogScan {
     for (std::size_t li = 0; li < lines.size(); ++li) {
       const std::string& s = lines[li].text;
       if (s.empty()) continue;
-      if (oom(li) || bar(li, s) || smi_table(li, s) || smi_csv(li, s)) continue;
-      memory_summary(li, s);
+      if (oom(li) || bar(li, s) || smi_table(li, s) || smi_csv(li, s) || nvtop(li, s)) continue;
+      if (!memory_summary(li, s)) printed(li, s, "");
     }
     // a bar's reading sits where its last update is
     std::stable_sort(rep.steps.begin(), rep.steps.end(),
@@ -466,8 +383,9 @@ class LogScan {
   std::vector<std::string> compacts;
   LogReport rep;
   std::map<std::string, std::size_t> open_bars;  // label + total -> its reading in rep.steps
-  std::optional<int> smi_gpu;
-  std::vector<std::string> csv_header;
+  std::optional<int> smi_gpu, nvtop_gpu;
+  log_memory::SmiCsv csv;
+  std::map<std::string, std::size_t> bar_memory;  // a bar's label + total -> the memory its postfix shows
   std::size_t summary_at = std::string::npos;  // the memory reading a torch.cuda.memory_summary fills
   std::size_t last_oom_end = 0;                // phase cues are not looked for before this line
 
@@ -531,6 +449,7 @@ class LogScan {
         open_bars[key] = rep.steps.size();
         rep.steps.push_back(r);
       }
+      printed(li, s, key);
       return true;
     }
     return false;
@@ -551,35 +470,47 @@ class LogScan {
     return true;
   }
 
-  // nvidia-smi --query-gpu=…,memory.used,memory.total --format=csv: its header, then its rows
+  // nvidia-smi --query-gpu=… / --query-compute-apps=… --format=csv: the command or the header, then its rows
   bool smi_csv(std::size_t li, const std::string& s) {
-    if (contains(s, "memory.used") || contains(s, "memory.total")) {
-      csv_header = split_commas(s);
+    if (csv.columns(s)) return true;
+    MemoryReading mem;
+    if (!csv.row(s, mem)) return false;
+    mem.line = lines[li].number;
+    rep.memory.push_back(mem);
+    return true;
+  }
+
+  // nvtop: a device line, then its MEM meter; its process rows
+  bool nvtop(std::size_t li, const std::string& s) {
+    if (auto g = log_memory::nvtop_device(s)) {
+      nvtop_gpu = g;
       return true;
     }
-    if (csv_header.empty()) return false;
-    const std::vector<std::string> f = split_commas(s);
-    double v = 0;
-    std::size_t e = 0;
-    if (f.size() == csv_header.size() && number_at(f[0], 0, v, e)) {
-      MemoryReading mem;
-      mem.line = lines[li].number;
-      mem.source = "nvidia-smi csv";
-      for (std::size_t k = 0; k < f.size(); ++k) {
-        const std::string& h = csv_header[k];
-        if (h == "index") mem.gpu_index = small_index(f[k].c_str());
-        else if (starts_with(h, "memory.used")) mem.used_bytes = csv_size(f[k], h);
-        else if (starts_with(h, "memory.total")) mem.total_bytes = csv_size(f[k], h);
+    MemoryReading mem;
+    if (!log_memory::read_nvtop(s, nvtop_gpu, mem)) return false;
+    mem.line = lines[li].number;
+    rep.memory.push_back(mem);
+    return true;
+  }
+
+  // figures printed beside a label naming the memory; a bar's (in its postfix, `bar_key` its key) become
+  // its last update's, as its step reading does
+  void printed(std::size_t li, const std::string& s, const std::string& bar_key) {
+    MemoryReading mem;
+    if (!log_memory::read_printed(s, mem)) return;
+    mem.line = lines[li].number;
+    if (!bar_key.empty()) {
+      auto [it, added] = bar_memory.try_emplace(bar_key, rep.memory.size());
+      if (!added) {
+        rep.memory[it->second] = mem;
+        return;
       }
-      rep.memory.push_back(mem);
-      return true;
     }
-    csv_header.clear();
-    return false;
+    rep.memory.push_back(mem);
   }
 
   // torch.cuda.memory_summary(): "PyTorch CUDA memory summary, device ID 0", then its rows
-  void memory_summary(std::size_t li, const std::string& s) {
+  bool memory_summary(std::size_t li, const std::string& s) {
     const std::size_t sum = s.find("PyTorch CUDA memory summary, device ID ");
     if (sum != std::string::npos) {
       MemoryReading mem;
@@ -588,16 +519,18 @@ class LogScan {
       mem.gpu_index = small_index(s.c_str() + sum + 39);
       summary_at = rep.memory.size();
       rep.memory.push_back(mem);
-      return;
+      return true;
     }
-    if (summary_at >= rep.memory.size()) return;
+    if (summary_at >= rep.memory.size()) return false;
     MemoryReading& m = rep.memory[summary_at];
-    if (summary_row(s, "Allocated memory", m.allocated_bytes, &m.max_allocated_bytes)) return;
+    if (summary_row(s, "Allocated memory", m.allocated_bytes, &m.max_allocated_bytes)) return true;
     std::optional<long long> reserved;
     if (summary_row(s, "GPU reserved memory", reserved, nullptr) || summary_row(s, "Reserved memory", reserved, nullptr)) {
       m.reserved_bytes = reserved;
       summary_at = std::string::npos;
+      return true;
     }
+    return false;
   }
 };
 

@@ -1,6 +1,7 @@
 // What a trainer's console log already says about memory and speed: PyTorch's CUDA/HIP
 // out-of-memory messages (every format since 1.x, hard-wrapped or not), progress bars and the
-// trainers' own step lines, and memory readouts (nvidia-smi tables and CSV, torch.cuda.memory_summary).
+// trainers' own step lines, and memory readouts (nvidia-smi tables and CSV, nvtop, torch.cuda.memory_summary,
+// labelled figures a script printed).
 // One pass over the lines, hand-written scanning: linear in the size of the text.
 #pragma once
 
@@ -37,12 +38,20 @@ struct StepReading {
   std::string label;  // the bar's description or the line's kind ("deepspeed steps")
 };
 
-// One memory readout. Bytes; nullopt where the readout has no such figure.
+// One memory readout. Bytes; nullopt where the readout has no such figure. Each field is one quantity:
+// used (the card's memory in use, as nvidia-smi and nvtop show it) of total; allocated and reserved
+// (PyTorch's caching allocator: torch.cuda.memory_allocated, memory_reserved) and their peaks
+// (max_memory_allocated, max_memory_reserved); process_used (one process's memory as nvidia-smi or nvtop
+// show it, with its pid).
 struct MemoryReading {
   int line = 0;
   std::optional<int> gpu_index;
-  std::optional<long long> used_bytes, total_bytes, allocated_bytes, reserved_bytes, max_allocated_bytes;
-  std::string source;  // nvidia-smi, nvidia-smi csv, torch.cuda.memory_summary
+  std::optional<long long> used_bytes, total_bytes, allocated_bytes, reserved_bytes, max_allocated_bytes,
+      max_reserved_bytes, process_used_bytes, pid;
+  // nvidia-smi, nvidia-smi csv, nvtop, torch.cuda.memory_summary, deepspeed see_memory_usage, printed (a
+  // labelled figure some script printed)
+  std::string source;
+  std::string note;  // what the reading assumed: a unit ("GB taken as GiB"), a quantity the label does not name
 };
 
 struct LogReport {
