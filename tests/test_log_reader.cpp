@@ -362,11 +362,24 @@ TEST_CASE("printed figures: DeepSpeed's see_memory_usage, labelled peaks and bar
   // a learning rate, a loss, a step count, "12M parameters", "Tried to allocate") give no readout
 }
 
+TEST_CASE("a printed figure of a total: 'VRAM: 18.2/24.0 GB', 'GPU mem 18234 / 24564 MiB'") {
+  const LogReport a = read_log_text("VRAM: 18.2/24.0 GB\n", "p");
+  REQUIRE(a.memory.size() == 1);
+  CHECK(a.memory[0].used_bytes == 19542101197LL);  // 18.2 x 2^30 = 19542101196.8
+  CHECK(a.memory[0].total_bytes == 24 * kLogGiB);
+  const LogReport b = read_log_text("GPU mem 18234 / 24564 MiB\n", "p");
+  REQUIRE(b.memory.size() == 1);
+  CHECK(b.memory[0].used_bytes == 18234 * kLogMiB);
+  CHECK(b.memory[0].total_bytes == 24564 * kLogMiB);
+  CHECK(b.memory[0].note == "the label names no quantity: read as memory in use");
+  CHECK(read_log_text("steps 500/1000 MiB\n", "p").memory.empty());  // no label naming the memory
+}
+
 TEST_CASE("no memory readout from a line that is not one") {
   for (const char* line :
        {"lr: 1.0e-04 loss: 0.0345 steps: 1200M", "epoch 3, step 1200M", "Model has 12M parameters",
         "learning_rate=5e-5, max_grad_norm=1.0", "model.safetensors: 100%|##| 23.8G/23.8G [01:00<00:00, 397MB/s]",
-        "Saving checkpoint memory 4.2 GB", "free memory: 2.1 GB", "RAM: 32 GB", "Host memory: 12 GB",
+        "Saving checkpoint memory 4.2 GB", "free memory: 2.1 GB", "RAM: 32 GB", "mem (RAM) 3 GB", "Host memory: 12 GB",
         "xformers memory 1 M", "mem_eff_attn 1", "memory 1e-5G", "CPU Virtual Memory:  used = 45.3 GB",
         "Estimated VRAM: 18.5 GB", "GPU 2520MHz MEM 10501MHz TEMP  61°C", "memory: -1.2 GB",
         "index, name\n0, NVIDIA GeForce RTX 4090", "20345, 24564", "memory.used [MiB]\nabc"}) {

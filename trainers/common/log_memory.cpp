@@ -116,6 +116,24 @@ double printed_unit(std::string_view l, std::size_t i, std::size_t& len, bool& s
   return 0;
 }
 
+// The unit of a figure ending at l[e]: one space at most before it, nothing that continues a word or a rate
+// ("MiB/s", "MB/image") after it, a single letter only right after the digits; factor 0 when none.
+struct FigureUnit {
+  double factor = 0;
+  std::size_t at = 0, len = 0;
+  bool si = false;
+};
+FigureUnit unit_after(std::string_view l, std::size_t e) {
+  FigureUnit u;
+  u.at = e < l.size() && l[e] == ' ' ? e + 1 : e;
+  const double f = printed_unit(l, u.at, u.len, u.si);
+  const std::size_t after = u.at + u.len;
+  if (f != 0 && !(u.len == 1 && u.at != e) &&
+      !(after < l.size() && (is_alpha(l[after]) || is_digit(l[after]) || std::strchr("/_.", l[after]))))
+    u.factor = f;
+  return u;
+}
+
 // What a label before a figure names: the field, and a note when the label names no quantity; nullptr
 // when it is no label of the GPU's memory in use (host memory, a model's or file's size, a free figure,
 // an estimate).
@@ -134,8 +152,10 @@ std::optional<long long>* printed_field(std::string_view w, MemoryReading& m, bo
   for (std::string_view bad : {"cpu", "host", "system", "rss", "param", "model", "weight", "free", "sav", "pinned",
                                "disk", "swap", "cache", "total", "capacity", "budget", "limit", "need", "requir",
                                "estimat", "predict", "expect", "approx", "recommend", "offload", "shard", "file",
-                               "size", "tried", "ram:", " ram", "virtual", "shared"})
+                               "size", "tried", "virtual", "shared"})
     if (contains(w, bad)) return nullptr;
+  for (std::size_t at = w.find("ram"); at != std::string_view::npos; at = w.find("ram", at + 1))  // "RAM", not "VRAM"
+    if ((at == 0 || !is_alpha(w[at - 1])) && (at + 3 == w.size() || !is_alpha(w[at + 3]))) return nullptr;
   if (!contains(w, "mem") && !contains(w, "vram") && !contains(w, "alloc") && !contains(w, "reserv")) return nullptr;
   const bool peak = contains(w, "peak") || contains(w, "max");
   if (contains(w, "reserv")) return peak ? &m.max_reserved_bytes : &m.reserved_bytes;
@@ -284,32 +304,36 @@ bool read_printed(std::string_view s, MemoryReading& r) {
   for (std::size_t start = 0; start < l.size(); ++start) {
     if (!is_digit(l[start])) continue;
     if (start > 0 && (is_digit(l[start - 1]) || is_alpha(l[start - 1]) || std::strchr("._-+", l[start - 1]))) continue;
-    double v = 0;
-    std::size_t e = 0;
+    double v = 0, total = 0;
+    std::size_t e = 0, end = 0;
     number_at(l, start, v, e);
-    const std::size_t u = e < l.size() && l[e] == ' ' ? e + 1 : e;
-    std::size_t ulen = 0;
-    bool si = false;
-    const double factor = printed_unit(l, u, ulen, si);
-    const std::size_t after = u + ulen;
-    const bool unit = factor != 0 && !(ulen == 1 && u != e) &&
-                      !(after < l.size() && (is_alpha(l[after]) || is_digit(l[after]) || std::strchr("/_.", l[after])));
-    if (unit) {
+    end = e;
+    FigureUnit unit = unit_after(l, e);
+    if (unit.factor == 0) {  // "18.2/24.0 GB": used of total, the unit after the total
+      std::size_t k = e < l.size() && l[e] == ' ' ? e + 1 : e;
+      if (k < l.size() && l[k] == '/') {
+        k += k + 1 < l.size() && l[k + 1] == ' ' ? 2 : 1;
+        std::size_t te = 0;
+        if (number_at(l, k, total, te) && (unit = unit_after(l, te)).factor != 0) end = te;
+      }
+    }
+    if (unit.factor != 0) {
       // the label: back to a digit, a separator or 48 characters
       std::size_t a = start;
       while (a > 0 && start - a < 48 && !is_digit(l[a - 1]) && !std::strchr("|,;[]", l[a - 1])) --a;
       std::string note;
       std::optional<long long>* field = printed_field(std::string_view(l).substr(a, start - a), m, deepspeed, note);
-      const std::optional<long long> bytes = to_bytes(v, factor);
+      const std::optional<long long> bytes = to_bytes(v, unit.factor);
       if (field && !*field && bytes) {
         *field = bytes;
+        if (end != e && !m.total_bytes) m.total_bytes = to_bytes(total, unit.factor);
         any = true;
         add_note(m.note, note);
-        if (si && !deepspeed)
-          add_note(m.note, lower_to_upper(l.substr(u, ulen)) + " read as " + (factor == kGiB ? "GiB" : "MiB"));
+        if (unit.si && !deepspeed)
+          add_note(m.note, lower_to_upper(l.substr(unit.at, unit.len)) + " read as " + (unit.factor == kGiB ? "GiB" : "MiB"));
       }
     }
-    start = e - 1;  // the next figure starts after this one
+    start = end - 1;  // the next figure starts after this one
   }
   if (!any) return false;
   m.source = deepspeed ? "deepspeed see_memory_usage" : "printed";
