@@ -382,7 +382,10 @@ TEST_CASE("no memory readout from a line that is not one") {
         "Saving checkpoint memory 4.2 GB", "free memory: 2.1 GB", "RAM: 32 GB", "mem (RAM) 3 GB", "Host memory: 12 GB",
         "xformers memory 1 M", "mem_eff_attn 1", "memory 1e-5G", "CPU Virtual Memory:  used = 45.3 GB",
         "Estimated VRAM: 18.5 GB", "GPU 2520MHz MEM 10501MHz TEMP  61°C", "memory: -1.2 GB",
-        "index, name\n0, NVIDIA GeForce RTX 4090", "20345, 24564", "memory.used [MiB]\nabc"}) {
+        "index, name\n0, NVIDIA GeForce RTX 4090", "20345, 24564", "memory.used [MiB]\nabc",
+        "to avoid outOfMemory error during startup on <=16G cards", "memory needed \xe2\x89\xa5 12G", "vram ~12 GB",
+        "\"mem_bandwidth_note\": \"PCIe 80GB variant: 1935 GB/s\"",
+        "out of memory while loading the text encoder on an 80GB card"}) {
     CAPTURE(line);
     CHECK(read_log_text(line, "p").memory.empty());
   }

@@ -152,11 +152,19 @@ std::optional<long long>* printed_field(std::string_view w, MemoryReading& m, bo
   for (std::string_view bad : {"cpu", "host", "system", "rss", "param", "model", "weight", "free", "sav", "pinned",
                                "disk", "swap", "cache", "total", "capacity", "budget", "limit", "need", "requir",
                                "estimat", "predict", "expect", "approx", "recommend", "offload", "shard", "file",
-                               "size", "tried", "virtual", "shared"})
+                               "size", "tried", "virtual", "shared", "bandwidth"})
     if (contains(w, bad)) return nullptr;
   for (std::size_t at = w.find("ram"); at != std::string_view::npos; at = w.find("ram", at + 1))  // "RAM", not "VRAM"
     if ((at == 0 || !is_alpha(w[at - 1])) && (at + 3 == w.size() || !is_alpha(w[at + 3]))) return nullptr;
-  if (!contains(w, "mem") && !contains(w, "vram") && !contains(w, "alloc") && !contains(w, "reserv")) return nullptr;
+  // the memory is named in the label's last three words ("step 100: peak memory:", "torch.cuda.max_memory_reserved():")
+  std::size_t from = w.size();
+  for (int words = 0; words < 3 && from > 0; ++words) {
+    while (from > 0 && w[from - 1] == ' ') --from;
+    while (from > 0 && w[from - 1] != ' ') --from;
+  }
+  const std::string_view near = w.substr(from);
+  if (!contains(near, "mem") && !contains(near, "vram") && !contains(near, "alloc") && !contains(near, "reserv"))
+    return nullptr;
   const bool peak = contains(w, "peak") || contains(w, "max");
   if (contains(w, "reserv")) return peak ? &m.max_reserved_bytes : &m.reserved_bytes;
   if (contains(w, "alloc")) return peak ? &m.max_allocated_bytes : &m.allocated_bytes;
@@ -303,7 +311,13 @@ bool read_printed(std::string_view s, MemoryReading& r) {
   bool any = false;
   for (std::size_t start = 0; start < l.size(); ++start) {
     if (!is_digit(l[start])) continue;
-    if (start > 0 && (is_digit(l[start - 1]) || is_alpha(l[start - 1]) || std::strchr("._-+", l[start - 1]))) continue;
+    if (start > 0 && (is_digit(l[start - 1]) || is_alpha(l[start - 1]) || std::strchr("._-+<>~", l[start - 1])))
+      continue;
+    // a bound or an estimate, not a figure: "<=16G", "~12 GB", "≥12G", "≤ 8 GB"
+    if (start >= 2 && l[start - 1] == '=' && (l[start - 2] == '<' || l[start - 2] == '>')) continue;
+    if ((start >= 3 && (l.compare(start - 3, 3, "\xe2\x89\xa5") == 0 || l.compare(start - 3, 3, "\xe2\x89\xa4") == 0)) ||
+        (start >= 4 && (l.compare(start - 4, 3, "\xe2\x89\xa5") == 0 || l.compare(start - 4, 3, "\xe2\x89\xa4") == 0)))
+      continue;
     double v = 0, total = 0;
     std::size_t e = 0, end = 0;
     number_at(l, start, v, e);
