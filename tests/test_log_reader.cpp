@@ -275,6 +275,20 @@ TEST_CASE("torch.OutOfMemoryError: HIP out of memory (ROCm), and the either spel
   CHECK(g.oom[0].reserved_unallocated_bytes == 0);
 }
 
+TEST_CASE("an MPS out-of-memory message: its KB, MB, GB are powers of 1024") {
+  const LogReport r = read_log_text(
+      "  File \"train.py\", line 88, in train_step\n    loss.backward()\n"
+      "RuntimeError: MPS backend out of memory (MPS allocated: 18.00 GB, other allocations: 40.00 KB, max allowed: "
+      "18.13 GB). Tried to allocate 256.00 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable "
+      "upper limit for memory allocations (may cause system failure).\n", "p");
+  REQUIRE(r.oom.size() == 1);
+  CHECK(r.oom[0].tried_to_allocate_bytes == 256 * kLogMiB);
+  CHECK(r.oom[0].allocated_by_pytorch_bytes == 18 * kLogGiB);
+  CHECK_FALSE(r.oom[0].total_capacity_bytes.has_value());  // "max allowed" is the allocator's limit, not the device's
+  CHECK(r.oom[0].phase == "training_step");
+  CHECK(r.memory.empty());
+}
+
 // ---- memory readouts other than the table and the summary
 
 TEST_CASE("nvidia-smi CSV: --query-gpu with and without header and units, --query-compute-apps") {

@@ -80,7 +80,8 @@ std::string compact(std::string_view s) {
 
 std::size_t oom_marker_pos(std::string_view c) {
   std::size_t best = std::string_view::npos;
-  for (std::string_view m : {"cudaoutofmemory", "hipoutofmemory", "cudaerror:outofmemory", "hiperror:outofmemory"})
+  for (std::string_view m : {"cudaoutofmemory", "hipoutofmemory", "cudaerror:outofmemory", "hiperror:outofmemory",
+                             "mpsbackendoutofmemory"})
     best = std::min(best, c.find(m));
   return best;
 }
@@ -88,6 +89,7 @@ bool oom_marker(std::string_view c) { return oom_marker_pos(c) != std::string_vi
 
 // The figures of one message, `s` its compacted text from the marker on.
 void read_oom_figures(std::string_view s, OomMessage& m) {
+  const bool mps = starts_with(s, "mpsbackendoutofmemory");
   for (std::size_t i = 0; i < s.size(); ++i) {
     // "gpu0;" (1.x, 2.0) or "gpu0has" (2.1+): the device
     if (!m.gpu_index && starts_with(s.substr(i), "gpu") && i + 3 < s.size() && is_digit(s[i + 3])) {
@@ -101,8 +103,10 @@ void read_oom_figures(std::string_view s, OomMessage& m) {
     std::size_t e = 0;
     number_at(s, i, v, e);
     std::size_t ulen = 0;
-    const double factor = unit_at(s, e, ulen);
+    double factor = unit_at(s, e, ulen);
     if (factor == 0) continue;
+    // the MPS allocator's format_size divides by 1024 and says KB, MB, GB
+    if (mps && ulen == 2) factor = factor == 1e9 ? 1073741824.0 : factor == 1e6 ? 1048576.0 : factor == 1e3 ? 1024.0 : factor;
     const std::optional<long long> read = to_bytes(v, factor);
     if (!read) continue;
     const long long bytes = *read;
@@ -116,7 +120,8 @@ void read_oom_figures(std::string_view s, OomMessage& m) {
     else if (ends_with(before, "totalcapacityof") || ends_with(before, "totalcapactyof") ||
              starts_with(after, "totalcapacity") || starts_with(after, "totalcapacty"))
       set(m.total_capacity_bytes);
-    else if (starts_with(after, "alreadyallocated") || starts_with(after, "isallocatedbypytorch"))
+    else if (starts_with(after, "alreadyallocated") || starts_with(after, "isallocatedbypytorch") ||
+             ends_with(before, "(mpsallocated:"))
       set(m.allocated_by_pytorch_bytes);
     else if (starts_with(after, "isfree") || starts_with(after, "free"))
       set(m.free_bytes);
@@ -147,7 +152,7 @@ void read_oom_figures(std::string_view s, OomMessage& m) {
 
 bool ends_message(std::string_view c) {
   return contains(c, "pytorch_cuda_alloc_conf") || contains(c, "environment-variables") ||
-         contains(c, "pytorch_hip_alloc_conf");
+         contains(c, "pytorch_hip_alloc_conf") || contains(c, "pytorch_mps_high_watermark_ratio");
 }
 
 // What the run was doing at a line (lower case), "" when the line says nothing about it.
