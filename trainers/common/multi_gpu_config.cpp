@@ -219,9 +219,15 @@ void read_multi_gpu_keys(TrainerRead& r, const std::string& accelerate_yaml, con
     m = read_accelerate_yaml(yaml, m, r.warnings);  // num_processes of the config is then ignored (§1.1)
     if (from_keys == Strategy::fsdp2 || zero_stage(from_keys) > 0) m.strategy = from_keys;  // the trainer's own plugin
   }
-  if (m.context_parallel > 1 && m.world() == 1)
-    r.warnings.push_back("context_parallel_size " + std::to_string(m.context_parallel) +
-                         " with one process: the config leaves the process count to the launcher; pass --gpus N");
+  // no process count (accelerate's num_processes is the launcher's): the smallest world that
+  // context_parallel_size divides (training/context_parallel.py:61-88) is its own size; --gpus overrides it
+  if (m.context_parallel > 1 && m.world() == 1 && !key(raw, "num_processes") && yaml.empty()) {
+    m.gpus_per_node = m.context_parallel;
+    if (m.strategy == Strategy::single) m.strategy = Strategy::ddp;
+    r.setup.notes.push_back("world size " + std::to_string(m.context_parallel) + " taken from context_parallel_size " +
+                            std::to_string(m.context_parallel) + " (the smallest it divides; the config leaves the "
+                            "process count to the launcher): per-rank figures; --gpus N for another count");
+  }
 }
 
 }  // namespace segadvise
