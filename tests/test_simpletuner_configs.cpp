@@ -202,6 +202,24 @@ TEST_CASE("a JSON config saved as config.json.txt is detected and read as config
   CHECK(r.setup.batch == 2);
 }
 
+TEST_CASE("config.toml with model_family is SimpleTuner's, read as its TOML loader maps it") {
+  // toml_file.py + cli_utils.py mapping_to_cli_args: top-level keys as flags (sdxl LoRA rank 8, batch 2,
+  // pixel_area 1024 with the backend's square crop -> 1024x1024), validation_prompt's list as its last
+  // item, the [webhook] table passed to no flag; config/multidatabackend.json from the repository root
+  CHECK(detect_trainer(kSt + "tomlrepo/config/config.toml") == "simpletuner");
+  const TrainerRead r = read("tomlrepo/config/config.toml");
+  CHECK(r.family->id == "sdxl");
+  CHECK(r.setup.lora_rank == 8);
+  CHECK(r.setup.batch == 2);
+  CHECK(r.setup.width == 1024);
+  CHECK(r.setup.height == 1024);
+  CHECK(normal(r.data_backend_path) == normal(kSt + "tomlrepo/config/multidatabackend.json"));
+  CHECK(r.raw["validation_prompt"] == "a painting of a teddy bear");
+  CHECK(any_has(r.warnings, "[webhook]: a table is passed to no flag"));
+  // musubi's TOMLs name no model_family: still musubi's
+  CHECK(detect_trainer(std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/musubi/flux_config.toml") == "musubi");
+}
+
 TEST_CASE("a config without model_family: refused, naming --model; --model names its family") {
   const std::string e = test::input_error_of([] { read("no-family.json"); });
   CHECK(e.find("model_family: missing (SimpleTuner requires it") != std::string::npos);

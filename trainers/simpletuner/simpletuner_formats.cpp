@@ -1,5 +1,5 @@
 // SimpleTuner's config formats, each read into the keys its argument parser receives: a JSON config
-// (config.json, or saved as config.json.txt), and config.env, both as the current env loader maps it
+// (config.json, or saved as config.json.txt), config.toml (toml_file.py), and config.env, both as the current env loader maps it
 // (SimpleTuner bc8e6ab helpers/configuration/env_file.py) and as the legacy train.sh (SimpleTuner
 // c1d20f5b, 2024-08-28) passed it to train.py. The facts: trainers/simpletuner/simpletuner-env.json.
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/io/text.hpp"
 #include "segadvise/trainers/facts.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 #include "simpletuner/simpletuner_parts.hpp"
 
 namespace segadvise::simpletuner {
@@ -272,12 +273,31 @@ void read_legacy_env(const std::string& path, const EnvAssignments& a, ConfigFil
     f.warnings.push_back(path + ": " + list(unknown) + ": not read by the legacy train.sh (train.sh:1-405)");
 }
 
+// config.toml (toml_file.py:35-42 -> cli_utils.py mapping_to_cli_args): top-level keys as flags; a
+// table is handed to no flag (cli_utils.py:259-261); a list repeats its flag per item (263-268), of which
+// argparse keeps the last
+void read_toml(const std::string& path, ConfigFile& f) {
+  const ordered_json j = readers::toml_file_json(path, "config");
+  std::vector<std::string> tables;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it->is_object()) tables.push_back(it.key());
+    else if (it->is_array()) {
+      if (!it->empty()) f.keys[it.key()] = it->back().is_string() ? it->back() : ordered_json(it->back().dump());
+    } else {
+      f.keys[it.key()] = *it;
+    }
+  }
+  if (!tables.empty())
+    f.warnings.push_back(path + ": [" + list(tables) + "]: a table is passed to no flag (cli_utils.py:259-261): not read");
+}
+
 }  // namespace
 
 ConfigFormat config_format(const std::string& path) {
   const std::string name = lower(file_name(path));
   if (ends_with(name, ".env") || name.find("config.env") != std::string::npos) return ConfigFormat::Env;
   if (ends_with(name, ".json") || ends_with(name, ".json.txt")) return ConfigFormat::Json;
+  if (ends_with(name, ".toml")) return ConfigFormat::Toml;
   if (ends_with(name, ".txt")) {  // a JSON config pasted into a text file
     std::string text;
     try {
@@ -294,6 +314,10 @@ ConfigFormat config_format(const std::string& path) {
 ConfigFile load_config_file(const std::string& path) {
   ConfigFile f;
   f.format = config_format(path);
+  if (f.format == ConfigFormat::Toml) {
+    read_toml(path, f);
+    return f;
+  }
   if (f.format != ConfigFormat::Env) {
     // JSON, under any name (config.json.txt is a JSON config saved with a .txt suffix)
     const std::string text = read_input_file(path, "config");

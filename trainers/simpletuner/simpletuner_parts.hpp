@@ -98,8 +98,8 @@ inline std::string model_family_name(const Fields& cfg, const Family& fam) {
 std::string fill_placeholders(std::string v, const std::string& model_family, const std::string& output_dir);
 
 // The formats a SimpleTuner config is written in (simpletuner_formats.cpp): by its file name (config.env,
-// *.env; *.json, *.json.txt, a .txt holding a JSON object); None: not one of them.
-enum class ConfigFormat { None, Json, Env };
+// *.env; *.json, *.json.txt, a .txt holding a JSON object; *.toml); None: not one of them.
+enum class ConfigFormat { None, Json, Env, Toml };
 ConfigFormat config_format(const std::string& path);
 
 // A config file read into the keys the trainer's argument parser receives (without `--`), with what
