@@ -120,6 +120,12 @@ TEST_CASE("a data backend path from the author's machine: the file of that name 
     CHECK(r.setup.width == 1024);
     CHECK(r.setup.batch == 3);
   }
+  // an accelerate config at the author's /root/.cache/huggingface/accelerate/default_config.yaml: the one
+  // beside the config (MULTI_GPU, 2 processes) is used, said in a warning
+  const TrainerRead acc = read("author/config-accelerate.json");
+  CHECK(acc.setup.multi_gpu.world() == 2);
+  CHECK(acc.setup.multi_gpu.strategy == Strategy::ddp);
+  CHECK(any_has(acc.warnings, "accelerate_config '/root/.cache/huggingface/accelerate/default_config.yaml' does not exist here"));
   // nothing of that name anywhere: the error lists every path tried, the lookups beside the config too
   const std::string e = test::input_error_of([] { read("author/config-missing.json"); });
   CHECK(e.find("data_backend_config 'G:/training/config/nowhere-to-be-found.json' not found") != std::string::npos);
