@@ -329,10 +329,12 @@ ConfigFile load_config_file(const std::string& path) {
     return f;
   }
   f.keys = ordered_json::object();
-  // the current loader reads MODEL_FAMILY; a file without it was written for the legacy train.sh,
-  // which sources it with bash ($NAME expanded)
+  // the current loader reads MODEL_FAMILY (or --model_family among TRAINER_EXTRA_ARGS); a file naming
+  // neither was written for the legacy train.sh, which sources it with bash ($NAME expanded)
   const EnvAssignments probe = read_assignments(path, false);
-  const bool current = probe.vars.count("MODEL_FAMILY") > 0;
+  const auto extra = probe.vars.find("TRAINER_EXTRA_ARGS");
+  const bool current = probe.vars.count("MODEL_FAMILY") > 0 ||
+                       (extra != probe.vars.end() && extra->second.find("--model_family") != std::string::npos);
   const EnvAssignments a = current ? probe : read_assignments(path, true);
   if (a.vars.empty()) throw InputError(path + ": no KEY=value line: not a SimpleTuner config.env");
   if (current) read_current_env(path, a, f);
