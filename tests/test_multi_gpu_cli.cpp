@@ -76,11 +76,13 @@ TEST_CASE("FSDP with DeepSpeed and FSDP v1 with context parallel are rejected") 
   CHECK(has(r.rejections, "FSDP v1 with context_parallel_size > 1"));
 }
 
-TEST_CASE("context parallel without a process count asks for --gpus") {
+TEST_CASE("context parallel without a process count takes the smallest world it divides, said in a note") {
   const TrainerRead r = read("multi-gpu-cp.json");
   CHECK(r.setup.multi_gpu.context_parallel == 2);
   CHECK(r.setup.multi_gpu.cp_comm == CpComm::alltoall);
-  CHECK(has(r.warnings, "pass --gpus N"));
+  CHECK(r.setup.multi_gpu.world() == 2);
+  CHECK(r.setup.multi_gpu.strategy == Strategy::ddp);
+  CHECK(has(r.setup.notes, "world size 2 taken from context_parallel_size 2"));
 }
 
 TEST_CASE("an accelerate YAML: num_processes counts every machine, DeepSpeed stage and offload") {

@@ -12,8 +12,11 @@ std::string readers::json_config_trainer(const std::string& path) {
   const nlohmann::ordered_json j = read_json_file(path, "config");
   if (!j.is_object()) throw InputError(path + ": a JSON config must be an object");
   if (j.contains("model_family") || j.contains("--model_family")) return "simpletuner";
-  if (j.contains("model_type") || j.contains("training_method") || j.contains("__version") || j.contains("base_model_name"))
-    return "onetrainer";
+  if (j.contains("training_method") || j.contains("__version") || j.contains("base_model_name")) return "onetrainer";
+  // OneTrainer's model_type is one of its ModelType names (FLUX_DEV_1, …); SimpleTuner's is lora or full
+  // (a SimpleTuner config without model_family is still SimpleTuner's, whose reader names what is missing)
+  const auto mt = j.find("model_type") != j.end() ? j.find("model_type") : j.find("--model_type");
+  if (mt != j.end() && !(mt->is_string() && (*mt == "lora" || *mt == "full"))) return "onetrainer";
   return "simpletuner";  // its reader names what is missing
 }
 
@@ -36,7 +39,11 @@ std::string readers::command_line_trainer(const std::string& path) {
 std::string detect_trainer(const std::string& path) {
   for (const Trainer* t : all_trainers())
     if (t->detects(path)) return t->id();
-  throw InputError(path + ": no musubi (*_train_network.py) or diffusers (train_*.py) script on the command line; use --trainer");
+  throw InputError(path + ": not a file of a trainer segadvise reads (use --trainer to name it). Each trainer's files: "
+                   "SimpleTuner a config.json with model_family (also saved as config.json.txt) or a config.env; "
+                   "musubi-tuner a command line running *_train_network.py (or another of its scripts), or its TOML; "
+                   "ai-toolkit a job YAML; OneTrainer a JSON saved from its UI (training_method, model_type); "
+                   "diffusers a command line running one of its train_*.py example scripts");
 }
 
 TrainerRead read_trainer_config(const std::string& path, const TrainerReadOptions& o) {

@@ -75,12 +75,13 @@ void read_fsdp(const ordered_json& raw, const std::string& path, TrainerRead& r)
 }
 
 // deepspeed_config: a JSON object, a JSON text, or a path to a JSON file (trainer.py:1896-1935)
-ordered_json deepspeed_json(const ordered_json& v, const std::string& path, const std::string& cwd) {
+ordered_json deepspeed_json(const ordered_json& v, const std::string& path, const std::string& cwd,
+                            std::vector<std::string>& warnings) {
   if (v.is_object()) return v;
   if (!v.is_string()) throw InputError(where(path, "deepspeed_config") + ": expected JSON or a file path, got " + brief_text(v.dump()));
   const std::string s = v.get<std::string>();
   if (!s.empty() && s.front() == '{') return parse_ordered_json_text(s, where(path, "deepspeed_config"));
-  return read_json_file(resolve_config_path(s, "deepspeed_config", path, cwd), "deepspeed_config");
+  return read_json_file(resolve_config_path(s, "deepspeed_config", path, cwd, &warnings), "deepspeed_config");
 }
 
 void read_deepspeed_json(const ordered_json& ds, const std::string& origin, MultiGpuSetup& m) {
@@ -209,19 +210,25 @@ void read_multi_gpu_keys(TrainerRead& r, const std::string& accelerate_yaml, con
     if (m.strategy == Strategy::fsdp2)
       r.rejections.push_back("FSDP together with a DeepSpeed config raises ValueError (configuration/cmd_args.py:1229-1230)");
     else
-      read_deepspeed_json(deepspeed_json(*ds, path, cwd), where(path, "deepspeed_config"), m);
+      read_deepspeed_json(deepspeed_json(*ds, path, cwd, r.warnings), where(path, "deepspeed_config"), m);
   }
   std::string yaml = accelerate_yaml;
   if (yaml.empty() && !text(raw, "accelerate_config").empty())
-    yaml = resolve_config_path(text(raw, "accelerate_config"), "accelerate_config", path, cwd);
+    yaml = resolve_config_path(text(raw, "accelerate_config"), "accelerate_config", path, cwd, &r.warnings);
   if (!yaml.empty()) {
     const Strategy from_keys = m.strategy;
     m = read_accelerate_yaml(yaml, m, r.warnings);  // num_processes of the config is then ignored (§1.1)
     if (from_keys == Strategy::fsdp2 || zero_stage(from_keys) > 0) m.strategy = from_keys;  // the trainer's own plugin
   }
-  if (m.context_parallel > 1 && m.world() == 1)
-    r.warnings.push_back("context_parallel_size " + std::to_string(m.context_parallel) +
-                         " with one process: the config leaves the process count to the launcher; pass --gpus N");
+  // no process count (accelerate's num_processes is the launcher's): the smallest world that
+  // context_parallel_size divides (training/context_parallel.py:61-88) is its own size; --gpus overrides it
+  if (m.context_parallel > 1 && m.world() == 1 && !key(raw, "num_processes") && yaml.empty()) {
+    m.gpus_per_node = m.context_parallel;
+    if (m.strategy == Strategy::single) m.strategy = Strategy::ddp;
+    r.setup.notes.push_back("world size " + std::to_string(m.context_parallel) + " taken from context_parallel_size " +
+                            std::to_string(m.context_parallel) + " (the smallest it divides; the config leaves the "
+                            "process count to the launcher): per-rank figures; --gpus N for another count");
+  }
 }
 
 }  // namespace segadvise

@@ -505,4 +505,28 @@ const std::vector<std::pair<std::string, std::string>>& musubi_optimizers() {
   return t;
 }
 
+// a TOML file as JSON, under parse_toml's input rules (SimpleTuner's config.toml, simpletuner_formats.cpp)
+nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what) {
+  struct Convert {
+    nlohmann::ordered_json operator()(const toml::value& v) const {
+      if (v.is_table()) {
+        nlohmann::ordered_json o = nlohmann::ordered_json::object();
+        for (const auto& kv : v.as_table()) o[kv.first] = (*this)(kv.second);
+        return o;
+      }
+      if (v.is_array()) {
+        nlohmann::ordered_json a = nlohmann::ordered_json::array();
+        for (const auto& item : v.as_array()) a.push_back((*this)(item));
+        return a;
+      }
+      if (v.is_boolean()) return v.as_boolean();
+      if (v.is_integer()) return v.as_integer();
+      if (v.is_floating()) return v.as_floating();
+      if (v.is_string()) return v.as_string().str;
+      return toml::format(v);  // a date or time, as written
+    }
+  };
+  return Convert{}(parse_toml(path, what));  // nesting already bounded by check_toml_depth
+}
+
 }  // namespace segadvise::readers

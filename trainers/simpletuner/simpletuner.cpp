@@ -6,6 +6,7 @@
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/setup_rules.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
+#include "simpletuner/simpletuner_parts.hpp"
 
 namespace segadvise {
 
@@ -20,8 +21,19 @@ class SimpleTuner final : public Trainer {
  public:
   std::string id() const override { return "simpletuner"; }
   std::string name() const override { return "SimpleTuner"; }
+  // config.json, a JSON config saved as config.json.txt, config.toml, config.env (simpletuner_formats.cpp)
   bool detects(const std::string& path) const override {
-    return extension(path) == ".json" && readers::json_config_trainer(path) == "simpletuner";
+    const simpletuner::ConfigFormat f = simpletuner::config_format(path);
+    if (f == simpletuner::ConfigFormat::Env) return true;
+    if (f == simpletuner::ConfigFormat::Toml) {  // a config.toml names its model_family; musubi's TOMLs do not
+      try {
+        const nlohmann::ordered_json t = readers::toml_file_json(path, "config");
+        return t.contains("model_family") || t.contains("--model_family");
+      } catch (const InputError&) {
+        return false;  // musubi's reader names what is wrong with it
+      }
+    }
+    return f == simpletuner::ConfigFormat::Json && readers::json_config_trainer(path) == "simpletuner";
   }
   TrainerRead read(const std::string& path, const TrainerReadOptions& o) const override {
     return read_simpletuner_config(path, o);

@@ -46,60 +46,6 @@ std::string fill_placeholders(std::string v, const std::string& model_family, co
 
 }  // namespace simpletuner
 
-std::vector<std::string> candidate_paths(const std::string& value, const std::string& config_path,
-                                         const std::string& cwd) {
-  std::vector<std::string> out;
-  auto add = [&out](const fs::path& p) {
-    const std::string s = p.lexically_normal().string();
-    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
-  };
-  const fs::path v(value);
-  if (v.is_absolute()) {
-    add(v);
-    return out;
-  }
-  std::vector<fs::path> rels;
-  const std::string prefix = "config/examples/";
-  if (value.rfind(prefix, 0) == 0) rels.push_back(fs::path("simpletuner/examples") / value.substr(prefix.size()));
-  rels.push_back(v);
-  const fs::path base = cwd.empty() ? fs::current_path() : fs::path(cwd);
-  for (const auto& r : rels) add(base / r);
-  std::error_code ec;
-  fs::path dir = fs::absolute(fs::path(config_path), ec).parent_path();
-  while (!dir.empty()) {
-    for (const auto& r : rels) add(dir / r);
-    if (dir == dir.root_path() || dir.parent_path() == dir) break;
-    dir = dir.parent_path();
-  }
-  return out;
-}
-
-std::string resolve_config_path(const std::string& value, const std::string& key, const std::string& config_path,
-                                const std::string& cwd) {
-  const auto cands = candidate_paths(value, config_path, cwd);
-  for (const auto& c : cands)
-    if (file_exists(c)) return c;
-  std::string tried;
-  for (const auto& c : cands) tried += "\n  " + c;
-  // a relative path inside the trainer's own repository (the folder above the config that holds
-  // simpletuner/examples; config/examples/ is that folder under its other name): the repository does not
-  // ship the file the example names, which no path of this machine mends
-  std::string why;
-  std::error_code ec;
-  if (!fs::path(value).is_absolute())
-    for (fs::path dir = fs::absolute(fs::path(config_path), ec).parent_path(); !dir.empty(); dir = dir.parent_path()) {
-      if (fs::is_directory(dir / "simpletuner" / "examples", ec)) {
-        why = ": the trainer's repository (" + dir.lexically_normal().string() + ") does not ship it" +
-              (value.rfind("config/examples/", 0) == 0 ? " (config/examples/ is its simpletuner/examples/)" : "") +
-              "; pass --data-backend FILE with your own";
-        break;
-      }
-      if (dir == dir.root_path() || dir.parent_path() == dir) break;
-    }
-  if (key != "data_backend_config" && !why.empty()) why = ": the trainer's repository does not ship it";
-  throw InputError(config_path + ": " + key + " '" + brief_text(value) + "' not found" + why + "; tried:" + tried);
-}
-
 namespace {
 
 // Whether a backend entry of dataset_type `type` trains (§1.1): disabled backends, embed caches,
@@ -238,7 +184,7 @@ void backend_frames(const Fields& b, const Fields& cfg, const Family& fam, Backe
 // One data-backend entry -> its shape, or nothing when it produces no training batches (§1.1).
 bool backend_shape(const ordered_json& entry, std::size_t index, const std::string& file, const Fields& cfg,
                    const Family& fam, const TrainerReadOptions& opt, int global_batch, BackendShape& out,
-                   std::vector<std::string>& warnings) {
+                   std::vector<std::string>& warnings, std::vector<std::string>& rejections) {
   if (!entry.is_object())
     throw InputError(file + ": entry " + std::to_string(index) + ": expected an object, got " + type_name(entry));
   std::string id = entry.contains("id") && entry["id"].is_string() ? entry["id"].get<std::string>()
@@ -269,10 +215,21 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
   const bool square = crop && crop_aspect == "square";
   std::string aspect_note;
   const double aspect = backend_aspect(b, fam, opt, br, crop, crop_aspect, video, out, aspect_note);
-  if (b.has("maximum_image_size") != b.has("target_downsample_size"))
-    warnings.push_back(b.where(b.has("maximum_image_size") ? "maximum_image_size" : "target_downsample_size") +
-                       ": maximum_image_size and target_downsample_size must be set together (the trainer raises an "
-                       "error); they only change an intermediate resize, not the trained size");
+  // each falls back to the config's key (data_backend/config/image.py:130-131); maximum_image_size without
+  // target_downsample_size raises ValueError (data_backend/config/validators.py:65-68); the other way
+  // round nothing reads target_downsample_size. Either only changes an intermediate resize.
+  auto size_key = [&](const char* k) -> const Fields* {
+    const Fields* f = b.has(k) ? &b : cfg.has(k) ? &cfg : nullptr;
+    return f && f->number(k, 0, -kMaxEdgePixels, kMaxEdgePixels) != 0 ? f : nullptr;
+  };
+  const Fields* most = size_key("maximum_image_size");
+  const Fields* target = size_key("target_downsample_size");
+  if (most && !target)
+    rejections.push_back(most->where("maximum_image_size") + " without target_downsample_size: the trainer raises "
+                         "ValueError (data_backend/config/validators.py:65-68)");
+  else if (target && !most)
+    warnings.push_back(target->where("target_downsample_size") + ": not used without maximum_image_size "
+                       "(data_backend/config/validators.py:65-68); the trained size is unchanged");
   const ResolvedSize r = bucket_size(res, rtype, fam.geometry.alignment, aspect, square);
   out.rules.instance_data_dir = b.str("instance_data_dir", "");
   out.rules.resolution = res;
@@ -309,8 +266,8 @@ void read_backends(const Fields& cfg, const std::string& path, const Family& fam
     db_value = cfg.has("data_backend_config")
                    ? cfg.str("data_backend_config", "")
                    : (fs::path(path).parent_path() / "multidatabackend.json").string();
-    db_value = fill_placeholders(db_value, cfg.str("model_family", ""), cfg.str("output_dir", ""));
-    r.data_backend_path = resolve_config_path(db_value, "data_backend_config", path, opt.cwd);
+    db_value = fill_placeholders(db_value, model_family_name(cfg, fam), cfg.str("output_dir", ""));
+    r.data_backend_path = resolve_config_path(db_value, "data_backend_config", path, opt.cwd, &r.warnings);
   }
   const ordered_json db = read_json_file(r.data_backend_path, "data_backend_config");
   if (!db.is_array())
@@ -319,7 +276,8 @@ void read_backends(const Fields& cfg, const std::string& path, const Family& fam
   if (global_batch <= 0) throw InputError(cfg.where("train_batch_size") + ": must be positive, got " + std::to_string(global_batch));
   for (std::size_t i = 0; i < db.size(); ++i) {
     BackendShape shape;
-    if (backend_shape(db[i], i, r.data_backend_path, cfg, fam, opt, static_cast<int>(global_batch), shape, r.warnings))
+    if (backend_shape(db[i], i, r.data_backend_path, cfg, fam, opt, static_cast<int>(global_batch), shape, r.warnings,
+                      r.rejections))
       r.backends.push_back(shape);
   }
   if (r.backends.empty())

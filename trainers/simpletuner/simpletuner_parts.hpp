@@ -89,8 +89,31 @@ class Fields {
   std::map<std::string, std::pair<std::string, const ordered_json*>> map_;
 };
 
+// the model_family as written, else (--model named it) the family's own
+inline std::string model_family_name(const Fields& cfg, const Family& fam) {
+  return cfg.has("model_family") ? cfg.str("model_family", "") : fam.trainer_family;
+}
+
 // `v` with {model_family} and {output_dir} filled in where they are known.
 std::string fill_placeholders(std::string v, const std::string& model_family, const std::string& output_dir);
+
+// The formats a SimpleTuner config is written in (simpletuner_formats.cpp): by its file name (config.env,
+// *.env; *.json, *.json.txt, a .txt holding a JSON object; *.toml); None: not one of them.
+enum class ConfigFormat { None, Json, Env, Toml };
+ConfigFormat config_format(const std::string& path);
+
+// A config file read into the keys the trainer's argument parser receives (without `--`), with what
+// reading it said: keys the format's loader ignores, a legacy config.env's family and rejections.
+struct ConfigFile {
+  ordered_json keys = ordered_json::object();
+  int indent = 4;
+  ConfigFormat format = ConfigFormat::Json;
+  std::vector<std::string> warnings;
+  std::vector<std::string> rejections;  // the trainer stops (a legacy train.sh's required variable unset)
+  std::string default_family;           // the legacy train.sh's family when the file names none
+};
+// InputError naming the file, the line and the value for bad input.
+ConfigFile load_config_file(const std::string& path);
 
 // data backends (§1): the file, and every backend that trains
 void read_backends(const Fields& cfg, const std::string& path, const Family& fam, const TrainerReadOptions& opt, TrainerRead& r);

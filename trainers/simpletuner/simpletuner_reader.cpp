@@ -9,6 +9,7 @@
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/io/json_input.hpp"
+#include "segadvise/io/text.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/families/analyzer.hpp"
 #include "segadvise/trainers/simpletuner_facts.hpp"
@@ -55,8 +56,21 @@ ordered_json read_json_file(const std::string& path, const std::string& what) {
 
 namespace {
 
-const Family& resolve_family(const Fields& cfg, const std::string& path, std::vector<std::string>& warnings) {
-  if (!cfg.has("model_family")) throw InputError(path + ": model_family: missing (the trainer requires it)");
+const Family& resolve_family(const Fields& cfg, const std::string& path, const std::string& model,
+                             std::vector<std::string>& warnings) {
+  // --model names the family (TrainerReadOptions::model); a model_family it differs from is overridden
+  if (!model.empty()) {
+    const Family& f = find_family(model);
+    if (cfg.has("model_family") && lower(cfg.str("model_family", "")) != f.trainer_family)
+      warnings.push_back(cfg.where("model_family") + ": '" + brief_text(cfg.str("model_family", "")) +
+                         "' overridden by --model " + brief_text(model) + " (" + f.name + ")");
+    return f;
+  }
+  // model_family is a required field (field_registry/sections/model.py:61-71, ValidationRule REQUIRED;
+  // cmd_args.py:494-495 makes it a required argparse option): the trainer stops without it
+  if (!cfg.has("model_family"))
+    throw InputError(path + ": model_family: missing (SimpleTuner requires it: field_registry/sections/model.py:61-71); "
+                     "pass --model FAMILY (segadvise list models) to name the model this config trains");
   const std::string mf = cfg.str("model_family", "");
   std::string flavour = cfg.str("model_flavour", "");
   if (mf == "infinitetalk") {
@@ -175,8 +189,8 @@ void read_lycoris(const Fields& cfg, const std::string& path, const Family& fam,
   if (!cfg.has("lycoris_config"))
     throw InputError(path + ": lycoris_config: missing (lora_type lycoris needs the LyCORIS config file)");
   const std::string ly = resolve_config_path(
-      fill_placeholders(cfg.str("lycoris_config", ""), cfg.str("model_family", ""), cfg.str("output_dir", "")),
-      "lycoris_config", path, opt.cwd);
+      fill_placeholders(cfg.str("lycoris_config", ""), model_family_name(cfg, fam), cfg.str("output_dir", "")),
+      "lycoris_config", path, opt.cwd, &r.warnings);
   const ordered_json lj = read_json_file(ly, "lycoris_config");
   if (!lj.is_object()) throw InputError("lycoris_config '" + ly + "': expected an object, got " + type_name(lj));
   const Fields lf(lj, ly);
@@ -315,15 +329,20 @@ TrainerRead read_simpletuner_config(const std::string& path, const TrainerReadOp
   TrainerRead r;
   r.trainer = "simpletuner";
   r.config_path = path;
-  const std::string text = read_input_file(path, "config");
-  r.raw = parse_ordered_json_text(text, "config '" + brief_text(path) + "'");
-  r.indent = json_indent(text);
-  if (!r.raw.is_object()) throw InputError("config '" + path + "': expected a JSON object of trainer keys, got " + type_name(r.raw));
+  // config.json, config.json.txt, config.env (current or legacy): the keys the trainer's parser gets
+  ConfigFile file = load_config_file(path);
+  // a legacy config.env naming no family: the legacy trainer's default, a guess (--model names it)
+  const bool guessed = opt.model.empty() && !file.default_family.empty();
+  if (guessed) file.keys["model_family"] = file.default_family;
+  r.raw = std::move(file.keys);
+  r.indent = file.indent;
+  r.warnings = std::move(file.warnings);
+  r.rejections = std::move(file.rejections);
   const Fields cfg(r.raw, path);
   for (const auto& d : cfg.duplicates)
     r.warnings.push_back(path + ": " + d + " is written both with and without `--`: the later one is used");
 
-  const Family& fam = resolve_family(cfg, path, r.warnings);
+  const Family& fam = resolve_family(cfg, path, opt.model, r.warnings);
   for (const NotModelled& n : simpletuner_not_modelled())  // trainers/simpletuner/simpletuner-setup.json
     if (fam.trainer_family == n.model_family && cfg.str(n.key, "") == n.value) throw InputError(cfg.where(n.key) + ": " + n.why);
   r.family = &fam;
@@ -333,6 +352,9 @@ TrainerRead read_simpletuner_config(const std::string& path, const TrainerReadOp
   s.model_id = fam.id;
   s.notes.clear();
   s.notes.push_back("from " + path);
+  if (guessed)
+    s.family_guessed_from = "the legacy train.sh's default " + file.default_family +
+                            " (the config.env names no family: trainer.py:262-263 at SimpleTuner c1d20f5b)";
   read_training(cfg, path, fam, r);
   if (s.lora_type == LoraType::Lycoris && s.model_type == ModelType::Lora) read_lycoris(cfg, path, fam, opt, r);
   read_streaming(cfg, fam, r);

@@ -57,6 +57,9 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
 // Detection (trainer.hpp's components): the trainer a JSON config belongs to (simpletuner or
 // onetrainer; InputError when it is not an object), and a command line's by its script ("" when none).
 std::string json_config_trainer(const std::string& path);
+// A TOML file as JSON (tables as objects), under musubi's TOML input rules (nesting, key counts);
+// InputError naming the file, the line and the column (musubi_reader.cpp).
+nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what);
 std::string command_line_trainer(const std::string& path);
 
 // A key the trainer stops on by itself: the rejection "--KEY: WHY", and KEY among r.refused_keys.

@@ -24,16 +24,24 @@ nlohmann::ordered_json read_json_file(const std::string& path, const std::string
 // yes/no (any case), an empty string as false, an integer as != 0; nothing for any other value.
 std::optional<bool> config_bool(const nlohmann::ordered_json& v);
 
-// Where the trainer finds a path written in a config (data_backend_config, lycoris_config), in the
-// order tried: an absolute path as is; otherwise relative to `cwd` (the trainer opens it relative to
-// its working directory; a value under `config/examples/` is first tried as the packaged
-// `simpletuner/examples/…`), then relative to the config's folder and each of its parents (a user
-// running from elsewhere). Returns the candidates, first to last.
+// Where the trainer finds a path written in a config (data_backend_config, lycoris_config, …), in the
+// order tried (simpletuner_paths.cpp cites the trainer's lines): an absolute path as is; otherwise, for
+// lycoris_config, the config's folder (also with a leading `config/` trimmed) first; then the trainer's
+// working directory, the folder holding the config's `config` folder (implied_repo_root; a value under
+// `config/examples/` is first tried as the packaged `simpletuner/examples/…`); then relative to `cwd`,
+// then the config's folder and each of its parents (a user running from elsewhere). Returns the
+// candidates, first to last.
 std::vector<std::string> candidate_paths(const std::string& value, const std::string& config_path,
-                                         const std::string& cwd);
-// The first candidate that exists; InputError naming the key, the value and every path tried.
+                                         const std::string& cwd, const std::string& key = "data_backend_config");
+// The folder SimpleTuner runs from for a config at `config_path`: the parent of the nearest folder
+// named `config` at most 4 levels above it (config/config.json, config/<ENV>/config.json); "" if none.
+std::string implied_repo_root(const std::string& config_path);
+// The first candidate that exists. With `warnings`, a path that exists nowhere (one of the author's
+// machine: /workspace/…, G:/…, C:\Users\…) is then looked for by its last parts (at most 4, longest first)
+// under the config's folder and the 3 above it; the file found is used and a warning says so. Otherwise
+// InputError naming the key, the value and every path tried.
 std::string resolve_config_path(const std::string& value, const std::string& key, const std::string& config_path,
-                                const std::string& cwd);
+                                const std::string& cwd, std::vector<std::string>* warnings = nullptr);
 
 // The keys of a SimpleTuner config that move a phase other than the step, with the trainer's defaults.
 // Throws InputError (file, key, value) for bad values.
