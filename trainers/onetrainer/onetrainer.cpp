@@ -9,6 +9,7 @@
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"  // read_json_file
 #include "segadvise/trainers/trainer_writer.hpp"
+#include "onetrainer/onetrainer_migrate.hpp"
 
 namespace segadvise {
 
@@ -148,6 +149,16 @@ std::string onetrainer_text(const TrainerFacts& facts, const Family& fam, const 
 Rewritten rewrite_json(const TrainerFacts& facts, const TrainerRead& r, const ordered_json& knobs) {
   ordered_json j = read_json_file(r.config_path, "OneTrainer config");
   Rewritten out;
+  // a file OneTrainer migrates is written back migrated (the __version 11 written below skips the
+  // migrations: a v8 file's prior would otherwise not reach transformer, nor a v9 file's NONE its dtype)
+  const int version = j.is_object() && j.contains("__version") && j["__version"].is_number_integer() ? j["__version"].get<int>() : 0;
+  if (!readers::onetrainer_built_in_preset(r.config_path) && version < facts.raw.value("config_version", 11)) {
+    readers::OneTrainerMigration m = readers::migrate_onetrainer(j, version, facts);
+    if (m.failure.empty()) {
+      j = std::move(m.data);
+      out.notes.push_back("the file's migrations from __version " + std::to_string(version) + " applied, as OneTrainer applies them on loading");
+    }
+  }
   for (const auto& removed : facts.raw.at("removed_keys")) {
     const std::string k = removed.at("name").get<std::string>();
     if (j.contains(k)) {
