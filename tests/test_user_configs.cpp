@@ -94,6 +94,32 @@ TEST_CASE("an old OneTrainer FLUX LoRA (version 8): prior moved to transformer, 
   CHECK(peak < peak32 - 15);
 }
 
+TEST_CASE("an old OneTrainer file written back by --emit onetrainer is written migrated") {
+  // __version 11 in the written file skips the migrations, so the file is written as OneTrainer migrated
+  // it: transformer from prior, NONE filled, the top-level weight_dtype gone (popped by __migration_9)
+  const fs::path out = fs::temp_directory_path() / "segadvise-user-configs-v8-out.json";
+  fs::remove(out);
+  CheckOptions o;
+  o.config = kDir + "onetrainer/v8_flux_lora_prior.json";
+  o.flags.gpu = "4090";
+  o.flags.format = "json";
+  o.read.cwd = "/nonexistent-working-directory";
+  o.emit = "onetrainer";
+  o.output = out.string();
+  o.advise = true;
+  std::ostringstream text;
+  run_check(o, text);
+  const auto w = nlohmann::json::parse(test::slurp(out.string()));
+  CHECK(w["__version"] == 11);
+  CHECK(w["transformer"]["weight_dtype"] == "BFLOAT_16");
+  CHECK(w["text_encoder"]["weight_dtype"] == "BFLOAT_16");
+  CHECK(!w.contains("weight_dtype"));
+  const TrainerRead back = read(out.string());
+  CHECK(back.setup.base_precision == "no_change");
+  CHECK(!any_contains(back.warnings, "NONE"));
+  fs::remove(out);
+}
+
 TEST_CASE("a version-9 OneTrainer file: per-part NONE takes the top-level weight_dtype; at version 11 NONE loads in bf16") {
   // v9_flux_lora_none.json: transformer NONE, text_encoder NONE, text_encoder_2 NFLOAT_4, top-level BFLOAT_16
   const TrainerRead r = read(kDir + "onetrainer/v9_flux_lora_none.json");

@@ -23,7 +23,7 @@ bool migration_0(ordered_json& d, std::string& failure) {
   for (auto it = d.begin(); it != d.end(); ++it) {
     const std::string& k = it.key();
     if (k == "optimizer") settings["optimizer"] = it.value();
-    else if (k.rfind("optimizer", 0) == 0) settings[k.rfind("optimizer_", 0) == 0 ? k.substr(10) : k.substr(9)] = it.value();
+    else if (k.rfind("optimizer", 0) == 0) settings[k.rfind("optimizer_", 0) == 0 ? k.substr(10) : k] = it.value();  // removeprefix
     else out[k] = it.value();
   }
   if (settings.contains("optimizer")) {
