@@ -423,7 +423,7 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   for (const auto& n : migrated.notes) r.warnings.push_back("__version " + std::to_string(version) + ": " + n);
   if (!migrated.failure.empty())
     r.warnings.push_back("OneTrainer cannot load this file: " + migrated.failure + ". Its UI prints the error and loads nothing "
-                         "(TopBarController.py:82-104), scripts/train.py stops. Predicted from the file's keys as written, no migration applied; "
+                         "(TopBarController.py:83-104), scripts/train.py stops. Predicted from the file's keys as written, no migration applied; "
                          "\"__version\": 11 (the current version, TrainConfig.py:596) has OneTrainer read it unmigrated");
   const bool migrate = !preset && migrated.failure.empty();  // 4 and 10 as well (read_part)
   const std::string mt = top.str("model_type", "STABLE_DIFFUSION_15");
