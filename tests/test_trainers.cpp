@@ -232,12 +232,23 @@ TEST_CASE("OneTrainer's FLUX LoRA preset: nf4, its resolution string, defaults l
   CHECK(r.schedule.checkpointing);  // part default true
 }
 
-TEST_CASE("OneTrainer user configs without __version lose their offload fraction to the migrations") {
-  // the HiDream preset copied under a name without '#': read as a user config, so migrated
+TEST_CASE("OneTrainer user configs below version 11 lose their offload fraction to __migration_10") {
+  // the HiDream preset copied under a name without '#' and without __version: a user config, migrated from
+  // version 0, and __migration_9 reads the weight_dtype of every part, which its unet (made empty by
+  // __migration_1) lacks: KeyError (TrainConfig.py:811-812), OneTrainer loads nothing. Read as written.
   const TrainerRead r = read("onetrainer/hidream_lora.json");
   CHECK(r.family->id == "hidream-i1");
-  CHECK(r.setup.layer_offload_fraction == 0);  // transformer.offload_fraction 0.5 reset to 0 by __migration_10
-  CHECK(any_contains(r.warnings, "__migration_10 overwrites transformer.offload_fraction"));
+  CHECK(any_contains(r.warnings, "OneTrainer cannot load this file: __migration_9"));
+  CHECK(r.setup.layer_offload_fraction == doctest::Approx(0.5));  // transformer.offload_fraction as written
+  // at __version 10 only __migration_10 runs: the fraction is reset to 0 from the old top-level keys
+  auto j = nlohmann::json::parse(slurp(kDir + "onetrainer/hidream_lora.json"));
+  j["__version"] = 10;
+  const fs::path f = fs::temp_directory_path() / "segadvise-hidream-v10.json";
+  std::ofstream(f) << j.dump(4);
+  const TrainerRead v10 = read_trainer_config(f.string(), TrainerReadOptions{});
+  CHECK(v10.setup.layer_offload_fraction == 0);  // transformer.offload_fraction 0.5 reset to 0 by __migration_10
+  CHECK(any_contains(v10.warnings, "__migration_10 overwrites transformer.offload_fraction"));
+  fs::remove(f);
 }
 
 TEST_CASE("a version-10 OneTrainer config is migrated from its old top-level keys") {
@@ -287,8 +298,11 @@ TEST_CASE("a built-in '#' OneTrainer preset is not migrated: its offload fractio
   CHECK(r.setup.kept_model_bytes == 0);  // text_encoder.train false, latent_caching default true
   CHECK(!any_contains(r.warnings, "__migration_10"));
   CHECK(any_contains(r.warnings, "built-in preset"));
-  // the same preset under a user config's name is migrated: the fraction is lost
-  CHECK(read("onetrainer/qwen_lora_24gb.json").setup.layer_offload_fraction == 0);
+  // the same preset under a user config's name (no __version) does not pass __migration_9 (its parts lack
+  // weight_dtype): OneTrainer does not load it; read as written, said so
+  const TrainerRead user = read("onetrainer/qwen_lora_24gb.json");
+  CHECK(user.setup.layer_offload_fraction == doctest::Approx(0.1));
+  CHECK(any_contains(user.warnings, "OneTrainer cannot load this file"));
   // the phases by OneTrainer's keys
   const RunSetup run = trainer("onetrainer").run_setup(r);
   CHECK(run.other.trainer == "onetrainer");

@@ -107,6 +107,12 @@ const std::vector<OptimizerInfo>& optimizers() {
       {"adafactor", 0.1, 8},       {"soap", 24, 48},           {"muon", 2, 12},
       {"optimi-adan", 6, 20},      {"optimi-ranger", 6, 20},   {"optimi-sgd", 2, 8},
       {"sgd", 0, 6},               {"adamw8bit-paged", 2.1, 12},
+      // bitsandbytes' one-state optimizers at 32 bits (one fp32 buffer) and 8 bits (one int8 buffer + block
+      // scales), LAMB's two moments, AdEMAMix's three buffers (OneTrainer's optimizers, create.py)
+      {"adagrad", 4, 14},          {"rmsprop", 4, 14},         {"lars", 4, 14},
+      {"bnb-adagrad8bit", 1.1, 8}, {"bnb-rmsprop8bit", 1.1, 8}, {"bnb-lars8bit", 1.1, 8},
+      {"bnb-sgd8bit", 1.1, 8},     {"lamb", 8, 24},            {"bnb-lamb8bit", 2.1, 12},
+      {"ademamix", 12, 32},        {"bnb-ademamix8bit", 3.1, 16},
   };
   return t;
 }

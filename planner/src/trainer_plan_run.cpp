@@ -32,7 +32,10 @@ bool take_phase_knobs(TrainerAdvice& ta, TrainerPlan& p, const Trainer& t, const
   for (const PhaseFix& f : phases.fixes)
     if (extra.contains(f.key))
       for (const TrainerPhaseKnob& k : run.other.phase_knobs)
-        if (k.key == f.key && k.effect == "samples_off") run.other.samples = false;
+        if (k.key == f.key && k.effect == "samples_off") {
+          run.other.samples = false;
+          run.other.sample_key = k.key;  // the key that turns it off names it, as read back from the file
+        }
   return true;
 }
 

@@ -47,7 +47,9 @@ struct Yaml {
 };
 
 // model.arch as ModelConfig resolves it (config_modules.py:766-821): arch, else the is_* flags, else sd1
-std::string resolve_arch(const Yaml& y, const YAML::Node& model) {
+// (`defaulted` then true)
+std::string resolve_arch(const Yaml& y, const YAML::Node& model, bool& defaulted) {
+  defaulted = false;
   std::string arch = y.get<std::string>(model, "arch", "", "model.arch");
   if (!arch.empty()) {
     arch = arch.substr(0, arch.find(':'));
@@ -59,7 +61,44 @@ std::string resolve_arch(const Yaml& y, const YAML::Node& model) {
       {"is_vega", "vega"},    {"is_ssd", "ssd"}};
   for (const auto& f : flags)
     if (y.get<bool>(model, f.first, false, std::string("model.") + f.first)) return f.second;
+  defaulted = true;
   return "sd1";
+}
+
+// The arch of the first name_guesses entry (ai-toolkit.json) whose `contains` is in the model path
+// (lower-cased, '_' read as '-'), with that entry's source; nullptr when none
+const nlohmann::json* guess_arch(const TrainerFacts& facts, const std::string& name) {
+  std::string n = lower(name);
+  std::replace(n.begin(), n.end(), '_', '-');
+  for (const auto& e : facts.raw.at("name_guesses").at("entries"))
+    if (n.find(e.at("contains").get<std::string>()) != std::string::npos) return &e;
+  return nullptr;
+}
+
+// The keys of the model, train and network sections ai-toolkit never reads (ai-toolkit.json known_keys),
+// listed in one warning: they change nothing
+void warn_unknown_keys(const Yaml& y, const YAML::Node& p, const TrainerFacts& facts, TrainerRead& r) {
+  const nlohmann::json& known = facts.raw.at("known_keys");
+  std::vector<std::string> unknown;
+  std::string sources;
+  for (const char* section : {"model", "train", "network"}) {
+    const YAML::Node n = p[section];
+    if (!n || !n.IsMap()) continue;
+    const auto& keys = known.at(section).at("keys");
+    bool any = false;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+      unknown.push_back(std::string(section) + "." + k + " (line " + std::to_string(it->first.Mark().line + 1) + ")");
+      any = true;
+    }
+    if (any) sources += (sources.empty() ? "" : ", ") + known.at(section).at("source").get<std::string>();
+  }
+  if (unknown.empty()) return;
+  std::string list;
+  for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
+  r.warnings.push_back(y.path + ": keys ai-toolkit does not have, never read and so without effect: " + list + " (the keys it reads: " +
+                       sources + ")");
 }
 
 const Family* family_for_arch(const TrainerFacts& facts, const std::string& arch, const std::string& name) {
@@ -512,10 +551,32 @@ TrainerRead read_ai_toolkit_job(const std::string& path, const TrainerReadOption
   if (!model || !model.IsMap()) throw InputError(path + ": config.process[0].model: missing (model.name_or_path is required, config_modules.py:628)");
   const std::string name = y.get<std::string>(model, "name_or_path", "", "model.name_or_path");
   if (name.empty()) throw InputError(y.where(model, "model.name_or_path") + ": missing (required, config_modules.py:628)");
-  const std::string arch = resolve_arch(y, model);
+  bool defaulted = false;
+  std::string arch = resolve_arch(y, model, defaulted);
+  // no arch and no is_* flag: ai-toolkit runs sd1 whatever the path names; the family the path names is
+  // predicted instead, as a guess (segadvise's, from name_guesses), and said so
+  std::string guessed_from, guess_warning;
+  if (defaulted && o.model.empty()) {
+    const nlohmann::json* g = guess_arch(facts, name);
+    const std::string loads = "ai-toolkit as published runs arch sd1 (no model.arch and no is_* flag, config_modules.py:799-821) with the "
+                              "legacy StableDiffusion class (toolkit/util/get_model.py:44-50), which loads '" + brief_text(name) +
+                              "' as a StableDiffusionPipeline (stable_diffusion_model.py:961-965)";
+    if (g && g->at("arch") != "sd1") {
+      arch = g->at("arch").get<std::string>();
+      guessed_from = "the model path '" + brief_text(name) + "'";
+      guess_warning = "model: " + loads + ", which is not that model's pipeline: predicted as the model the path names (a guess), "
+                      "which ai-toolkit trains with `arch: " + arch + "` (" + g->at("source").get<std::string>() + ")";
+    } else if (!g) {
+      guessed_from = "ai-toolkit's default arch sd1 (no model.arch, no is_* flag; the path '" + brief_text(name) + "' names no model segadvise knows)";
+      guess_warning = "model: " + loads + ": predicted as SD 1.x, ai-toolkit's default; if the path holds another model, write its arch";
+    }
+  }
   const Family& fam = choose_family(o, family_for_arch(facts, arch, name),
                                     path + ": model.arch '" + arch + "' (" + name + ") has no segadvise family");
   start_setup(r, fam, "ai-toolkit");
+  r.setup.family_guessed_from = guessed_from;
+  if (!guess_warning.empty()) r.warnings.push_back(guess_warning);
+  warn_unknown_keys(y, p, facts, r);
   const TrainerFamily* tf = facts.find(fam);
 
   read_dtype(y, train, r);

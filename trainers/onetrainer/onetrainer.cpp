@@ -9,6 +9,7 @@
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"  // read_json_file
 #include "segadvise/trainers/trainer_writer.hpp"
+#include "onetrainer/onetrainer_migrate.hpp"
 
 namespace segadvise {
 
@@ -35,10 +36,13 @@ std::string onetrainer_dtype(const TrainerFacts& facts, const TrainingSetup& use
   return dtype;
 }
 
-// The OneTrainer name of a segadvise optimizer (its "optimizers" table), "" when none maps to it.
+// The OneTrainer name of a segadvise optimizer (its "optimizers" table, else the first of "optimizers_as"
+// sized as it), "" when none maps to it.
 std::string onetrainer_optimizer(const TrainerFacts& facts, const std::string& optimizer) {
   for (auto it = facts.raw.at("optimizers").begin(); it != facts.raw.at("optimizers").end(); ++it)
     if (it.value() == optimizer) return it.key();
+  for (auto it = facts.raw.at("optimizers_as").begin(); it != facts.raw.at("optimizers_as").end(); ++it)
+    if (it.value().at("as") == optimizer) return it.key();
   return "";
 }
 
@@ -135,7 +139,13 @@ std::string onetrainer_text(const TrainerFacts& facts, const Family& fam, const 
   j["__version"] = 11;
   j["model_type"] = tf && !tf->model_types.empty() ? tf->model_types.front() : "";
   j["training_method"] = s.embedding_params > 0 ? "EMBEDDING" : s.model_type == ModelType::Lora ? "LORA" : "FINE_TUNE";
+  // a family told from another of its model_type by the path (onetrainer.json families: name_contains)
+  // is written with the path that names it, so that the file reads back as that family
   j["base_model_name"] = "/path/to/model";
+  for (const auto& e : facts.raw.at("families"))
+    if (e.at("family") == fam.id && e.contains("base_model_name")) j["base_model_name"] = e.at("base_model_name");
+  // the optimizer the plan was predicted with (the knobs below name it only for a fused back pass)
+  if (const std::string opt = onetrainer_optimizer(facts, s.optimizer); !opt.empty()) j["optimizer"]["optimizer"] = opt;
   j["train_dtype"] = "BFLOAT_16";
   j["resolution"] = std::to_string(square_edge_for_area(s.width, s.height));
   if (fam.modality == "video") j["frames"] = std::to_string(s.frames);
@@ -148,6 +158,16 @@ std::string onetrainer_text(const TrainerFacts& facts, const Family& fam, const 
 Rewritten rewrite_json(const TrainerFacts& facts, const TrainerRead& r, const ordered_json& knobs) {
   ordered_json j = read_json_file(r.config_path, "OneTrainer config");
   Rewritten out;
+  // a file OneTrainer migrates is written back migrated (the __version 11 written below skips the
+  // migrations: a v8 file's prior would otherwise not reach transformer, nor a v9 file's NONE its dtype)
+  const int version = j.is_object() && j.contains("__version") && j["__version"].is_number_integer() ? j["__version"].get<int>() : 0;
+  if (!readers::onetrainer_built_in_preset(r.config_path) && version < facts.raw.value("config_version", 11)) {
+    readers::OneTrainerMigration m = readers::migrate_onetrainer(j, version, facts);
+    if (m.failure.empty()) {
+      j = std::move(m.data);
+      out.notes.push_back("the file's migrations from __version " + std::to_string(version) + " applied, as OneTrainer applies them on loading");
+    }
+  }
   for (const auto& removed : facts.raw.at("removed_keys")) {
     const std::string k = removed.at("name").get<std::string>();
     if (j.contains(k)) {

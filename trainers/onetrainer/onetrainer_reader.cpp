@@ -12,6 +12,7 @@
 #include "segadvise/trainers/phases.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/reader_util.hpp"
+#include "onetrainer/onetrainer_migrate.hpp"
 
 namespace segadvise::readers {
 
@@ -99,14 +100,7 @@ std::pair<int, int> parse_resolution_string(const std::string& v, const std::str
 const nlohmann::json& dtype_entry(const TrainerFacts& facts, const std::string& dtype, const std::string& where) {
   for (const auto& d : facts.raw.at("weight_dtypes"))
     if (d.at("dtype") == dtype) return d;
-  throw InputError(where + ": weight_dtype '" + dtype + "' has no segadvise precision (GGUF and NONE are not modelled)");
-}
-
-// A built-in preset: OneTrainer loads it without migration (TopBarController.py load_config_from_file,
-// scripts/train.py --preset-path): a file name starting with '#', not "#.json".
-bool built_in_preset(const std::string& path) {
-  const std::string name = file_name(path);
-  return !name.empty() && name[0] == '#' && name != "#.json";
+  throw InputError(where + ": weight_dtype '" + dtype + "' has no segadvise precision (the GGUF types are not modelled)");
 }
 
 // optimizer.fused_back_pass as OneTrainer's UI loads it: OPTIMIZER_DEFAULT_PARAMETERS (false for every
@@ -133,6 +127,39 @@ bool read_fused_back_pass(const Obj& top, const std::string& o_name, std::string
   return false;
 }
 
+// A part whose weight_dtype is still NONE after the migrations: no torch dtype (DataType.py), loaded in bf16
+std::string none_dtype_note(const std::string& part) {
+  return part + ".weight_dtype NONE has no torch dtype (DataType.py): OneTrainer's model loaders load the part in bf16 "
+                "(FluxModelLoader.py:125, :167, QwenModelLoader.py:95, ZImageModelLoader.py:99; HFModelLoaderMixin.py:163 keeps the "
+                "checkpoint's dtype): predicted in bf16";
+}
+
+// optimizer.optimizer: a value of OneTrainer's Optimizer enum (onetrainer.json optimizer_enum) sized by
+// the state of what create.py builds for it ("optimizers", "optimizers_as"); any other value cannot be
+// set and the default ADAMW runs. Returns the name OneTrainer runs.
+std::string read_optimizer(const TrainerFacts& facts, const Obj& top, TrainerRead& r) {
+  const ordered_json* opt = top.find("optimizer");
+  if (opt && !opt->is_object()) top.bad("optimizer", "an object");
+  std::string name = opt ? Obj{*opt, top.path, "optimizer."}.str("optimizer", "ADAMW") : "ADAMW";
+  const auto& known = facts.raw.at("optimizer_enum");
+  if (std::find(known.begin(), known.end(), name) == known.end()) {
+    r.warnings.push_back(top.where("optimizer.optimizer") + " '" + brief_text(name) + "' is not one of OneTrainer's optimizers "
+                         "(enum/Optimizer.py): BaseConfig.from_dict cannot set it and keeps the default ADAMW (BaseConfig.py:111-116, "
+                         "134-136, TrainConfig.py:150): predicted with ADAMW" +
+                         (lower(name).find("8bit") != std::string::npos ? "; bitsandbytes' 8-bit AdamW is ADAMW_8BIT" : ""));
+    name = "ADAMW";
+  }
+  std::map<std::string, std::string> opts;
+  for (auto it = facts.raw.at("optimizers").begin(); it != facts.raw.at("optimizers").end(); ++it) opts[it.key()] = it.value();
+  const nlohmann::json& as = facts.raw.at("optimizers_as");
+  if (as.contains(name)) {
+    opts[name] = as.at(name).at("as").get<std::string>();
+    r.setup.notes.push_back("optimizer " + name + " sized as " + opts[name] + ": " + as.at(name).at("source").get<std::string>());
+  }
+  r.setup.optimizer = optimizer_for(name, opts, r.warnings, top.path + ": optimizer.optimizer");
+  return name;
+}
+
 struct PartRead {
   bool gc = true, act = false;
   double frac = 0;
@@ -154,6 +181,10 @@ PartRead read_part(const TrainerFacts& facts, const Obj& top, const TrainerFamil
   const std::string dtype = part.str("weight_dtype", "FLOAT_32");
   const nlohmann::json& entry = dtype_entry(facts, dtype, part.where("weight_dtype"));
   const std::string prec = entry.at("precision").get<std::string>();
+  if (dtype == "NONE") r.warnings.push_back(none_dtype_note(tf.part));
+  if (entry.at("bytes").get<double>() < 2 && train_dtype == "FLOAT_32")
+    r.warnings.push_back(tf.part + ".weight_dtype " + dtype + " with train_dtype FLOAT_32: the tensors left unquantized (norms, biases, "
+                         "embeddings) are cast to the train dtype (HFModelLoaderMixin.py:159-161) and kept in 4 bytes each; counted at 2");
   if (prec == "fp32") {
     if (train_dtype != "FLOAT_32") s.weight_storage_bytes = 4;
     r.warnings.push_back(tf.part + ".weight_dtype " + dtype + (part.find("weight_dtype") ? "" : " (OneTrainer's default when unset, TrainConfig.py:305)") +
@@ -248,6 +279,7 @@ void read_other_parts(const TrainerFacts& facts, const Obj& top, const Family& f
     const TextEncoderSpec& spec = pd.text_encoders[i];
     const std::string dtype = part.str("weight_dtype", te.at("weight_dtype_default").get<std::string>());
     const double per = dtype_entry(facts, dtype, part.where("weight_dtype")).at("bytes").get<double>();
+    if (dtype == "NONE") r.warnings.push_back(none_dtype_note(name));
     if (part.find("weight_dtype")) r.run_keys[name + ".weight_dtype"] = dtype;  // FLOAT_32 when unset (TrainConfig.py:305)
     if (run.text_encoder_bytes_per_param.size() <= i) run.text_encoder_bytes_per_param.resize(i + 1, 0);
     run.text_encoder_bytes_per_param[i] = per;
@@ -377,11 +409,23 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   const TrainerFacts& facts = trainer_facts("onetrainer");
   const ordered_json raw = read_json_file(path, "OneTrainer config");
   if (!raw.is_object()) throw InputError(path + ": expected a JSON object (a OneTrainer config or preset)");
-  const Obj top{raw, path, ""};
   TrainerRead r;
   r.trainer = "onetrainer";
   r.config_path = path;
   r.inputs = {path};
+  // an absent __version is 0: every migration runs (TrainConfig.py:596-610), except for a built-in preset
+  const bool preset = onetrainer_built_in_preset(path);
+  const int config_version = facts.raw.value("config_version", 11);
+  const int version = Obj{raw, path, ""}.integer("__version", preset ? config_version : 0);
+  const OneTrainerMigration migrated = preset || version >= config_version ? OneTrainerMigration{raw, {}, ""}
+                                                                            : migrate_onetrainer(raw, version, facts);
+  const Obj top{migrated.data, path, ""};
+  for (const auto& n : migrated.notes) r.warnings.push_back("__version " + std::to_string(version) + ": " + n);
+  if (!migrated.failure.empty())
+    r.warnings.push_back("OneTrainer cannot load this file: " + migrated.failure + ". Its UI prints the error and loads nothing "
+                         "(TopBarController.py:83-104), scripts/train.py stops. Predicted from the file's keys as written, no migration applied; "
+                         "\"__version\": 11 (the current version, TrainConfig.py:596) has OneTrainer read it unmigrated");
+  const bool migrate = !preset && migrated.failure.empty();  // 4 and 10 as well (read_part)
   const std::string mt = top.str("model_type", "STABLE_DIFFUSION_15");
   const std::string name = top.str("base_model_name", "stable-diffusion-v1-5/stable-diffusion-v1-5");
   std::string why_not;
@@ -421,20 +465,12 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   }
   const std::string train_dtype = top.str("train_dtype", "FLOAT_16");
   s.mixed_precision = train_dtype == "BFLOAT_16" ? "bf16" : train_dtype == "FLOAT_16" ? "fp16" : "no";
-  // an absent __version is 0: every migration runs (TrainConfig.py:596-610), except for a built-in preset
-  const bool preset = built_in_preset(path);
-  const int version = top.integer("__version", preset ? facts.raw.value("config_version", 11) : 0);
   if (preset && !top.find("__version"))
     r.warnings.push_back("built-in preset ('#' file name): OneTrainer loads it without migration (TopBarController.py:86-92, "
                          "scripts/train.py:24): its part keys stand as written");
-  if (!preset && version < facts.raw.value("config_version", 11) && top.find("__version"))
+  if (migrate && version < config_version && top.find("__version"))
     r.warnings.push_back("__version " + std::to_string(version) + " < 11: OneTrainer migrates the file first (TrainConfig.py:612-842)");
-  std::map<std::string, std::string> opts;
-  for (auto it = facts.raw.at("optimizers").begin(); it != facts.raw.at("optimizers").end(); ++it) opts[it.key()] = it.value();
-  const ordered_json* opt = top.find("optimizer");
-  if (opt && !opt->is_object()) top.bad("optimizer", "an object");
-  const std::string o_name = opt ? Obj{*opt, path, "optimizer."}.str("optimizer", "ADAMW") : "ADAMW";
-  s.optimizer = optimizer_for(o_name, opts, r.warnings, path + ": optimizer.optimizer");
+  const std::string o_name = read_optimizer(facts, top, r);
   std::string fused_from;
   const bool fused_asked = read_fused_back_pass(top, o_name, fused_from);
   const auto& fused_ok = facts.raw.at("optimizer_defaults").at("fused_back_pass_optimizers");
@@ -445,7 +481,7 @@ TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o
   if (s.fused_back_pass)
     r.warnings.push_back(fused_from + " true: each gradient is applied and freed as backward produces it (GenericTrainer.py): about one block's gradients resident");
 
-  const PartRead pr = read_part(facts, top, *tf, version, !preset, train_dtype, r);
+  const PartRead pr = read_part(facts, top, *tf, version, migrate, train_dtype, r);
   if (top.find("async_offloading") && !top.boolean("async_offloading", true) && pr.frac > 0)
     r.warnings.push_back("async_offloading false: weight transfers do not overlap compute; the predicted step time is optimistic");
   // create.py:140-144: a trained, layer-offloaded part in FINE_TUNE needs an optimizer with fused_back_pass
