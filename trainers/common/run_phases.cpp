@@ -109,10 +109,12 @@ Lookup lookup_for(const TrainerFacts& facts, const TrainerRead& r) {
   l.format = facts.config_format;
   l.path = r.config_path;
   if (l.format == "flags") {
-    // a TOML config (musubi --config_file) has no flags to look up: the defaults stand
+    // a TOML config (musubi --config_file) has no command line: its keys are the reader's config_file_keys
     const std::string name = lower(r.config_path);
     if (name.size() < 5 || name.compare(name.size() - 5, 5, ".toml") != 0)
       l.flags = readers::parse_command_line(read_text_file(r.config_path, facts.name + " command line"), r.config_path, facts);
+    // the keys of its TOML (a --config_file, or the file itself) where the command line has none
+    for (const auto& kv : r.config_file_keys) l.flags.values.emplace(kv.first, kv.second);
   } else if (l.format == "yaml") {
     l.y = load_yaml_file(r.config_path, facts.name + " config");
   } else {
@@ -162,6 +164,10 @@ TrainerRun trainer_run_from_data(const TrainerFacts& facts, const TrainerRead& r
   o.sample_cfg = p.value("sample_cfg", true);
   o.sample_moves_parts = p.value("sample_moves_parts", false);
   o.caching_batch = p.value("caching_batch_is_training_batch", true) ? std::max(1, r.setup.batch) : 1;
+  // {"scripts": "...", "source": "..."}: caching is another process's (musubi)
+  if (p.contains("caching_in_separate_processes"))
+    o.caching_processes = p.at("caching_in_separate_processes").value("scripts", "separate caching scripts");
+  o.sample_prompts_before_load = p.contains("sample_prompts_encoded_before_load");
   // {"keys": [...], "default": bool, "bytes": B}: the text encoders' bytes per parameter when the keys say so
   // (ai-toolkit's model.quantize_te, on with model.quantize)
   if (p.contains("text_encoders_quantized")) {
