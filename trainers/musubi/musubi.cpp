@@ -74,6 +74,8 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       KnobCombo c;
       // --task picks the model config (wan_train_network.py:723, default t2v-14B: Wan 1.3B needs it)
       if (!tf.tasks.empty()) c.knobs["task"] = tf.tasks.front();
+      // --model_version picks FLUX.2 klein's and Qwen-Image-Edit's model (musubi.json models.model_versions)
+      if (fe && fe->contains("model_version")) c.knobs["model_version"] = fe->at("model_version");
       if (two_dits) c.knobs["dit_high_noise"] = "/path/to/high_noise_dit.safetensors";
       if (idle_off) c.knobs["offload_inactive_dit"] = true;
       c.knobs["sdpa"] = true;  // one attention flag is required (trainer_base.py:1513)
