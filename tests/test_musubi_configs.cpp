@@ -11,6 +11,7 @@
 
 #include "test_util.hpp"
 #include "segadvise/costmodel/precision.hpp"
+#include "segadvise/families/analyzer.hpp"
 #include "segadvise/families/family.hpp"
 #include "segadvise/trainers/facts.hpp"
 #include "segadvise/trainers/phases.hpp"
@@ -45,6 +46,14 @@ TrainerRead read_toml(const std::string& name, const std::string& text) {
 
 bool any_has(const std::vector<std::string>& v, const std::string& what) {
   return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.find(what) != std::string::npos; });
+}
+
+// the run's phases for a read, with a step of `step_gib` (all of it weights: the phases' sums by hand)
+RunPhases phases_for(const TrainerRead& r, double step_gib) {
+  Prediction step;
+  step.memory.weights_bytes = step_gib * kGiB;
+  step.peak_vram_bytes = step_gib * kGiB;
+  return predict_phases(*r.family, r.setup, analyze(*r.family, r.setup), step, trainer("musubi").run_setup(r), 0);
 }
 
 const std::string kRun = "dataset_config = \"dataset_image.toml\"\nsdpa = true\nmixed_precision = \"bf16\"\nnetwork_dim = 8\n";
@@ -197,4 +206,27 @@ TEST_CASE("musubi's list of its training parsers' keys is its source's") {
   const auto& names = trainer_facts("musubi").raw.at("argparse_keys").at("names");
   CHECK(std::is_sorted(names.begin(), names.end()));  // looked up by binary search
   for (const auto& n : names) CHECK_MESSAGE(all.find("\"--" + n.get<std::string>() + "\"") != std::string::npos, n);
+}
+
+TEST_CASE("musubi: caching runs in its own processes, never in the training run's peak or verdict") {
+  // Krea 2's caching scripts: Qwen3-VL-4B 4e9 x 2 B = 8,000,000,000 B + its hidden states at 512 tokens
+  // 1 x 512 x 2560 x 37 x 2 = 96,993,280 B = 7.54 GiB; the training TOML names no text encoder
+  const TrainerRead k = read("krea2_toml_only.toml");
+  const RunPhases run = phases_for(k, 5);
+  const PhaseResult& caching = run.at(Phase::StartupCaching);
+  CHECK(!caching.runs);
+  CHECK(caching.set_by.find("separate processes") != std::string::npos);
+  CHECK(caching.set_by.find("text encoder 7.5 GiB") != std::string::npos);
+  CHECK(run.peak_phase != Phase::StartupCaching);
+  CHECK(run.peak_vram_bytes < 6 * kGiB);  // the 5 GiB step (and the model at load), not the 7.5 GiB encoder
+  // a 7 GiB budget: the encoder's process would be over it, the training run is not
+  CHECK(run.verdict(7 * kGiB) == FitVerdict::Fits);
+  // FLUX.2 klein base 4B: Qwen3-4B 4,022,468,096 x 2 + 96,993,280 = 8,141,929,472 B = 7.58 GiB (the
+  // 9B's Qwen3-8B would be 16.4e9 B)
+  const RunPhases klein = phases_for(read("flux2_klein_base_4b.toml"), 5);
+  CHECK(klein.at(Phase::StartupCaching).set_by.find("text encoder 7.6 GiB") != std::string::npos);
+  // sampling: the prompts' encoder alone before the DiT loads (a model-load moment), not beside it
+  const RunPhases z = phases_for(read("zimage_prodigy.toml"), 20);
+  CHECK(z.at(Phase::Validation).runs);
+  for (const auto& part : z.at(Phase::Validation).resident) CHECK(part.what.find("text encoder") == std::string::npos);
 }

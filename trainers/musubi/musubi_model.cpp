@@ -122,12 +122,15 @@ ModelRead model_of(const TrainerFacts& facts, CommandLine& cl, const std::string
   if (!named_by_script && cl.values.count("network_module")) {
     const std::string& module = cl.values.at("network_module");
     const json& nm = models(facts).at("network_modules");
+    std::string src;
     for (const auto& e : nm.at("modules"))
-      if (e.at("module") == module.substr(module.rfind('.') + 1)) cl.script = e.at("script").get<std::string>();
+      if (e.at("module") == module.substr(module.rfind('.') + 1)) {
+        cl.script = e.at("script").get<std::string>();
+        src = e.at("source").get<std::string>();
+      }
     if (!cl.script.empty())
-      m.notes.push_back("the model is read from network_module '" + brief_text(module) + "', the LoRA module of " + cl.script +
-                        ": musubi does not check the module against the script run, the script decides the model (" +
-                        nm.at("source").get<std::string>() + ")");
+      m.notes.push_back("the model is read from network_module '" + brief_text(module) + "', the LoRA module of " + cl.script + " (" + src +
+                        "): musubi does not check the module against the script run (training/trainer_base.py:1534-1538)");
     else
       m.warnings.push_back("network_module '" + brief_text(module) +
                            "' does not name a model (LoHa and LoKr take the architecture from the DiT, networks/network_arch.py): "
@@ -219,7 +222,7 @@ void warn_unknown_keys(const TrainerFacts& facts, const std::map<std::string, in
   if (n == 0) return;
   if (n > 12) unknown += " and " + std::to_string(n - 12) + " more";
   r.warnings.push_back(file + ": keys musubi-tuner's training scripts do not have, kept by argparse and never read: " + unknown +
-                       " (" + facts.raw.at("argparse_keys").at("source").get<std::string>() + ")");
+                       " (" + facts.raw.at("argparse_keys").at("why").get<std::string>() + ")");
 }
 
 }  // namespace segadvise::readers::musubi_parts
