@@ -180,7 +180,7 @@ void read_checkpoint_precision(const TrainerFacts& facts, const CommandLine& cl,
     r.warnings.push_back(said + ": " + r.family->name + " loads it as it is, fp8 weights with their scales, whatever --fp8_base says (" +
                          src + ")");
   } else if (flag(cl, "fp8_base") && flag(cl, "fp8_scaled")) {
-    r.rejections.push_back(said + ": --fp8_scaled quantizes each weight and stops on one already in fp8 (" + src + ")");
+    refuse_flag(r, "fp8_scaled", said + ": --fp8_scaled quantizes each weight and stops on one already in fp8 (" + src + ")");
   } else if (flag(cl, "fp8_base")) {
     r.warnings.push_back(said + ": --fp8_base keeps its weights in float8_e4m3fn (" + src + ")");
   } else {
