@@ -133,6 +133,12 @@ TEST_CASE("musubi: a Qwen-Image TOML named only by its DiT file is a guess, said
   const TrainerRead mixed = read_toml("mixed.toml", "network_module = \"networks.lora_zimage\"\ndit = \"/m/qwen_image_bf16.safetensors\"\n" + kRun);
   CHECK(mixed.family->id == "z-image-turbo");
   CHECK(any_has(mixed.warnings, "looks like Qwen-Image"));
+  // Kandinsky 5: --task names the model (kandinsky5/configs.py TASK_CONFIGS): lite t2i is the 6B image
+  // model (2560 wide, 50 blocks), lite t2v the 2B video model (1792, 32); pro (4096, 60) is not described
+  const std::string k5 = "network_module = \"networks.lora_kandinsky\"\n" + kRun;
+  CHECK(read_toml("k5i.toml", k5 + "task = \"k5-lite-t2i-hd\"\n").family->id == "kandinsky5-image-lite");
+  CHECK(read_toml("k5v.toml", k5 + "task = \"k5-lite-t2v-5s-sd\"\n").family->id == "kandinsky5-video-lite");
+  CHECK(test::input_error_of([&] { read_toml("k5p.toml", k5 + "task = \"k5-pro-t2v-5s-sd\"\n"); }).find("k5-pro-t2v-5s-sd") != std::string::npos);
   // nothing names it: the refusal says what was looked for
   const std::string none = test::input_error_of([&] { read_toml("none.toml", "dit = \"/m/model.safetensors\"\n" + kRun); });
   CHECK(none.find("network_module") != std::string::npos);
