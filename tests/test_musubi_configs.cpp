@@ -86,6 +86,18 @@ TEST_CASE("musubi: a Krea 2 run described by its TOML alone is named by network_
   CHECK(!run.other.samples);  // no sample_prompts
 }
 
+TEST_CASE("musubi: a script that caches first and runs the package's module reads the training command") {
+  CHECK(detect_trainer(kDir + "krea2_module.sh") == "musubi");
+  const TrainerRead r = read("krea2_module.sh");
+  REQUIRE(r.family->id == "krea2");  // -m musubi_tuner.krea2_train_network, not the caching commands
+  // --config_file krea2_toml_only (".toml" appended, parser_common.py:784), found beside the script
+  CHECK(r.config_file == kDir + "krea2_toml_only.toml");
+  CHECK(r.setup.blocks_to_swap == 24);  // the command line wins over the TOML's 20
+  CHECK(r.setup.base_precision == "fp8wo-torchao");  // from the TOML
+  CHECK(r.setup.batch == 1);  // the training dataset's batch, not the text caching's --batch_size 4
+  CHECK(any_has(r.warnings, "caption_extension (line 30)"));  // the TOML's key musubi does not have
+}
+
 TEST_CASE("musubi: FLUX.2 model_version picks klein 4B or 9B, and its Qwen3 text encoder") {
   const TrainerRead r = read("flux2_klein_base_4b.toml");
   REQUIRE(r.family->id == "flux2-klein-4b");  // klein-base-4b: Klein4BParams (flux2_utils.py:68-113)

@@ -3,6 +3,7 @@
 #include "musubi/musubi_parts.hpp"
 
 #include <algorithm>
+#include <regex>
 
 #include "segadvise/families/family.hpp"
 #include "segadvise/io/json_input.hpp"
@@ -113,6 +114,13 @@ bool flag(const CommandLine& cl, const std::string& k) {
 std::string where(const std::string& path, const CommandLine& cl, const std::string& k) {
   auto it = cl.lines.find(k);
   return path + (it == cl.lines.end() ? "" : ":" + std::to_string(it->second)) + ": " + k;
+}
+
+std::string with_module_scripts(const std::string& text) {
+  // `python -m musubi_tuner.krea2_train_network`: the module krea2_train_network.py's shim imports
+  // (krea2_train_network.py:1); spaces and tabs only, so every line keeps its number
+  static const std::regex module(R"(-m[ \t]+musubi_tuner\.([A-Za-z0-9_]+))");
+  return std::regex_replace(text, module, "musubi_tuner/$1.py");
 }
 
 ModelRead model_of(const TrainerFacts& facts, CommandLine& cl, const std::string& path) {

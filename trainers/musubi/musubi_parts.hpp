@@ -17,6 +17,10 @@ namespace segadvise::readers::musubi_parts {
 bool flag(const CommandLine& cl, const std::string& k);
 std::string where(const std::string& path, const CommandLine& cl, const std::string& k);
 
+// A command line's `-m musubi_tuner.X` (the package's module, as the top-level X.py shims run it) written
+// as the script X.py it is, on the same line, so the command is read as that script's.
+std::string with_module_scripts(const std::string& text);
+
 // The model a run trains. A command line's script decides it (with --model_version or --task where
 // the script has them); a TOML alone names it by network_module (the script it belongs to, set as
 // cl.script), then the same keys; failing that, by the DiT file's name (a guess: guessed_from says

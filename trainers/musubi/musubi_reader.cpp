@@ -456,7 +456,7 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
       musubi_parts::warn_unknown_keys(facts, cl.lines, path, r);
     }
   } else {
-    cl = parse_command_line(read_text_file(path, "musubi command line"), path, facts);
+    cl = parse_command_line(musubi_parts::with_module_scripts(read_text_file(path, "musubi command line")), path, facts);
     if (cl.values.count("config_file")) {  // flags on the command line win over the file's (argparse namespace)
       std::string cf = cl.values.at("config_file");
       if (cf.size() < 5 || cf.compare(cf.size() - 5, 5, ".toml") != 0) cf += ".toml";  // parser_common.py:784
@@ -466,11 +466,11 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
       r.inputs.push_back(cf_path);
       r.config_file = cf_path;
       if (!cl.values.count("dataset_config")) dataset_named_in = cf_path;
-      for (const auto& kv : from_file.values)
-        if (!cl.values.count(kv.first)) {
-          cl.values[kv.first] = kv.second;
-          r.config_file_keys[kv.first] = kv.second;
-        }
+      // every key the file sets: one the command line also sets still comes back when a plan drops the flag
+      for (const auto& kv : from_file.values) {
+        r.config_file_keys[kv.first] = kv.second;
+        cl.values.emplace(kv.first, kv.second);
+      }
     }
   }
   musubi_parts::ModelRead model;
