@@ -98,6 +98,14 @@ TEST_CASE("musubi: a script that caches first and runs the package's module read
   CHECK(any_has(r.warnings, "caption_extension (line 30)"));  // the TOML's key musubi does not have
 }
 
+TEST_CASE("musubi: a flag no training parser defines stops argparse; the file written back drops it") {
+  // sd-scripts' --cache_latents is no musubi flag (musubi caches with its own scripts)
+  const TrainerRead r = read_toml("cache_flag.sh", "accelerate launch src/musubi_tuner/zimage_train_network.py --dataset_config dataset_image.toml "
+                                                   "--sdpa --mixed_precision bf16 --network_module networks.lora_zimage --network_dim 8 --cache_latents\n");
+  CHECK(any_has(r.rejections, "--cache_latents: no musubi-tuner training script defines it"));
+  CHECK(std::find(r.refused_keys.begin(), r.refused_keys.end(), "cache_latents") != r.refused_keys.end());
+}
+
 TEST_CASE("musubi: FLUX.2 model_version picks klein 4B or 9B, and its Qwen3 text encoder") {
   const TrainerRead r = read("flux2_klein_base_4b.toml");
   REQUIRE(r.family->id == "flux2-klein-4b");  // klein-base-4b: Klein4BParams (flux2_utils.py:68-113)

@@ -233,4 +233,12 @@ void warn_unknown_keys(const TrainerFacts& facts, const std::map<std::string, in
                        " (" + facts.raw.at("argparse_keys").at("why").get<std::string>() + ")");
 }
 
+void refuse_unknown_flags(const TrainerFacts& facts, const CommandLine& cl, TrainerRead& r) {
+  const json& names = facts.raw.at("argparse_keys").at("names");
+  for (const auto& [k, line] : cl.lines)
+    if (!std::binary_search(names.begin(), names.end(), json(k)))
+      refuse_flag(r, k, "no musubi-tuner training script defines it: argparse stops with \"unrecognized arguments\" (" + cl.script + ", line " +
+                            std::to_string(line) + ")");
+}
+
 }  // namespace segadvise::readers::musubi_parts

@@ -45,4 +45,8 @@ std::string optimizer_of(const TrainerFacts& facts, const CommandLine& cl, Train
 void warn_unknown_keys(const TrainerFacts& facts, const std::map<std::string, int>& keys, const std::string& file,
                        TrainerRead& r);
 
+// A command line's flags no musubi training parser defines: argparse stops on them ("unrecognized
+// arguments"): each a refused key.
+void refuse_unknown_flags(const TrainerFacts& facts, const CommandLine& cl, TrainerRead& r);
+
 }  // namespace segadvise::readers::musubi_parts

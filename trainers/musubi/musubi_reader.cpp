@@ -457,6 +457,7 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
     }
   } else {
     cl = parse_command_line(musubi_parts::with_module_scripts(read_text_file(path, "musubi command line")), path, facts);
+    if (!cl.script.empty()) musubi_parts::refuse_unknown_flags(facts, cl, r);
     if (cl.values.count("config_file")) {  // flags on the command line win over the file's (argparse namespace)
       std::string cf = cl.values.at("config_file");
       if (cf.size() < 5 || cf.compare(cf.size() - 5, 5, ".toml") != 0) cf += ".toml";  // parser_common.py:784
