@@ -159,6 +159,9 @@ TEST_CASE("musubi: a Qwen-Image TOML named only by its DiT file is a guess, said
   CHECK(read_toml("k5i.toml", k5 + "task = \"k5-lite-t2i-hd\"\n").family->id == "kandinsky5-image-lite");
   CHECK(read_toml("k5v.toml", k5 + "task = \"k5-lite-t2v-5s-sd\"\n").family->id == "kandinsky5-video-lite");
   CHECK(test::input_error_of([&] { read_toml("k5p.toml", k5 + "task = \"k5-pro-t2v-5s-sd\"\n"); }).find("k5-pro-t2v-5s-sd") != std::string::npos);
+  // a module whose model segadvise does not describe: the refusal names it
+  CHECK(test::input_error_of([&] { read_toml("ho1.toml", "network_module = \"networks.lora_hidream_o1\"\n" + kRun); }).find("HiDream-O1") !=
+        std::string::npos);
   // nothing names it: the refusal says what was looked for
   const std::string none = test::input_error_of([&] { read_toml("none.toml", "dit = \"/m/model.safetensors\"\n" + kRun); });
   CHECK(none.find("network_module") != std::string::npos);
