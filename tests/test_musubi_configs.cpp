@@ -117,6 +117,9 @@ TEST_CASE("musubi: FLUX.2 model_version picks klein 4B or 9B, and its Qwen3 text
   CHECK(phase_data(find_family("flux2-klein-9b")).text_encoders.front().id == "qwen3-8b");
   const std::string head = "network_module = \"networks.lora_flux_2\"\ndit = \"/m/flux-2-klein-9b.safetensors\"\n";
   CHECK(read_toml("klein9.toml", head + "model_version = \"klein-9b\"\n" + kRun).family->id == "flux2-klein-9b");
+  CHECK(!any_has(r.warnings, "named as another Qwen3"));  // qwen_3_4b for klein-base-4b
+  const TrainerRead wrong = read_toml("klein9te.toml", head + "model_version = \"klein-9b\"\ntext_encoder = \"/m/qwen_3_4b.safetensors\"\n" + kRun);
+  CHECK(any_has(wrong.warnings, "text_encoder 'qwen_3_4b.safetensors' is named as another Qwen3, but klein-9b loads Qwen3 8B"));
   // no model_version: flux_2_train_network.py's default dev, FLUX.2 [dev], which segadvise does not describe
   const std::string dev = test::input_error_of([&] { read_toml("dev.toml", head + kRun); });
   CHECK(dev.find("default dev") != std::string::npos);

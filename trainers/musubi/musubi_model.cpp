@@ -85,6 +85,14 @@ bool by_version(const TrainerFacts& facts, const CommandLine& cl, const std::str
     }
     m.family = &find_family(values.at(value).get<std::string>());
     m.notes.push_back(how + ": " + m.family->name + " (" + src + ")");
+    // a --text_encoder file whose name is the other size's Qwen3 (the caching and sampling load the version's)
+    if (v.contains("text_encoder_names") && v.at("text_encoder_names").contains(m.family->id) && cl.values.count("text_encoder")) {
+      const json& te = v.at("text_encoder_names").at(m.family->id);
+      const std::string name = normalized(cl.values.at("text_encoder"));
+      if (has_any(name, te.at("other")) && !has_any(name, te.at("says")))
+        m.warnings.push_back("text_encoder '" + brief_text(base_name(cl.values.at("text_encoder"))) + "' is named as another Qwen3, but " + value +
+                             " loads " + te.at("loads").get<std::string>() + " (" + src + "): its caching and sampling would not load it");
+    }
     if (v.contains("notes") && v.at("notes").contains(value)) m.warnings.push_back(v.at("notes").at(value).get<std::string>());
     return true;
   }
