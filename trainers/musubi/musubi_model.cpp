@@ -3,7 +3,7 @@
 #include "musubi/musubi_parts.hpp"
 
 #include <algorithm>
-#include <regex>
+#include <cctype>
 
 #include "segadvise/families/family.hpp"
 #include "segadvise/io/json_input.hpp"
@@ -50,7 +50,7 @@ const Family* by_script(const TrainerFacts& facts, const CommandLine& cl, std::s
   for (const auto& n : facts.raw.at("not_modelled"))
     if (n.at("script") == cl.script) why_not = cl.script + ": " + n.at("why").get<std::string>();
   if (why_not.empty() && !cl.script.empty())
-    why_not = "training script '" + cl.script + "'" + (task.empty() ? "" : " --task " + task) + " is not one segadvise knows";
+    why_not = "training script '" + brief_text(cl.script) + "'" + (task.empty() ? "" : " --task " + brief_text(task)) + " is not one segadvise knows";
   return nullptr;
 }
 
@@ -126,9 +126,31 @@ std::string where(const std::string& path, const CommandLine& cl, const std::str
 
 std::string with_module_scripts(const std::string& text) {
   // `python -m musubi_tuner.krea2_train_network`: the module krea2_train_network.py's shim imports
-  // (krea2_train_network.py:1); spaces and tabs only, so every line keeps its number
-  static const std::regex module(R"(-m[ \t]+musubi_tuner\.([A-Za-z0-9_]+))");
-  return std::regex_replace(text, module, "musubi_tuner/$1.py");
+  // (krea2_train_network.py:1); spaces and tabs only between, so every line keeps its number. A plain
+  // scan (no std::regex: its recursion grows with the match, a long name must not exhaust the stack)
+  static const std::string kPackage = "musubi_tuner.";
+  std::string out;
+  out.reserve(text.size() + 16);
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t m = text.find("-m", i);
+    if (m == std::string::npos) break;
+    std::size_t j = m + 2;
+    while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+    const bool flag_start = m == 0 || text[m - 1] == ' ' || text[m - 1] == '\t' || text[m - 1] == '\n';
+    if (!flag_start || j == m + 2 || text.compare(j, kPackage.size(), kPackage) != 0) {
+      out.append(text, i, m + 2 - i);
+      i = m + 2;
+      continue;
+    }
+    std::size_t k = j + kPackage.size();
+    while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_')) ++k;
+    out.append(text, i, m - i);
+    out += "musubi_tuner/" + text.substr(j + kPackage.size(), k - j - kPackage.size()) + ".py";
+    i = k;
+  }
+  out.append(text, i, std::string::npos);
+  return out;
 }
 
 ModelRead model_of(const TrainerFacts& facts, CommandLine& cl, const std::string& path) {
@@ -245,7 +267,7 @@ void refuse_unknown_flags(const TrainerFacts& facts, const CommandLine& cl, Trai
   const json& names = facts.raw.at("argparse_keys").at("names");
   for (const auto& [k, line] : cl.lines)
     if (!std::binary_search(names.begin(), names.end(), json(k)))
-      refuse_flag(r, k, "no musubi-tuner training script defines it: argparse stops with \"unrecognized arguments\" (" + cl.script + ", line " +
+      refuse_flag(r, k, "no musubi-tuner training script defines it: argparse stops with \"unrecognized arguments\" (" + brief_text(cl.script) + ", line " +
                             std::to_string(line) + ")");
 }
 
