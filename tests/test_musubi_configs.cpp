@@ -96,6 +96,13 @@ TEST_CASE("musubi: a script that caches first and runs the package's module read
   CHECK(r.setup.base_precision == "fp8wo-torchao");  // from the TOML
   CHECK(r.setup.batch == 1);  // the training dataset's batch, not the text caching's --batch_size 4
   CHECK(any_has(r.warnings, "caption_extension (line 30)"));  // the TOML's key musubi does not have
+  // the training command's --sample_prompts turns sampling on, not the caching commands before it
+  const TrainerRead s = read_toml("module_samples.sh", "python -m musubi_tuner.zimage_cache_latents --dataset_config dataset_image.toml --vae v\n"
+                                                       "python -m musubi_tuner.zimage_train_network --dataset_config dataset_image.toml --sdpa "
+                                                       "--network_module networks.lora_zimage --sample_prompts p.txt\n");
+  CHECK(s.family->id == "z-image-turbo");
+  CHECK(trainer("musubi").run_setup(s).other.samples);
+  CHECK(!trainer("musubi").run_setup(r).other.samples);
 }
 
 TEST_CASE("musubi: a flag no training parser defines stops argparse; the file written back drops it") {

@@ -109,12 +109,10 @@ Lookup lookup_for(const TrainerFacts& facts, const TrainerRead& r) {
   l.format = facts.config_format;
   l.path = r.config_path;
   if (l.format == "flags") {
-    // a TOML config (musubi --config_file) has no command line: its keys are the reader's config_file_keys
+    // a TOML config (musubi --config_file) has no flags to look up: the defaults stand
     const std::string name = lower(r.config_path);
     if (name.size() < 5 || name.compare(name.size() - 5, 5, ".toml") != 0)
       l.flags = readers::parse_command_line(read_text_file(r.config_path, facts.name + " command line"), r.config_path, facts);
-    // the keys of its TOML (a --config_file, or the file itself) where the command line has none
-    for (const auto& kv : r.config_file_keys) l.flags.values.emplace(kv.first, kv.second);
   } else if (l.format == "yaml") {
     l.y = load_yaml_file(r.config_path, facts.name + " config");
   } else {

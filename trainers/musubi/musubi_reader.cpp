@@ -501,13 +501,12 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
     throw InputError(path + ": dataset_config: missing (musubi reads batch size, resolution and frames from the dataset TOML)");
   read_dataset(resolve_near(cl.values.at("dataset_config"), dataset_named_in, o.cwd, "dataset_config", path_notes), r);
   for (const auto& n : path_notes) r.warnings.push_back(n);
-  if (is_toml) {
-    // a TOML alone has no command line for the phases' keys: its own decide (--sample_prompts)
-    r.run.other = trainer_run_from_data(facts, r);
-    if (flag(cl, "sample_prompts")) {
-      r.run.other.samples = true;
-      r.run.other.sample_key = "sample_prompts";
-    }
+  // the run's phases by the keys as read here (the training command, its --config_file, a TOML alone):
+  // --sample_prompts turns sampling on (musubi.json phases.samples)
+  r.run.other = trainer_run_from_data(facts, r);
+  if (cl.values.count("sample_prompts")) {
+    r.run.other.samples = true;
+    r.run.other.sample_key = "--sample_prompts";
   }
   return r;
 }
