@@ -75,6 +75,23 @@ TEST_CASE("check detects the trainer and predicts its config; a rejection is sup
   CHECK(j["prediction"]["reason"].get<std::string>().find("maximum 34") != std::string::npos);
 }
 
+TEST_CASE("check of a musubi TOML alone: a guessed family is said so, its caching is no phase of the run") {
+  nlohmann::json j;
+  check_json("musubi/qwen_image_dit_only.toml", j);
+  CHECK(j["trainer"] == "musubi");
+  CHECK(j["setup"]["confidence"] == "guessed");  // from the DiT file's name, never "high"
+  CHECK(j["setup"]["family_guessed_from"] == "the DiT file name 'qwen_image_bf16.safetensors' (dit)");
+  // musubi caches in its own scripts: the phase says their peaks and is not the run's
+  const auto& caching = j["prediction"]["phases"]["startup_caching"];
+  CHECK(caching["runs"] == false);
+  CHECK(caching["peak_vram_gib"].is_null());
+  CHECK(caching["set_by"].get<std::string>().find("separate processes") != std::string::npos);
+  CHECK(j["prediction"]["peak_phase"] != "startup_caching");
+  check_json("musubi/krea2_toml_only.toml", j);
+  CHECK(j["setup"]["confidence"] != "guessed");  // named by network_module
+  CHECK(j["prediction"]["phases"]["startup_caching"]["runs"] == false);
+}
+
 TEST_CASE("check --advise --emit SAME --output writes the user's file back with only the memory knobs changed") {
   const fs::path out = fs::temp_directory_path() / "segadvise-roundtrip-wan.sh";
   fs::remove(out);

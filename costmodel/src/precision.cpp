@@ -92,7 +92,8 @@ const std::vector<PrecisionInfo>& table() {
 // AdamW, StableAdamW and Lion add a Kahan-summation buffer to their moments (2 + 1 and 1 + 1 bf16
 // buffers: 6 B and 4 B); torch AdamW two fp32 moments (8 B); bitsandbytes Lion one fp32 momentum (4 B);
 // 8-bit AdamW two int8 moments + block scales (~2.1 B); 4-bit ~1.1 B; Prodigy four fp32 buffers (16 B);
-// Adafactor factored second moment (~0.1 B); SOAP two moments plus preconditioners (~24 B, estimate).
+// Adafactor factored second moment (~0.1 B); SOAP two moments plus preconditioners (~24 B, estimate);
+// CAME (came_pytorch) one fp32 first moment and factored second moments and residuals (~4.1 B, estimate).
 // update_bytes_per_param: what one step reads and writes per parameter (the parameter, its gradient and
 // each state buffer read, the parameter and the buffers written), rounded up as the table has it.
 const std::vector<OptimizerInfo>& optimizers() {
@@ -113,6 +114,7 @@ const std::vector<OptimizerInfo>& optimizers() {
       {"bnb-adagrad8bit", 1.1, 8}, {"bnb-rmsprop8bit", 1.1, 8}, {"bnb-lars8bit", 1.1, 8},
       {"bnb-sgd8bit", 1.1, 8},     {"lamb", 8, 24},            {"bnb-lamb8bit", 2.1, 12},
       {"ademamix", 12, 32},        {"bnb-ademamix8bit", 3.1, 16},
+      {"came", 4.1, 16},
   };
   return t;
 }

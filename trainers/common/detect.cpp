@@ -23,6 +23,7 @@ std::string readers::json_config_trainer(const std::string& path) {
 std::string readers::command_line_trainer(const std::string& path) {
   const std::string text = read_text_file(path, "config");
   for (const auto& t : shell_tokens(text, path)) {
+    if (t.text.rfind("musubi_tuner.", 0) == 0) return "musubi";  // python -m musubi_tuner.X (its package's module)
     const std::string name = file_name(t.text);
     if (name.size() < 4 || name.compare(name.size() - 3, 3, ".py") != 0) continue;
     for (const auto& tf : trainer_facts("musubi").families)

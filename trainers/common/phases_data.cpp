@@ -189,9 +189,12 @@ FamilyPhaseData phase_data(const Family& fam, const std::string& model_flavour) 
   }
   const FieldReader r = FieldReader{fams, kOrigin, "families."}.sub(fam.trainer_family, true);
   d.text_encoders = te_list(r);
+  // a flavour's own text encoders: the config's model_flavour, else one keyed by the family's id
+  // (FLUX.2 klein 4B's Qwen3-4B)
   const FieldReader flavours = r.sub("flavours", false);
-  if (!model_flavour.empty() && flavours.get(model_flavour, false)) {
-    const FieldReader f = flavours.sub(model_flavour, true);
+  const std::string flavour = !model_flavour.empty() && flavours.get(model_flavour, false) ? model_flavour : fam.id;
+  if (flavours.get(flavour, false)) {
+    const FieldReader f = flavours.sub(flavour, true);
     if (f.get("text_encoders", false)) d.text_encoders = te_list(f);
   }
   d.max_tokens = r.integer("max_tokens", 0, false, 0, kMaxTextTokens);

@@ -2,6 +2,7 @@
 // sampling and saving by that trainer's own keys (phases.hpp).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "common/phase_parts.hpp"
 #include "segadvise/costmodel/constants.hpp"
@@ -31,6 +32,37 @@ double other_vae_bytes(const Ctx& c, const TrainerRun& o) {
   return c.data.vae.params * (o.vae_bytes_per_param > 0 ? o.vae_bytes_per_param : c.data.vae.dtype_bytes);
 }
 std::string key_note(const std::string& key) { return key.empty() ? std::string() : " (" + key + ")"; }
+
+// Caching in processes of their own (TrainerRun::caching_processes): each holds its own model, the text
+// encoder(s) or the VAE, never the trained model; their peaks are said, the run's peak leaves them out.
+PhaseResult separate_caching(const Ctx& c, const TrainerRun& o, bool latents) {
+  PhaseResult r{Phase::StartupCaching, false, 0, 0, 0, {}, ""};
+  std::string peaks;
+  auto gib = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / kGiB);
+    return std::string(buf);
+  };
+  if (o.text_caching && !c.data.text_encoders.empty()) {
+    PhaseResult t{Phase::StartupCaching, true, 0, 0, 0, {}, ""};
+    other_add_text_encoders(c, o, t.resident, "text encoder");
+    add(t.resident, "text-encoder activations", te_activation_peak(c, RunSetup{}), part_band("estimate"));
+    finish(t);
+    peaks += "text encoder " + gib(t.peak_vram_bytes);
+  }
+  if (latents) {
+    PhaseResult v{Phase::StartupCaching, true, 0, 0, 0, {}, ""};
+    add(v.resident, "VAE", other_vae_bytes(c, o), weights_band(c.data.vae.params_tag));
+    add(v.resident, "VAE encode activations",
+        vae_activation_bytes(c.data.vae, false, c.setup.width, c.setup.height, c.setup.frames, std::max(1, o.caching_batch), false, false),
+        vae_work_band(c));
+    finish(v);
+    peaks += (peaks.empty() ? "" : ", ") + std::string("latents (VAE) ") + gib(v.peak_vram_bytes);
+  }
+  r.set_by = "not part of this run: " + o.name + " caches in separate processes before training (" + o.caching_processes +
+             "); their own peaks: " + peaks;
+  return r;
+}
 
 // Caching before training: the VAE and the text encoders at the trainer's dtypes with the larger of
 // the text-encoder forward and the VAE encode of caching_batch samples at the training shape. Nothing
@@ -69,15 +101,23 @@ PhaseResult other_caching(const Ctx& c, const TrainerRun& o) {
                ", but this family's text encoders are not described (trainers/common/phases)";
     return r;
   }
+  if (!o.caching_processes.empty()) return separate_caching(c, o, latents);
   return largest(moments);
 }
 
 // Loading: the trained model and what the step keeps at their precisions; with quantizes_on_gpu the
-// unquantized base (bf16) on the GPU before it is quantized.
+// unquantized base (bf16) on the GPU before it is quantized; with sample_prompts_before_load and sampling
+// on, the text encoder(s) alone before it, encoding the prompts.
 PhaseResult other_load(const Ctx& c, const TrainerRun& o) {
   PhaseResult move{Phase::ModelLoad, true, 0, 0, 0, {}, o.name + ": the trained model on the GPU at its precision" + key_note(o.load_key)};
   add_model(c, move.resident, false, false);
   std::vector<PhaseResult> moments{finish(move)};
+  if (o.samples && o.sample_prompts_before_load && !c.data.text_encoders.empty()) {
+    PhaseResult t{Phase::ModelLoad, true, 0, 0, 0, {}, o.name + ": sample prompts encoded before the model loads" + key_note(o.sample_key)};
+    other_add_text_encoders(c, o, t.resident, "text encoder (sample prompts)");
+    add(t.resident, "text-encoder activations", te_activation_peak(c, RunSetup{}), part_band("estimate"));
+    moments.push_back(finish(t));
+  }
   if (o.quantizes_on_gpu && precision_info(c.setup.base_precision).quantized) {
     PhaseResult q{Phase::ModelLoad, true, 0, 0, 0, {}, o.name + ": the bf16 base on the GPU before it is quantized" + key_note(o.load_key)};
     add(q.resident, "bf16 base model (quantized on the GPU)", base_bf16_bytes(c), part_band("resident"));

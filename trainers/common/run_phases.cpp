@@ -162,6 +162,10 @@ TrainerRun trainer_run_from_data(const TrainerFacts& facts, const TrainerRead& r
   o.sample_cfg = p.value("sample_cfg", true);
   o.sample_moves_parts = p.value("sample_moves_parts", false);
   o.caching_batch = p.value("caching_batch_is_training_batch", true) ? std::max(1, r.setup.batch) : 1;
+  // {"scripts": "...", "source": "..."}: caching is another process's (musubi)
+  if (p.contains("caching_in_separate_processes"))
+    o.caching_processes = p.at("caching_in_separate_processes").value("scripts", "separate caching scripts");
+  o.sample_prompts_before_load = p.contains("sample_prompts_encoded_before_load");
   // {"keys": [...], "default": bool, "bytes": B}: the text encoders' bytes per parameter when the keys say so
   // (ai-toolkit's model.quantize_te, on with model.quantize)
   if (p.contains("text_encoders_quantized")) {

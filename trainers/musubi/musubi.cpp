@@ -30,9 +30,17 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
   const bool full = !full_script.empty();
   const bool fp8_ignored = fe && fe->value("fp8_base_ignored", false);
   const bool fp8 = quantized(user) && !fp8_ignored && !full;
-  if (quantized(user) && fp8_ignored)
+  // a model whose loader keeps a pre-quantized fp8 checkpoint as it is (musubi.json models.fp8_checkpoints):
+  // fp8 weights without a flag, from the --dit file
+  const nlohmann::json& fp8_files = facts.raw.at("models").at("fp8_checkpoints");
+  const nlohmann::json& kept = fp8_files.at("kept_as_is");
+  const bool fp8_file = quantized(user) && fp8_ignored && !full && std::find(kept.begin(), kept.end(), tf.family) != kept.end();
+  if (fp8_file)
+    notes.push_back("musubi-tuner's script for this model has no fp8 flag but loads a pre-quantized fp8 checkpoint as it is (" +
+                    fp8_files.at("source").get<std::string>() + "): planned with fp8 weights, so --dit must be such a file");
+  else if (quantized(user) && fp8_ignored)
     notes.push_back("musubi-tuner's script for this model ignores --fp8_base and has no --fp8_scaled (" + tf.source + "): planned with bf16 weights");
-  base.base_precision = fp8 ? plans.str("fp8_base_precision", "", true) : "no_change";
+  base.base_precision = fp8 || fp8_file ? plans.str("fp8_base_precision", "", true) : "no_change";
   if (!fp8_ignored) note_precision(user, base.base_precision, "musubi-tuner", notes);
   // two DiTs (Wan 2.2): both on the GPU, or the idle one on the CPU with --offload_inactive_dit, which
   // musubi refuses with block swap (wan_train_network.py:82-86)
@@ -74,7 +82,10 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       KnobCombo c;
       // --task picks the model config (wan_train_network.py:723, default t2v-14B: Wan 1.3B needs it)
       if (!tf.tasks.empty()) c.knobs["task"] = tf.tasks.front();
+      // --model_version picks FLUX.2 klein's and Qwen-Image-Edit's model (musubi.json models.model_versions)
+      if (fe && fe->contains("model_version")) c.knobs["model_version"] = fe->at("model_version");
       if (two_dits) c.knobs["dit_high_noise"] = "/path/to/high_noise_dit.safetensors";
+      if (fp8_file) c.knobs["dit"] = "/path/to/" + tf.family + "_fp8.safetensors";  // the fp8 file it was planned with
       if (idle_off) c.knobs["offload_inactive_dit"] = true;
       c.knobs["sdpa"] = true;  // one attention flag is required (trainer_base.py:1513)
       c.knobs["mixed_precision"] = "bf16";
@@ -158,6 +169,9 @@ class Musubi final : public FactsTrainer {
     for (const auto& key : r.refused_keys)
       for (const auto& a : facts()->raw.at("attention_flags").at("flags"))
         if (a == key) k["sdpa"] = true;
+    // a key musubi stops on with this file (--fp8_scaled on an fp8 checkpoint) is never written back
+    for (const auto& key : r.refused_keys)
+      if (k.contains(key)) k[key] = nullptr;
     return k;
   }
 

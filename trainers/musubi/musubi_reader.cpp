@@ -4,18 +4,22 @@
 #include <toml.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <sstream>
 
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "musubi/musubi_parts.hpp"
 
 namespace segadvise::readers {
 
 namespace {
 
 namespace fs = std::filesystem;
+using musubi_parts::flag;
+using musubi_parts::where;
 
 // toml11 parses arrays and inline tables by recursion: refuse nesting past kMaxJsonDepth first
 // (outside strings and comments), and more keys than a JSON document may hold (kMaxJsonKeys in the
@@ -139,37 +143,10 @@ CommandLine flatten_config(const toml::value& root, const std::string& path) {
   return cl;
 }
 
-bool flag(const CommandLine& cl, const std::string& k) {
-  auto it = cl.values.find(k);
-  return it != cl.values.end() && it->second != "false";
-}
-
-std::string where(const std::string& path, const CommandLine& cl, const std::string& k) {
-  auto it = cl.lines.find(k);
-  return path + (it == cl.lines.end() ? "" : ":" + std::to_string(it->second)) + ": " + k;
-}
-
 // the family entry's musubi-specific fields (second_dit, control_in_sequence, fp8 rules) in trainers/musubi/musubi.json
 const nlohmann::json* family_entry(const TrainerFacts& facts, const Family& fam) {
   for (const auto& e : facts.raw.at("families"))
     if (e.at("family") == fam.id) return &e;
-  return nullptr;
-}
-
-const Family* family_from(const TrainerFacts& facts, const CommandLine& cl, std::string& why_not) {
-  std::string task = cl.values.count("task") ? cl.values.at("task") : "";
-  const auto& dt = facts.raw.at("default_task");
-  if (task.empty() && cl.script == dt.at("script").get<std::string>()) task = dt.at("task").get<std::string>();  // argparse default
-  for (const auto& tf : facts.families) {
-    const bool script = !cl.script.empty() && std::find(tf.scripts.begin(), tf.scripts.end(), cl.script) != tf.scripts.end();
-    const bool by_task = !task.empty() && std::find(tf.tasks.begin(), tf.tasks.end(), task) != tf.tasks.end();
-    if (by_task || (script && tf.tasks.empty())) return &find_family(tf.family);
-  }
-  for (const auto& n : facts.raw.at("not_modelled"))
-    if (n.at("script") == cl.script) why_not = cl.script + ": " + n.at("why").get<std::string>();
-  if (why_not.empty())
-    why_not = cl.script.empty() ? "the musubi config does not name its training script or --task, so the model is unknown"
-                                : "training script '" + cl.script + "'" + (task.empty() ? "" : " --task " + task) + " is not one segadvise knows";
   return nullptr;
 }
 
@@ -313,21 +290,35 @@ void read_dataset(const std::string& path, TrainerRead& r) {
   }
 }
 
+// A path a musubi file names, as Python opens it: relative to the working directory (o.cwd, else the
+// process's); then beside the file that names it, and a path from another machine (absolute, or a
+// Windows path) by its file name beside that file: both said in `notes`, as musubi would not find them.
 std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd,
-                         const std::string& key) {
+                         const std::string& key, std::vector<std::string>& notes) {
   std::vector<fs::path> tried;
-  if (fs::path(value).is_absolute()) tried.push_back(value);
-  else {
+  const bool windows = value.size() > 2 && std::isalpha(static_cast<unsigned char>(value[0])) && value[1] == ':';
+  const fs::path beside = fs::path(config_path).parent_path();
+  const std::string name = value.substr(value.find_last_of("/\\") == std::string::npos ? 0 : value.find_last_of("/\\") + 1);
+  if (fs::path(value).is_absolute() || windows) {
+    if (!windows) tried.push_back(value);
+    if (!name.empty()) tried.push_back(beside / name);
+  } else {
     tried.push_back((cwd.empty() ? fs::current_path() : fs::path(cwd)) / value);
-    tried.push_back(fs::path(config_path).parent_path() / value);
+    tried.push_back(beside / value);
   }
   std::string list;
-  for (const auto& p : tried) {
+  for (std::size_t i = 0; i < tried.size(); ++i) {
     std::error_code ec;
-    if (fs::exists(p, ec)) return p.string();
-    list += (list.empty() ? "" : ", ") + p.string();
+    if (fs::exists(tried[i], ec)) {
+      if (i > 0 || windows)
+        notes.push_back(key + " '" + brief_text(value) + "' is not at " + (tried.size() > 1 && i > 0 ? tried[0].string() : value) +
+                        ", where musubi opens it (relative to its working directory): read from " + tried[i].string() + ", beside " +
+                        fs::path(config_path).filename().string());
+      return tried[i].string();
+    }
+    list += (list.empty() ? "" : ", ") + tried[i].string();
   }
-  throw InputError(config_path + ": " + key + " '" + brief_text(value) + "': no such file (tried " + list + ")");
+  throw InputError(config_path + ": " + key + " '" + brief_text(value) + "': no such file (tried " + (list.empty() ? value : list) + ")");
 }
 
 void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerFamily* tf, TrainerRead& r) {
@@ -372,11 +363,12 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     r.rejections.push_back("--fp8_scaled needs --fp8_base (trainer_base.py:1398)");
   if (fe_bool("fp8_base_needs_scaled") && flag(cl, "fp8_base") && !flag(cl, "fp8_scaled"))
     r.rejections.push_back("--fp8_base without --fp8_scaled: " + r.family->name + " supports only scaled fp8 and stops (" + tf->source + ")");
+  musubi_parts::read_checkpoint_precision(facts, cl, r);
   if (flag(cl, "fp8_base")) {
-    if (fe_bool("fp8_base_ignored"))
+    if (fe_bool("fp8_base_ignored") && s.base_precision == "no_change")
       r.warnings.push_back("--fp8_base: " + r.family->name + "'s DiT dtype comes from --dit_dtype (bfloat16 by default), not --fp8_base: predicted with bf16 weights (" + tf->source + ")");
-    else
-      s.base_precision = "fp8wo-torchao";  // fp8 weights, upcast per layer: weight-only
+    else if (!fe_bool("fp8_base_ignored"))
+      s.base_precision = "fp8wo-torchao";  // fp8 weights, upcast per layer: weight-only (training/trainer_base.py:1474-1475)
   }
   // Wan 2.2: --dit_high_noise loads the second DiT beside --dit (wan_train_network.py:75-90, :480-500)
   if (cl.values.count("dit_high_noise")) {
@@ -396,7 +388,7 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
   // FLUX.1 Kontext: the control image's latents join the image tokens
   if (fe_bool("control_in_sequence")) {
     s.reference_images = 1;
-    s.notes.push_back("one control image: its latents join the image tokens (x2), flux_kontext_train_network.py");
+    s.notes.push_back("one control image: its latents join the image tokens (x2), " + tf->source);
   }
   const std::string mp = cl.values.count("mixed_precision") ? cl.values.at("mixed_precision") : "";
   if (mp.empty()) r.warnings.push_back("--mixed_precision unset: accelerate's default 'no' (fp32) is assumed unless its own config sets it");
@@ -423,9 +415,8 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     s.lora_rank = cl.values.count("network_dim") ? to_int(cl.values.at("network_dim"), where(path, cl, "network_dim"), 1, kMaxLoraRank) : 4;
     if (!cl.values.count("network_dim")) r.warnings.push_back("--network_dim unset: the LoRA module's default rank 4 is assumed");
   }
-  const std::map<std::string, std::string> opts(musubi_optimizers().begin(), musubi_optimizers().end());
-  const std::string opt = cl.values.count("optimizer_type") && !cl.values.at("optimizer_type").empty() ? lower(cl.values.at("optimizer_type")) : "adamw";
-  s.optimizer = optimizer_for(opt, opts, r.warnings, path + ": optimizer_type");
+  s.optimizer = musubi_parts::optimizer_of(facts, cl, r);
+  const std::string opt = cl.values.count("optimizer_type") ? cl.values.at("optimizer_type") : "adamw";
   // --fused_backward_pass (full fine-tune scripts): a post-accumulate-grad hook steps each parameter and
   // sets its grad to None (qwen_image_train.py:363-381, zimage_train.py:289), so about one layer's
   // gradients are resident; the patch is Adafactor's ("adafactor only")
@@ -454,31 +445,45 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
   const bool is_toml = lower(fs::path(path).extension().string()) == ".toml";
   CommandLine cl;
   bool dataset_only = false;
+  std::vector<std::string> path_notes;
+  std::string dataset_named_in = path;  // the file whose dataset_config key is read
   if (is_toml) {
+    // a run described by its --config_file alone: every section flattened (parser_common.py:794-807)
     const toml::value root = parse_toml(path, "musubi config");
     dataset_only = root.contains("datasets");
-    if (!dataset_only) cl = flatten_config(root, path);
+    if (!dataset_only) {
+      cl = flatten_config(root, path);
+      musubi_parts::warn_unknown_keys(facts, cl.lines, path, r);
+    }
   } else {
-    cl = parse_command_line(read_text_file(path, "musubi command line"), path, facts);
+    cl = parse_command_line(musubi_parts::with_module_scripts(read_text_file(path, "musubi command line")), path, facts);
+    if (!cl.script.empty()) musubi_parts::refuse_unknown_flags(facts, cl, r);
     if (cl.values.count("config_file")) {  // flags on the command line win over the file's (argparse namespace)
       std::string cf = cl.values.at("config_file");
       if (cf.size() < 5 || cf.compare(cf.size() - 5, 5, ".toml") != 0) cf += ".toml";  // parser_common.py:784
-      const std::string cf_path = resolve_near(cf, path, o.cwd, "config_file");
+      const std::string cf_path = resolve_near(cf, path, o.cwd, "config_file", path_notes);
       const CommandLine from_file = flatten_config(parse_toml(cf_path, "musubi config"), cf_path);
+      musubi_parts::warn_unknown_keys(facts, from_file.lines, cf_path, r);
       r.inputs.push_back(cf_path);
       r.config_file = cf_path;
-      for (const auto& kv : from_file.values)
-        if (!cl.values.count(kv.first)) {
-          cl.values[kv.first] = kv.second;
-          r.config_file_keys[kv.first] = kv.second;
-        }
+      if (!cl.values.count("dataset_config")) dataset_named_in = cf_path;
+      // every key the file sets: one the command line also sets still comes back when a plan drops the flag
+      for (const auto& kv : from_file.values) {
+        r.config_file_keys[kv.first] = kv.second;
+        cl.values.emplace(kv.first, kv.second);
+      }
     }
   }
-  std::string why_not;
-  const Family* found = dataset_only ? nullptr : family_from(facts, cl, why_not);
-  if (dataset_only) why_not = path + " is a musubi dataset config: it does not name the model";
-  const Family& fam = choose_family(o, found, why_not);
+  musubi_parts::ModelRead model;
+  if (dataset_only) model.why_not = path + " is a musubi dataset config: it does not name the model";
+  else model = musubi_parts::model_of(facts, cl, path);
+  const Family& fam = choose_family(o, model.family, model.why_not);
   start_setup(r, fam, "musubi-tuner");
+  if (o.model.empty()) {
+    r.setup.family_guessed_from = model.guessed_from;
+    for (const auto& n : model.notes) r.setup.notes.push_back(n);
+    for (const auto& w : model.warnings) r.warnings.push_back(w);
+  }
   const TrainerFamily* tf = facts.find(fam);
   if (!tf) r.warnings.push_back("musubi-tuner has no training script for " + fam.name + " (as far as known)");
   else if (!tf->script_verified) r.warnings.push_back("the musubi script name for " + fam.name + " (" + tf->scripts.front() + ") is not verified");
@@ -494,14 +499,27 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
   read_flags(facts, cl, tf, r);
   if (!cl.values.count("dataset_config"))
     throw InputError(path + ": dataset_config: missing (musubi reads batch size, resolution and frames from the dataset TOML)");
-  read_dataset(resolve_near(cl.values.at("dataset_config"), path, o.cwd, "dataset_config"), r);
+  read_dataset(resolve_near(cl.values.at("dataset_config"), dataset_named_in, o.cwd, "dataset_config", path_notes), r);
+  for (const auto& n : path_notes) r.warnings.push_back(n);
+  // the run's phases by the keys as read here (the training command, its --config_file, a TOML alone):
+  // --sample_prompts turns sampling on (musubi.json phases.samples)
+  r.run.other = trainer_run_from_data(facts, r);
+  if (cl.values.count("sample_prompts")) {
+    r.run.other.samples = true;
+    r.run.other.sample_key = "--sample_prompts";
+  }
   return r;
 }
 
 const std::vector<std::pair<std::string, std::string>>& musubi_optimizers() {
-  static const std::vector<std::pair<std::string, std::string>> t = {
-      {"adamw", "adamw"}, {"adamw8bit", "adamw8bit"}, {"adafactor", "adafactor"}, {"prodigy", "prodigy"},
-      {"lion", "lion"},   {"lion8bit", "bnb-lion8bit"}, {"sgdnesterov", "sgd"}};
+  // --optimizer_type as musubi-tuner takes it (musubi.json "optimizers"): its three names, then the classes
+  static const std::vector<std::pair<std::string, std::string>> t = [] {
+    const nlohmann::json& j = trainer_facts("musubi").raw.at("optimizers");
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& [name, ours] : j.at("builtin").items()) out.emplace_back(name, ours.get<std::string>());
+    for (const auto& c : j.at("classes")) out.emplace_back(c.at("class").get<std::string>(), c.at("optimizer").get<std::string>());
+    return out;
+  }();
   return t;
 }
 

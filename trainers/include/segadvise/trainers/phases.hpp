@@ -123,6 +123,9 @@ struct TrainerRun {
   bool text_caching = true;        // text embeddings computed before training
   std::string text_caching_key;
   int caching_batch = 1;           // samples the VAE encodes at once while caching
+  // the caching runs in processes of its own before training (musubi's cache scripts, named here):
+  // the phase says their peaks but is not part of this run's
+  std::string caching_processes;
   // per text encoder (the family's order), bytes per parameter as the trainer loads it (0: the family's)
   std::vector<double> text_encoder_bytes_per_param;
   double vae_bytes_per_param = 0;  // 0: the family's
@@ -133,6 +136,7 @@ struct TrainerRun {
   int sample_width = 0, sample_height = 0, sample_frames = 1;
   bool sample_keeps_gradients = false;     // gradients still resident while it samples
   bool sample_loads_text_encoders = true;  // the prompts are encoded when it samples
+  bool sample_prompts_before_load = false; // the prompts are encoded before the model loads, the encoders alone
   bool sample_cfg = true;                  // classifier-free guidance batches two passes
   // the sampler moves one part at a time to the GPU (text encoders to encode, back; the denoiser;
   // then the VAE with the denoiser moved off): no moment holds all of them

@@ -36,7 +36,8 @@ std::string optimizer_for(const std::string& trainer_value, const std::map<std::
 // ai-toolkit's train.optimizer names (toolkit/optimizer.py, lower-cased as it matches them) onto
 // segadvise's; the plans write back the first name of the user's optimizer
 const std::vector<std::pair<std::string, std::string>>& ai_toolkit_optimizers();
-// musubi-tuner's --optimizer_type names (lower-cased) onto segadvise's, the same way
+// musubi-tuner's --optimizer_type values onto segadvise's, the same way (musubi.json "optimizers": its
+// three lower-cased names, then the module.Class values it imports)
 const std::vector<std::pair<std::string, std::string>>& musubi_optimizers();
 
 // A diffusers script's trained model (diffusers.json full_finetune): a full fine-tune's float32 weights

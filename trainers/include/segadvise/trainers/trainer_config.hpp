@@ -115,7 +115,7 @@ struct TrainerRead {
   // Keys whose value the trainer stops on, with the value they were predicted with instead (diffusers'
   // --resolution WxH: the square of its larger edge): the file written back sets them.
   nlohmann::ordered_json fixed_keys = nlohmann::ordered_json::object();
-  // A command line's --config_file (musubi) and the keys it sets that the command line does not (the
+  // A command line's --config_file (musubi) and the keys it sets (where the command line sets one too, the
   // command line wins, argparse defaults): the file written back overrides them on the command line.
   std::string config_file;
   std::map<std::string, std::string> config_file_keys;
