@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "shell_text.hpp"
+
 namespace segadvise::shell_detail {
 
 // A piece of a word: literal text, or a parameter expansion, or a construct not followed (kept as written)
@@ -50,7 +52,5 @@ std::vector<RawCommand> lex_bash(const std::string& text, const std::string& pat
 // content when `dquoted` (a heredoc's body: `heredoc`, where `"` is plain), else as an unquoted word
 Word lex_bash_word(const std::string& text, const std::string& path, int line, bool dquoted, bool heredoc);
 
-bool name_start(char c);
-bool name_char(char c);
 
 }  // namespace segadvise::shell_detail

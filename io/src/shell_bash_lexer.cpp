@@ -12,12 +12,8 @@
 
 namespace segadvise::shell_detail {
 
-bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
 namespace {
 
-bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 bool meta(char c) { return c == '|' || c == '&' || c == ';' || c == '<' || c == '>' || c == '(' || c == ')' || c == '\n' || blank(c); }
 
 class Lexer {

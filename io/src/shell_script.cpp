@@ -15,6 +15,7 @@
 #include "segadvise/io/limits.hpp"
 #include "segadvise/io/text.hpp"
 #include "shell_bash.hpp"
+#include "shell_windows.hpp"
 
 namespace segadvise {
 
@@ -403,6 +404,46 @@ class Bash {
 void read_bash(const std::string& text, const std::string& path, ShellScript& out) { Bash(out).run(text, path, 0); }
 
 }  // namespace shell_detail
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& t) { return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0; }
+
+}  // namespace
+
+// The extension decides; text without one (pasted, .txt) is PowerShell where a line ends in a
+// backtick continuation, assigns `$name = ` or names `$env:`, and cmd where a line ends in a ^
+// continuation or is `@echo off`, `rem ...`, `:: ...` or `set NAME=...`: constructs bash never runs
+// that way (bash reads a trailing ` or ^ as a character, `$x = 1` as a command named by $x). The
+// dialect with more such lines wins; none: bash.
+ShellDialect shell_dialect(const std::string& path, const std::string& text) {
+  const std::string ext = lower(std::filesystem::path(path).extension().string());
+  if (ext == ".ps1" || ext == ".psm1") return ShellDialect::PowerShell;
+  if (ext == ".bat" || ext == ".cmd") return ShellDialect::Cmd;
+  if (ext == ".sh" || ext == ".bash" || ext == ".zsh") return ShellDialect::Bash;
+  int ps = 0, cmd = 0;
+  std::size_t from = 0;
+  while (from < text.size()) {
+    std::size_t eol = text.find('\n', from);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string l = shell_detail::trim(text.substr(from, eol - from));
+    const std::string low = lower(l);
+    from = eol + 1;
+    if (l.size() > 1 && ends_with(l, "`") && shell_detail::blank(l[l.size() - 2])) ++ps;
+    if (low.find("$env:") != std::string::npos) ++ps;
+    if (l.size() > 1 && l[0] == '$' && shell_detail::name_start(l[1])) {
+      std::size_t k = 1;
+      while (k < l.size() && shell_detail::name_char(l[k])) ++k;
+      while (k < l.size() && shell_detail::blank(l[k])) ++k;
+      if (k < l.size() && l[k] == '=' && k > 1 && shell_detail::blank(l[k - 1])) ++ps;
+    }
+    if (l.size() > 1 && ends_with(l, "^") && shell_detail::blank(l[l.size() - 2])) ++cmd;
+    if (low == "@echo off" || low.rfind("rem ", 0) == 0 || l.rfind("::", 0) == 0) ++cmd;
+    if (low.rfind("set ", 0) == 0 && low.size() > 4 && (shell_detail::name_start(low[4]) || low[4] == '"') && low.find('=') != std::string::npos) ++cmd;
+  }
+  return ps > cmd ? ShellDialect::PowerShell : cmd > ps ? ShellDialect::Cmd : ShellDialect::Bash;
+}
+
 
 const char* dialect_name(ShellDialect d) {
   return d == ShellDialect::PowerShell ? "PowerShell" : d == ShellDialect::Cmd ? "cmd" : "bash";

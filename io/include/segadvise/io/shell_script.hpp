@@ -51,7 +51,7 @@ ShellScript read_shell_script(const std::string& text, const std::string& path);
 const ShellWrittenFile* written_file(const std::map<std::string, ShellWrittenFile>& files, const std::string& file);
 
 namespace shell_detail {
-// The dialects' readers (shell_script.cpp: bash; shell_windows.cpp: PowerShell and cmd), for
+// The dialects' readers (shell_script.cpp: bash; shell_powershell.cpp, shell_cmd.cpp), for
 // read_shell_script to pick from
 void read_bash(const std::string& text, const std::string& path, ShellScript& out);
 void read_powershell(const std::string& text, const std::string& path, ShellScript& out);
