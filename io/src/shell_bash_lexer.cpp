@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "segadvise/io/error.hpp"
+#include "segadvise/io/limits.hpp"
 #include "segadvise/io/text.hpp"
 
 namespace segadvise::shell_detail {
@@ -102,12 +103,14 @@ class Lexer {
   // operand of an expansion inside double quotes, or an unquoted heredoc's body)
   Word parts(bool dquoted, bool heredoc = false) {
     Word w;
+    word_from_ = i_;
     if (dquoted) {
       dq_run(w, heredoc, false);
       return w;
     }
     while (i_ < s_.size()) {
       const char c = s_[i_];
+      too_long();
       if (meta(c) && !operand_) break;
       if (c == '\\') {
         if (peek(1) == '\n') {
@@ -164,6 +167,15 @@ class Lexer {
 
  private:
 
+  std::size_t word_from_ = 0;  // where the word being read starts
+
+  // a word (or a heredoc's body) past kMaxShellValueBytes: no launch script writes one; refused before
+  // its parts fill memory
+  void too_long() const {
+    if (i_ - word_from_ > kMaxShellValueBytes)
+      throw InputError(path_ + ":" + std::to_string(line_) + ": a word or heredoc longer than " +
+                       std::to_string(kMaxShellValueBytes >> 20) + " MiB: no launch script's is that long");
+  }
   char peek(std::size_t k) const { return i_ + k < s_.size() ? s_[i_ + k] : '\0'; }
   void lines(const std::string& t) {
     for (char c : t) line_ += c == '\n';
@@ -180,6 +192,7 @@ class Lexer {
   void dq_run(Word& w, bool heredoc, bool to_quote) {
     while (i_ < s_.size() && !(to_quote && s_[i_] == '"')) {
       const char c = s_[i_];
+      too_long();
       if (c == '\\' && (peek(1) == '$' || peek(1) == '`' || peek(1) == '\\' || peek(1) == '\n' || (!heredoc && peek(1) == '"'))) {
         if (peek(1) != '\n') lit(w, std::string(1, peek(1)), true);
         else ++line_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <limits>
 
 #include "segadvise/io/json_input.hpp"
 #include "shell_windows.hpp"
@@ -56,11 +57,9 @@ class Cmd {
   std::string x_;                                // the logical line, expanded; \x01NAME\x02 marks an unset variable
   std::vector<std::pair<std::size_t, int>> starts_;  // offset in x_ -> the line it came from
 
-  int line_at(std::size_t k) const {
-    int l = starts_.front().second;
-    for (const auto& [off, line] : starts_)
-      if (off <= k) l = line;
-    return l;
+  int line_at(std::size_t k) const {  // the last physical line starting at or before k
+    const auto it = std::upper_bound(starts_.begin(), starts_.end(), std::make_pair(k, std::numeric_limits<int>::max()));
+    return it == starts_.begin() ? starts_.front().second : std::prev(it)->second;
   }
   // a comment (REM, ::), a label or an empty line: nothing runs
   bool skipped(const std::string& phys, int line) {
