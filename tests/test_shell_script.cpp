@@ -11,6 +11,7 @@
 #include "segadvise/io/shell_script.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/trainer_config.hpp"
+#include "segadvise/trainers/trainer_writer.hpp"
 
 using namespace segadvise;
 
@@ -284,6 +285,13 @@ TEST_CASE("the script's heredoc is preferred to a file on disk of that name, wit
   CHECK(r.setup.width == 768);
   CHECK(r.setup.batch == 3);
   CHECK(warned(r.warnings, "the script writes this file at line 2 (a heredoc) before the command runs"));
+}
+
+TEST_CASE("a flag a plan adds goes after the training script, not into a caching command before it") {
+  const std::string t = "python src/musubi_tuner/wan_cache_latents.py --vae v\naccelerate launch src/musubi_tuner/wan_train_network.py --sdpa\n";
+  CHECK(set_command_line_flag(t, "fp8_base", true, "wan_train_network.py") ==
+        "python src/musubi_tuner/wan_cache_latents.py --vae v\naccelerate launch src/musubi_tuner/wan_train_network.py --fp8_base --sdpa\n");
+  CHECK(set_command_line_flag(t, "fp8_base", true).find("wan_cache_latents.py --fp8_base") != std::string::npos);  // no script named
 }
 
 }  // TEST_SUITE
