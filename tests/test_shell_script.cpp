@@ -154,6 +154,14 @@ TEST_CASE("bash: unterminated quotes, arrays and heredocs") {
   CHECK(r.written_files.at("a.toml").text == "x = 1\n");
 }
 
+TEST_CASE("a notebook's !command lines and %env are read as the shell command they run") {
+  const ShellScript r = read_shell_script("%env DATA=/content/data\n!accelerate launch train_dreambooth_lora_flux.py \\\n  --instance_data_dir=$DATA --resolution=512\n", "cell.txt");
+  REQUIRE(r.commands.size() == 1);
+  CHECK(r.commands[0].words[0].text == "accelerate");
+  CHECK(r.commands[0].words[3].text == "--instance_data_dir=/content/data");
+  CHECK(r.warnings.empty());
+}
+
 TEST_CASE("the dialect: by extension, else by what only PowerShell or cmd writes") {
   CHECK(shell_dialect("a.ps1", "") == ShellDialect::PowerShell);
   CHECK(shell_dialect("a.BAT", "") == ShellDialect::Cmd);
