@@ -15,7 +15,7 @@
 #include "segadvise/io/limits.hpp"
 #include "segadvise/io/text.hpp"
 #include "shell_bash.hpp"
-#include "shell_windows.hpp"
+#include "shell_text.hpp"
 
 namespace segadvise {
 
@@ -76,7 +76,7 @@ struct Fields {
 
 class Bash {
  public:
-  Bash(ShellScript& out) : out_(out) {}
+  explicit Bash(ShellScript& out) : out_(out) {}
 
   void run(const std::string& text, const std::string& file, int depth) {
     file_ = file;
@@ -154,9 +154,7 @@ class Bash {
 
   // an assignment's value: expanded, never split, arrays joined by spaces
   std::string scalar(const Word& w, int line, ShellWord& info, int depth) {
-    std::string s;
-    for (const std::string& f : expand(w, false, line, info, depth)) s += (s.empty() ? "" : " ") + f;
-    return s;
+    return joined(expand(w, false, line, info, depth));
   }
 
   std::vector<std::string> expand(const Word& w, bool split, int line, ShellWord& info, int depth) {
@@ -226,10 +224,8 @@ class Bash {
         }
         return;
       }
-      std::string s;
-      for (std::size_t k = 0; k < v.size(); ++k) s += (k ? " " : "") + v[k];
-      if (p.quoted || !split) f.quoted(s);
-      else f.split(s);
+      if (p.quoted || !split) f.quoted(joined(v));
+      else f.split(joined(v));
     };
     const bool each = p.index == "@" || p.text == "@";
     if (op == "#") {
@@ -237,9 +233,7 @@ class Bash {
     } else if ((op == ":-" && (!set || empty)) || (op == "-" && !set)) {
       put(operand(), false);
     } else if ((op == ":=" && (!set || empty)) || (op == "=" && !set)) {
-      std::vector<std::string> v = operand();
-      std::string s;
-      for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+      const std::string s = joined(operand());
       vars_[p.text].items = {s};
       put({s}, false);
     } else if (op == ":+" || op == "+") {

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <string>
+#include <vector>
 
 namespace segadvise::shell_detail {
 
@@ -17,6 +18,13 @@ inline std::string trim(const std::string& s) {
   const std::size_t a = s.find_first_not_of(" \t\r");
   if (a == std::string::npos) return "";
   return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+// a list's items joined by spaces (an array read as one string, as the shells join "${A[*]}", "$a")
+inline std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (std::size_t k = 0; k < v.size(); ++k) s += (k ? " " : "") + v[k];
+  return s;
 }
 
 }  // namespace segadvise::shell_detail

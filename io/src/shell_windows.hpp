@@ -44,11 +44,5 @@ struct State {
   }
 };
 
-inline std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (std::size_t k = 0; k < v.size(); ++k) s += (k ? " " : "") + v[k];
-  return s;
-}
-
 
 }  // namespace segadvise::shell_detail
