@@ -146,6 +146,17 @@ TEST_CASE("bash: a sourced script that is here sets variables; exit ends the scr
   CHECK(r.commands[0].words[2].text == "/d/ds.toml");
 }
 
+TEST_CASE("bash: a backslash and a space ending a line end the command, as bash does, and are warned; CRLF is read as LF") {
+  const ShellScript r = read_shell_script("python train.py --a 1 \\ \n  --b 2\n", "s.sh");
+  CHECK(warned(r.warnings, "s.sh:1: a backslash followed by a space is no line continuation"));
+  REQUIRE(r.commands.size() == 2);
+  CHECK(r.commands[1].words[0].text == "--b");
+  const ShellScript crlf = read_shell_script("A=1\r\npython train.py \\\r\n  --a $A\r\n", "w.sh");
+  CHECK(warned(crlf.warnings, "w.sh:1: CRLF line ends: read as if LF"));
+  REQUIRE(crlf.commands.size() == 1);
+  CHECK(crlf.commands[0].words.back().text == "1");
+}
+
 TEST_CASE("bash: unterminated quotes, arrays and heredocs") {
   CHECK_THROWS_WITH_AS(read_shell_script("a\ncmd \"x\n", "q.sh"), doctest::Contains("q.sh:2: unterminated \""), InputError);
   CHECK_THROWS_WITH_AS(read_shell_script("A=(a b\n", "q.sh"), doctest::Contains("unterminated array"), InputError);

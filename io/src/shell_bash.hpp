@@ -45,9 +45,11 @@ struct RawCommand {
   int line = 1;
 };
 
-// The script's commands in order; `heredocs` receives the bodies the redirections name.
+// The script's commands in order; `heredocs` receives the bodies the redirections name, `warnings`
+// what bash runs otherwise than the layout suggests (a backslash and a space ending a line).
 // InputError naming the file and line for an unterminated quote, array or substitution.
-std::vector<RawCommand> lex_bash(const std::string& text, const std::string& path, std::vector<Heredoc>& heredocs);
+std::vector<RawCommand> lex_bash(const std::string& text, const std::string& path, std::vector<Heredoc>& heredocs,
+                                 std::vector<std::string>& warnings);
 // One word's parts from `text` (an expansion's operand, a heredoc's body), read as double-quoted
 // content when `dquoted` (a heredoc's body: `heredoc`, where `"` is plain), else as an unquoted word
 Word lex_bash_word(const std::string& text, const std::string& path, int line, bool dquoted, bool heredoc);

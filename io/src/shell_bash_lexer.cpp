@@ -116,6 +116,11 @@ class Lexer {
         if (peek(1) == '\n') {
           ++line_;
         } else if (i_ + 1 < s_.size()) {
+          std::size_t k = i_ + 1;
+          while (k < s_.size() && (s_[k] == ' ' || s_[k] == '\t')) ++k;
+          if (k > i_ + 1 && (k == s_.size() || s_[k] == '\n') && warnings_)
+            warnings_->push_back(path_ + ":" + std::to_string(line_) + ": a backslash followed by a space is no line continuation: "
+                                 "bash ends the command here (a continuation's backslash ends its line); the lines after it are separate commands");
           lit(w, std::string(1, peek(1)), true);
         }
         i_ += 2;
@@ -168,6 +173,11 @@ class Lexer {
  private:
 
   std::size_t word_from_ = 0;  // where the word being read starts
+
+ public:
+  std::vector<std::string>* warnings_ = nullptr;  // what bash runs otherwise than the script's layout suggests
+
+ private:
 
   // a word (or a heredoc's body) past kMaxShellValueBytes: no launch script writes one; refused before
   // its parts fill memory
@@ -377,8 +387,11 @@ class Lexer {
 
 }  // namespace
 
-std::vector<RawCommand> lex_bash(const std::string& text, const std::string& path, std::vector<Heredoc>& heredocs) {
-  return Lexer(text, path, 1).commands(heredocs);
+std::vector<RawCommand> lex_bash(const std::string& text, const std::string& path, std::vector<Heredoc>& heredocs,
+                                 std::vector<std::string>& warnings) {
+  Lexer l(text, path, 1);
+  l.warnings_ = &warnings;
+  return l.commands(heredocs);
 }
 
 Word lex_bash_word(const std::string& text, const std::string& path, int line, bool dquoted, bool heredoc) {

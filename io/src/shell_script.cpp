@@ -6,6 +6,7 @@
 // holds is read once, in order, with a warning naming it.
 #include "segadvise/io/shell_script.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -82,7 +83,15 @@ class Bash {
     file_ = file;
     depth_ = depth;
     std::vector<Heredoc> heredocs;
-    const std::vector<RawCommand> cmds = lex_bash(text, file, heredocs);
+    // CRLF line ends (a script saved on Windows): read as LF, and said so; bash itself reads each \r as
+    // part of its line (a `\` then no longer continues it), so the run would fail
+    std::string lf = text;
+    if (text.find("\r\n") != std::string::npos) {
+      lf.erase(std::remove(lf.begin(), lf.end(), '\r'), lf.end());
+      warn(1, "CRLF line ends: read as if LF; bash itself reads each \\r as part of its line and would not run this script as "
+              "written (convert it with dos2unix)");
+    }
+    const std::vector<RawCommand> cmds = lex_bash(lf, file, heredocs, out_.warnings);
     for (std::size_t i = 0; i < cmds.size() && !stopped_; ++i) {
       if (cmds[i].function) {
         warn(cmds[i].line, "function '" + text_of(cmds[i].words[0]) + "' is not followed: its commands are read where it is defined, once");
