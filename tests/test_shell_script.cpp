@@ -286,6 +286,22 @@ TEST_CASE("a musubi cmd script with ^ continuations, set and %VAR%: the dataset 
   CHECK(r.inputs.back() == kShell + "dataset_qwen.toml");
 }
 
+TEST_CASE("a musubi --config_file the script writes with a heredoc (\".toml\" appended, as musubi does)") {
+  const std::string p = scratch().write(
+      "cf.sh",
+      "W=/w\ncat > $W/ds.toml <<EOF\n[general]\nresolution = [1024, 576]\nbatch_size = 4\n[[datasets]]\nimage_directory = \"$W/img\"\nEOF\n"
+      "cat > $W/run.toml <<EOF\n[main]\ntask = \"t2v-1.3B\"\nsdpa = true\nmixed_precision = \"bf16\"\nnetwork_dim = 64\ndataset_config = \"$W/ds.toml\"\nEOF\n"
+      "accelerate launch wan_train_network.py --config_file $W/run --gradient_checkpointing\n");
+  const TrainerRead r = read_trainer_config(p, TrainerReadOptions{});
+  REQUIRE(r.family);
+  CHECK(r.family->id == "wan2.1-1.3b");
+  CHECK(r.setup.lora_rank == 64);
+  CHECK(r.setup.width == 1024);
+  CHECK(r.setup.batch == 4);
+  CHECK(r.schedule.checkpointing);
+  CHECK(r.config_file == "/w/run.toml (heredoc at cf.sh:9)");
+}
+
 TEST_CASE("a path from a variable the script never sets is refused, naming the line and the variable") {
   const std::string p = scratch().write(
       "unset.sh", "accelerate launch wan_train_network.py --task t2v-1.3B --sdpa \\\n  --dataset_config \"$CFG_DIR/dataset.toml\" --network_dim 8\n");
