@@ -173,6 +173,23 @@ TEST_CASE("a notebook's !command lines and %env are read as the shell command th
   CHECK(r.warnings.empty());
 }
 
+TEST_CASE("a Jupyter notebook: its !lines, %env and the Python string and number assignments they expand") {
+  const TrainerRead r = read_trainer_config(kShell + "dreambooth_lora_flux.ipynb", TrainerReadOptions{});
+  CHECK(r.trainer == "diffusers");
+  REQUIRE(r.family);
+  CHECK(r.family->id == "flux1");
+  CHECK(r.setup.width == 512);
+  CHECK(r.setup.batch == 1);
+  CHECK(r.setup.lora_rank == 16);  // --rank={RANK}, RANK = 16 in an earlier cell
+  CHECK(r.setup.mixed_precision == "bf16");
+  CHECK(r.setup.optimizer == "adamw8bit");
+  CHECK(r.schedule.checkpointing);
+  REQUIRE(r.datasets.size() == 1);
+  CHECK(r.datasets[0].dir == "/content/dog");  // --instance_data_dir={INSTANCE_DIR}
+  CHECK(r.warnings.empty());
+  CHECK_THROWS_WITH_AS(read_shell_script("[1, 2]", "x.ipynb"), doctest::Contains("x.ipynb: not a Jupyter notebook"), InputError);
+}
+
 TEST_CASE("the dialect: by extension, else by what only PowerShell or cmd writes") {
   CHECK(shell_dialect("a.ps1", "") == ShellDialect::PowerShell);
   CHECK(shell_dialect("a.BAT", "") == ShellDialect::Cmd);

@@ -287,6 +287,7 @@ class Bash {
       ShellWrittenFile& w = out_.written_files[path];
       w.text = append ? w.text + body : body;
       w.line = c.line;
+      w.before_command = out_.commands.size();
     }
   }
 
@@ -406,6 +407,11 @@ class Bash {
 
 void read_bash(const std::string& text, const std::string& path, ShellScript& out) { Bash(out).run(text, path, 0); }
 
+void read_bash_cells(const std::vector<std::pair<std::string, std::string>>& cells, ShellScript& out) {
+  Bash bash(out);
+  for (const auto& [label, text] : cells) bash.run(text, label, 0);
+}
+
 }  // namespace shell_detail
 
 namespace {
@@ -424,6 +430,7 @@ ShellDialect shell_dialect(const std::string& path, const std::string& text) {
   if (ext == ".ps1" || ext == ".psm1") return ShellDialect::PowerShell;
   if (ext == ".bat" || ext == ".cmd") return ShellDialect::Cmd;
   if (ext == ".sh" || ext == ".bash" || ext == ".zsh") return ShellDialect::Bash;
+  if (ext == ".ipynb") return ShellDialect::Notebook;
   int ps = 0, cmd = 0;
   std::size_t from = 0;
   while (from < text.size()) {
@@ -449,7 +456,7 @@ ShellDialect shell_dialect(const std::string& path, const std::string& text) {
 
 
 const char* dialect_name(ShellDialect d) {
-  return d == ShellDialect::PowerShell ? "PowerShell" : d == ShellDialect::Cmd ? "cmd" : "bash";
+  return d == ShellDialect::PowerShell ? "PowerShell" : d == ShellDialect::Cmd ? "cmd" : d == ShellDialect::Notebook ? "notebook" : "bash";
 }
 
 ShellScript read_shell_script(const std::string& text, const std::string& path) {
@@ -457,6 +464,7 @@ ShellScript read_shell_script(const std::string& text, const std::string& path) 
   s.dialect = shell_dialect(path, text);
   if (s.dialect == ShellDialect::PowerShell) shell_detail::read_powershell(text, path, s);
   else if (s.dialect == ShellDialect::Cmd) shell_detail::read_cmd(text, path, s);
+  else if (s.dialect == ShellDialect::Notebook) shell_detail::read_notebook(text, path, s);
   else shell_detail::read_bash(text, path, s);
   return s;
 }

@@ -57,8 +57,10 @@ CommandLine parse_command_line(const std::string& text, const std::string& path,
   if (!cmd) return cl;
   const std::vector<ShellWord>& toks = *cmd;
   // what the script writes before the command runs
+  const auto at = static_cast<std::size_t>(std::find_if(sh.commands.begin(), sh.commands.end(), [&](const ShellCommand& c) { return &c.words == cmd; }) -
+                                          sh.commands.begin());
   for (const auto& [file, w] : sh.written_files)
-    if (w.line < toks.front().line) cl.written_files[file] = w;
+    if (w.before_command <= at) cl.written_files[file] = w;
   std::size_t i = 0;
   if (script >= 0) {
     cl.script = script_name(toks[static_cast<std::size_t>(script)].text);

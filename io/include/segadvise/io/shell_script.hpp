@@ -11,10 +11,10 @@
 
 namespace segadvise {
 
-enum class ShellDialect { Bash, PowerShell, Cmd };
+enum class ShellDialect { Bash, PowerShell, Cmd, Notebook };
 
 // The dialect a script is run in: by its extension (.ps1: PowerShell; .bat/.cmd: cmd; .sh/.bash:
-// bash), else by content only a dialect writes (shell_dialect.cpp says which); bash otherwise.
+// bash; .ipynb: a Jupyter notebook's shell lines, run by bash), else by content only a dialect writes (shell_dialect.cpp says which); bash otherwise.
 ShellDialect shell_dialect(const std::string& path, const std::string& text);
 const char* dialect_name(ShellDialect d);
 
@@ -33,7 +33,8 @@ struct ShellCommand {
 // A file the script writes before a later command reads it: `cat > FILE <<EOF` (tee FILE, >> appends)
 struct ShellWrittenFile {
   std::string text;
-  int line = 0;  // the line of the command that writes it
+  int line = 0;                    // the line of the command that writes it
+  std::size_t before_command = 0;  // the commands (ShellScript::commands) run before: later ones read it
 };
 struct ShellScript {
   ShellDialect dialect = ShellDialect::Bash;
@@ -56,6 +57,9 @@ namespace shell_detail {
 void read_bash(const std::string& text, const std::string& path, ShellScript& out);
 void read_powershell(const std::string& text, const std::string& path, ShellScript& out);
 void read_cmd(const std::string& text, const std::string& path, ShellScript& out);
+void read_notebook(const std::string& text, const std::string& path, ShellScript& out);  // shell_notebook.cpp
+// bash scripts run one after another with the same variables (a notebook's cells), each named by its label
+void read_bash_cells(const std::vector<std::pair<std::string, std::string>>& cells, ShellScript& out);
 }  // namespace shell_detail
 
 }  // namespace segadvise
