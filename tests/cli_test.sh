@@ -304,6 +304,15 @@ expect 0 '^1024x1024 +1 ' -- check "$fixtures/trainers/ai-toolkit/chroma_offload
 expect 2 "--dataset '.*': the config names no dataset directory to stand for" -- check "$fixtures/trainers/diffusers/krea2_fp8_captions.sh" --gpu l40s --dataset "$tmp/other"
 # a diffusers script's --dataset: every image at the --resolution square (flux_lora.sh: 1024), one sample each
 expect 0 '^1024x1024 +1 ' -- check "$fixtures/trainers/diffusers/flux_lora.sh" --gpu h100 --dataset "$tmp/other"
+# launch scripts as their shell runs them (docs/check.md "Launch scripts"): a PowerShell SDXL LoRA with backtick
+# continuations has every flag read (512 square, batch 1, checkpointing, fp16, 8-bit Adam): single-digit GiB, not
+# the script's defaults; a bash musubi script's heredoc dataset TOML; a cmd script's ^ lines and %VAR%
+expect 0 'verdict: fits — peak [0-9]\.[0-9] GiB' -- check "$fixtures/trainers/shell/sdxl_lora_6gb.ps1" --gpu 4090
+expect 0 'training shape: /workspace/output/dataset.toml \(heredoc at musubi_wan14b_heredoc.sh:16\) datasets\[0\]: resolution \[960, 544\], batch_size 2' \
+  -- check "$fixtures/trainers/shell/musubi_wan14b_heredoc.sh" --gpu l40s
+expect 0 'lora \(standard, rank 16\), base fp8wo-torchao, optimizer adamw8bit, block swap 16' -- check "$fixtures/trainers/shell/qwen_lora.bat" --gpu l40s
+printf 'accelerate launch wan_train_network.py --task t2v-1.3B --sdpa \\\n  --dataset_config "$CFG_DIR/dataset.toml"\n' >"$tmp/unset.sh"
+expect 2 "unset.sh:2: --dataset_config '/dataset.toml': \\\$CFG_DIR is not set in the script" -- check "$tmp/unset.sh" --gpu 4090
 # a run kept for that config is kept under its largest bucket: check of the config finds it
 expect 0 'kept run #1' -- runs add "$fixtures/logs/diffusers.txt" --config "$tmp/dsconfig.json" --gpu l40s
 expect 0 '^anchored on your run of ' -- check "$tmp/dsconfig.json" --gpu l40s

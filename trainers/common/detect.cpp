@@ -22,18 +22,19 @@ std::string readers::json_config_trainer(const std::string& path) {
 
 std::string readers::command_line_trainer(const std::string& path) {
   const std::string text = read_text_file(path, "config");
-  for (const auto& t : shell_tokens(text, path)) {
-    if (t.text.rfind("musubi_tuner.", 0) == 0) return "musubi";  // python -m musubi_tuner.X (its package's module)
-    const std::string name = file_name(t.text);
-    if (name.size() < 4 || name.compare(name.size() - 3, 3, ".py") != 0) continue;
-    for (const auto& tf : trainer_facts("musubi").families)
-      for (const auto& s : tf.scripts)
-        if (s == name) return "musubi";
-    for (const auto& n : trainer_facts("musubi").raw.at("not_modelled"))
-      if (n.at("script") == name) return "musubi";
-    if (name.find("_train_network.py") != std::string::npos) return "musubi";
-    if (name.rfind("train_", 0) == 0) return "diffusers";
-  }
+  for (const ShellCommand& c : read_shell_script(text, path).commands)
+    for (const ShellWord& t : c.words) {
+      if (t.text.rfind("musubi_tuner.", 0) == 0) return "musubi";  // python -m musubi_tuner.X (its package's module)
+      const std::string name = script_name(t.text);
+      if (name.size() < 4 || name.compare(name.size() - 3, 3, ".py") != 0) continue;
+      for (const auto& tf : trainer_facts("musubi").families)
+        for (const auto& s : tf.scripts)
+          if (s == name) return "musubi";
+      for (const auto& n : trainer_facts("musubi").raw.at("not_modelled"))
+        if (n.at("script") == name) return "musubi";
+      if (name.find("_train_network.py") != std::string::npos) return "musubi";
+      if (name.rfind("train_", 0) == 0) return "diffusers";
+    }
   return "";
 }
 

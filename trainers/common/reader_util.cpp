@@ -13,54 +13,57 @@ namespace segadvise::readers {
 
 namespace fs = std::filesystem;
 
+std::string script_name(const std::string& word) {
+  const std::size_t sep = word.find_last_of("/\\");
+  return sep == std::string::npos ? word : word.substr(sep + 1);
+}
+
 CommandLine parse_command_line(const std::string& text, const std::string& path, const TrainerFacts& facts) {
-  // the commands, each a run of tokens between operators
-  std::vector<std::vector<Token>> commands(1);
-  for (Token& t : shell_tokens(text, path)) {
-    if (t.ends_command) {
-      if (!commands.back().empty()) commands.emplace_back();
-    } else {
-      commands.back().push_back(std::move(t));
-    }
-  }
+  const ShellScript sh = read_shell_script(text, path);
   auto is_script = [](const std::string& t) { return t.size() > 3 && t.compare(t.size() - 3, 3, ".py") == 0; };
   auto known = [&](const std::string& t) {
-    const std::string name = file_name(t);
+    const std::string name = script_name(t);
     for (const auto& tf : facts.families)
       if (std::find(tf.scripts.begin(), tf.scripts.end(), name) != tf.scripts.end()) return true;
     return false;
   };
-  auto script_at = [&](const std::vector<Token>& cmd, bool known_only) -> std::ptrdiff_t {
+  auto script_at = [&](const std::vector<ShellWord>& cmd, bool known_only) -> std::ptrdiff_t {
     for (std::size_t i = 0; i < cmd.size(); ++i)
       if (is_script(cmd[i].text) && (!known_only || known(cmd[i].text))) return static_cast<std::ptrdiff_t>(i);
     return -1;
   };
   // the training command: one naming a known script, else any *.py, else the first with flags
-  const std::vector<Token>* cmd = nullptr;
+  const std::vector<ShellWord>* cmd = nullptr;
   std::ptrdiff_t script = -1;
   for (const bool known_only : {true, false}) {
-    for (const auto& c : commands) {
-      script = script_at(c, known_only);
+    for (const auto& c : sh.commands) {
+      script = script_at(c.words, known_only);
       if (script >= 0) {
-        cmd = &c;
+        cmd = &c.words;
         break;
       }
     }
     if (cmd) break;
   }
   if (!cmd) {
-    for (const auto& c : commands)
-      if (std::any_of(c.begin(), c.end(), [](const Token& t) { return t.text.rfind("--", 0) == 0; })) {
-        cmd = &c;
+    for (const auto& c : sh.commands)
+      if (std::any_of(c.words.begin(), c.words.end(), [](const ShellWord& t) { return t.text.rfind("--", 0) == 0; })) {
+        cmd = &c.words;
         break;
       }
   }
   CommandLine cl;
+  cl.warnings = sh.warnings;
   if (!cmd) return cl;
-  const std::vector<Token>& toks = *cmd;
+  const std::vector<ShellWord>& toks = *cmd;
+  // what the script writes before the command runs
+  const auto at = static_cast<std::size_t>(std::find_if(sh.commands.begin(), sh.commands.end(), [&](const ShellCommand& c) { return &c.words == cmd; }) -
+                                          sh.commands.begin());
+  for (const auto& [file, w] : sh.written_files)
+    if (w.before_command <= at) cl.written_files[file] = w;
   std::size_t i = 0;
   if (script >= 0) {
-    cl.script = file_name(toks[static_cast<std::size_t>(script)].text);
+    cl.script = script_name(toks[static_cast<std::size_t>(script)].text);
     cl.script_line = toks[static_cast<std::size_t>(script)].line;
     i = static_cast<std::size_t>(script) + 1;
   }
@@ -70,18 +73,44 @@ CommandLine parse_command_line(const std::string& text, const std::string& path,
     std::string key = t.substr(2), value;
     const auto eq = key.find('=');
     const TrainerKey* k = nullptr;
+    std::vector<std::string> unset = toks[i].unset;
     if (eq != std::string::npos) {
       value = key.substr(eq + 1);
       key = key.substr(0, eq);
     } else {
       k = facts.key(key);
       const bool flag = (k && k->type == "bool") || i + 1 >= toks.size() || toks[i + 1].text.rfind("--", 0) == 0;
+      if (flag) unset = toks[i].unset_after;  // `--key $UNSET --next`: the value is gone
       value = flag ? "true" : toks[++i].text;
+      if (!flag) unset = toks[i].unset;
     }
     cl.values[key] = value;
     cl.lines[key] = toks[i].line;
+    if (unset.empty()) cl.unset.erase(key);
+    else cl.unset[key] = unset;
   }
   return cl;
+}
+
+FlagFile flag_file(const CommandLine& cl, const std::string& key, const std::string& value, const std::string& config_path,
+                   const std::function<std::string(const std::string&)>& resolve, TrainerRead& r) {
+  const auto line = cl.lines.count(key) ? ":" + std::to_string(cl.lines.at(key)) : std::string();
+  if (cl.unset.count(key)) {
+    std::string vars;
+    for (const std::string& v : cl.unset.at(key)) vars += (vars.empty() ? "" : ", ") + v;
+    throw InputError(config_path + line + ": --" + key + " '" + brief_text(value) + "': " + vars +
+                     " is not set in the script, and the shell reads it as empty: this is not the file meant; set it in the script");
+  }
+  if (const ShellWrittenFile* w = written_file(cl.written_files, value)) {
+    const std::string at = script_name(config_path) + ":" + std::to_string(w->line);
+    // the label is the input's name in messages and in the check's "also read" line
+    std::error_code ec;
+    if (fs::exists(value, ec) || fs::exists(fs::path(config_path).parent_path() / value, ec))
+      r.warnings.push_back("--" + key + " " + value + ": the script writes this file at line " + std::to_string(w->line) +
+                           " (a heredoc) before the command runs: that text is read, not the file on this machine");
+    return {value + " (heredoc at " + at + ")", &w->text};
+  }
+  return {resolve(value), nullptr};
 }
 
 const Family& choose_family(const TrainerReadOptions& o, const Family* found, const std::string& why_not) {

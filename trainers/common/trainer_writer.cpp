@@ -137,6 +137,8 @@ Rewritten plans::rewrite_flags(const TrainerRead& r, const ordered_json& knobs) 
   Rewritten out;
   out.text = read_text_file(r.config_path, "config");
   const bool toml = !is_command_line(r);
+  // the training script of a launch script (the caching commands before it are left alone)
+  const std::string script = toml ? "" : readers::parse_command_line(out.text, r.config_path, trainer_facts(r.trainer)).script;
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
     ordered_json v = it.value();
     switch (file_override(r, it.key(), v)) {
@@ -152,7 +154,7 @@ Rewritten plans::rewrite_flags(const TrainerRead& r, const ordered_json& knobs) 
       case FileOverride::None:
         break;
     }
-    out.text = toml ? set_toml_key(out.text, it.key(), v) : set_command_line_flag(out.text, it.key(), v);
+    out.text = toml ? set_toml_key(out.text, it.key(), v) : set_command_line_flag(out.text, it.key(), v, script);
   }
   if (toml) out.notes.push_back("comments and layout kept: only the memory keys' lines changed");
   else out.notes.push_back("only the memory flags changed; the rest of the command line is as written");
@@ -176,7 +178,7 @@ std::vector<std::string> keys_kept_on(const TrainerRead& r, const ordered_json& 
   return out;
 }
 
-std::string set_command_line_flag(const std::string& text, const std::string& key, const ordered_json& value) {
+std::string set_command_line_flag(const std::string& text, const std::string& key, const ordered_json& value, const std::string& script) {
   const bool off = is_off(value);
   const std::string repl = value.is_boolean() ? "--" + key : "--" + key + " " + scalar_text(value);
   // --key, --key=value or --key value (a value is anything not starting with --)
@@ -185,8 +187,12 @@ std::string set_command_line_flag(const std::string& text, const std::string& ke
     return text.substr(0, at.begin) + (off ? "" : text.substr(at.begin, at.lead) + repl) + text.substr(at.end);
   if (off) return text;
   // absent: right after the training script (or at the end of the first command), never in a comment
-  for (std::size_t r = text.find(".py"); r != std::string::npos; r = text.find(".py", r + 1))
-    if ((r + 3 == text.size() || space(text[r + 3])) && !in_shell_comment(text, r)) return text.substr(0, r) + ".py " + repl + text.substr(r + 3);
+  for (std::size_t r = text.find(".py"); r != std::string::npos; r = text.find(".py", r + 1)) {
+    const std::size_t from = text.find_last_of(" \t\n\"'/\\", r);
+    const std::string name = text.substr(from == std::string::npos ? 0 : from + 1, r + 3 - (from == std::string::npos ? 0 : from + 1));
+    if ((r + 3 == text.size() || space(text[r + 3])) && !in_shell_comment(text, r) && (script.empty() || name == script))
+      return text.substr(0, r) + ".py " + repl + text.substr(r + 3);
+  }
   std::string t = text;
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t + " " + repl + "\n";

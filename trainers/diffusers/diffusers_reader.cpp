@@ -298,6 +298,7 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
   r.trainer = "diffusers";
   r.config_path = path;
   r.inputs = {path};
+  r.warnings = cl.warnings;  // the launch script's (shell_script.hpp)
   read_run_keys(cl, r);
   const std::string model_path = cl.values.count("pretrained_model_name_or_path") ? cl.values.at("pretrained_model_name_or_path") : "";
   const TrainerFamily* by_script = script_family(facts, cl.script, model_path);

@@ -76,8 +76,9 @@ void check_toml_depth(const std::string& text, const std::string& path) {
   }
 }
 
-toml::value parse_toml(const std::string& path, const std::string& what) {
-  const std::string text = read_text_file(path, what);  // the input file rules, with the usual message
+// (`script_text`: the text a launch script writes at `path` itself, FlagFile, instead of the disk's)
+toml::value parse_toml(const std::string& path, const std::string& what, const std::string* script_text = nullptr) {
+  const std::string text = script_text ? *script_text : read_text_file(path, what);  // the input file rules, with the usual message
   check_toml_depth(text, path);
   try {
     std::istringstream in(text);
@@ -185,8 +186,8 @@ int int_of(const std::string& path, const toml::value& v, const std::string& key
   return bounded(path, v, key, 1, hi);
 }
 
-void read_dataset(const std::string& path, TrainerRead& r) {
-  const toml::value root = parse_toml(path, "musubi dataset config");
+void read_dataset(const std::string& path, TrainerRead& r, const std::string* script_text = nullptr) {
+  const toml::value root = parse_toml(path, "musubi dataset config", script_text);
   r.inputs.push_back(path);
   const toml::value* general = root.contains("general") ? &root.at("general") : nullptr;
   if (general && !general->is_table()) mistyped(path, *general, "general", "a table ([general])");
@@ -457,12 +458,16 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
     }
   } else {
     cl = parse_command_line(musubi_parts::with_module_scripts(read_text_file(path, "musubi command line")), path, facts);
+    r.warnings.insert(r.warnings.end(), cl.warnings.begin(), cl.warnings.end());  // the launch script's (shell_script.hpp)
     if (!cl.script.empty()) musubi_parts::refuse_unknown_flags(facts, cl, r);
     if (cl.values.count("config_file")) {  // flags on the command line win over the file's (argparse namespace)
       std::string cf = cl.values.at("config_file");
       if (cf.size() < 5 || cf.compare(cf.size() - 5, 5, ".toml") != 0) cf += ".toml";  // parser_common.py:784
-      const std::string cf_path = resolve_near(cf, path, o.cwd, "config_file", path_notes);
-      const CommandLine from_file = flatten_config(parse_toml(cf_path, "musubi config"), cf_path);
+      // the file the script writes itself (a heredoc), else the one on disk (shell_script.hpp)
+      const FlagFile cff = flag_file(cl, "config_file", cf, path,
+                                     [&](const std::string& v) { return resolve_near(v, path, o.cwd, "config_file", path_notes); }, r);
+      const std::string& cf_path = cff.path;
+      const CommandLine from_file = flatten_config(parse_toml(cf_path, "musubi config", cff.text), cf_path);
       musubi_parts::warn_unknown_keys(facts, from_file.lines, cf_path, r);
       r.inputs.push_back(cf_path);
       r.config_file = cf_path;
@@ -499,7 +504,12 @@ TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o) {
   read_flags(facts, cl, tf, r);
   if (!cl.values.count("dataset_config"))
     throw InputError(path + ": dataset_config: missing (musubi reads batch size, resolution and frames from the dataset TOML)");
-  read_dataset(resolve_near(cl.values.at("dataset_config"), dataset_named_in, o.cwd, "dataset_config", path_notes), r);
+  // the file the script writes itself (a heredoc), else the one on disk (shell_script.hpp)
+  const std::string& dc = cl.values.at("dataset_config");
+  const FlagFile dcf = flag_file(cl, "dataset_config", dc, dataset_named_in, [&](const std::string& v) {
+    return resolve_near(v, dataset_named_in, o.cwd, "dataset_config", path_notes);
+  }, r);
+  read_dataset(dcf.path, r, dcf.text);
   for (const auto& n : path_notes) r.warnings.push_back(n);
   // the run's phases by the keys as read here (the training command, its --config_file, a TOML alone):
   // --sample_prompts turns sampling on (musubi.json phases.samples)

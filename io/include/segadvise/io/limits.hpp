@@ -18,6 +18,13 @@ constexpr std::size_t kMaxJsonKeys = 100000;
 // Keys in one object. Configs keep their key order (nlohmann::ordered_json), whose insertion looks
 // keys up linearly: n keys cost n^2/2 comparisons, so one object is capped (10,000 -> 5e7, ~0.1 s).
 constexpr std::size_t kMaxKeysPerObject = 10000;
+// ---- launch scripts (shell_script.hpp) ----
+// Bytes of one expanded variable, word or command. Real values are paths and flags (under 4 KiB); a
+// script that doubles a variable line by line (A="$A$A") would otherwise grow 2^n.
+constexpr std::size_t kMaxShellValueBytes = std::size_t{1} << 20;
+// Nesting of expansions inside expansions (${A:-${B:-x}}) and of sourced scripts. Real scripts nest
+// two or three deep; each level re-reads its text, so the depth bounds the work.
+constexpr int kMaxShellNesting = 16;
 // Characters of an offending value echoed in an error message (then "…").
 constexpr std::size_t kMaxEchoChars = 64;
 

@@ -1,12 +1,14 @@
 // Helpers shared by the trainer config readers (not a public interface).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
+#include "segadvise/io/shell_script.hpp"
 #include "segadvise/io/text.hpp"
 #include "segadvise/io/yaml.hpp"
 #include "segadvise/trainers/facts.hpp"
@@ -14,17 +16,38 @@
 
 namespace segadvise::readers {
 
-// The training command of a script (the first command naming one of `facts`' training scripts, else
-// the first naming a *.py, else the first with flags): `--key value` / `--key=value` / `--flag`
-// after its script, up to the end of that command. Flags whose key type is bool
-// take no value.
+// The training command of a script, as its shell runs it (read_shell_script: bash, PowerShell or cmd,
+// its variables and arrays expanded): the first command naming one of `facts`' training scripts, else
+// the first naming a *.py, else the first with flags; `--key value` / `--key=value` / `--flag` after
+// its script, up to the end of that command. Flags whose key type is bool take no value.
 struct CommandLine {
-  std::string script;  // file name of the *.py token ("" when none)
+  std::string script;  // file name of the *.py word ("" when none)
   int script_line = 0;
   std::map<std::string, std::string> values;  // key without dashes -> value ("true" for a flag)
   std::map<std::string, int> lines;           // key -> line
+  // the shell's warnings (constructs not followed, variables never set), for the reader to pass on
+  std::vector<std::string> warnings;
+  // key -> variables its value expanded (or, gone, left it without one) that the script never sets
+  std::map<std::string, std::vector<std::string>> unset;
+  // the files the script writes before the training command (a heredoc), by path as written
+  std::map<std::string, ShellWrittenFile> written_files;
 };
 CommandLine parse_command_line(const std::string& text, const std::string& path, const TrainerFacts& facts);
+
+// A file a command-line flag names, as the trainer opens it: the text the script itself writes at that
+// path before the command (a heredoc), preferred to any file on disk since the script writes it
+// first (a warning says so where there is one), else the file `resolve` finds. InputError naming the line when the value
+// expanded a variable the script never sets (the shell reads it as empty: the path is not the one
+// meant).
+struct FlagFile {
+  std::string path;                   // the file on disk, or "<as written> (heredoc at SCRIPT:LINE)"
+  const std::string* text = nullptr;  // the script's text (owned by the CommandLine), or null: read `path`
+};
+FlagFile flag_file(const CommandLine& cl, const std::string& key, const std::string& value, const std::string& config_path,
+                   const std::function<std::string(const std::string&)>& resolve, TrainerRead& r);
+
+// The file name of a script word, either separator (a Windows launch script's examples\train_x.py)
+std::string script_name(const std::string& word);
 
 // The family: --model when given, else `found` (InputError `why_not` when null).
 const Family& choose_family(const TrainerReadOptions& o, const Family* found, const std::string& why_not);

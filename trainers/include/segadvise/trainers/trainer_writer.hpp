@@ -26,8 +26,10 @@ struct Rewritten {
 // run as planned from the written file.
 std::vector<std::string> keys_kept_on(const TrainerRead& r, const nlohmann::ordered_json& knobs);
 
-// Command-line and TOML text edits, kept apart for tests.
-std::string set_command_line_flag(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);
+// Command-line and TOML text edits, kept apart for tests. An absent flag goes right after the training
+// script `script` (its file name; "": the first *.py), so not into a caching command before it.
+std::string set_command_line_flag(const std::string& text, const std::string& key, const nlohmann::ordered_json& value,
+                                  const std::string& script = "");
 std::string set_toml_key(const std::string& text, const std::string& key, const nlohmann::ordered_json& value);
 // `key`'s value in a JSON config where every dot nests (optimizer_defaults.ADAMW.fused_back_pass)
 void set_dotted_key(nlohmann::ordered_json& j, const std::string& key, const nlohmann::ordered_json& value);
