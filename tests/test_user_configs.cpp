@@ -232,4 +232,15 @@ TEST_CASE("SD 3 Medium is told from SD 3.5 Medium in every trainer that trains S
   CHECK(read(kDir + "diffusers/sd3_medium_lora.sh").family->id == "sd3-medium");
   // SD 3.5 stays SD 3.5
   CHECK(read(kDir + "diffusers/sd35_large_prior.sh").family->id == "sd3.5-large");
+  CHECK(read(kDir + "diffusers/sd3_medium_lora.sh").setup.family_guessed_from.empty());  // the path names it
+  // the same script with a local model folder: the path names none of the three sizes the script trains
+  // alike (diffusers.json: sd3-medium, sd3.5-large, sd3.5-medium), so the fallback is a guess, said so
+  const TrainerRead local = read(kDir + "diffusers/sd3_local_model.sh");
+  CHECK(local.family->id == "sd3.5-medium");
+  CHECK(local.setup.family_guessed_from.find("/data/models/my-merge") != std::string::npos);
+  TrainerReadOptions named;
+  named.model = "sd3-medium";  // --model names it: no guess
+  const TrainerRead by_flag = read_trainer_config(kDir + "diffusers/sd3_local_model.sh", named);
+  CHECK(by_flag.family->id == "sd3-medium");
+  CHECK(by_flag.setup.family_guessed_from.empty());
 }

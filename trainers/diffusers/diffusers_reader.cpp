@@ -307,6 +307,16 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
                                                                      : "script '" + cl.script + "' is not a diffusers example segadvise knows"));
   start_setup(r, fam, "the diffusers example script");
   r.setup.script = cl.script;
+  // A script that trains several sizes alike (the SD3 scripts: SD3 Medium, SD3.5 Medium, Large) whose model
+  // path names none of them (a local folder): the entry without name_contains is the fallback, a guess
+  if (o.model.empty() && by_script && by_script->name_contains.empty()) {
+    int sizes = 0;
+    for (const auto& tf : facts.families)
+      sizes += std::find(tf.scripts.begin(), tf.scripts.end(), cl.script) != tf.scripts.end() ? 1 : 0;
+    if (sizes > 1)
+      r.setup.family_guessed_from = "the script " + cl.script + " (it trains " + std::to_string(sizes) +
+                                    " model sizes alike and the model path '" + model_path + "' names none of them)";
+  }
   const TrainerFamily* tf = facts.find(fam);
   const int edge = read_shape(path, cl, facts, r);
   // the script's own memory flags (diffusers.json script_flags): one it lacks stops argparse
