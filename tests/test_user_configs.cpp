@@ -34,7 +34,9 @@ bool any_contains(const std::vector<std::string>& v, const std::string& s) {
 // the fixture with each {from, to} replaced once, written to a scratch file named `name` (its path)
 std::string variant(const std::string& fixture, const std::vector<std::pair<std::string, std::string>>& edits, const std::string& name) {
   std::string text = test::slurp(kDir + fixture);
-  for (const auto& [from, to] : edits) {
+  for (const auto& edit : edits) {
+    const std::string& from = edit.first;  // a named reference: doctest's macro is a lambda (no structured binding before C++20)
+    const std::string& to = edit.second;
     const auto at = text.find(from);
     REQUIRE_MESSAGE(at != std::string::npos, from);
     text.replace(at, from.size(), to);

@@ -217,7 +217,8 @@ void read_current_env(const std::string& path, const EnvAssignments& a, ConfigFi
                          "(env_file.py:261-263), so the trainer's default is used");
   if (a.vars.count("TRAINER_EXTRA_ARGS")) read_extra_args(a.vars.at("TRAINER_EXTRA_ARGS"), f.keys, path + ": TRAINER_EXTRA_ARGS", f.warnings);
   std::vector<std::string> legacy, unknown;
-  for (const auto& [var, value] : a.vars) {
+  for (const auto& entry : a.vars) {
+    const std::string& var = entry.first;  // a named reference: a lambda may not capture a structured binding before C++20
     if (mapped.count(var) || var == "TRAINER_EXTRA_ARGS") continue;
     const bool flag = std::any_of(e.family_flags.begin(), e.family_flags.end(), [&](const auto& p) { return p.first == var; });
     (flag ? legacy : unknown).push_back(var);
