@@ -1,4 +1,4 @@
-// musubi-tuner's configs as users write them (issue #42): a --config_file TOML alone, whose model is
+// musubi-tuner's configs as users write them: a --config_file TOML alone, whose model is
 // named by network_module, --model_version or the DiT file's name; FLUX.2 klein's and Qwen-Image's
 // model versions; fp8 checkpoints; optimizers given as a module.Class; caching in processes of its
 // own. Each fixture is written from musubi-tuner@30c658c's source (its header names the lines); the

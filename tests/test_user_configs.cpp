@@ -1,4 +1,4 @@
-// Users' configs as their trainers read them (issue #42): OneTrainer files from its own UI (the
+// Users' configs as their trainers read them: OneTrainer files from its own UI (the
 // migration chain, weight_dtype NONE, the optimizers its enum holds), ai-toolkit jobs without an arch,
 // and SD 3 Medium told from SD 3.5 Medium. Every fixture is written from the trainer's source; the
 // expected readings are derived by hand in the comments.
