@@ -26,7 +26,8 @@ const std::string kExamples = std::string(SEGADVISE_FIXTURES_DIR) + "/examples/s
 // their example fields stay as written by hand from those sources.
 const std::set<std::string> kNoFixture = {"mageflow",      "minimax-h3",       "wan2.2-ti2v-5b", "flex1",
                                           "flux1-kontext", "flux2-klein-4b",   "hunyuanvideo-13b",
-                                          "qwen-image-edit", "sd2x",           "wan2.2-14b", "sd3-medium"};
+                                          "qwen-image-edit", "sd2x",           "wan2.2-14b", "sd3-medium",
+                                          "framepack",     "hunyuan-image-2.1"};
 
 }  // namespace
 

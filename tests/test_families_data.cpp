@@ -209,3 +209,52 @@ TEST_CASE("Bria 3.2: 8 double + 28 single Flux-style blocks of 2304, ~3.76B") {
   CHECK(c.tokens_text == doctest::Approx(128));
   CHECK(block_params(c) == doctest::Approx(3758358528.0));
 }
+
+TEST_CASE("FramePack: HunyuanVideo's 20 double + 40 single blocks at 3072, its packed context in the image tokens") {
+  // d = 3072 (24 x 128), f = 12288. Double: attention 2 x 4d^2 = 75,497,472, FFNs 2 x 2df =
+  // 150,994,944, adaLN 2 x 6d^2 = 113,246,208 -> 339,738,624. Single: d(3d + f) = 66,060,288,
+  // (d + f)d = 47,185,920, 3d^2 = 28,311,552 -> 141,557,760. Refiner (dit_self): 4d^2 + 2df + 4d^2 =
+  // 150,994,944. 20 x 339,738,624 + 40 x 141,557,760 + 2 x 150,994,944 = 12,759,072,768 (~13B published).
+  // Tokens at 960 x 544, 33 frames: 60 x 34 = 2040 per latent frame x (9 + 2.5 context) = 23,460.
+  const Family& f = find_family("framepack");
+  CHECK(f.geometry.context_latent_frames == doctest::Approx(2.5));
+  CHECK(find_family("fpack").id == "framepack");
+  const BlockChain c = analyze(f, setup_for(f, 960, 544, 33));
+  REQUIRE(c.blocks.size() == 62);
+  CHECK_FALSE(c.blocks[0].checkpointable);  // the token refiner
+  CHECK(c.blocks[2].params == doctest::Approx(339738624.0));
+  CHECK(c.blocks[22].params == doctest::Approx(141557760.0));
+  CHECK(block_params(c) == doctest::Approx(12759072768.0));
+  CHECK(c.tokens_image == doctest::Approx(23460));
+  CHECK(c.tokens_text == doctest::Approx(1241));
+  // its example is one section at musubi's dataset default 960 x 544
+  const TrainingSetup s = default_setup(f);
+  CHECK(s.frames == 33);
+  CHECK(analyze(f, s).tokens_image == doctest::Approx(23460));
+  // the same stack without the context (HunyuanVideo 13B, 256 text tokens) at the same shape: 9 x 2040
+  const Family& hv = find_family("hunyuanvideo-13b");
+  CHECK(analyze(hv, setup_for(hv, 960, 544, 33)).tokens_image == doctest::Approx(18360));
+}
+
+TEST_CASE("HunyuanImage-2.1: a 32x VAE with patch 1, 20 double + 40 single blocks at 3584, ~17.4B") {
+  // d = 3584 (28 x 128), f = 14336. Double: 2 x 4d^2 = 102,760,448 + 2 x 2df = 205,520,896 + 12d^2 =
+  // 154,140,672 -> 462,422,016. Single: d(3d + f) = 89,915,392 + (d + f)d = 64,225,280 + 3d^2 =
+  // 38,535,168 -> 192,675,840. Refiner: 4d^2 + 2df + 4d^2 = 205,520,896. 20 x 462,422,016 + 40 x
+  // 192,675,840 + 2 x 205,520,896 = 17,366,515,712 (published 17B, rounded: not used to shrink it).
+  // Tokens at 2048 px: 2048 / 32 / 1 = 64 per side = 4096; text 1000 Qwen + 128 ByT5 = 1128.
+  const Family& f = find_family("hunyuan-image-2.1");
+  CHECK(f.geometry.vae_spatial == 32);
+  CHECK(f.geometry.patch_spatial == 1);
+  CHECK(f.geometry.alignment == 32);
+  CHECK(f.params_published == 0);
+  CHECK(find_family("hunyuanimage").id == "hunyuan-image-2.1");
+  const BlockChain c = analyze(f, default_setup(f));
+  REQUIRE(c.blocks.size() == 62);
+  CHECK(c.blocks[2].params == doctest::Approx(462422016.0));
+  CHECK(c.blocks[22].params == doctest::Approx(192675840.0));
+  CHECK(block_params(c) == doctest::Approx(17366515712.0));
+  CHECK(c.tokens_image == doctest::Approx(4096));
+  CHECK(c.tokens_text == doctest::Approx(1128));
+  // 1024 px: 32 x 32 = 1024 image tokens
+  CHECK(analyze(f, setup_for(f, 1024, 1024, 1)).tokens_image == doctest::Approx(1024));
+}

@@ -269,3 +269,130 @@ TEST_CASE("musubi: caching runs in its own processes, never in the training run'
   CHECK(z.at(Phase::Validation).runs);
   for (const auto& part : z.at(Phase::Validation).resident) CHECK(part.what.find("text encoder") == std::string::npos);
 }
+
+namespace {
+
+// a command TOML and a dataset TOML of the fixtures written side by side, read as musubi reads them
+TrainerRead read_with_dataset(const std::string& name, const std::string& text, const std::string& dataset) {
+  const fs::path dir = fs::temp_directory_path() / "segadvise-musubi-framepack";
+  fs::create_directories(dir);
+  fs::copy_file(kDir + dataset, dir / dataset, fs::copy_options::overwrite_existing);
+  std::ofstream(dir / name) << text << "dataset_config = \"" << dataset << "\"\n";
+  return read_trainer_config((dir / name).string(), opts());
+}
+
+const std::string kFramePack = "network_module = \"networks.lora_framepack\"\nsdpa = true\nmixed_precision = \"bf16\"\nnetwork_dim = 8\n";
+
+}  // namespace
+
+TEST_CASE("musubi: FramePack trains one section of fp_latent_window_size latent frames beside its packed context") {
+  CHECK(detect_trainer(kDir + "framepack_train.sh") == "musubi");
+  const TrainerRead r = read("framepack_train.sh");
+  REQUIRE(r.family->id == "framepack");  // fpack_train_network.py, no longer a script without a family
+  CHECK(r.setup.family_guessed_from.empty());
+  CHECK(r.rejections.empty());
+  CHECK(r.refused_keys.empty());  // every flag is one fpack_train_network.py's parser defines
+  // frame_extraction "full", max_frames 361: still one section per sample, 9 x 4 - 3 = 33 frames' worth
+  // ((33 - 1) / 4 + 1 = 9 latent frames)
+  CHECK(r.setup.frames == 33);
+  CHECK(r.setup.width == 960);
+  CHECK(r.setup.height == 544);
+  CHECK(r.setup.batch == 1);
+  CHECK(any_has(r.setup.notes, "fp_latent_window_size 9 latent frames (33 frames' worth)"));
+  // --blocks_to_swap 20 as HunyuanVideo's stack splits it: 20 // 2 = 10 double, (20 - 10) x 2 + 1 = 21 single
+  CHECK(r.setup.blocks_to_swap == 31);
+  CHECK(any_has(r.warnings, "--blocks_to_swap 20 on FramePack"));
+  CHECK(any_has(r.warnings, "swaps 10 double and 21 single blocks"));
+  CHECK(r.setup.base_precision == "fp8wo-torchao");  // --fp8_base --fp8_scaled
+  CHECK(r.setup.lora_rank == 32);
+  CHECK(r.setup.optimizer == "adamw8bit");
+  CHECK(r.schedule.checkpointing);
+  // tokens: 960 x 544 px / 8 (VAE) / 2 (patch) = 60 x 34 = 2040 per latent frame; 9 trained latent frames
+  // + 2.5 of clean context (start and 1 history frame, 2 at 2x and 16 at 4x, a quarter each) = 11.5
+  // -> 23,460 image tokens; text 512 LLaMA + 729 SigLIP = 1241. Blocks: 2 refiner + 20 double + 40 single.
+  const BlockChain c = analyze(*r.family, r.setup);
+  CHECK(c.tokens_image == doctest::Approx(23460));
+  CHECK(c.tokens_text == doctest::Approx(1241));
+  CHECK(c.blocks.size() == 62);
+  const TrainerFamily* tf = trainer_facts("musubi").find(*r.family);
+  REQUIRE(tf != nullptr);
+  CHECK(tf->blocks_to_swap_max == 38);  // 38 // 2 = 19 <= 20 - 1 double, 19 x 2 + 1 = 39 <= 40 - 1 single
+  CHECK(tf->blocks_to_swap_meaning == "flux_double_single");
+  CHECK(musubi_swapped_chain_blocks(*tf, 38) == 58);
+}
+
+TEST_CASE("musubi: FramePack's one-frame training from a TOML alone: one target frame, the same context") {
+  const TrainerRead r = read("framepack_1f.toml");
+  REQUIRE(r.family->id == "framepack");
+  CHECK(any_has(r.setup.notes, "network_module 'networks.lora_framepack'"));
+  CHECK(r.rejections.empty());
+  CHECK(r.warnings.size() >= 1);
+  CHECK(!any_has(r.warnings, "one_frame"));  // a key fpack_train_network.py defines (:616)
+  CHECK(r.setup.frames == 1);
+  CHECK(r.setup.batch == 2);
+  CHECK(r.setup.lora_rank == 16);
+  CHECK(any_has(r.setup.notes, "FramePack one-frame training"));
+  // 1 target latent frame + 2.5 context (the control image, the zero post frame, the 2x and 4x inputs)
+  // = 3.5 x 2040 = 7140 image tokens
+  CHECK(analyze(*r.family, r.setup).tokens_image == doctest::Approx(7140));
+}
+
+TEST_CASE("musubi: FramePack datasets its caching stops on are refused") {
+  // dataset_video.toml's first dataset takes 1-, 25- and 45-frame clips: 1 < 9 x 4 + 1 = 37
+  const TrainerRead v = read_with_dataset("fp_video.toml", kFramePack, "dataset_video.toml");
+  REQUIRE(v.family->id == "framepack");
+  CHECK(any_has(v.rejections, "datasets[0]: a clip of 1 frame(s), below the 37"));
+  CHECK(any_has(v.rejections, "Not enough frames for FramePack"));
+  CHECK(!any_has(v.rejections, "datasets[1]"));  // "full" with max_frames 45 holds one section
+  CHECK(v.setup.frames == 33);
+  // an image dataset is one-frame training, whose caching reads control images: none here
+  const TrainerRead i = read_with_dataset("fp_image.toml", kFramePack, "dataset_image.toml");
+  CHECK(any_has(i.rejections, "no control_directory"));
+  CHECK(i.setup.frames == 1);
+  // a window of 5: 5 x 4 - 3 = 17 frames' worth, clips of at least 21 frames
+  const fs::path dir = fs::temp_directory_path() / "segadvise-musubi-framepack";
+  fs::create_directories(dir);
+  std::ofstream(dir / "dataset_w5.toml") << "[[datasets]]\nvideo_directory = \"/v\"\ntarget_frames = [21, 41]\nfp_latent_window_size = 5\n";
+  // the fixture's dataset (window 9, whole videos up to 361 frames) under a TOML alone: 33, as from the command line
+  CHECK(read_with_dataset("fp_full.toml", kFramePack, "dataset_framepack.toml").setup.frames == 33);
+  std::ofstream(dir / "fp_w5b.toml") << kFramePack << "dataset_config = \"dataset_w5.toml\"\n";
+  const TrainerRead w5 = read_trainer_config((dir / "fp_w5b.toml").string(), opts());
+  CHECK(w5.rejections.empty());
+  CHECK(w5.setup.frames == 17);
+  // a window that is not a positive integer is bad input naming the key
+  std::ofstream(dir / "dataset_w0.toml") << "[[datasets]]\nvideo_directory = \"/v\"\ntarget_frames = [41]\nfp_latent_window_size = 0\n";
+  std::ofstream(dir / "fp_w0.toml") << kFramePack << "dataset_config = \"dataset_w0.toml\"\n";
+  CHECK_THROWS_WITH_AS(read_trainer_config((dir / "fp_w0.toml").string(), opts()),
+                       doctest::Contains("datasets[0].fp_latent_window_size"), InputError);
+}
+
+TEST_CASE("musubi: FramePack's plans write a dataset that holds one section, and name its caching scripts") {
+  const Family& fam = find_family("framepack");
+  const Trainer& t = trainer("musubi");
+  KnobCombo c;
+  c.setup = default_setup(fam);  // 960 x 544, 33 frames: one section of 9
+  c.knobs["sdpa"] = true;
+  const std::string video = t.config_text(fam, c);
+  CHECK(video.find("python fpack_train_network.py") != std::string::npos);
+  CHECK(video.find("target_frames = [37]") != std::string::npos);  // 9 x 4 + 1: the shortest clip holding a section
+  CHECK(video.find("fp_latent_window_size") == std::string::npos);  // the default 9 is not written
+  c.setup.frames = 17;  // a window of 5
+  const std::string w5 = t.config_text(fam, c);
+  CHECK(w5.find("target_frames = [21]") != std::string::npos);
+  CHECK(w5.find("fp_latent_window_size = 5") != std::string::npos);
+  c.setup.frames = 1;  // one-frame training: images with their control images (docs/dataset_config.md:483-492)
+  const std::string one = t.config_text(fam, c);
+  CHECK(one.find("control_directory") != std::string::npos);
+  CHECK(one.find("fp_1f_clean_indices = [0]") != std::string::npos);
+  CHECK(one.find("fp_1f_target_index = 9") != std::string::npos);
+  CHECK(one.find("fp_1f_no_post = false") != std::string::npos);
+  const auto steps = t.manual_steps(fam);
+  CHECK(any_has(steps, "fpack_cache_latents.py and fpack_cache_text_encoder_outputs.py"));
+  // the text encoders and VAE its caching and sampling load (trainers/common/phases/run-phases.json)
+  const FamilyPhaseData pd = phase_data(fam);
+  REQUIRE(pd.text_encoders.size() == 3);
+  CHECK(pd.text_encoders[0].id == "llava-llama-3-8b-text");
+  CHECK(pd.text_encoders[0].params == doctest::Approx(7505186816.0));
+  CHECK(pd.text_encoders[2].id == "siglip-so400m-vision");
+  CHECK(pd.latent_channels == 16);
+}

@@ -63,6 +63,19 @@ TEST_CASE("FLUX.2 dev caches with Mistral 24B, klein with its own Qwen3") {
   CHECK(phase_data(flux2).vae.tiling_ignored);  // flux2/model.py:417-440 ignores the flags
 }
 
+TEST_CASE("HunyuanImage-2.1 encodes with Qwen2.5-VL-7B and ByT5 into a 64-channel 32x latent") {
+  // ByT5 (configs/hunyuan_image/byt5-small/config.json), the encoder alone: 1510 x 1472 embeddings +
+  // 12 x (4 x 1472 x 384 attention + 3 x 1472 x 3584 gated FFN + 2 x 1472 norms) + 32 x 6 bias + 1472
+  // = 219,314,944; x 2 B (bf16) = 438,629,888 B
+  const FamilyPhaseData hy = phase_data(find_family("hunyuan-image-2.1"));
+  REQUIRE(hy.text_encoders.size() == 2);
+  CHECK(hy.text_encoders[0].id == "qwen2.5-vl-7b");
+  CHECK(text_encoder_bytes(hy.text_encoders[1], "no_change") == doctest::Approx(438629888.0));
+  CHECK(hy.latent_channels == 64);
+  CHECK(hy.vae.name.find("HYVAE2D") != std::string::npos);
+  CHECK(hy.max_tokens == 1000);
+}
+
 TEST_CASE("VAE working sets follow the measured per-pixel costs, tiled and untiled") {
   const VaeSpec wan = phase_data(find_family("qwen_image")).vae;
   // 2560 x 1440 = 3,686,400 px x 5799 B = 21,377,433,600 B = 19.91 GiB, InvokeAI's untiled decode

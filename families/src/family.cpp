@@ -141,6 +141,7 @@ Family parse_family(const json& j, const std::string& origin) {
   f.geometry.frame_rule = g.str("frame_rule", "none");
   g.one_of("frame_rule", f.geometry.frame_rule, {"none", "8k+1", "17k+5"});
   f.geometry.audio_tokens = g.integer("audio_tokens", 0, false, 0, kMaxTextTokens);
+  f.geometry.context_latent_frames = g.num("context_latent_frames", 0, false, 0, kMaxGeometryFactor);
   if (f.geometry.vae_spatial <= 0) g.fail("vae_spatial", "must be positive");
   if (f.geometry.patch_spatial <= 0) g.fail("patch_spatial", "must be positive");
   if (f.geometry.patch_temporal <= 0) g.fail("patch_temporal", "must be positive");

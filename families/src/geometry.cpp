@@ -197,7 +197,8 @@ TokenGeometry token_geometry(const Family& fam, int width, int height, int frame
   const double tw = std::ceil(static_cast<double>(g.latent_width) / geo.patch_spatial);
   const double th = std::ceil(static_cast<double>(g.latent_height) / geo.patch_spatial);
   const double tf = std::ceil(static_cast<double>(g.latent_frames) / geo.patch_temporal);
-  g.image_tokens = tw * th * tf;
+  // a packed model's clean context frames (FramePack) join the image tokens at the same patch rate
+  g.image_tokens = tw * th * (tf + geo.context_latent_frames);
   return g;
 }
 

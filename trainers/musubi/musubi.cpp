@@ -133,19 +133,42 @@ std::string musubi_text(const TrainerFacts& facts, const Family& fam, const Knob
   o << flag_line(c.knobs) << " --dataset_config dataset.toml\n";
   o << "# dataset.toml: the shape this was planned for (dataset/config_utils.py)\n[general]\nresolution = [" << s.width << ", "
     << s.height << "]\nbatch_size = " << s.batch << "\nenable_bucket = true\n\n[[datasets]]\n";
-  if (fam.modality == "video") o << "video_directory = \"/path/to/videos\"\ntarget_frames = [" << s.frames << "]\nframe_extraction = \"head\"\n";
-  else o << "image_directory = \"/path/to/images\"\n";
-  if (s.reference_images > 0) o << "control_directory = \"/path/to/control_images\"\n";
+  const nlohmann::json* sections = nullptr;
+  for (const auto& e : facts.raw.at("families"))
+    if (e.at("family") == fam.id && e.contains("sections")) sections = &e.at("sections");
+  if (sections && s.frames > 1) {
+    // FramePack: a sample is one section of window = (frames + 3) / 4 latent frames; a clip of
+    // window x 4 + 1 frames holds one (musubi.json families[].sections)
+    const int window = (s.frames + 3) / 4;
+    o << "video_directory = \"/path/to/videos\"\ntarget_frames = [" << window * 4 + 1 << "]\nframe_extraction = \"head\"\n";
+    if (window != sections->at("default").get<int>()) o << sections->at("dataset_key").get<std::string>() << " = " << window << "\n";
+  } else if (sections) {
+    // FramePack's one-frame training: images with their control images (docs/dataset_config.md)
+    o << "image_directory = \"/path/to/images\"\ncontrol_directory = \"/path/to/control_images\"\n";
+    for (const auto& [k, v] : sections->at("one_frame_dataset").items()) o << k << " = " << v.dump() << "\n";
+  } else {
+    if (fam.modality == "video") o << "video_directory = \"/path/to/videos\"\ntarget_frames = [" << s.frames << "]\nframe_extraction = \"head\"\n";
+    else o << "image_directory = \"/path/to/images\"\n";
+    if (s.reference_images > 0) o << "control_directory = \"/path/to/control_images\"\n";
+  }
   o << "cache_directory = \"/path/to/cache\"\n";
   return o.str();
 }
 
-std::vector<std::string> musubi_manual(const TrainerFamily* tf) {
+std::vector<std::string> musubi_manual(const TrainerFacts& facts, const TrainerFamily* tf) {
   const std::string script = tf && !tf->scripts.empty() ? tf->scripts.front() : "the training script";
+  // the family's caching scripts where musubi.json names them
+  std::string caching = "cache latents and text-encoder outputs first";
+  for (const auto& e : facts.raw.at("families"))
+    if (tf && e.at("family") == tf->family && e.contains("cache_scripts")) {
+      std::string names;
+      for (const auto& c : e.at("cache_scripts")) names += (names.empty() ? "" : " and ") + c.get<std::string>();
+      caching = "cache latents and text-encoder outputs first (" + names + ")";
+    }
   return {"run " + script + (tf && !tf->script_verified ? " (script name not verified)" : "") + " with these flags",
           "--dit, --vae and the text-encoder paths", "--network_module (the LoRA module for this architecture)",
           "the dataset's image/video directory and cache_directory in dataset.toml",
-          "--output_dir, --output_name, --learning_rate, --max_train_steps", "cache latents and text-encoder outputs first"};
+          "--output_dir, --output_name, --learning_rate, --max_train_steps", caching};
 }
 
 class Musubi final : public FactsTrainer {
@@ -155,7 +178,7 @@ class Musubi final : public FactsTrainer {
     return extension(path) == ".toml" || (command_line_file(path) && readers::command_line_trainer(path) == "musubi");
   }
   std::string config_text(const Family& fam, const KnobCombo& c) const override { return musubi_text(*facts(), fam, c); }
-  std::vector<std::string> manual_steps(const Family& fam) const override { return musubi_manual(facts()->find(fam)); }
+  std::vector<std::string> manual_steps(const Family& fam) const override { return musubi_manual(*facts(), facts()->find(fam)); }
   Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const override {
     return rewrite_flags(r, rewrite_knobs(r, knobs));
   }

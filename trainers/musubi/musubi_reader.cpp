@@ -186,6 +186,41 @@ int int_of(const std::string& path, const toml::value& v, const std::string& key
   return bounded(path, v, key, 1, hi);
 }
 
+// FramePack (musubi.json families[].sections): a video dataset trains one section of
+// fp_latent_window_size latent frames per sample, the count window x 4 - 3 frames give, and caching
+// stops on a clip shorter than window x 4 + 1 frames (`shortest`: the dataset's shortest clip); an
+// image dataset is one-frame training (one target frame), whose caching reads control images
+int framepack_frames(const nlohmann::json& sections, const std::string& path, const toml::value& ds, const std::string& name,
+                     bool video, int shortest, TrainerRead& r) {
+  const std::string key = sections.at("dataset_key").get<std::string>(), src = sections.at("source").get<std::string>();
+  const int window = int_of(path, ds.contains(key) ? ds.at(key) : toml::value(), name + "." + key,
+                            sections.at("default").get<int>(), (kMaxFrames - 1) / 4);
+  if (!video) {
+    if (ds.contains("image_directory") && !ds.contains("control_directory"))
+      r.rejections.push_back(path + ": " + name + ": an image dataset trains FramePack's one-frame training, whose caching "
+                             "(fpack_cache_latents.py --one_frame) reads each image's control image, and it has no control_directory (" + src + ")");
+    bool no_post = false;
+    if (ds.contains("fp_1f_no_post")) {
+      const toml::value& v = ds.at("fp_1f_no_post");
+      if (!v.is_boolean()) mistyped(path, v, name + ".fp_1f_no_post", "true or false");
+      no_post = v.as_boolean();
+    }
+    r.setup.notes.push_back(name + ": FramePack one-frame training: one target latent frame beside its clean context (" + src + ")");
+    if (no_post)
+      r.warnings.push_back(name + ".fp_1f_no_post: no zero post frame among the clean latents: counted with one (one control image, the post "
+                           "frame and the 2x/4x inputs), an upper bound by one frame's tokens");
+    return 1;
+  }
+  if (shortest < window * 4 + 1)
+    r.rejections.push_back(path + ": " + name + ": a clip of " + std::to_string(shortest) + " frame(s), below the " +
+                           std::to_string(window * 4 + 1) + " one section of " + key + " " + std::to_string(window) +
+                           " needs: fpack_cache_latents.py stops with \"Not enough frames for FramePack\" (" + src + ")");
+  r.setup.notes.push_back(name + ": FramePack trains one section per sample: " + key + " " + std::to_string(window) +
+                          " latent frames (" + std::to_string(window * 4 - 3) + " frames' worth) beside its clean context, "
+                          "whatever the clip's length (" + src + ")");
+  return window * 4 - 3;
+}
+
 void read_dataset(const std::string& path, TrainerRead& r, const std::string* script_text = nullptr) {
   const toml::value root = parse_toml(path, "musubi dataset config", script_text);
   r.inputs.push_back(path);
@@ -197,13 +232,16 @@ void read_dataset(const std::string& path, TrainerRead& r, const std::string* sc
     mistyped(path, root.at("datasets"), "datasets", "an array of tables ([[datasets]] entries)");
   long best = -1;
   const auto& list = root.at("datasets").as_array();
+  // FramePack's sections (musubi.json families[].sections): a sample is one section, not the clip
+  const nlohmann::json* fe = family_entry(trainer_facts("musubi"), *r.family);
+  const nlohmann::json* sections = fe && fe->contains("sections") ? &fe->at("sections") : nullptr;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const toml::value& ds = list[i];
     const std::string name = "datasets[" + std::to_string(i) + "]";
     if (!ds.is_table()) mistyped(path, ds, name, "a table (a [[datasets]] entry)");
     const auto wh = ascend(ds, general, "resolution", [&](const toml::value& v) { return resolution_of(path, v, name + ".resolution"); });
     const int batch = ascend(ds, general, "batch_size", [&](const toml::value& v) { return int_of(path, v, name + ".batch_size", 1, kMaxBatch); });
-    int frames = 1;
+    int frames = 1, shortest = 1;  // the longest and the shortest clip a video dataset yields
     const bool video = ds.contains("video_directory") || ds.contains("video_jsonl_file");
     if (video) {
       std::string extraction = "head";
@@ -213,14 +251,20 @@ void read_dataset(const std::string& path, TrainerRead& r, const std::string* sc
         extraction = fe.as_string().str;
       }
       if (extraction == "full") {
-        frames = int_of(path, ds.contains("max_frames") ? ds.at("max_frames") : toml::value(), name + ".max_frames", 129, kMaxFrames);
+        frames = shortest = int_of(path, ds.contains("max_frames") ? ds.at("max_frames") : toml::value(), name + ".max_frames", 129, kMaxFrames);
       } else if (ds.contains("target_frames")) {
         const toml::value& tfv = ds.at("target_frames");
         if (!tfv.is_array()) mistyped(path, tfv, name + ".target_frames", "a list of integers");
         frames = 0;
-        for (const auto& f : tfv.as_array()) frames = std::max(frames, int_of(path, f, name + ".target_frames", 1, kMaxFrames));
+        shortest = kMaxFrames;
+        for (const auto& f : tfv.as_array()) {
+          const int n = int_of(path, f, name + ".target_frames", 1, kMaxFrames);
+          frames = std::max(frames, n);
+          shortest = std::min(shortest, n);
+        }
       }
     }
+    if (sections) frames = framepack_frames(*sections, path, ds, name, video, shortest, r);
     if (wh.first <= 0 || wh.second <= 0 || batch <= 0 || frames <= 0)
       throw InputError(path + ": " + name + ": resolution, batch_size and frames must be positive");
     // the dataset's files, where its directory is on this machine (docs/datasets.md): every sample at the
@@ -354,8 +398,8 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     }
     s.blocks_to_swap = tf ? musubi_swapped_chain_blocks(*tf, std::min(n, max > 0 ? max : n)) : n;
     if (tf && tf->blocks_to_swap_meaning == "flux_double_single" && n > 0 && (max <= 0 || n <= max))
-      r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + " on FLUX.1 swaps " + std::to_string(n / 2) + " double and " +
-                           std::to_string((n - n / 2) * 2 + 1) + " single blocks (flux/flux_models.py:956-961): predicted as the last " +
+      r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + " on " + r.family->name + " swaps " + std::to_string(n / 2) + " double and " +
+                           std::to_string((n - n / 2) * 2 + 1) + " single blocks (" + tf->source + "): predicted as the last " +
                            std::to_string(s.blocks_to_swap) + " blocks");
   }
   if (fe_bool("no_fp8_scaled") && cl.values.count("fp8_scaled"))

@@ -42,6 +42,10 @@ struct Geometry {
   int alignment = 64;
   std::string frame_rule = "none";  // none | 8k+1 | 17k+5
   int audio_tokens = 0;
+  // Clean context latents a packed model runs beside the noisy ones (FramePack's start, history and
+  // 2x/4x-compressed history frames), in latent frames at the patch rate of the trained ones: each
+  // adds one latent frame's image tokens (0: none).
+  double context_latent_frames = 0;
 };
 
 // How a family's trainer honours gradient_checkpointing_interval (FORMAT.md "Checkpointing semantics"),
