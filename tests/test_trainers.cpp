@@ -1065,3 +1065,21 @@ TEST_CASE("a OneTrainer config's offload fraction 0.6 keeps 60% of the blocks' w
   CHECK(predict(r).memory.streamed_weights_bytes == doctest::Approx(0.6 * blocks));
   fs::remove_all(dir);
 }
+
+TEST_CASE("SimpleTuner: a model_family only other trainers train is predicted, and said to be none of SimpleTuner's") {
+  const test::Scratch scratch("segadvise-st-family-");
+  scratch.write("mdb.json", R"([{"id": "a", "type": "local", "instance_data_dir": "/tmp/none", "resolution": 1024,
+                                 "resolution_type": "pixel_area", "caption_strategy": "textfile"}])");
+  TrainerReadOptions o;
+  o.cwd = scratch.dir.string();
+  const std::string rest = R"(, "model_type": "lora", "data_backend_config": "mdb.json", "mixed_precision": "bf16"})";
+  // hunyuan_image is diffusion-pipe's model type (sd-scripts and diffusion-pipe train HunyuanImage-2.1)
+  const TrainerRead hy = read_trainer_config(scratch.write("hy.json", R"({"model_family": "hunyuan_image")" + rest), o);
+  CHECK(hy.family->id == "hunyuan-image-2.1");
+  CHECK(any_contains(hy.warnings, "'hunyuan_image' is not a model_family SimpleTuner@bc8e6ab registers"));
+  // 1024 px pixel_area at 32 px steps, a 32x VAE and patch 1: 32 x 32 = 1024 image tokens
+  CHECK(analyze(*hy.family, hy.setup).tokens_image == doctest::Approx(1024));
+  // a family SimpleTuner registers is not warned about
+  const TrainerRead flux = read_trainer_config(scratch.write("flux.json", R"({"model_family": "flux")" + rest), o);
+  CHECK(!any_contains(flux.warnings, "registers"));
+}

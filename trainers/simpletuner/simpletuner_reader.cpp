@@ -87,7 +87,16 @@ const Family& resolve_family(const Fields& cfg, const std::string& path, const s
                      "450M, II-L 1.2B; DeepFloyd/IF-I-XL-v1.0 and IF-II-L-v1.0 model cards)");
   if (!flavour.empty()) return find_family_by_trainer(mf, flavour, path);
   const auto it = default_flavours().find(mf);
-  if (it == default_flavours().end()) return find_family_by_trainer(mf, "", path);  // names the nearest families
+  if (it == default_flavours().end()) {
+    const Family& f = find_family_by_trainer(mf, "", path);  // names the nearest families
+    // a family only other trainers train (FramePack, HunyuanImage-2.1, the original HunyuanVideo): no
+    // model class of SimpleTuner's registers that name
+    if (!simpletuner_facts().family_aliases.count(lower(mf)))
+      warnings.push_back(cfg.where("model_family") + ": '" + brief_text(mf) + "' is not a model_family SimpleTuner@bc8e6ab registers "
+                         "(trainers/simpletuner/simpletuner.json default_flavours, from each models/<family>/model.py): "
+                         "SimpleTuner has no model for it; predicted as " + f.name + ", which other trainers train");
+    return f;
+  }
   try {
     return find_family_by_trainer(mf, it->second, path);
   } catch (const InputError&) {
