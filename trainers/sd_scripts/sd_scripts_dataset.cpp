@@ -281,7 +281,10 @@ void read_dataset(const CommandLine& cl, const std::string& named_in, const std:
       const std::string dir = cl.values.at("train_data_dir");
       std::error_code ec;
       fs::path base(dir);
-      if (base.is_relative() && !cwd.empty()) base = fs::path(cwd) / base;
+      if (base.is_relative()) {
+        base = (cwd.empty() ? fs::current_path() : fs::path(cwd)) / dir;
+        if (!fs::is_directory(base, ec)) base = fs::path(named_in).parent_path() / dir;  // beside the file naming it
+      }
       if (fs::is_directory(base, ec)) {
         int seen = 0;
         for (fs::directory_iterator it(base, ec), end; !ec && it != end && seen < 4096; it.increment(ec), ++seen) {
