@@ -473,7 +473,12 @@ TrainerRead read_sd_scripts_command(const CommandLine& cl, int num_processes, co
 
 bool sd_scripts_toml(const std::string& path) {
   // a run's --config_file: sd-scripts' model key, not musubi's --dit nor a dataset config's [[datasets]]
-  const ojson root = toml_file_json(path, "config");
+  ojson root;
+  try {
+    root = toml_file_json(path, "config");
+  } catch (const InputError&) {
+    return false;  // not valid TOML: the TOML reader that claims it next says where
+  }
   bool model = false, dit = false;
   for (const auto& [k, v] : root.items()) {
     if (k == "datasets") return false;
