@@ -113,9 +113,10 @@ void warn_unknown_keys(const CommandLine& file_keys, const std::string& script, 
 void check_flags(CommandLine& cl, TrainerRead& r) {
   const json& names = facts().raw.at("argparse").at("scripts").at(cl.script);
   std::vector<std::pair<std::string, std::string>> renamed;
-  for (const auto& kv : cl.lines) {
+  for (const auto& kv : cl.values) {
     const std::string& k = kv.first;
     if (script_defines(cl.script, k) || uncopied_name(k)) continue;
+    const int line = cl.lines.count(k) ? cl.lines.at(k) : 0;
     std::string full;
     int matches = 0;
     for (const auto& n : names)
@@ -124,7 +125,7 @@ void check_flags(CommandLine& cl, TrainerRead& r) {
       renamed.emplace_back(k, full);
       continue;
     }
-    const std::string at = " (" + brief_text(cl.script) + ", line " + std::to_string(kv.second) + ")";
+    const std::string at = " (" + brief_text(cl.script) + (line > 0 ? ", line " + std::to_string(line) : std::string()) + ")";
     if (facts().key(k))
       refuse_flag(r, k, cl.script + "'s parser does not define it (another sd-scripts script's flag): argparse stops with \"unrecognized arguments\"" + at);
     else
@@ -134,9 +135,11 @@ void check_flags(CommandLine& cl, TrainerRead& r) {
   for (const auto& [from, to] : renamed) {
     r.warnings.push_back("--" + from + " is argparse's abbreviation of --" + to + " (a unique prefix): read as --" + to);
     cl.values[to] = cl.values.at(from);
-    cl.lines[to] = cl.lines.at(from);
     cl.values.erase(from);
-    cl.lines.erase(from);
+    if (cl.lines.count(from)) {
+      cl.lines[to] = cl.lines.at(from);
+      cl.lines.erase(from);
+    }
   }
 }
 
