@@ -107,6 +107,7 @@ TEST_CASE("sd-scripts: Chroma by --model_type; its block-swap maximum 35") {
   // 36: 18 double (> 19 - 2 = 17) and 36 single blocks: the assert of library/flux_models.py:977
   CHECK(any_has(r.rejections, "--blocks_to_swap 36 is above"));
   CHECK(any_has(r.rejections, "maximum 35"));
+  CHECK(!any_has(r.rejections, "apply_t5_attn_mask"));  // given, as Chroma requires (flux_train_network.py:54)
 }
 
 TEST_CASE("sd-scripts: SDXL full fine-tune, Adafactor's fused backward pass, --full_bf16") {

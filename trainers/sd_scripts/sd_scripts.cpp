@@ -96,7 +96,10 @@ std::vector<KnobCombo> sd_scripts(const TrainerFacts& facts, const Family& fam, 
             const bool trains_te = user_trains_te && te == 0;
             KnobCombo c;
             if (fe.contains("checkpoint_name")) c.knobs["pretrained_model_name_or_path"] = "/path/to/" + fe.at("checkpoint_name").get<std::string>();
-            if (fam.id == "chroma") c.knobs["model_type"] = "chroma";
+            if (fam.id == "chroma") {
+              c.knobs["model_type"] = "chroma";
+              c.knobs["apply_t5_attn_mask"] = true;  // required for Chroma (flux_train_network.py:54)
+            }
             if (fam.id == "sd2x") c.knobs["v2"] = true;
             c.knobs["sdpa"] = true;
             c.knobs["mixed_precision"] = "bf16";
@@ -164,7 +167,7 @@ std::string sd_scripts_text(const TrainerFacts& facts, const Family& fam, const 
   o << "accelerate launch --num_cpu_threads_per_process 1 " << script << " " << flag_line(c.knobs) << " --dataset_config dataset.toml\n";
   o << "# dataset.toml: the shape this was planned for (library/config_util.py)\n[general]\nenable_bucket = true\n\n[[datasets]]\nresolution = ["
     << s.width << ", " << s.height << "]\nbatch_size = " << s.batch << "\n";
-  // the buckets must bracket the resolution (library/train_util.py:764-769; defaults 256 and 1024)
+  // the buckets must bracket the resolution (library/train_util.py:766-771; defaults 256 and 1024)
   if (std::max(s.width, s.height) > 1024) o << "max_bucket_reso = " << (std::max(s.width, s.height) + 63) / 64 * 64 << "\n";
   if (std::min(s.width, s.height) < 256) o << "min_bucket_reso = " << std::min(s.width, s.height) / 64 * 64 << "\n";
   o << "\n  [[datasets.subsets]]\n  image_dir = \"/path/to/images\"\n  num_repeats = 1\n";

@@ -211,12 +211,14 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
       r.warnings.push_back(script + " without --full_bf16: the model trains in float32 (weights, gradients, optimizer state)" +
                            std::string(mp == "no" ? "" : ", its activations in " + mp + " under autocast"));
   }
+  if (r.family->id == "chroma" && !flag(cl, "apply_t5_attn_mask"))
+    r.rejections.push_back("Chroma without --apply_t5_attn_mask: sd-scripts stops (\"apply_t5_attn_mask must be True for Chroma\", flux_train_network.py:54)");
   // fp8 base: LoRA scripts only (train_network.py:829-847); HunyuanImage by --fp8_scaled; Anima turns it off
   const bool fp8_flag = flag(cl, "fp8_base") || flag(cl, "fp8_base_unet");
   if (se.value("fp8_scaled", false) && flag(cl, "fp8_scaled")) {
     s.base_precision = facts().raw.at("plans").at("fp8_base_precision").get<std::string>();
   } else if (fp8_flag && lora && se.value("fp8_base", false)) {
-    if (mp == "no") r.rejections.push_back("--fp8_base needs --mixed_precision fp16 or bf16: sd-scripts stops (train_network.py:831-833)");
+    if (mp == "no") r.rejections.push_back("--fp8_base needs --mixed_precision fp16 or bf16: sd-scripts stops (\"fp8_base requires mixed precision='fp16' or 'bf16'\", train_network.py:831-833)");
     else s.base_precision = facts().raw.at("plans").at("fp8_base_precision").get<std::string>();
   } else if (fp8_flag) {
     r.warnings.push_back("--fp8_base: " + script + " does not apply it (" + src + "): predicted with " + (mp == "no" ? "float32" : mp) + " weights");
@@ -233,6 +235,10 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
         r.rejections.push_back("--cpu_offload_checkpointing: " + script + "'s model takes no offload argument in enable_gradient_checkpointing "
                                "(inferred from the model code: a TypeError; " + src + ")");
       else r.warnings.push_back("--cpu_offload_checkpointing without --gradient_checkpointing: not applied");
+    } else if (unsloth && !r.schedule.checkpointing) {
+      r.schedule.checkpointing = true;  // anima_train_network.py:68-70 turns it on
+      r.schedule.backend = Backend::Unsloth;
+      r.warnings.push_back("--unsloth_offload_checkpointing turns --gradient_checkpointing on (anima_train_network.py:68-70)");
     } else if (!r.schedule.checkpointing) {
       r.warnings.push_back("--" + k + " without --gradient_checkpointing: not applied (the model's checkpointing is off)");
     } else {
