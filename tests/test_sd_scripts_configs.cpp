@@ -258,9 +258,18 @@ TEST_CASE("sd-scripts: read_sd_scripts_command reads flags given without a launc
 
 TEST_CASE("sd-scripts: emitted lines and the rewritten file read back as planned") {
   const Trainer& t = trainer("sd-scripts");
-  for (const char* model : {"flux1", "chroma", "sdxl", "sd3.5-large", "lumina2", "anima", "sd1x"}) {
+  // LoRA plans of each model, then full fine-tunes (sdxl_train.py with Adafactor's fused pass, flux_train.py)
+  const std::vector<std::pair<const char*, bool>> cases = {{"flux1", false}, {"chroma", false}, {"sdxl", false}, {"sd3.5-large", false},
+                                                           {"lumina2", false}, {"anima", false}, {"sd1x", false}, {"sdxl", true},
+                                                           {"flux1", true}};
+  for (const auto& mc : cases) {
+    const char* model = mc.first;
     const Family& fam = find_family(model);
     TrainingSetup s;
+    if (mc.second) {
+      s.model_type = ModelType::Full;
+      s.optimizer = "adafactor";
+    }
     std::vector<std::string> notes;
     const auto combos = t.knob_space(fam, s, notes);
     REQUIRE_MESSAGE(!combos.empty(), model);
@@ -280,6 +289,8 @@ TEST_CASE("sd-scripts: emitted lines and the rewritten file read back as planned
     CHECK(back.setup.blocks_to_swap == c.setup.blocks_to_swap);
     CHECK(back.schedule.checkpointing == c.schedule.checkpointing);
     CHECK(back.setup.base_precision == c.setup.base_precision);
+    CHECK(back.setup.model_type == c.setup.model_type);
+    CHECK(back.setup.fused_back_pass == c.setup.fused_back_pass);
     fs::remove_all(dir);
   }
   // the user's own file with only the memory flags changed reads back with the plan's knobs
@@ -298,4 +309,25 @@ TEST_CASE("sd-scripts: emitted lines and the rewritten file read back as planned
   CHECK(back.setup.lora_rank == 4);  // not a memory knob: as written
   CHECK(w.text.find("--discrete_flow_shift 3.1582") != std::string::npos);
   fs::remove_all(out.parent_path());
+}
+
+TEST_CASE("sd-scripts: HunyuanImage-2.1's script, with or without its family in families/data") {
+  const fs::path tmp = fs::temp_directory_path() / "segadvise-sds-hunyuan.sh";
+  std::ofstream(tmp) << "accelerate launch hunyuan_image_train_network.py --pretrained_model_name_or_path hunyuanimage2.1.safetensors "
+                        "--sdpa --mixed_precision bf16 --network_module networks.lora_hunyuan_image --network_dim 16 "
+                        "--blocks_to_swap 38 --resolution 2048 --fp8_scaled\n";
+  const bool known = std::any_of(builtin_families().begin(), builtin_families().end(), [](const Family& f) { return f.id == "hunyuan-image-2.1"; });
+  if (known) {
+    const TrainerRead r = read_trainer_config(tmp.string(), opts());
+    CHECK(r.family->id == "hunyuan-image-2.1");
+    // 20 double + 40 single blocks: N <= 37 (library/hunyuan_image_models.py:172-180)
+    CHECK(any_has(r.rejections, "maximum 37"));
+    CHECK(r.setup.base_precision == "fp8wo-torchao");  // --fp8_scaled
+  } else {
+    // no family: named as the reason, and --model is asked for (exit 2), as musubi answers its scripts without one
+    const std::string e = test::input_error_of([&] { read_trainer_config(tmp.string(), opts()); });
+    CHECK(e.find("no segadvise family") != std::string::npos);
+    CHECK(e.find("--model") != std::string::npos);
+  }
+  fs::remove(tmp);
 }
