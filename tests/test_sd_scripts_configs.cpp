@@ -261,7 +261,7 @@ TEST_CASE("sd-scripts: emitted lines and the rewritten file read back as planned
   // LoRA plans of each model, then full fine-tunes (sdxl_train.py with Adafactor's fused pass, flux_train.py)
   const std::vector<std::pair<const char*, bool>> cases = {{"flux1", false}, {"chroma", false}, {"sdxl", false}, {"sd3.5-large", false},
                                                            {"lumina2", false}, {"anima", false}, {"sd1x", false}, {"sdxl", true},
-                                                           {"flux1", true}};
+                                                           {"flux1", true}, {"sd1x", true}};
   for (const auto& mc : cases) {
     const char* model = mc.first;
     const Family& fam = find_family(model);

@@ -62,12 +62,13 @@ std::vector<KnobCombo> sd_scripts(const TrainerFacts& facts, const Family& fam, 
   // what the plans cache: latents always (to disk, the VAE then leaves the GPU), text-encoder outputs
   // where the script has the flag and no text encoder trains; the dataset's caption options may refuse either
   const bool latents = !noted(user, kNoLatentCache);
-  const bool te_flag = facts.raw.at("argparse").at("scripts").at(script).size() > 0 &&
-                       std::binary_search(facts.raw.at("argparse").at("scripts").at(script).begin(),
-                                          facts.raw.at("argparse").at("scripts").at(script).end(), nlohmann::json("cache_text_encoder_outputs"));
+  const bool te_flag = readers::sd_scripts_parts::script_defines(script, "cache_text_encoder_outputs");
   const bool text_ok = te_flag && !noted(user, kNoTextCache);
-  const bool user_trains_te = user.kept_models.find("(trained)") != std::string::npos ||
-                              std::any_of(user.notes.begin(), user.notes.end(), [](const std::string& n) { return n.rfind("the text encoder", 0) == 0; });
+  // text-encoder training searched on and off where the user trains it and the script has the switch
+  // (--network_train_unet_only, --train_text_encoder; train_db.py trains it without one)
+  const bool te_switch = lora || readers::sd_scripts_parts::script_defines(script, "train_text_encoder");
+  const bool user_trains_te = te_switch && (user.kept_models.find("(trained)") != std::string::npos ||
+                                            std::any_of(user.notes.begin(), user.notes.end(), [](const std::string& n) { return n.rfind("the text encoder", 0) == 0; }));
   // precision: LoRA scripts' --fp8_base (float8 weights upcast per layer), HunyuanImage's --fp8_scaled
   const bool fp8_ok = lora && (se.value("fp8_base", false) || se.value("fp8_scaled", false));
   const std::string fp8_key = se.value("fp8_scaled", false) ? "fp8_scaled" : "fp8_base";
