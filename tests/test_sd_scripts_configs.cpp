@@ -331,3 +331,26 @@ TEST_CASE("sd-scripts: HunyuanImage-2.1's script, with or without its family in 
   }
   fs::remove(tmp);
 }
+
+TEST_CASE("sd-scripts: malformed input is an error naming the file, the field and the value") {
+  const fs::path dir = fs::temp_directory_path() / "segadvise-sds-bad";
+  fs::create_directories(dir);
+  auto error_for = [&](const std::string& flags, const std::string& dataset) {
+    std::ofstream(dir / "dataset.toml") << dataset;
+    std::ofstream(dir / "run.sh") << "accelerate launch sdxl_train_network.py --pretrained_model_name_or_path sdxl.safetensors --sdpa "
+                                     "--mixed_precision bf16 --network_module networks.lora --dataset_config dataset.toml " + flags + "\n";
+    return test::input_error_of([&] { read_trainer_config((dir / "run.sh").string(), opts(dir.string())); });
+  };
+  const std::string ok = "[[datasets]]\nresolution = 1024\n[[datasets.subsets]]\nimage_dir = \"a\"\n";
+  CHECK(error_for("--network_dim abc", ok).find("network_dim") != std::string::npos);
+  CHECK(error_for("--mixed_precision fp8", ok).find("invalid choice 'fp8'") != std::string::npos);
+  CHECK(error_for("", "datasets = 3\n").find("dataset.toml: datasets") != std::string::npos);
+  const std::string res = error_for("", "[[datasets]]\nresolution = [1, 2, 3]\n");
+  CHECK(res.find("datasets[0].resolution") != std::string::npos);
+  CHECK(res.find("[1,2,3]") != std::string::npos);
+  CHECK(error_for("", "[[datasets]]\nbatch_size = -1\n").find("datasets[0].batch_size: is -1") != std::string::npos);
+  CHECK(error_for("", "[[datasets]]\nresolution = 512\nsubsets = \"x\"\n").find("datasets[0].subsets") != std::string::npos);
+  CHECK(error_for("", "[[datasets]\n").find("dataset.toml:1") != std::string::npos);  // not TOML: its line
+  CHECK(error_for("--config_file nowhere", ok).find("nowhere.toml") != std::string::npos);
+  fs::remove_all(dir);
+}
