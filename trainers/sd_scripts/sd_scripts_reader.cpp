@@ -184,7 +184,9 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
   if (mp != "no" && mp != "fp16" && mp != "bf16")
     throw InputError(where(path, cl, "mixed_precision") + ": invalid choice '" + brief_text(mp) + "' (choose from 'no', 'fp16', 'bf16'): argparse stops (library/train_util.py:3980)");
   if (!cl.values.count("mixed_precision"))
-    r.warnings.push_back("--mixed_precision unset: sd-scripts' default 'no' (float32 weights and activations, library/train_util.py:3980)");
+    r.warnings.push_back("--mixed_precision unset: sd-scripts' default 'no' (float32 weights and activations, library/train_util.py:3980); "
+                         "an `accelerate launch --mixed_precision` does not change it, the script passes its own to Accelerator "
+                         "(library/train_util.py:5496)");
   s.mixed_precision = mp;
   const bool full_bf16 = flag(cl, "full_bf16"), full_fp16 = flag(cl, "full_fp16");
   if (full_bf16 && mp != "bf16")
