@@ -305,7 +305,7 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
       s.fused_back_pass = true;
       r.warnings.push_back("--fused_backward_pass: Adafactor steps each parameter in its gradient hook and frees its gradient (" + src + ")");
     } else {
-      r.warnings.push_back("--fused_backward_pass: " + script + " parses it and does nothing (only the full fine-tune scripts apply it, trainer-knobs §1): gradients counted in full");
+      r.warnings.push_back("--fused_backward_pass: " + script + " parses it and does nothing (only the full fine-tune scripts apply it: sdxl_train.py:523, flux_train.py:476, sd3_train.py:603, lumina_train.py:537, anima_train.py:299): gradients counted in full");
     }
   }
   if (flag(cl, "blockwise_fused_optimizers") || cl.values.count("fused_optimizer_groups")) {
@@ -315,7 +315,8 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
                            "): about one block's gradients resident");
     }
   }
-  // what stays on the GPU beside the model through the step (trainer-knobs-2.md §1 Caching)
+  // what stays on the GPU beside the model through the step (sd-scripts.json "caching": train_network.py:611-620, 1321-1327;
+  // sdxl_train_network.py:115-116, 125-126; flux_train.py:268-269)
   const bool cache_latents = flag(cl, "cache_latents") || flag(cl, "cache_latents_to_disk");
   const bool cache_te = flag(cl, "cache_text_encoder_outputs") || flag(cl, "cache_text_encoder_outputs_to_disk");
   const bool unet_only = flag(cl, "network_train_unet_only");
