@@ -570,3 +570,28 @@ TEST_CASE("attention FLOPs are per sample: a batch of two costs twice one sample
   CHECK(b.blocks[0].attention_keys == doctest::Approx(a.blocks[0].attention_keys));
   CHECK(a.blocks[0].attention_keys == doctest::Approx(a.tokens_image + a.tokens_text));
 }
+
+TEST_CASE("block swap by list moves the trailing blocks of each list, not the chain's last N") {
+  // two lists as FLUX-style models have them: 3 "double" blocks of 2000 params, then 6 "single" blocks
+  // of 1000; bf16 weights (2 B), 100 params outside the blocks
+  BlockChain chain;
+  for (int i = 0; i < 9; ++i) {
+    BlockCost b;
+    b.list = i < 3 ? "double" : "single";
+    b.index = i < 3 ? i : i - 3;
+    b.params = i < 3 ? 2000 : 1000;
+    chain.blocks.push_back(b);
+  }
+  chain.outside_params = 100;
+  TrainingSetup last_n;
+  last_n.blocks_to_swap = 3;  // the chain's last 3: three single blocks, 3000 params on the host
+  TrainingSetup per_list = last_n;
+  per_list.blocks_to_swap_per_list = {1, 2};  // the last double block and the last two single blocks: 4000
+  const StaticMemory a = static_memory(chain, last_n), b = static_memory(chain, per_list);
+  CHECK(a.streamed_weights_bytes == doctest::Approx(3000 * 2));
+  CHECK(b.streamed_weights_bytes == doctest::Approx(4000 * 2));
+  // resident: what is not streamed, plus the streaming buffers of the largest streamed block
+  // (a double block's 4000 B where one is streamed, a single block's 2000 B where not)
+  CHECK(a.weights_bytes == doctest::Approx((12000 + 100 - 3000) * 2 + kStreamedBlockBuffers * 2000));
+  CHECK(b.weights_bytes == doctest::Approx((12000 + 100 - 4000) * 2 + kStreamedBlockBuffers * 4000));
+}

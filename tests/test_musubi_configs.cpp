@@ -301,6 +301,7 @@ TEST_CASE("musubi: FramePack trains one section of fp_latent_window_size latent 
   CHECK(any_has(r.setup.notes, "fp_latent_window_size 9 latent frames (33 frames' worth)"));
   // --blocks_to_swap 20 as HunyuanVideo's stack splits it: 20 // 2 = 10 double, (20 - 10) x 2 + 1 = 21 single
   CHECK(r.setup.blocks_to_swap == 31);
+  CHECK(r.setup.blocks_to_swap_per_list == std::vector<int>{10, 21});  // the trailing blocks of each list
   CHECK(any_has(r.warnings, "--blocks_to_swap 20 on FramePack"));
   CHECK(any_has(r.warnings, "swaps 10 double and 21 single blocks"));
   CHECK(r.setup.base_precision == "fp8wo-torchao");  // --fp8_base --fp8_scaled

@@ -69,6 +69,7 @@ TEST_CASE("sd-scripts: FLUX.1 LoRA at the docs' 24 GB shape, --blocks_to_swap 18
   // (library/flux_models.py:972-980): 9 + 18 = 27 chain blocks, 19 - 9 = 10 double and 38 - 18 = 20
   // single blocks resident
   CHECK(r.setup.blocks_to_swap == 27);
+  CHECK(r.setup.blocks_to_swap_per_list == std::vector<int>{9, 18});  // predicted where they are, per list
   CHECK(any_has(r.warnings, "10 double and 20 single blocks stay on the GPU"));
   // dataset_1024_bs2.toml: resolution 1024, batch_size 2 in the dataset itself
   CHECK(r.setup.width == 1024);
@@ -311,24 +312,16 @@ TEST_CASE("sd-scripts: emitted lines and the rewritten file read back as planned
   fs::remove_all(out.parent_path());
 }
 
-TEST_CASE("sd-scripts: HunyuanImage-2.1's script, with or without its family in families/data") {
+TEST_CASE("sd-scripts: HunyuanImage-2.1's script") {
   const fs::path tmp = fs::temp_directory_path() / "segadvise-sds-hunyuan.sh";
   std::ofstream(tmp) << "accelerate launch hunyuan_image_train_network.py --pretrained_model_name_or_path hunyuanimage2.1.safetensors "
                         "--sdpa --mixed_precision bf16 --network_module networks.lora_hunyuan_image --network_dim 16 "
                         "--blocks_to_swap 38 --resolution 2048 --fp8_scaled\n";
-  const bool known = std::any_of(builtin_families().begin(), builtin_families().end(), [](const Family& f) { return f.id == "hunyuan-image-2.1"; });
-  if (known) {
-    const TrainerRead r = read_trainer_config(tmp.string(), opts());
-    CHECK(r.family->id == "hunyuan-image-2.1");
-    // 20 double + 40 single blocks: N <= 37 (library/hunyuan_image_models.py:172-180)
-    CHECK(any_has(r.rejections, "maximum 37"));
-    CHECK(r.setup.base_precision == "fp8wo-torchao");  // --fp8_scaled
-  } else {
-    // no family: named as the reason, and --model is asked for (exit 2), as musubi answers its scripts without one
-    const std::string e = test::input_error_of([&] { read_trainer_config(tmp.string(), opts()); });
-    CHECK(e.find("no segadvise family") != std::string::npos);
-    CHECK(e.find("--model") != std::string::npos);
-  }
+  const TrainerRead r = read_trainer_config(tmp.string(), opts());
+  CHECK(r.family->id == "hunyuan-image-2.1");
+  // 20 double + 40 single blocks: N <= 37 (library/hunyuan_image_models.py:172-180)
+  CHECK(any_has(r.rejections, "maximum 37"));
+  CHECK(r.setup.base_precision == "fp8wo-torchao");  // --fp8_scaled
   fs::remove(tmp);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/precision.hpp"
@@ -261,6 +262,34 @@ double block_weight_bytes(const BlockCost& b, const TrainingSetup& setup) {
   return converted * q + (b.params - converted) * dtype;
 }
 
+namespace {
+
+// The blocks a per-list swap (TrainingSetup::blocks_to_swap_per_list) keeps on the host: the last
+// counts[k] blocks of each of the chain's last counts.size() lists (lists in the order they first
+// appear); empty where counts is.
+std::vector<bool> swapped_by_list(const BlockChain& chain, const std::vector<int>& counts) {
+  if (counts.empty()) return {};
+  std::vector<std::string> lists;
+  std::map<std::string, int> sizes;
+  for (const BlockCost& b : chain.blocks) {
+    if (!sizes.count(b.list)) lists.push_back(b.list);
+    ++sizes[b.list];
+  }
+  std::map<std::string, int> swapped;
+  const size_t k = std::min(counts.size(), lists.size());
+  for (size_t j = 0; j < k; ++j) swapped[lists[lists.size() - k + j]] = counts[counts.size() - k + j];
+  std::vector<bool> out(chain.blocks.size(), false);
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < chain.blocks.size(); ++i) {
+    const std::string& l = chain.blocks[i].list;
+    const int pos = seen[l]++;
+    out[i] = swapped.count(l) && pos >= sizes[l] - std::min(swapped[l], sizes[l] - 1);
+  }
+  return out;
+}
+
+}  // namespace
+
 StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) {
   StaticMemory m;
   const double dtype = stored_weight_bytes(setup);
@@ -272,6 +301,7 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
   // time; a double buffer of the largest block stays resident.
   const int n = static_cast<int>(chain.blocks.size());
   const int swap_from = setup.blocks_to_swap > 0 ? std::max(1, n - std::min(setup.blocks_to_swap, n - 1)) : n;
+  const std::vector<bool> swapped_in_list = swapped_by_list(chain, setup.blocks_to_swap_per_list);
   double largest_block_bytes = 0, all_block_bytes = 0, largest = 0, second = 0, largest_linear_bytes = 0;
   for (int i = 0; i < n; ++i) {
     const BlockCost& b = chain.blocks[i];
@@ -287,7 +317,8 @@ StaticMemory static_memory(const BlockChain& chain, const TrainingSetup& setup) 
     }
     double streamed_share = 0;
     if (setup.ramtorch) streamed_share = std::clamp(setup.ramtorch_percent / 100.0, 0.0, 1.0);
-    if (i >= swap_from || setup.group_offload) streamed_share = 1.0;
+    const bool swapped = swapped_in_list.empty() ? i >= swap_from : swapped_in_list[i];
+    if (swapped || setup.group_offload) streamed_share = 1.0;
     if (setup.layer_offload_fraction > 0) continue;  // below, by bytes
     m.weights_bytes += bytes * (1 - streamed_share);
     m.streamed_weights_bytes += bytes * streamed_share;

@@ -82,6 +82,7 @@ json to_json(const TrainingSetup& s) {
   if (s.quantize_all_block_linears) j["quantize_all_block_linears"] = true;
   if (s.layer_offload_fraction > 0) j["layer_offload_fraction"] = s.layer_offload_fraction;
   if (s.embedding_params > 0) j["embedding_params"] = s.embedding_params;
+  if (!s.blocks_to_swap_per_list.empty()) j["blocks_to_swap_per_list"] = s.blocks_to_swap_per_list;
   if (s.kept_model_bytes > 0) j["models_kept_on_gpu"] = {{"what", s.kept_models}, {"gib", s.kept_model_bytes / kGiB}};
   if (s.lokr_read) {  // LyCORIS LoKr as read from the lycoris_config
     j["lokr_attention_factor"] = s.lokr_attention_factor;

@@ -47,9 +47,7 @@ T num(const json& j, const char* key, T def, const std::string& where) {
 TrainerFamily parse_family_entry(const json& e, const std::string& where) {
   TrainerFamily f;
   f.family = str(e, "family", where, true);
-  // an unknown family id is a data error, unless the entry says the family may be absent (a family
-  // another change adds: the trainer's facts for it wait until it is there)
-  if (!num<bool>(e, "family_may_be_absent", false, where)) find_family(f.family);
+  find_family(f.family);  // an unknown family id is a data error
   f.scripts = strings(e, "scripts", where);
   for (const auto& s : strings(e, "script", where)) f.scripts.push_back(s);
   f.script_verified = num<bool>(e, "script_verified", true, where);
@@ -155,6 +153,16 @@ int musubi_swapped_chain_blocks(const TrainerFamily& tf, int n) {
     return d + s;
   }
   return n;
+}
+
+std::vector<int> musubi_swapped_per_list(const TrainerFamily& tf, int n) {
+  if (n <= 0) return {};
+  if (tf.blocks_to_swap_meaning == "flux_double_single") return {n / 2, (n - n / 2) * 2 + 1};
+  if (tf.blocks_to_swap_meaning == "flux2_ratio") {
+    const std::pair<int, int> ds = musubi_flux2_split(n, tf.double_blocks, tf.single_blocks);
+    return {ds.first, ds.second};
+  }
+  return {};
 }
 
 bool trainer_value_ok(const TrainerKey& key, const json& v, std::string& why) {

@@ -105,6 +105,7 @@ std::vector<KnobCombo> musubi(const TrainerFacts& facts, const TrainerFamily& tf
       c.setup.idle_experts_on_host = idle_off == 1;
       c.setup.fused_back_pass = fused == 1;
       c.setup.blocks_to_swap = musubi_swapped_chain_blocks(tf, n);
+      c.setup.blocks_to_swap_per_list = musubi_swapped_per_list(tf, n);
       c.schedule = sched(gc >= 1, gc == 2 ? Backend::Unsloth : Backend::Torch);
       c.label = gc == 0 ? "no checkpointing" : gc == 1 ? "gradient checkpointing" : "checkpointing + CPU offload";
       if (n > 0) c.label += ", --blocks_to_swap " + std::to_string(n);

@@ -393,14 +393,13 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
     if (tf && tf->blocks_to_swap_meaning == "flux2_ratio" && n > 0 && n <= max) {
       const auto [d, sg] = musubi_flux2_split(n, tf->double_blocks, tf->single_blocks);
       r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + " on " + r.family->name + " swaps " + std::to_string(d) + " double and " +
-                           std::to_string(sg) + " single blocks (flux_2/flux2_models.py enable_block_swap): predicted as the last " +
-                           std::to_string(d + sg) + " blocks");
+                           std::to_string(sg) + " single blocks (flux_2/flux2_models.py enable_block_swap)");
     }
     s.blocks_to_swap = tf ? musubi_swapped_chain_blocks(*tf, std::min(n, max > 0 ? max : n)) : n;
+    if (tf) s.blocks_to_swap_per_list = musubi_swapped_per_list(*tf, std::min(n, max > 0 ? max : n));
     if (tf && tf->blocks_to_swap_meaning == "flux_double_single" && n > 0 && (max <= 0 || n <= max))
       r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + " on " + r.family->name + " swaps " + std::to_string(n / 2) + " double and " +
-                           std::to_string((n - n / 2) * 2 + 1) + " single blocks (" + tf->source + "): predicted as the last " +
-                           std::to_string(s.blocks_to_swap) + " blocks");
+                           std::to_string((n - n / 2) * 2 + 1) + " single blocks (" + tf->source + ")");
   }
   if (fe_bool("no_fp8_scaled") && cl.values.count("fp8_scaled"))
     refuse_flag(r, "fp8_scaled", r.family->name + "'s script has no such flag, argparse stops on it (" + tf->source + ")");

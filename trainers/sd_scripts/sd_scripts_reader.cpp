@@ -282,6 +282,7 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
     if (swap == "flux" && tf->double_blocks > 0) {
       const int d = m / 2, sg = (m - m / 2) * 2;
       s.blocks_to_swap = d + sg;
+      s.blocks_to_swap_per_list = {d, sg};
       r.warnings.push_back("--blocks_to_swap " + std::to_string(m) + " on " + r.family->name + " swaps the weights of the last " + std::to_string(d) + " of " +
                            std::to_string(tf->double_blocks) + " double blocks and the last " + std::to_string(sg) + " of " + std::to_string(tf->single_blocks) +
                            " single blocks (" + tf->source + "): " + std::to_string(tf->double_blocks - d) + " double and " +

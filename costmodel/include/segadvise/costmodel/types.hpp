@@ -88,6 +88,10 @@ struct TrainingSetup {
   bool ramtorch = false;
   double ramtorch_percent = 100;
   int blocks_to_swap = 0;      // musubi_blocks_to_swap
+  // Where the swapped blocks are, when not the last blocks_to_swap of the whole chain: the trailing
+  // blocks of each of the chain's last lists, in chain order (FLUX-style swap code moves the last d
+  // double and the last s single blocks: {d, s}; their sum is blocks_to_swap). Empty: the chain's last N.
+  std::vector<int> blocks_to_swap_per_list;
   bool group_offload = false;  // enable_group_offload
   std::string attention = "diffusers";
   // dynamo_use_regional_compilation: the sweep measured that checkpointing inside compiled blocks

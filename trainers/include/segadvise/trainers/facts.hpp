@@ -64,6 +64,9 @@ const TrainerFacts& trainer_facts(const std::string& id);
 // musubi: how many chain blocks a --blocks_to_swap N swaps (FLUX.1: N//2 double blocks and
 // (N - N//2)*2 + 1 single blocks, flux/flux_models.py:956-961; FLUX.2: musubi_flux2_split; otherwise the last N).
 int musubi_swapped_chain_blocks(const TrainerFamily& tf, int n);
+// Where those blocks are (TrainingSetup::blocks_to_swap_per_list): {double, single} for the split
+// rules above, empty for the last N.
+std::vector<int> musubi_swapped_per_list(const TrainerFamily& tf, int n);
 // FLUX.2's split of --blocks_to_swap N over its double and single blocks (flux_2/flux2_models.py
 // enable_block_swap): {double, single}; the model asserts double <= doubles - 2 and single <= singles - 2.
 std::pair<int, int> musubi_flux2_split(int n, int doubles, int singles);
