@@ -1,5 +1,6 @@
 // Which trainer a config belongs to: each component (trainer.hpp) answers for its own files, from
 // their name and content (the helpers below); read_trainer_config reads one through its component.
+#include <algorithm>
 #include <filesystem>
 
 #include "segadvise/trainers/simpletuner_reader.hpp"
@@ -27,6 +28,13 @@ std::string readers::command_line_trainer(const std::string& path) {
       if (t.text.rfind("musubi_tuner.", 0) == 0) return "musubi";  // python -m musubi_tuner.X (its package's module)
       const std::string name = script_name(t.text);
       if (name.size() < 4 || name.compare(name.size() - 3, 3, ".py") != 0) continue;
+      // sd-scripts' training scripts (sd-scripts.json "scripts"): musubi's have other names, run from its
+      // package (src/musubi_tuner/X.py) and take --dit where sd-scripts takes --pretrained_model_name_or_path
+      if (trainer_facts("sd-scripts").raw.at("scripts").contains(name)) {
+        const bool musubi = t.text.find("musubi_tuner") != std::string::npos ||
+                            std::any_of(c.words.begin(), c.words.end(), [](const ShellWord& w) { return w.text == "--dit" || w.text.rfind("--dit=", 0) == 0; });
+        return musubi ? "musubi" : "sd-scripts";
+      }
       for (const auto& tf : trainer_facts("musubi").families)
         for (const auto& s : tf.scripts)
           if (s == name) return "musubi";
@@ -44,6 +52,8 @@ std::string detect_trainer(const std::string& path) {
   throw InputError(path + ": not a file of a trainer segadvise reads (use --trainer to name it). Each trainer's files: "
                    "SimpleTuner a config.json with model_family (also saved as config.json.txt) or a config.env; "
                    "musubi-tuner a command line running *_train_network.py (or another of its scripts), or its TOML; "
+                   "kohya sd-scripts a command line running train_network.py, sdxl_train.py, flux_train_network.py (or another of its training scripts), "
+                   "or its --config_file TOML (pretrained_model_name_or_path); "
                    "ai-toolkit a job YAML; OneTrainer a JSON saved from its UI (training_method, model_type); "
                    "diffusers a command line running one of its train_*.py example scripts");
 }

@@ -47,7 +47,9 @@ T num(const json& j, const char* key, T def, const std::string& where) {
 TrainerFamily parse_family_entry(const json& e, const std::string& where) {
   TrainerFamily f;
   f.family = str(e, "family", where, true);
-  find_family(f.family);  // an unknown family id is a data error
+  // an unknown family id is a data error, unless the entry says the family may be absent (a family
+  // another change adds: the trainer's facts for it wait until it is there)
+  if (!num<bool>(e, "family_may_be_absent", false, where)) find_family(f.family);
   f.scripts = strings(e, "scripts", where);
   for (const auto& s : strings(e, "script", where)) f.scripts.push_back(s);
   f.script_verified = num<bool>(e, "script_verified", true, where);

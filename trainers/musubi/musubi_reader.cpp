@@ -533,8 +533,10 @@ const std::vector<std::pair<std::string, std::string>>& musubi_optimizers() {
   return t;
 }
 
-// a TOML file as JSON, under parse_toml's input rules (SimpleTuner's config.toml, simpletuner_formats.cpp)
-nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what) {
+namespace {
+
+// a parsed TOML value as JSON (tables as objects, dates and times as written)
+nlohmann::ordered_json toml_json(const toml::value& root) {
   struct Convert {
     nlohmann::ordered_json operator()(const toml::value& v) const {
       if (v.is_table()) {
@@ -554,7 +556,16 @@ nlohmann::ordered_json toml_file_json(const std::string& path, const std::string
       return toml::format(v);  // a date or time, as written
     }
   };
-  return Convert{}(parse_toml(path, what));  // nesting already bounded by check_toml_depth
+  return Convert{}(root);  // nesting already bounded by check_toml_depth
+}
+
+}  // namespace
+
+// a TOML file as JSON, under parse_toml's input rules (SimpleTuner's config.toml, simpletuner_formats.cpp)
+nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what) { return toml_json(parse_toml(path, what)); }
+
+nlohmann::ordered_json toml_text_json(const std::string& text, const std::string& path, const std::string& what) {
+  return toml_json(parse_toml(path, what, &text));
 }
 
 }  // namespace segadvise::readers

@@ -77,6 +77,10 @@ TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o
 TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o);
+// kohya-ss sd-scripts: a launch script, a --config_file TOML alone (sd_scripts/sd_scripts_reader.cpp)
+TrainerRead read_sd_scripts(const std::string& path, const TrainerReadOptions& o);
+// Whether a TOML is an sd-scripts run's --config_file (its pretrained_model_name_or_path, no musubi --dit)
+bool sd_scripts_toml(const std::string& path);
 
 // Detection (trainer.hpp's components): the trainer a JSON config belongs to (simpletuner or
 // onetrainer; InputError when it is not an object), and a command line's by its script ("" when none).
@@ -84,6 +88,8 @@ std::string json_config_trainer(const std::string& path);
 // A TOML file as JSON (tables as objects), under musubi's TOML input rules (nesting, key counts);
 // InputError naming the file, the line and the column (musubi_reader.cpp).
 nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what);
+// The same for a TOML text (a file a launch script writes itself), `path` naming it
+nlohmann::ordered_json toml_text_json(const std::string& text, const std::string& path, const std::string& what);
 std::string command_line_trainer(const std::string& path);
 
 // A key the trainer stops on by itself: the rejection "--KEY: WHY", and KEY among r.refused_keys.
