@@ -271,3 +271,118 @@ TEST_CASE("kohya_ss GUI: migrations, unknown keys, the GUI's refusals and additi
     CHECK(input_error_of([] { gui_text("empty.json", "{}"); }).find("no key of a kohya_ss GUI config") != std::string::npos);
   }
 }
+
+// ---- the component: read through sd-scripts' reader, plans written back as GUI JSON ----
+
+#include "segadvise/trainers/trainer.hpp"
+
+namespace {
+
+TrainerReadOptions kss_opts(const std::string& model = "") {
+  TrainerReadOptions o;
+  o.cwd = "/nonexistent-working-directory";
+  o.model = model;
+  return o;
+}
+
+// the flags sd-scripts gets from a GUI JSON text
+kohya::GuiRun translated(const std::string& text, const std::string& name) { return gui_text(name, text); }
+
+// a plan's value as the flag text ("" : absent)
+std::string as_flag(const nlohmann::ordered_json& v) {
+  if (v.is_null() || (v.is_boolean() && !v.get<bool>())) return "";
+  if (v.is_boolean()) return "true";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+}  // namespace
+
+TEST_CASE("kohya_ss GUI: a saved JSON is detected as the GUI's and read as the sd-scripts run") {
+  const std::string path = kDir + "presets/lora/flux1D - adamw8bit fp8.json";
+  CHECK(detect_trainer(path) == "kohya_ss");
+  const TrainerRead r = read_trainer_config(path, kss_opts("flux1"));
+  CHECK(r.trainer == "kohya_ss");
+  CHECK(r.setup.script == "flux_train_network.py");
+  CHECK(r.setup.mixed_precision == "bf16");
+  CHECK(r.setup.lora_rank == 16);
+  CHECK(any_has(r.setup.notes, "kohya_ss GUI lora tab"));
+  // a GUI refusal is the run's rejection
+  const fs::path dir = fs::temp_directory_path() / "segadvise-kohya-configs";
+  fs::create_directories(dir);
+  std::ofstream(dir / "refused.json") << R"({"LoRA_type": "Standard", "flux1_checkbox": true, "unet_lr": 0.0001, "max_resolution": "512,512"})";
+  const TrainerRead bad = read_trainer_config((dir / "refused.json").string(), kss_opts("flux1"));
+  CHECK(any_has(bad.rejections, "LoRA type must be set to 'Flux1'"));
+}
+
+TEST_CASE("kohya_ss GUI: every plan written back into the user's JSON reads back as planned") {
+  for (const std::string name : {"presets/lora/flux1D - adamw8bit fp8.json", "test/config/SDXL-Standard-AdamW.json", "test/config/locon-AdamW.json"}) {
+    CAPTURE(name);
+    const std::string model = name.find("flux") != std::string::npos ? "flux1" : name.find("SDXL") != std::string::npos ? "sdxl" : "sd15";
+    const TrainerRead r = read_trainer_config(kDir + name, kss_opts(model));
+    const Trainer& t = trainer("kohya_ss");
+    std::vector<std::string> notes;
+    const auto combos = t.knob_space(*r.family, r.setup, notes);
+    REQUIRE_FALSE(combos.empty());
+    for (const auto& c : combos) {
+      const nlohmann::ordered_json k = t.memory_knobs(r, c.knobs);
+      const Rewritten w = t.rewrite(r, k);
+      const auto back = translated(w.text, "round_trip.json");
+      CAPTURE(k.dump());
+      CAPTURE(w.notes);
+      for (auto it = k.begin(); it != k.end(); ++it) {
+        CAPTURE(it.key());
+        const auto v = back.cl.values.find(it.key());
+        CHECK((v == back.cl.values.end() ? "" : v->second) == as_flag(it.value()));
+      }
+      // only memory keys change: the model path stays
+      CHECK(back.gui.at("pretrained_model_name_or_path") == r.raw.at("pretrained_model_name_or_path"));
+    }
+  }
+}
+
+TEST_CASE("kohya_ss GUI: a swap the LoRA tab passes only for DiT models goes into additional_parameters for SDXL") {
+  const fs::path dir = fs::temp_directory_path() / "segadvise-kohya-configs";
+  fs::create_directories(dir);
+  std::ofstream(dir / "sdxl.json") << "{\n  \"LoRA_type\": \"Standard\",\n  \"sdxl\": true,\n  \"blocks_to_swap\": 0,\n  \"unet_lr\": 0.0001,\n"
+                                      "  \"additional_parameters\": \"--max_grad_norm 0.5\"\n}\n";
+  const TrainerRead r = read_trainer_config((dir / "sdxl.json").string(), kss_opts("sdxl"));
+  nlohmann::ordered_json k;
+  k["blocks_to_swap"] = 8;
+  k["gradient_checkpointing"] = true;
+  const Rewritten w = trainer("kohya_ss").rewrite(r, k);
+  const auto back = translated(w.text, "sdxl_back.json");
+  CHECK(back.gui.at("gradient_checkpointing") == true);
+  CHECK(back.gui.at("additional_parameters") == "--max_grad_norm 0.5 --blocks_to_swap 8");
+  CHECK(back.cl.values.at("blocks_to_swap") == "8");
+  CHECK(any_has(w.notes, "in additional_parameters"));
+  CHECK(w.text.find("\n  \"LoRA_type\"") == 1);  // the file's order and indentation
+}
+
+TEST_CASE("kohya_ss GUI: an emitted GUI JSON reads back as the plan") {
+  for (const char* model : {"flux1", "sdxl"}) {
+    CAPTURE(model);
+    const Family& fam = find_family(model);
+    TrainingSetup s;
+    s.model_id = fam.id;
+    s.model_type = ModelType::Lora;
+    s.lora_rank = 16;
+    s.width = s.height = 1024;
+    s.batch = 1;
+    std::vector<std::string> notes;
+    const Trainer& t = trainer("kohya_ss");
+    const auto combos = t.knob_space(fam, s, notes);
+    REQUIRE_FALSE(combos.empty());
+    for (const auto& c : combos) {
+      const std::string text = t.config_text(fam, c);
+      const auto back = translated(text, "emitted.json");
+      CHECK(back.cl.script == c.setup.script);
+      CHECK(back.cl.values.at("resolution") == "1024,1024");
+      for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) {
+        CAPTURE(it.key());
+        const auto v = back.cl.values.find(it.key());
+        CHECK((v == back.cl.values.end() ? "" : v->second) == as_flag(it.value()));
+      }
+    }
+  }
+}

@@ -134,6 +134,63 @@ std::vector<std::string> strings(const json& j, const char* field) {
   return out;
 }
 
+// whether a condition of kohya_ss.json holds for the GUI's values (`used` collects the keys it reads)
+bool holds_in(const json& c, const ordered_json& gui, std::set<std::string>* used) {
+  auto g = [&](const std::string& key) -> const ordered_json& {
+    static const ordered_json null;
+    if (used) used->insert(key);
+    return gui.contains(key) ? gui.at(key) : null;
+  };
+  if (c.contains("when")) {
+    bool any = false;
+    for (const auto& k : c.at("when")) any = any || truthy(g(k.get<std::string>()));
+    if (!any) return false;
+  }
+  if (c.contains("unless"))
+    for (const auto& k : c.at("unless"))
+      if (truthy(g(k.get<std::string>()))) return false;
+  if (c.contains("if_keys"))
+    for (const auto& k : c.at("if_keys"))
+      if (!truthy(g(k.get<std::string>()))) return false;
+  if (c.contains("positive")) {
+    bool any = false;
+    for (const auto& k : c.at("positive")) any = any || number(g(k.get<std::string>())) > 0;
+    if (!any) return false;
+  }
+  if (c.contains("zero"))
+    for (const auto& k : c.at("zero"))  // a key not in the file is at its widget value, not known here: not taken as 0
+      if (g(k.get<std::string>()).is_null() || number(g(k.get<std::string>())) != 0) return false;
+  const bool icase = c.value("ignore_case", false);
+  auto str = [&](const std::string& k) {
+    const json& v = g(k);
+    const std::string s = v.is_string() ? v.get<std::string>() : text_of(v);
+    return icase ? lower(s) : s;
+  };
+  if (c.contains("equals"))
+    for (auto it = c.at("equals").begin(); it != c.at("equals").end(); ++it)
+      if (str(it.key()) != it.value().get<std::string>()) return false;
+  if (c.contains("not_equals"))
+    for (auto it = c.at("not_equals").begin(); it != c.at("not_equals").end(); ++it)
+      if (str(it.key()) == it.value().get<std::string>()) return false;
+  if (c.contains("in"))
+    for (auto it = c.at("in").begin(); it != c.at("in").end(); ++it)
+      if (std::find(it.value().begin(), it.value().end(), json(str(it.key()))) == it.value().end()) return false;
+  if (c.contains("not_in"))
+    for (auto it = c.at("not_in").begin(); it != c.at("not_in").end(); ++it)
+      if (std::find(it.value().begin(), it.value().end(), json(str(it.key()))) != it.value().end()) return false;
+  if (c.contains("not_contains"))
+    for (auto it = c.at("not_contains").begin(); it != c.at("not_contains").end(); ++it)
+      if (str(it.key()).find(it.value().get<std::string>()) != std::string::npos) return false;
+  if (c.contains("below"))
+    for (auto it = c.at("below").begin(); it != c.at("below").end(); ++it)
+      if (g(it.key()).is_null() || !(number(g(it.key())) < it.value().get<double>())) return false;
+  if (c.contains("above"))
+    for (auto it = c.at("above").begin(); it != c.at("above").end(); ++it)
+      if (g(it.key()).is_null() || !(number(g(it.key())) > it.value().get<double>())) return false;
+  return true;
+}
+
+
 class Translator {
  public:
   Translator(const ordered_json& j, const std::string& text, const std::string& path)
@@ -358,55 +415,7 @@ class Translator {
                             tab.at("params_source").get<std::string>() + ")");
   }
 
-  bool holds(const json& c) {
-    if (c.contains("when")) {
-      bool any = false;
-      for (const auto& k : c.at("when")) any = any || truthy(g(k.get<std::string>()));
-      if (!any) return false;
-    }
-    if (c.contains("unless"))
-      for (const auto& k : c.at("unless"))
-        if (truthy(g(k.get<std::string>()))) return false;
-    if (c.contains("if_keys"))
-      for (const auto& k : c.at("if_keys"))
-        if (!truthy(g(k.get<std::string>()))) return false;
-    if (c.contains("positive")) {
-      bool any = false;
-      for (const auto& k : c.at("positive")) any = any || number(g(k.get<std::string>())) > 0;
-      if (!any) return false;
-    }
-    if (c.contains("zero"))
-      for (const auto& k : c.at("zero"))  // a key not in the file is at its widget value, not known here: not taken as 0
-        if (g(k.get<std::string>()).is_null() || number(g(k.get<std::string>())) != 0) return false;
-    const bool icase = c.value("ignore_case", false);
-    auto str = [&](const std::string& k) {
-      const json& v = g(k);
-      const std::string s = v.is_string() ? v.get<std::string>() : text_of(v);
-      return icase ? lower(s) : s;
-    };
-    if (c.contains("equals"))
-      for (auto it = c.at("equals").begin(); it != c.at("equals").end(); ++it)
-        if (str(it.key()) != it.value().get<std::string>()) return false;
-    if (c.contains("not_equals"))
-      for (auto it = c.at("not_equals").begin(); it != c.at("not_equals").end(); ++it)
-        if (str(it.key()) == it.value().get<std::string>()) return false;
-    if (c.contains("in"))
-      for (auto it = c.at("in").begin(); it != c.at("in").end(); ++it)
-        if (std::find(it.value().begin(), it.value().end(), json(str(it.key()))) == it.value().end()) return false;
-    if (c.contains("not_in"))
-      for (auto it = c.at("not_in").begin(); it != c.at("not_in").end(); ++it)
-        if (std::find(it.value().begin(), it.value().end(), json(str(it.key()))) != it.value().end()) return false;
-    if (c.contains("not_contains"))
-      for (auto it = c.at("not_contains").begin(); it != c.at("not_contains").end(); ++it)
-        if (str(it.key()).find(it.value().get<std::string>()) != std::string::npos) return false;
-    if (c.contains("below"))
-      for (auto it = c.at("below").begin(); it != c.at("below").end(); ++it)
-        if (g(it.key()).is_null() || !(number(g(it.key())) < it.value().get<double>())) return false;
-    if (c.contains("above"))
-      for (auto it = c.at("above").begin(); it != c.at("above").end(); ++it)
-        if (g(it.key()).is_null() || !(number(g(it.key())) > it.value().get<double>())) return false;
-    return true;
-  }
+  bool holds(const json& c) { return holds_in(c, r_.gui, &used_); }
 
   void refusals() {
     const std::string tab = r_.tab;
@@ -675,6 +684,36 @@ class Translator {
 
 GuiRun translate_gui_json(const ordered_json& j, const std::string& text, const std::string& path) {
   return Translator(j, text, path).run();
+}
+
+std::string gui_key_for(const GuiRun& run, const std::string& flag) {
+  const auto it = run.flag_key.find(flag);
+  if (it != run.flag_key.end() && it->second != gui_facts().at("additional_parameters").at("key")) return it->second;
+  const json& tab = gui_facts().at("tabs").at(run.tab == "textual_inversion" ? "dreambooth" : run.tab);
+  for (const auto& k : tab.at("same_name"))
+    if (k == flag) return flag;
+  for (const char* k : {"cache_latents", "cache_latents_to_disk", "train_inpainting"})
+    if (flag == k) return flag;
+  for (const auto& f : tab.at("flags")) {
+    if (f.at("flag") != flag) continue;
+    for (const auto& a : f.at("from"))
+      if (a.contains("key") && holds_in(a, run.gui, nullptr)) return a.at("key").get<std::string>();
+  }
+  return "";
+}
+
+std::vector<std::string> gui_rate_keys_for(const GuiRun& run, const std::string& flag) {
+  const json& tab = gui_facts().at("tabs").at(run.tab == "textual_inversion" ? "dreambooth" : run.tab);
+  for (const auto& f : tab.at("flags")) {
+    if (f.at("flag") != flag) continue;
+    for (const auto& a : f.at("from")) {
+      if (!a.contains("positive") || a.contains("key")) continue;
+      json when = a;
+      when.erase("positive");
+      if (holds_in(when, run.gui, nullptr)) return strings(a, "positive");
+    }
+  }
+  return {};
 }
 
 GuiRun translate_gui_file(const std::string& path) {

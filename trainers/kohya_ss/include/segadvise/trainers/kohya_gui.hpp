@@ -42,6 +42,14 @@ GuiRun translate_gui_json(const nlohmann::ordered_json& j, const std::string& te
 // The file read and translated.
 GuiRun translate_gui_file(const std::string& path);
 
+// The GUI key that sets sd-scripts' `flag` in `run`'s tab with its checkboxes as they are (the key it
+// came from where the file sets it); "" where that tab passes no such flag for this model.
+std::string gui_key_for(const GuiRun& run, const std::string& flag);
+
+// The keys whose values above 0 turn `flag` on in `run`'s tab (DreamBooth SDXL's train_text_encoder:
+// learning_rate_te1 / learning_rate_te2); empty where no rate decides it.
+std::vector<std::string> gui_rate_keys_for(const GuiRun& run, const std::string& flag);
+
 // The line of each top-level key of a JSON object's text (1-based).
 std::map<std::string, int> json_key_lines(const std::string& text);
 
