@@ -101,6 +101,10 @@ std::string lower(std::string s) {
 
 std::string text_of(const ordered_json& v) {
   if (v.is_string()) return v.get<std::string>();
+  // an integral float as an integer: the GUI int()s the counts it writes (epoch, gradient_accumulation_steps, …)
+  if (v.is_number_float() && std::isfinite(v.get<double>()) && std::fabs(v.get<double>()) < 1e15 &&
+      v.get<double>() == std::floor(v.get<double>()))
+    return std::to_string(static_cast<long long>(v.get<double>()));
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_array()) {
     std::string out;
@@ -455,6 +459,7 @@ class Translator {
     if (dropped(v, tab)) return;
     if (v.is_array() && v.empty()) return;  // an empty list sets nothing
     r_.cl.values[flag] = text_of(v);
+    r_.toml[flag] = v;
     if (!key.empty()) {
       r_.flag_key[flag] = key;
       if (line_of(key)) r_.cl.lines[flag] = line_of(key);
@@ -521,12 +526,15 @@ class Translator {
     const json& w = g("max_data_loader_n_workers");
     if (!w.is_null()) {
       r_.cl.values["max_data_loader_n_workers"] = std::to_string(static_cast<long long>(number(w)));
+      r_.toml["max_data_loader_n_workers"] = static_cast<long long>(number(w));
       if (line_of("max_data_loader_n_workers")) r_.cl.lines["max_data_loader_n_workers"] = line_of("max_data_loader_n_workers");
     }
     // Chroma: --apply_t5_attn_mask and --guidance_scale written even at 0
     if (r_.tab == "lora" && truthy(g("flux1_checkbox")) && lower(text_of(g("model_type"))) == "chroma") {
       r_.cl.values["apply_t5_attn_mask"] = "true";
       r_.cl.values["guidance_scale"] = text_of(ordered_json(number(g("guidance_scale"))));
+      r_.toml["apply_t5_attn_mask"] = true;
+      r_.toml["guidance_scale"] = number(g("guidance_scale"));
     }
     if (number(g("max_train_steps")) == 0 && !truthy(g("dataset_config")) && r_.tab == "lora")
       r_.notes.push_back("max_train_steps 0 without a dataset_config: the GUI counts the images in train_data_dir's N_name folders "
@@ -550,6 +558,7 @@ class Translator {
       std::string module = entry->at("module").get<std::string>();
       if (entry->contains("module_with_sd3") && truthy(g("sd3_checkbox"))) module = entry->at("module_with_sd3").get<std::string>();
       r_.cl.values["network_module"] = module;
+      r_.toml["network_module"] = module;
       r_.flag_key["network_module"] = "LoRA_type";
       if (line_of("LoRA_type")) r_.cl.lines["network_module"] = line_of("LoRA_type");
       if (entry->contains("args")) {  // an f-string of keys: a word whose key the file lacks takes the GUI's widget value, not known here
@@ -595,6 +604,7 @@ class Translator {
     const ordered_json words = split_words(args);
     if (!words.empty()) {
       r_.cl.values["network_args"] = text_of(words);
+      r_.toml["network_args"] = words;
       r_.flag_key["network_args"] = "LoRA_type";
       if (line_of("LoRA_type")) r_.cl.lines["network_args"] = line_of("LoRA_type");
     }
@@ -684,6 +694,63 @@ class Translator {
 
 GuiRun translate_gui_json(const ordered_json& j, const std::string& text, const std::string& path) {
   return Translator(j, text, path).run();
+}
+
+namespace {
+
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20) out += ' ';
+    else out += c;
+  }
+  return out + "\"";
+}
+
+std::string toml_value(const ordered_json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_float()) {
+    std::string t = text_of(v);  // an integral float as the GUI's int()
+    return t;
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    for (const auto& e : v) out += (out.size() > 1 ? ", " : "") + toml_value(e);
+    return out + "]";
+  }
+  return toml_string(v.is_string() ? v.get<std::string>() : v.dump());
+}
+
+}  // namespace
+
+readers::CommandLine launch_command(const GuiRun& run, const std::string& name) {
+  readers::CommandLine cl;
+  cl.script = run.cl.script;
+  cl.script_line = run.cl.script_line;
+  const std::string extra = gui_facts().at("additional_parameters").at("key").get<std::string>();
+  std::string text;
+  for (auto it = run.toml.begin(); it != run.toml.end(); ++it) {
+    if (it.key() == "dataset_config") continue;  // on the command line: read beside the JSON
+    text += it.key() + " = " + toml_value(it.value()) + "\n";
+  }
+  for (const auto& [flag, value] : run.cl.values) {
+    const auto k = run.flag_key.find(flag);
+    if ((k != run.flag_key.end() && k->second == extra) || flag == "dataset_config") {
+      cl.values[flag] = value;
+      const auto l = run.cl.lines.find(flag);
+      if (l != run.cl.lines.end()) cl.lines[flag] = l->second;
+    }
+  }
+  cl.values["config_file"] = name;
+  ShellWrittenFile f;
+  f.text = text;
+  f.line = run.cl.script_line;
+  cl.written_files[name] = f;
+  return cl;
 }
 
 std::string gui_key_for(const GuiRun& run, const std::string& flag) {

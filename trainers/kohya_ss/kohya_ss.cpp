@@ -136,7 +136,13 @@ class KohyaSs final : public Trainer {
       find_model(o.model);
       named.model = model_name(o.model);
     }
-    TrainerRead r = readers::read_sd_scripts_command(g.cl, g.num_processes, path, named);
+    // the TOML the GUI writes into output_dir (lora_gui.py:2579-2590), named as the GUI names it
+    const std::string toml_name = "config_" + g.tab + "-<date>.toml";
+    TrainerRead r = readers::read_sd_scripts_command(kohya::launch_command(g, toml_name), g.num_processes, path, named);
+    // the GUI writes that TOML from the JSON at each launch: the JSON is what a rewrite changes
+    r.inputs.erase(std::remove_if(r.inputs.begin(), r.inputs.end(), [&](const std::string& i) { return i.find(toml_name) == 0; }), r.inputs.end());
+    r.config_file.clear();
+    r.config_file_keys.clear();
     r.trainer = id();
     r.setup.trainer = "sd-scripts";  // sd-scripts runs it: its rules judge the setup
     r.config_path = path;

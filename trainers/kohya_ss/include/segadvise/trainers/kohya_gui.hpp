@@ -27,6 +27,9 @@ struct GuiRun {
   int num_processes = 1;        // accelerate launch --num_processes
   bool num_processes_set = true;  // false: the JSON sets none above 0 (accelerate's own config decides)
   std::map<std::string, std::string> flag_key;  // flag -> the GUI key it came from (as loaded)
+  // the --config_file TOML the GUI writes (config_toml_data after its filter), typed as it writes it;
+  // cl.values holds these too, with additional_parameters' flags over them
+  nlohmann::ordered_json toml = nlohmann::ordered_json::object();
   nlohmann::ordered_json gui;   // the JSON as the GUI loads it (migrated, missing keys at their defaults)
   std::vector<std::string> refusals;  // the GUI's own messages where its train button stops ("<msg>" (file:line))
   std::vector<std::string> warnings;  // unknown keys, guesses, what the GUI changes
@@ -41,6 +44,11 @@ const nlohmann::json& gui_facts();
 GuiRun translate_gui_json(const nlohmann::ordered_json& j, const std::string& text, const std::string& path);
 // The file read and translated.
 GuiRun translate_gui_file(const std::string& path);
+
+// The run as sd-scripts gets it: `run.toml` as the --config_file TOML text (held in cl.written_files
+// under `name`, read as sd-scripts reads that file: keys its parser lacks ignored) and on the command
+// line only additional_parameters' flags and dataset_config.
+readers::CommandLine launch_command(const GuiRun& run, const std::string& name);
 
 // The GUI key that sets sd-scripts' `flag` in `run`'s tab with its checkboxes as they are (the key it
 // came from where the file sets it); "" where that tab passes no such flag for this model.
