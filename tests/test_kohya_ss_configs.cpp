@@ -288,9 +288,9 @@ TrainerReadOptions kss_opts(const std::string& model = "") {
 // the flags sd-scripts gets from a GUI JSON text
 kohya::GuiRun translated(const std::string& text, const std::string& name) { return gui_text(name, text); }
 
-// a plan's value as the flag text ("" : absent)
+// a plan's value as the flag text ("" : absent, as a count of 0 is)
 std::string as_flag(const nlohmann::ordered_json& v) {
-  if (v.is_null() || (v.is_boolean() && !v.get<bool>())) return "";
+  if (v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0)) return "";
   if (v.is_boolean()) return "true";
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
@@ -333,7 +333,7 @@ TEST_CASE("kohya_ss GUI: every plan written back into the user's JSON reads back
       for (auto it = k.begin(); it != k.end(); ++it) {
         CAPTURE(it.key());
         const auto v = back.cl.values.find(it.key());
-        CHECK((v == back.cl.values.end() ? "" : v->second) == as_flag(it.value()));
+        CHECK((v == back.cl.values.end() || v->second == "0" ? "" : v->second) == as_flag(it.value()));
       }
       // only memory keys change: the model path stays
       CHECK(back.gui.at("pretrained_model_name_or_path") == r.raw.at("pretrained_model_name_or_path"));
@@ -381,7 +381,7 @@ TEST_CASE("kohya_ss GUI: an emitted GUI JSON reads back as the plan") {
       for (auto it = c.knobs.begin(); it != c.knobs.end(); ++it) {
         CAPTURE(it.key());
         const auto v = back.cl.values.find(it.key());
-        CHECK((v == back.cl.values.end() ? "" : v->second) == as_flag(it.value()));
+        CHECK((v == back.cl.values.end() || v->second == "0" ? "" : v->second) == as_flag(it.value()));
       }
     }
   }

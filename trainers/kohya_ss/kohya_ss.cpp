@@ -24,12 +24,13 @@ const Trainer& sd() { return trainer("sd-scripts"); }
 // a flag's value as the translation gives it ("" : not passed)
 std::string passed(const kohya::GuiRun& run, const std::string& flag) {
   const auto it = run.cl.values.find(flag);
-  return it == run.cl.values.end() ? "" : it->second;
+  return it == run.cl.values.end() || it->second == "0" ? "" : it->second;
 }
 
-// a plan's value as the flag text sd-scripts would get ("" : the flag absent)
+// a plan's value as the flag text sd-scripts would get ("" : the flag absent; a count of 0 is sd-scripts'
+// default, as absent)
 std::string wanted(const ordered_json& v) {
-  if (v.is_null() || (v.is_boolean() && !v.get<bool>())) return "";
+  if (v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0)) return "";
   if (v.is_boolean()) return "true";
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
@@ -81,6 +82,20 @@ ordered_json set_knobs(ordered_json gui, const ordered_json& knobs, const std::s
     if (flag == "cache_text_encoder_outputs_to_disk" && wanted(v) == "true") {
       const std::string k = kohya::gui_key_for(before, "cache_text_encoder_outputs");
       if (!k.empty()) gui[k] = true;
+    }
+    // the LoRA tab trains the text encoder where text_encoder_lr is above 0 (lora_gui.py:909-923)
+    if (flag == "network_train_unet_only") {
+      if (v.is_null() || !gui.contains("text_encoder_lr")) continue;
+      const double te = gui.at("text_encoder_lr").is_number() ? gui.at("text_encoder_lr").get<double>() : 0;
+      if (v == true && te != 0) {
+        gui["text_encoder_lr"] = 0;
+        notes.push_back("text_encoder_lr set to 0: the text encoder is not trained (--network_train_unet_only)");
+      } else if (v == false && te == 0) {
+        const ordered_json rate = gui.contains("unet_lr") && gui.at("unet_lr").is_number() && gui.at("unet_lr").get<double>() > 0 ? gui.at("unet_lr") : ordered_json(0.0001);
+        gui["text_encoder_lr"] = rate;
+        notes.push_back("text_encoder_lr set to " + rate.dump() + " (the U-Net's): the plan trains the text encoder");
+      }
+      continue;
     }
     if (flag == "mixed_precision") {
       gui["mixed_precision"] = v.is_null() ? ordered_json("no") : v;
@@ -175,8 +190,23 @@ class KohyaSs final : public Trainer {
   std::vector<KnobCombo> fallback_space(const Family& fam, const TrainingSetup& base, std::vector<std::string>& notes) const override {
     return sd().fallback_space(fam, base, notes);
   }
+  // sd-scripts' plans, written as the GUI's JSON
   TrainerAdvice plan(const Family& fam, const TrainingSetup& setup, const PredictFn& predict, const std::string& headroom) const override {
-    return sd().plan(fam, setup, predict, headroom);
+    TrainerAdvice ta = sd().plan(fam, setup, predict, headroom);
+    ta.trainer = id();
+    ta.trainer_name = name();
+    ta.config_format = "json";
+    const int shown = ta.best >= 0 ? ta.best : ta.smallest;
+    if (shown >= 0 && shown < static_cast<int>(ta.plans.size())) {
+      KnobCombo c;
+      c.knobs = ta.plans[shown].knobs;
+      c.setup = ta.plans[shown].setup;
+      c.schedule = ta.plans[shown].schedule;
+      c.label = ta.plans[shown].label;
+      ta.config_text = config_text(fam, c);
+    }
+    ta.manual = manual_steps(fam);
+    return ta;
   }
   ordered_json phase_knobs(const std::vector<PhaseFix>& fixes) const override { return sd().phase_knobs(fixes); }
   ordered_json memory_knobs(const TrainerRead& r, const ordered_json& plan) const override { return sd().memory_knobs(r, plan); }
