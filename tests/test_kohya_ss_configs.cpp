@@ -13,6 +13,7 @@
 #include "test_util.hpp"
 
 using namespace segadvise;
+using segadvise::test::any_has;
 using segadvise::test::input_error_of;
 namespace fs = std::filesystem;
 
@@ -33,12 +34,6 @@ kohya::GuiRun gui_text(const std::string& name, const std::string& text) {
 std::string flag(const kohya::GuiRun& r, const std::string& k) {
   const auto it = r.cl.values.find(k);
   return it == r.cl.values.end() ? "<unset>" : it->second;
-}
-
-bool any_has(const std::vector<std::string>& v, const std::string& what) {
-  for (const auto& s : v)
-    if (s.find(what) != std::string::npos) return true;
-  return false;
 }
 
 }  // namespace

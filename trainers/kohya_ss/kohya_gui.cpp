@@ -9,6 +9,7 @@
 
 #include "segadvise/io/error.hpp"
 #include "segadvise/io/json_input.hpp"
+#include "segadvise/io/text.hpp"
 #include "segadvise/trainers/facts.hpp"
 
 namespace segadvise::kohya {
@@ -92,11 +93,6 @@ double number(const ordered_json& v) {
     }
   }
   return 0;
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
 }
 
 std::string text_of(const ordered_json& v) {

@@ -115,7 +115,7 @@ ordered_json set_knobs(ordered_json gui, const ordered_json& knobs, const std::s
           notes.push_back(rate + " set to 0: the GUI passes --" + flag + " while it is above 0");
         }
   }
-  // what the GUI would pass now: a flag it does not pass as planned goes into additional_parameters
+  // what the GUI passes from the written JSON: a flag it does not pass as planned goes into additional_parameters
   kohya::GuiRun after = translate(gui, path);
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
     const std::string& flag = it.key();
