@@ -62,12 +62,13 @@ std::vector<KnobCombo> sd_scripts(const TrainerFacts& facts, const Family& fam, 
   // what the plans cache: latents always (to disk, the VAE then leaves the GPU), text-encoder outputs
   // where the script has the flag and no text encoder trains; the dataset's caption options may refuse either
   const bool latents = !noted(user, kNoLatentCache);
-  const bool te_flag = facts.raw.at("argparse").at("scripts").at(script).size() > 0 &&
-                       std::binary_search(facts.raw.at("argparse").at("scripts").at(script).begin(),
-                                          facts.raw.at("argparse").at("scripts").at(script).end(), nlohmann::json("cache_text_encoder_outputs"));
+  const bool te_flag = readers::sd_scripts_parts::script_defines(script, "cache_text_encoder_outputs");
   const bool text_ok = te_flag && !noted(user, kNoTextCache);
-  const bool user_trains_te = user.kept_models.find("(trained)") != std::string::npos ||
-                              std::any_of(user.notes.begin(), user.notes.end(), [](const std::string& n) { return n.rfind("the text encoder", 0) == 0; });
+  // text-encoder training searched on and off where the user trains it and the script has the switch
+  // (--network_train_unet_only, --train_text_encoder; train_db.py trains it without one)
+  const bool te_switch = lora || readers::sd_scripts_parts::script_defines(script, "train_text_encoder");
+  const bool user_trains_te = te_switch && (user.kept_models.find("(trained)") != std::string::npos ||
+                                            std::any_of(user.notes.begin(), user.notes.end(), [](const std::string& n) { return n.rfind("the text encoder", 0) == 0; }));
   // precision: LoRA scripts' --fp8_base (float8 weights upcast per layer), HunyuanImage's --fp8_scaled
   const bool fp8_ok = lora && (se.value("fp8_base", false) || se.value("fp8_scaled", false));
   const std::string fp8_key = se.value("fp8_scaled", false) ? "fp8_scaled" : "fp8_base";
@@ -83,6 +84,9 @@ std::vector<KnobCombo> sd_scripts(const TrainerFacts& facts, const Family& fam, 
   const bool fused = !lora && se.value("fused_backward_pass", false) && adafactor;
   const bool blockwise = !lora && se.value("blockwise_fused_optimizers", false) && !adafactor;
   const FamilyPhaseData pd = phase_data(fam);
+  nlohmann::json fe = nlohmann::json::object();  // the family's entry in sd-scripts.json
+  for (const auto& e : facts.raw.at("families"))
+    if (e.at("family") == fam.id) fe = e;
   std::vector<KnobCombo> out;
   for (int te = 0; te < (user_trains_te ? 2 : 1); ++te)
     for (int fp8 = 0; fp8 < (fp8_ok ? 2 : 1); ++fp8)
@@ -92,7 +96,11 @@ std::vector<KnobCombo> sd_scripts(const TrainerFacts& facts, const Family& fam, 
             if (gc == 2 && n > 0) continue;  // refused together (flux_train_network.py:77-79)
             const bool trains_te = user_trains_te && te == 0;
             KnobCombo c;
-            if (fam.id == "chroma") c.knobs["model_type"] = "chroma";
+            if (fe.contains("checkpoint_name")) c.knobs["pretrained_model_name_or_path"] = "/path/to/" + fe.at("checkpoint_name").get<std::string>();
+            if (fam.id == "chroma") {
+              c.knobs["model_type"] = "chroma";
+              c.knobs["apply_t5_attn_mask"] = true;  // required for Chroma (flux_train_network.py:54)
+            }
             if (fam.id == "sd2x") c.knobs["v2"] = true;
             c.knobs["sdpa"] = true;
             c.knobs["mixed_precision"] = "bf16";
@@ -102,12 +110,16 @@ std::vector<KnobCombo> sd_scripts(const TrainerFacts& facts, const Family& fam, 
             if (blockwise) c.knobs["blockwise_fused_optimizers"] = fb == 1;
             c.knobs["gradient_checkpointing"] = gc >= 1;
             if (cpu_ckpt) c.knobs["cpu_offload_checkpointing"] = gc == 2;
-            if (swaps.size() > 1 || n > 0) c.knobs["blocks_to_swap"] = n;
+            if (n > 0) c.knobs["blocks_to_swap"] = n;
             if (fp8_ok) c.knobs[fp8_key] = fp8 == 1;
             if (latents) c.knobs["cache_latents_to_disk"] = true;
             const bool cache_te = text_ok && !trains_te;
-            if (te_flag) c.knobs["cache_text_encoder_outputs_to_disk"] = cache_te;
+            if (te_flag) {
+              c.knobs["cache_text_encoder_outputs"] = cache_te;
+              c.knobs["cache_text_encoder_outputs_to_disk"] = cache_te;
+            }
             if (lora) {
+              if (se.contains("network_module")) c.knobs["network_module"] = se.at("network_module");
               c.knobs["network_dim"] = base.lora_rank;
               c.knobs["network_train_unet_only"] = !trains_te;
             } else if (user_trains_te) {
@@ -155,7 +167,11 @@ std::string sd_scripts_text(const TrainerFacts& facts, const Family& fam, const 
   o << "# the training command (or the same keys in a --config_file TOML)\n";
   o << "accelerate launch --num_cpu_threads_per_process 1 " << script << " " << flag_line(c.knobs) << " --dataset_config dataset.toml\n";
   o << "# dataset.toml: the shape this was planned for (library/config_util.py)\n[general]\nenable_bucket = true\n\n[[datasets]]\nresolution = ["
-    << s.width << ", " << s.height << "]\nbatch_size = " << s.batch << "\n\n  [[datasets.subsets]]\n  image_dir = \"/path/to/images\"\n  num_repeats = 1\n";
+    << s.width << ", " << s.height << "]\nbatch_size = " << s.batch << "\n";
+  // the buckets must bracket the resolution (library/train_util.py:766-771; defaults 256 and 1024)
+  if (std::max(s.width, s.height) > 1024) o << "max_bucket_reso = " << (std::max(s.width, s.height) + 63) / 64 * 64 << "\n";
+  if (std::min(s.width, s.height) < 256) o << "min_bucket_reso = " << std::min(s.width, s.height) / 64 * 64 << "\n";
+  o << "\n  [[datasets.subsets]]\n  image_dir = \"/path/to/images\"\n  num_repeats = 1\n";
   return o.str();
 }
 
@@ -181,14 +197,13 @@ class SdScripts final : public FactsTrainer {
   nlohmann::ordered_json memory_knobs(const TrainerRead& r, const nlohmann::ordered_json& plan) const override {
     nlohmann::ordered_json k = knobs_of(plan, {"gradient_checkpointing", "cpu_offload_checkpointing", "blocks_to_swap", "fp8_base", "fp8_scaled",
                                                "full_bf16", "fused_backward_pass", "blockwise_fused_optimizers", "network_train_unet_only",
-                                               "train_text_encoder", "cache_latents_to_disk", "cache_text_encoder_outputs_to_disk"});
+                                               "train_text_encoder", "cache_latents_to_disk", "cache_text_encoder_outputs",
+                                               "cache_text_encoder_outputs_to_disk"});
     keep_mixed_precision(r, plan, k);
     // flags that would undo the plan's: --split_mode sets a swap, --fp8_base_unet an fp8 base, the
-    // in-memory caches a cache the plan drops, the unsloth offload a checkpointing the plan does not choose
-    const std::string& text_key = "cache_text_encoder_outputs";
+    // unsloth offload a checkpointing the plan does not choose
     if (k.contains("blocks_to_swap") || plan.contains("cpu_offload_checkpointing")) k["split_mode"] = nullptr;
     if (k.contains("fp8_base") && k.at("fp8_base") == false) k["fp8_base_unet"] = nullptr;
-    if (k.contains("cache_text_encoder_outputs_to_disk") && k.at("cache_text_encoder_outputs_to_disk") == false) k[text_key] = nullptr;
     if (k.contains("gradient_checkpointing")) k["unsloth_offload_checkpointing"] = nullptr;
     for (const auto& key : r.refused_keys)
       if (k.contains(key) && !plan.contains(key)) k[key] = nullptr;

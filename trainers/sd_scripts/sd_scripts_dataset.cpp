@@ -1,7 +1,7 @@
 // An sd-scripts run's dataset (sd_scripts_parts.hpp): the --dataset_config TOML (library/config_util.py:
 // [general], [[datasets]], [[datasets.subsets]]; each value from the subset, else the dataset, else
 // [general], else the command line, else the default, :437-470), or without one the N_name folders of
-// --train_data_dir (:607-636). The bucket asserts (library/train_util.py:747-770) and the script's
+// --train_data_dir (:607-636). The bucket asserts (library/train_util.py:747-771) and the script's
 // bucket_reso_steps divisor are rejections, as sd-scripts stops on them.
 #include <algorithm>
 #include <cctype>
@@ -143,8 +143,9 @@ void read_one(const std::string& file, const std::string& name, const std::vecto
   if (!res) {
     const int edge = r.family && r.family->id.rfind("sd1", 0) == 0 ? 512 : 1024;
     wh = {edge, edge};
-    r.warnings.push_back(file + ": " + name + ": no resolution in the dataset, its [general] or --resolution: sd-scripts needs one "
-                         "(BaseDataset's resolution is None); " + std::to_string(edge) + "x" + std::to_string(edge) + " assumed");
+    r.rejections.push_back(file + ": " + name + ": no resolution in the dataset, its [general] or --resolution: sd-scripts stops "
+                           "(\"resolution is required\", library/train_util.py:1921); predicted at " + std::to_string(edge) + "x" +
+                           std::to_string(edge));
   }
   // the script's bucket step divisor (verify_bucket_reso_steps, library/train_util.py:1093-1097)
   const nlohmann::json* e = script_entry(cl.script);
@@ -155,15 +156,15 @@ void read_one(const std::string& file, const std::string& name, const std::vecto
                              cl.script + " stops (verify_bucket_reso_steps, library/train_util.py:1093-1097; " + e->at("source").get<std::string>() + ")");
   }
   if (buckets) {
-    // min/max rounded to the step (down, up), then they must bracket the resolution (library/train_util.py:747-770)
+    // min/max rounded to the step (down, up), then they must bracket the resolution (library/train_util.py:747-771)
     const int lo = min_reso - min_reso % steps;
     const int hi = max_reso % steps ? max_reso + steps - max_reso % steps : max_reso;
     if (std::min(wh.first, wh.second) < lo)
       r.rejections.push_back(name + ": min_bucket_reso " + std::to_string(lo) + " is above the resolution's smaller side " +
-                             std::to_string(std::min(wh.first, wh.second)) + ": sd-scripts stops (\"min_bucket_reso must be equal or less than resolution\", library/train_util.py:764-766)");
+                             std::to_string(std::min(wh.first, wh.second)) + ": sd-scripts stops (\"min_bucket_reso must be equal or less than resolution\", library/train_util.py:766-768)");
     if (std::max(wh.first, wh.second) > hi)
       r.rejections.push_back(name + ": max_bucket_reso " + std::to_string(hi) + " is below the resolution's larger side " +
-                             std::to_string(std::max(wh.first, wh.second)) + ": sd-scripts stops (\"max_bucket_reso must be equal or greater than resolution\", library/train_util.py:767-769)");
+                             std::to_string(std::max(wh.first, wh.second)) + ": sd-scripts stops (\"max_bucket_reso must be equal or greater than resolution\", library/train_util.py:769-771)");
   }
   // the subsets' image folders (each a DatasetSpec where its directory is given)
   auto add_dir = [&](const std::string& dir, int repeats, const std::string& id) {
@@ -281,7 +282,10 @@ void read_dataset(const CommandLine& cl, const std::string& named_in, const std:
       const std::string dir = cl.values.at("train_data_dir");
       std::error_code ec;
       fs::path base(dir);
-      if (base.is_relative() && !cwd.empty()) base = fs::path(cwd) / base;
+      if (base.is_relative()) {
+        base = (cwd.empty() ? fs::current_path() : fs::path(cwd)) / dir;
+        if (!fs::is_directory(base, ec)) base = fs::path(named_in).parent_path() / dir;  // beside the file naming it
+      }
       if (fs::is_directory(base, ec)) {
         int seen = 0;
         for (fs::directory_iterator it(base, ec), end; !ec && it != end && seen < 4096; it.increment(ec), ++seen) {
@@ -290,7 +294,7 @@ void read_dataset(const CommandLine& cl, const std::string& named_in, const std:
           const std::size_t us = n.find('_');
           const std::string head = n.substr(0, us);
           if (head.empty() || !std::all_of(head.begin(), head.end(), [](unsigned char c) { return std::isdigit(c) != 0; }) || head.size() > 6) {
-            r.warnings.push_back("--train_data_dir: folder '" + brief_text(n) + "' has no repeat count (N_name): sd-scripts ignores it (library/config_util.py:609-614)");
+            r.warnings.push_back("--train_data_dir: folder '" + brief_text(n) + "' has no repeat count (N_name): sd-scripts ignores it (library/config_util.py:611-614)");
             continue;
           }
           const int repeats = std::stoi(head);

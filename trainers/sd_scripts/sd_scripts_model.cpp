@@ -21,14 +21,11 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string base_name(const std::string& path) {
-  const std::size_t slash = path.find_last_of("/\\");
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// a model file's name as the name rules match it: lower-cased, '-' as '_'
+// a model file's name (either separator: a Windows path too, reader_util.hpp script_name) as the name
+// rules match it: lower-cased, '-' as '_'
+std::string base_name(const std::string& path) { return script_name(path); }
 std::string normalized(const std::string& path) {
-  std::string n = lower(base_name(path));
+  std::string n = lower(script_name(path));
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 }

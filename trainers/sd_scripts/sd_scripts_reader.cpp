@@ -113,9 +113,10 @@ void warn_unknown_keys(const CommandLine& file_keys, const std::string& script, 
 void check_flags(CommandLine& cl, TrainerRead& r) {
   const json& names = facts().raw.at("argparse").at("scripts").at(cl.script);
   std::vector<std::pair<std::string, std::string>> renamed;
-  for (const auto& kv : cl.lines) {
+  for (const auto& kv : cl.values) {
     const std::string& k = kv.first;
     if (script_defines(cl.script, k) || uncopied_name(k)) continue;
+    const int line = cl.lines.count(k) ? cl.lines.at(k) : 0;
     std::string full;
     int matches = 0;
     for (const auto& n : names)
@@ -124,7 +125,7 @@ void check_flags(CommandLine& cl, TrainerRead& r) {
       renamed.emplace_back(k, full);
       continue;
     }
-    const std::string at = " (" + brief_text(cl.script) + ", line " + std::to_string(kv.second) + ")";
+    const std::string at = " (" + brief_text(cl.script) + (line > 0 ? ", line " + std::to_string(line) : std::string()) + ")";
     if (facts().key(k))
       refuse_flag(r, k, cl.script + "'s parser does not define it (another sd-scripts script's flag): argparse stops with \"unrecognized arguments\"" + at);
     else
@@ -134,9 +135,11 @@ void check_flags(CommandLine& cl, TrainerRead& r) {
   for (const auto& [from, to] : renamed) {
     r.warnings.push_back("--" + from + " is argparse's abbreviation of --" + to + " (a unique prefix): read as --" + to);
     cl.values[to] = cl.values.at(from);
-    cl.lines[to] = cl.lines.at(from);
     cl.values.erase(from);
-    cl.lines.erase(from);
+    if (cl.lines.count(from)) {
+      cl.lines[to] = cl.lines.at(from);
+      cl.lines.erase(from);
+    }
   }
 }
 
@@ -181,7 +184,9 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
   if (mp != "no" && mp != "fp16" && mp != "bf16")
     throw InputError(where(path, cl, "mixed_precision") + ": invalid choice '" + brief_text(mp) + "' (choose from 'no', 'fp16', 'bf16'): argparse stops (library/train_util.py:3980)");
   if (!cl.values.count("mixed_precision"))
-    r.warnings.push_back("--mixed_precision unset: sd-scripts' default 'no' (float32 weights and activations, library/train_util.py:3980)");
+    r.warnings.push_back("--mixed_precision unset: sd-scripts' default 'no' (float32 weights and activations, library/train_util.py:3980); "
+                         "an `accelerate launch --mixed_precision` does not change it, the script passes its own to Accelerator "
+                         "(library/train_util.py:5496)");
   s.mixed_precision = mp;
   const bool full_bf16 = flag(cl, "full_bf16"), full_fp16 = flag(cl, "full_fp16");
   if (full_bf16 && mp != "bf16")
@@ -208,12 +213,14 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
       r.warnings.push_back(script + " without --full_bf16: the model trains in float32 (weights, gradients, optimizer state)" +
                            std::string(mp == "no" ? "" : ", its activations in " + mp + " under autocast"));
   }
+  if (r.family->id == "chroma" && !flag(cl, "apply_t5_attn_mask"))
+    r.rejections.push_back("Chroma without --apply_t5_attn_mask: sd-scripts stops (\"apply_t5_attn_mask must be True for Chroma\", flux_train_network.py:54)");
   // fp8 base: LoRA scripts only (train_network.py:829-847); HunyuanImage by --fp8_scaled; Anima turns it off
   const bool fp8_flag = flag(cl, "fp8_base") || flag(cl, "fp8_base_unet");
   if (se.value("fp8_scaled", false) && flag(cl, "fp8_scaled")) {
     s.base_precision = facts().raw.at("plans").at("fp8_base_precision").get<std::string>();
   } else if (fp8_flag && lora && se.value("fp8_base", false)) {
-    if (mp == "no") r.rejections.push_back("--fp8_base needs --mixed_precision fp16 or bf16: sd-scripts stops (train_network.py:831-833)");
+    if (mp == "no") r.rejections.push_back("--fp8_base needs --mixed_precision fp16 or bf16: sd-scripts stops (\"fp8_base requires mixed precision='fp16' or 'bf16'\", train_network.py:831-833)");
     else s.base_precision = facts().raw.at("plans").at("fp8_base_precision").get<std::string>();
   } else if (fp8_flag) {
     r.warnings.push_back("--fp8_base: " + script + " does not apply it (" + src + "): predicted with " + (mp == "no" ? "float32" : mp) + " weights");
@@ -230,6 +237,10 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
         r.rejections.push_back("--cpu_offload_checkpointing: " + script + "'s model takes no offload argument in enable_gradient_checkpointing "
                                "(inferred from the model code: a TypeError; " + src + ")");
       else r.warnings.push_back("--cpu_offload_checkpointing without --gradient_checkpointing: not applied");
+    } else if (unsloth && !r.schedule.checkpointing) {
+      r.schedule.checkpointing = true;  // anima_train_network.py:68-70 turns it on
+      r.schedule.backend = Backend::Unsloth;
+      r.warnings.push_back("--unsloth_offload_checkpointing turns --gradient_checkpointing on (anima_train_network.py:68-70)");
     } else if (!r.schedule.checkpointing) {
       r.warnings.push_back("--" + k + " without --gradient_checkpointing: not applied (the model's checkpointing is off)");
     } else {
@@ -294,7 +305,7 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
       s.fused_back_pass = true;
       r.warnings.push_back("--fused_backward_pass: Adafactor steps each parameter in its gradient hook and frees its gradient (" + src + ")");
     } else {
-      r.warnings.push_back("--fused_backward_pass: " + script + " parses it and does nothing (only the full fine-tune scripts apply it, trainer-knobs §1): gradients counted in full");
+      r.warnings.push_back("--fused_backward_pass: " + script + " parses it and does nothing (only the full fine-tune scripts apply it: sdxl_train.py:523, flux_train.py:476, sd3_train.py:603, lumina_train.py:537, anima_train.py:299): gradients counted in full");
     }
   }
   if (flag(cl, "blockwise_fused_optimizers") || cl.values.count("fused_optimizer_groups")) {
@@ -304,7 +315,8 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
                            "): about one block's gradients resident");
     }
   }
-  // what stays on the GPU beside the model through the step (trainer-knobs-2.md §1 Caching)
+  // what stays on the GPU beside the model through the step (sd-scripts.json "caching": train_network.py:611-620, 1321-1327;
+  // sdxl_train_network.py:115-116, 125-126; flux_train.py:268-269)
   const bool cache_latents = flag(cl, "cache_latents") || flag(cl, "cache_latents_to_disk");
   const bool cache_te = flag(cl, "cache_text_encoder_outputs") || flag(cl, "cache_text_encoder_outputs_to_disk");
   const bool unet_only = flag(cl, "network_train_unet_only");
@@ -473,7 +485,12 @@ TrainerRead read_sd_scripts_command(const CommandLine& cl, int num_processes, co
 
 bool sd_scripts_toml(const std::string& path) {
   // a run's --config_file: sd-scripts' model key, not musubi's --dit nor a dataset config's [[datasets]]
-  const ojson root = toml_file_json(path, "config");
+  ojson root;
+  try {
+    root = toml_file_json(path, "config");
+  } catch (const InputError&) {
+    return false;  // not valid TOML: the TOML reader that claims it next says where
+  }
   bool model = false, dit = false;
   for (const auto& [k, v] : root.items()) {
     if (k == "datasets") return false;
