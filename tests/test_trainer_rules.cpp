@@ -183,7 +183,7 @@ TEST_CASE("a trainer's plan is picked by advise's verdict: a confident fit, else
 TEST_CASE("the registry holds one component per trainer; each detects and reads its own files") {
   std::vector<std::string> ids;
   for (const Trainer* t : all_trainers()) ids.push_back(t->id());
-  CHECK(ids == std::vector<std::string>{"simpletuner", "sd-scripts", "musubi", "ai-toolkit", "onetrainer", "diffusers"});
+  CHECK(ids == std::vector<std::string>{"simpletuner", "sd-scripts", "musubi", "ai-toolkit", "onetrainer", "diffusers", "kohya_ss"});
   CHECK(ids == emitter_names());
   CHECK(trainer("musubi").name() == "musubi-tuner");
   CHECK(trainer("simpletuner").facts() == nullptr);

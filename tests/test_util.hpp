@@ -24,6 +24,13 @@ std::string input_error_of(F&& f) {
   return "";
 }
 
+// Whether any of `v` (warnings, notes, rejections) contains `part`.
+inline bool any_has(const std::vector<std::string>& v, const std::string& part) {
+  for (const auto& s : v)
+    if (s.find(part) != std::string::npos) return true;
+  return false;
+}
+
 // The whole text of the file at `path` ("" when it cannot be read).
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path);

@@ -14,6 +14,7 @@ const Trainer& ai_toolkit_trainer();
 const Trainer& onetrainer_trainer();
 const Trainer& diffusers_trainer();
 const Trainer& sd_scripts_trainer();
+const Trainer& kohya_ss_trainer();
 
 namespace {
 
@@ -36,6 +37,7 @@ const std::vector<const Trainer*>& all_trainers() {
       &ai_toolkit_trainer(),
       &onetrainer_trainer(),
       &diffusers_trainer(),
+      &kohya_ss_trainer(),  // its JSON told apart from SimpleTuner's and OneTrainer's by json_config_trainer
   };
   return all;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "segadvise/trainers/kohya_gui.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/trainer.hpp"
@@ -14,6 +15,10 @@ std::string readers::json_config_trainer(const std::string& path) {
   if (!j.is_object()) throw InputError(path + ": a JSON config must be an object");
   if (j.contains("model_family") || j.contains("--model_family")) return "simpletuner";
   if (j.contains("training_method") || j.contains("__version") || j.contains("base_model_name")) return "onetrainer";
+  // the kohya_ss GUI's saved JSON, by keys no other trainer's config has (kohya_ss.json "detect"); its
+  // model_type (flux | chroma) is not OneTrainer's
+  for (const auto& k : kohya::gui_facts().at("detect").at("markers"))
+    if (j.contains(k.get<std::string>())) return "kohya_ss";
   // OneTrainer's model_type is one of its ModelType names (FLUX_DEV_1, …); SimpleTuner's is lora or full
   // (a SimpleTuner config without model_family is still SimpleTuner's, whose reader names what is missing)
   const auto mt = j.find("model_type") != j.end() ? j.find("model_type") : j.find("--model_type");
@@ -55,6 +60,7 @@ std::string detect_trainer(const std::string& path) {
                    "kohya sd-scripts a command line running train_network.py, sdxl_train.py, flux_train_network.py (or another of its training scripts), "
                    "or its --config_file TOML (pretrained_model_name_or_path); "
                    "ai-toolkit a job YAML; OneTrainer a JSON saved from its UI (training_method, model_type); "
+                   "the kohya_ss GUI a JSON saved from its LoRA, DreamBooth or Finetune tab (LoRA_type, max_resolution, the model checkboxes); "
                    "diffusers a command line running one of its train_*.py example scripts");
 }
 

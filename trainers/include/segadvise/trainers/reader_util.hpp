@@ -82,8 +82,8 @@ TrainerRead read_sd_scripts(const std::string& path, const TrainerReadOptions& o
 // Whether a TOML is an sd-scripts run's --config_file (its pretrained_model_name_or_path, no musubi --dit)
 bool sd_scripts_toml(const std::string& path);
 
-// Detection (trainer.hpp's components): the trainer a JSON config belongs to (simpletuner or
-// onetrainer; InputError when it is not an object), and a command line's by its script ("" when none).
+// Detection (trainer.hpp's components): the trainer a JSON config belongs to (simpletuner,
+// onetrainer or kohya_ss; InputError when it is not an object), and a command line's by its script ("" when none).
 std::string json_config_trainer(const std::string& path);
 // A TOML file as JSON (tables as objects), under musubi's TOML input rules (nesting, key counts);
 // InputError naming the file, the line and the column (musubi_reader.cpp).
