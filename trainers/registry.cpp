@@ -13,6 +13,7 @@ const Trainer& musubi_trainer();
 const Trainer& ai_toolkit_trainer();
 const Trainer& onetrainer_trainer();
 const Trainer& diffusers_trainer();
+const Trainer& diffusion_pipe_trainer();
 
 namespace {
 
@@ -30,6 +31,7 @@ const std::vector<const Trainer*>& all_trainers() {
   // the order detect_trainer tries them in
   static const std::vector<const Trainer*> all = {
       &simpletuner_trainer(),
+      &diffusion_pipe_trainer(),  // before musubi, which takes any other .toml
       &musubi_trainer(),
       &ai_toolkit_trainer(),
       &onetrainer_trainer(),

@@ -44,6 +44,7 @@ std::string detect_trainer(const std::string& path) {
   throw InputError(path + ": not a file of a trainer segadvise reads (use --trainer to name it). Each trainer's files: "
                    "SimpleTuner a config.json with model_family (also saved as config.json.txt) or a config.env; "
                    "musubi-tuner a command line running *_train_network.py (or another of its scripts), or its TOML; "
+                   "diffusion-pipe its main TOML ([model] type, output_dir, dataset) or a `deepspeed train.py --deepspeed --config X.toml` script; "
                    "ai-toolkit a job YAML; OneTrainer a JSON saved from its UI (training_method, model_type); "
                    "diffusers a command line running one of its train_*.py example scripts");
 }

@@ -77,13 +77,22 @@ TrainerRead read_ai_toolkit(const std::string& path, const TrainerReadOptions& o
 TrainerRead read_onetrainer(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_musubi(const std::string& path, const TrainerReadOptions& o);
 TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o);
+TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOptions& o);
 
 // Detection (trainer.hpp's components): the trainer a JSON config belongs to (simpletuner or
 // onetrainer; InputError when it is not an object), and a command line's by its script ("" when none).
 std::string json_config_trainer(const std::string& path);
 // A TOML file as JSON (tables as objects), under musubi's TOML input rules (nesting, key counts);
 // InputError naming the file, the line and the column (musubi_reader.cpp).
-nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what);
+// `lines` (when given) receives each key's line by its dotted path ("model.type", "directory[0].path").
+nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what,
+                                      std::map<std::string, int>* lines = nullptr);
+// A path a config names, as Python opens it: relative to the working directory (`cwd`, else the
+// process's); then beside the file that names it, and a path from another machine (absolute, or a
+// Windows path) by its file name beside that file: both said in `notes`, as `trainer` would not find
+// them. InputError naming every path tried.
+std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd,
+                         const std::string& key, std::vector<std::string>& notes, const std::string& trainer = "musubi");
 std::string command_line_trainer(const std::string& path);
 
 // A key the trainer stops on by itself: the rejection "--KEY: WHY", and KEY among r.refused_keys.
