@@ -179,6 +179,10 @@ class DiffusionPipe final : public FactsTrainer {
     for (const char* dtype : {"model.transformer_dtype", "model.diffusion_model_dtype"})
       if (k.contains(dtype) && quantized(r.setup)) k.erase(dtype);
     k.erase("model.cache_text_embeddings");
+    // activation_checkpointing as the file already runs it is left as written
+    const ordered_json ac = !r.schedule.checkpointing ? ordered_json(false)
+                            : r.schedule.backend == Backend::Unsloth ? ordered_json("unsloth") : ordered_json(true);
+    if (k.contains("activation_checkpointing") && k["activation_checkpointing"] == ac) k.erase("activation_checkpointing");
     return k;
   }
   Rewritten rewrite(const TrainerRead& r, const nlohmann::ordered_json& knobs) const override {
