@@ -86,12 +86,6 @@ std::string lower_name(const std::string& path) {
   return n;
 }
 
-bool contains_any(const std::string& name, const json& parts) {
-  for (const auto& p : parts)
-    if (name.find(p.get<std::string>()) != std::string::npos) return true;
-  return false;
-}
-
 const Family* known_family(const std::string& id) {
   for (const auto& f : builtin_families())
     if (f.id == id) return &f;
@@ -313,10 +307,17 @@ void read_dataset(const json& facts, const Toml& main, const std::string& path, 
         for (std::size_t k = 0; k < fb.first->size(); ++k)
           frames.push_back(int_at(d, (*fb.first)[k], fb.second + "[" + std::to_string(k) + "]", 1, kMaxFrames));
       }
-      for (const double res : resolutions)
+      // the largest clip is the longest frame bucket (an image is 1 frame, at its own micro-batch); of
+      // many resolutions the largest 16 (a smaller side cannot give the largest bucket)
+      frames = {1, *std::max_element(frames.begin(), frames.end())};
+      if (frames[1] == 1) frames.pop_back();
+      const std::size_t first_res = resolutions.size() > 16 ? resolutions.size() - 16 : 0;
+      for (std::size_t ri = first_res; ri < resolutions.size(); ++ri)
         for (const double ar : ars) {
+          const double res = resolutions[ri];
           // utils/dataset.py:419-424: w = sqrt(area * ar), h = area / w, each to the nearest multiple
-          const double area = res * res, wf = std::sqrt(area * ar), hf = area / wf;
+          const double area = res * res, edge = static_cast<double>(kMaxEdgePixels);
+          const double wf = std::min(edge, std::sqrt(area * ar)), hf = std::min(edge, area / std::sqrt(area * ar));  // an extreme ratio capped
           const int w = std::max(round, static_cast<int>(std::lround(wf / round)) * round);
           const int h = std::max(round, static_cast<int>(std::lround(hf / round)) * round);
           if (res == resolutions.back()) listed.emplace_back(w, h);

@@ -49,6 +49,9 @@ FlagFile flag_file(const CommandLine& cl, const std::string& key, const std::str
 // The file name of a script word, either separator (a Windows launch script's examples\train_x.py)
 std::string script_name(const std::string& word);
 
+// Whether `name` holds one of `parts` (a JSON list of strings: a facts file's name rules)
+bool contains_any(const std::string& name, const nlohmann::json& parts);
+
 // The family: --model when given, else `found` (InputError `why_not` when null).
 const Family& choose_family(const TrainerReadOptions& o, const Family* found, const std::string& why_not);
 
