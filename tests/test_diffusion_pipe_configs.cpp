@@ -227,3 +227,33 @@ TEST_CASE("diffusion-pipe: the written file reads back as planned (rewrite and e
   CHECK(emitted.rejections.empty());
   fs::remove_all(dir);
 }
+
+TEST_CASE("diffusion-pipe: --num_gpus beyond the stages is data parallel; gradient release refuses it; bad values name the line") {
+  const fs::path dir = fs::temp_directory_path() / "segadvise-diffusion-pipe-dp";
+  fs::create_directories(dir);
+  fs::copy_file(kDir + "wan_dataset.toml", dir / "wan_dataset.toml", fs::copy_options::overwrite_existing);
+  std::string main = slurp(kDir + "wan14b_pipeline.toml");
+  main.replace(main.find("[optimizer]\ntype = 'adamw'"), 26, "[optimizer]\ntype = 'adamw'\ngradient_release = true");
+  {
+    std::ofstream(dir / "pp.toml") << main;
+    std::ofstream(dir / "run.sh") << "deepspeed --num_gpus 4 train.py --deepspeed --config pp.toml\n";
+  }
+  const TrainerRead r = read_trainer_config((dir / "run.sh").string(), opts());
+  // 4 GPUs / 2 stages = 2 data-parallel copies (train.py:632); gradient release needs 1 (train.py:718)
+  CHECK(has(r.setup.notes, "2 data-parallel copies"));
+  CHECK(has(r.rejections, "data parallel world size must be 1"));
+  CHECK(r.setup.fused_back_pass);
+  // a dtype DTYPE_MAP lacks: train.py's KeyError, named with the file, line and value
+  std::string bad = slurp(kDir + "wan14b_pipeline.toml");
+  bad.replace(bad.find("dtype = 'bfloat16'"), 18, "dtype = 'bf16'");
+  {
+    std::ofstream(dir / "bad.toml") << bad;
+  }
+  try {
+    read_trainer_config((dir / "bad.toml").string(), opts());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("bad.toml:14: model.dtype: 'bf16'") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
