@@ -257,3 +257,32 @@ TEST_CASE("diffusion-pipe: --num_gpus beyond the stages is data parallel; gradie
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("diffusion-pipe: Wan's variant from ckpt_path's config.json, where it is on this machine") {
+  const fs::path dir = fs::temp_directory_path() / "segadvise-diffusion-pipe-wan";
+  fs::create_directories(dir / "ckpt");
+  fs::copy_file(kDir + "wan_dataset.toml", dir / "wan_dataset.toml", fs::copy_options::overwrite_existing);
+  std::string main = slurp(kDir + "wan14b_lora.toml");
+  main.replace(main.find("/models/Wan2.1-T2V-14B"), 22, (dir / "ckpt").string());
+  {
+    std::ofstream(dir / "wan.toml") << main;
+    std::ofstream(dir / "ckpt" / "config.json") << R"({"model_type": "ti2v", "dim": 3072})";
+  }
+  const TrainerRead r = read_trainer_config((dir / "wan.toml").string(), opts());
+  // models/wan/wan.py:164-168: ti2v with dim 3072 is Wan 2.2 TI2V 5B, its sizes rounded to 32
+  CHECK(r.family->id == "wan2.2-ti2v-5b");
+  CHECK(r.setup.family_guessed_from.empty());
+  CHECK(r.setup.width == 640);  // sqrt(832 * 480) = 631.9; / 32 = 19.75 -> 20 -> 640
+  CHECK(r.setup.height == 640);
+  CHECK(r.setup.blocks_to_swap == 20);  // within its 30 - 2 = 28
+  {
+    std::ofstream(dir / "ckpt" / "config.json") << R"({"model_type": "t2v", "dim": 4096})";
+  }
+  try {
+    read_trainer_config((dir / "wan.toml").string(), opts());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("Could not autodetect model variant") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
