@@ -44,7 +44,7 @@ TEST_CASE("diffusion-pipe: main_example.toml (HunyuanVideo, float8, examples/dat
   CHECK(detect_trainer(kDir + "main_example.toml") == "diffusion-pipe");
   const TrainerRead r = read("main_example.toml");
   CHECK(r.trainer == "diffusion-pipe");
-  CHECK(r.family->id == "hunyuanvideo-13b");     // [model] type 'hunyuan-video' (train.py:316-318)
+  CHECK(r.family->id == "hunyuanvideo-13b");     // [model] type 'hunyuan-video' (train.py:318-320)
   CHECK(r.setup.family_guessed_from.empty());
   CHECK(r.setup.base_precision == "fp8wo-torchao");  // transformer_dtype 'float8' = float8_e4m3fn weights
   CHECK(r.schedule.checkpointing);
@@ -239,7 +239,7 @@ TEST_CASE("diffusion-pipe: --num_gpus beyond the stages is data parallel; gradie
     std::ofstream(dir / "run.sh") << "deepspeed --num_gpus 4 train.py --deepspeed --config pp.toml\n";
   }
   const TrainerRead r = read_trainer_config((dir / "run.sh").string(), opts());
-  // 4 GPUs / 2 stages = 2 data-parallel copies (train.py:632); gradient release needs 1 (train.py:718)
+  // 4 GPUs / 2 stages = 2 data-parallel copies (train.py:632); gradient release needs 1 (train.py:714)
   CHECK(has(r.setup.notes, "2 data-parallel copies"));
   CHECK(has(r.rejections, "data parallel world size must be 1"));
   CHECK(r.setup.fused_back_pass);

@@ -213,7 +213,7 @@ class DiffusionPipe final : public FactsTrainer {
   }
 
  private:
-  // a main TOML: a [model] table with a type (train.py:308; its reader names what else is missing)
+  // a main TOML: a [model] table with a type (train.py:310; its reader names what else is missing)
   static bool main_toml(const std::string& path) {
     const std::string text = read_text_file(path, "TOML config");
     bool model = false, type = false, dataset = false, in_model = false, in_table = false;

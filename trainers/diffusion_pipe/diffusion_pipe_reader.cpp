@@ -125,7 +125,7 @@ void wan_variant(const json& facts, const Toml& t, const ordered_json& model, Mo
         return;
       }
     m.why_not = c.string() + ": model_type '" + brief_text(mt) + "', dim " + std::to_string(dim) +
-                ": diffusion-pipe stops (RuntimeError 'Could not autodetect model variant', models/wan/wan.py:120-121)";
+                ": diffusion-pipe stops (RuntimeError 'Could not autodetect model variant', models/wan/wan.py:118-119)";
     return;
   }
   const std::string name = lower_name(ckpt + " " + tpath);
@@ -141,7 +141,7 @@ void wan_variant(const json& facts, const Toml& t, const ordered_json& model, Mo
 
 ModelPick pick_model(const json& facts, const Toml& t, const ordered_json& model) {
   ModelPick m;
-  if (!model.contains("type")) throw InputError(t.at("model") + ": type: missing (train.py:308 reads config['model']['type'])");
+  if (!model.contains("type")) throw InputError(t.at("model") + ": type: missing (train.py:310 reads config['model']['type'])");
   const std::string type = string_at(t, model.at("type"), "model.type");
   for (const auto& e : facts.at("model_types").at("types"))
     if (e.at("type") == type) m.type = &e;
@@ -149,7 +149,7 @@ ModelPick pick_model(const json& facts, const Toml& t, const ordered_json& model
     std::string list;
     for (const auto& e : facts.at("model_types").at("types")) list += (list.empty() ? "" : ", ") + e.at("type").get<std::string>();
     m.why_not = t.at("model.type") + ": '" + brief_text(type) + "': diffusion-pipe stops (NotImplementedError 'Model type " + brief_text(type) +
-                " is not implemented', train.py:381); its types: " + list;
+                " is not implemented', train.py:382); its types: " + list;
     return m;
   }
   m.round = m.type->value("round", 16);
@@ -441,9 +441,9 @@ void read_precision(const json& facts, const Toml& t, const ordered_json& model,
 }
 
 void read_optimizer(const json& facts, const Toml& t, TrainerRead& r, int dp) {
-  if (!t.j.contains("optimizer")) throw InputError(t.path + ": optimizer: missing ([optimizer] with its type: train.py:434 reads config['optimizer'])");
+  if (!t.j.contains("optimizer")) throw InputError(t.path + ": optimizer: missing ([optimizer] with its type: train.py:422 reads config['optimizer'])");
   const ordered_json& opt = *table(t, t.j, "optimizer", "optimizer");
-  if (!opt.contains("type")) throw InputError(t.at("optimizer") + ": type: missing (train.py:654 reads optim_config['type'])");
+  if (!opt.contains("type")) throw InputError(t.at("optimizer") + ": type: missing (train.py:655 reads optim_config['type'])");
   const std::string type = string_at(t, opt.at("type"), "optimizer.type");
   const json& o = facts.at("optimizers");
   const std::string src = o.at("source").get<std::string>();
@@ -474,7 +474,7 @@ void read_optimizer(const json& facts, const Toml& t, TrainerRead& r, int dp) {
     r.setup.notes.push_back("[optimizer] gradient_release: each parameter is stepped in its gradient hook and its gradient freed (" + o.at("gradient_release").get<std::string>() + ")");
     if (dp > 1)
       r.rejections.push_back(t.at("optimizer.gradient_release") + ": " + std::to_string(dp) +
-                             " data-parallel copies: diffusion-pipe stops (AssertionError 'When using gradient release, data parallel world size must be 1. Make sure pipeline_stages = num_gpus.', train.py:718)");
+                             " data-parallel copies: diffusion-pipe stops (AssertionError 'When using gradient release, data parallel world size must be 1. Make sure pipeline_stages = num_gpus.', train.py:714)");
   }
 }
 
@@ -499,7 +499,7 @@ TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOption
   if (!t.j.contains("model")) {
     if (t.j.contains("directory") || t.j.contains("resolutions"))
       throw InputError(toml_path + ": a diffusion-pipe dataset config ([[directory]], resolutions): pass the main config, the TOML whose `dataset` key names this file");
-    throw InputError(toml_path + ": model: missing (a diffusion-pipe config has a [model] table with its type, train.py:308)");
+    throw InputError(toml_path + ": model: missing (a diffusion-pipe config has a [model] table with its type, train.py:310)");
   }
   const ordered_json& model = *table(t, t.j, "model", "model");
   const json& mk = raw.at("main_keys");
@@ -541,14 +541,14 @@ TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOption
   if (!t.j.contains("save_every_n_epochs") && !t.j.contains("save_every_n_steps") && !t.j.contains("save_every_n_examples"))
     r.rejections.push_back(t.path + ": none of save_every_n_epochs, save_every_n_steps, save_every_n_examples: diffusion-pipe stops (AssertionError, train.py:95)");
   if (!t.j.contains("dataset")) throw InputError(t.path + ": dataset: missing (train.py:393 opens config['dataset'])");
-  if (!t.j.contains("output_dir")) r.rejections.push_back(t.path + ": output_dir: missing: diffusion-pipe stops (KeyError, train.py:538-544)");
+  if (!t.j.contains("output_dir")) r.rejections.push_back(t.path + ": output_dir: missing: diffusion-pipe stops (KeyError, train.py:541-545)");
 
   read_precision(raw, t, model, m, r);
   // [adapter]: LoRA or LoKr at its rank and dtype; none: a full fine-tune (train.py:114-133, :531-536)
   const json& ad = raw.at("adapter");
   if (adapter) {
     s.model_type = ModelType::Lora;
-    if (!adapter->contains("type")) throw InputError(t.at("adapter") + ": type: missing (train.py:116 reads adapter_config['type'])");
+    if (!adapter->contains("type")) throw InputError(t.at("adapter") + ": type: missing (train.py:117 reads adapter_config['type'])");
     const std::string atype = string_at(t, adapter->at("type"), "adapter.type");
     if (atype != "lora" && atype != "lokr")
       r.rejections.push_back(t.at("adapter.type") + " '" + brief_text(atype) + "': diffusion-pipe stops (NotImplementedError 'Adapter type " + brief_text(atype) + " is not implemented', train.py:133)");
@@ -556,7 +556,7 @@ TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOption
       s.lora_type = LoraType::Lycoris;
       r.warnings.push_back(t.at("adapter.type") + " 'lokr': PEFT LoKr's size on this model is an estimate (its factorization is PEFT's, not among the copied sources)");
     }
-    if (!adapter->contains("rank")) throw InputError(t.at("adapter") + ": rank: missing (train.py:123 reads adapter_config['rank'])");
+    if (!adapter->contains("rank")) throw InputError(t.at("adapter") + ": rank: missing (train.py:122 reads adapter_config['rank'])");
     s.lora_rank = int_at(t, adapter->at("rank"), "adapter.rank", 1, kMaxLoraRank);
     if (adapter->contains("alpha")) {
       r.rejections.push_back(t.at("adapter.alpha") + ": diffusion-pipe stops (NotImplementedError, train.py:118-122): '" + ad.at("alpha_refused").get<std::string>() + "'");
@@ -568,7 +568,7 @@ TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOption
     s.adapter_weight_bytes = raw.at("dtypes").at("names").at(adtype).get<int>() == 4 ? 4 : 2;
   } else {
     s.model_type = ModelType::Full;
-    s.notes.push_back("no [adapter]: a full fine-tune (train.py:531-536)");
+    s.notes.push_back("no [adapter]: a full fine-tune (train.py:531-537)");
     if (m.type->value("comfy", false) && s.base_precision != "no_change")
       r.rejections.push_back("a full fine-tune of a float8 ComfyUI model: diffusion-pipe stops (" + ad.at("full_quantized_refused").get<std::string>() + ")");
   }
@@ -584,7 +584,7 @@ TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOption
       r.schedule.backend = Backend::Unsloth;
       s.notes.push_back("activation_checkpointing 'unsloth': " + raw.at("checkpointing").at("unsloth").get<std::string>());
     } else {
-      r.rejections.push_back(t.at("activation_checkpointing") + " " + brief_text(ac.dump()) + ": diffusion-pipe stops (NotImplementedError 'activation_checkpointing=… is not implemented', train.py:597)");
+      r.rejections.push_back(t.at("activation_checkpointing") + " " + brief_text(ac.dump()) + ": diffusion-pipe stops (NotImplementedError 'activation_checkpointing=… is not implemented', train.py:598)");
     }
   }
 
