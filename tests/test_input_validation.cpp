@@ -346,9 +346,10 @@ TEST_CASE("trainer facts come from each trainer's folder (trainers/simpletuner: 
   std::vector<std::string> with_facts;
   for (const Trainer* t : all_trainers())
     if (t->facts()) with_facts.push_back(t->facts()->id);
-  REQUIRE(with_facts.size() == 5);
-  CHECK(with_facts[0] == "sd-scripts");
-  CHECK(with_facts[1] == "musubi");
+  REQUIRE(with_facts.size() == 6);
+  CHECK(with_facts[0] == "diffusion-pipe");
+  CHECK(with_facts[1] == "sd-scripts");
+  CHECK(with_facts[2] == "musubi");
   CHECK(trainer_facts("onetrainer").find(find_family("cascade"))->part == "prior");
 }
 

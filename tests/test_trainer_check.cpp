@@ -287,9 +287,12 @@ std::vector<std::pair<std::string, std::string>> trainer_fixture_files() {
     const std::string p = e.path().string();
     const std::string ext = e.path().extension().string();
     const std::string name = e.path().filename().string();
-    if (name.rfind("bad_", 0) == 0 || (ext != ".json" && ext != ".yaml" && ext != ".sh")) continue;
     const std::string rel = p.substr(kDir.size());
-    const std::string t = rel.find("ai-toolkit") != std::string::npos   ? "ai-toolkit"
+    const bool dp_toml = rel.rfind("diffusion_pipe/", 0) == 0 && ext == ".toml";  // diffusion-pipe's main TOMLs
+    if (name.rfind("bad_", 0) == 0 || (ext != ".json" && ext != ".yaml" && ext != ".sh" && !dp_toml)) continue;
+    const std::string t = dp_toml                                            ? "diffusion-pipe"
+                          : rel.find("diffusion_pipe") != std::string::npos ? ""
+                          : rel.find("ai-toolkit") != std::string::npos   ? "ai-toolkit"
                           : rel.find("onetrainer") != std::string::npos ? "onetrainer"
                           : rel.find("musubi") != std::string::npos     ? "musubi"
                           : rel.find("diffusers") != std::string::npos  ? "diffusers"
@@ -365,9 +368,15 @@ TEST_CASE("every plan --advise --emit SAME prints reads back through its reader 
       if (emit["best"].is_null()) continue;
       const auto& plan = emit["plans"][emit["best"].get<int>()];
       const std::string text = emit["config"];
-      const std::string ext = t == "ai-toolkit" ? ".yaml" : t == "onetrainer" ? ".json" : ".sh";
+      const std::string ext = t == "ai-toolkit" ? ".yaml" : t == "onetrainer" ? ".json" : t == "diffusion-pipe" ? ".toml" : ".sh";
       const fs::path out = dir / (std::to_string(printed) + ext);
-      if (t == "musubi") {
+      if (t == "diffusion-pipe") {
+        // the main TOML, then the dataset.toml it names (after its "# dataset.toml" comment)
+        const std::size_t cut = text.find("# dataset.toml");
+        REQUIRE(cut != std::string::npos);
+        std::ofstream(out) << text.substr(0, cut);
+        std::ofstream(dir / "dataset.toml") << text.substr(cut);
+      } else if (t == "musubi") {
         // the flags line, then the dataset.toml it names (its "# dataset.toml" comment and the file)
         const std::size_t nl1 = text.find('\n'), nl2 = text.find('\n', nl1 + 1), nl3 = text.find('\n', nl2 + 1);
         REQUIRE(nl3 != std::string::npos);

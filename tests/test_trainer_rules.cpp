@@ -183,7 +183,7 @@ TEST_CASE("a trainer's plan is picked by advise's verdict: a confident fit, else
 TEST_CASE("the registry holds one component per trainer; each detects and reads its own files") {
   std::vector<std::string> ids;
   for (const Trainer* t : all_trainers()) ids.push_back(t->id());
-  CHECK(ids == std::vector<std::string>{"simpletuner", "sd-scripts", "musubi", "ai-toolkit", "onetrainer", "diffusers", "kohya_ss"});
+  CHECK(ids == std::vector<std::string>{"simpletuner", "diffusion-pipe", "sd-scripts", "musubi", "ai-toolkit", "onetrainer", "diffusers", "kohya_ss"});
   CHECK(ids == emitter_names());
   CHECK(trainer("musubi").name() == "musubi-tuner");
   CHECK(trainer("simpletuner").facts() == nullptr);
@@ -197,7 +197,9 @@ TEST_CASE("the registry holds one component per trainer; each detects and reads 
       {"musubi", fixtures + "/trainers/musubi/flux_config.toml"},
       {"ai-toolkit", fixtures + "/trainers/ai-toolkit/train_lora_flux_24gb.yaml"},
       {"onetrainer", fixtures + "/trainers/onetrainer/flux_lora.json"},
-      {"diffusers", fixtures + "/trainers/diffusers/flux_lora.sh"}};
+      {"diffusers", fixtures + "/trainers/diffusers/flux_lora.sh"},
+      {"diffusion-pipe", fixtures + "/trainers/diffusion_pipe/main_example.toml"},
+      {"diffusion-pipe", fixtures + "/trainers/diffusion_pipe/launch_pipeline.sh"}};
   for (const auto& entry : files) {
     const std::string id = entry.first, path = entry.second;  // no structured binding: clang rejects capturing one
     int detected = 0;

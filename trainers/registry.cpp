@@ -15,6 +15,7 @@ const Trainer& onetrainer_trainer();
 const Trainer& diffusers_trainer();
 const Trainer& sd_scripts_trainer();
 const Trainer& kohya_ss_trainer();
+const Trainer& diffusion_pipe_trainer();
 
 namespace {
 
@@ -32,6 +33,7 @@ const std::vector<const Trainer*>& all_trainers() {
   // the order detect_trainer tries them in
   static const std::vector<const Trainer*> all = {
       &simpletuner_trainer(),
+      &diffusion_pipe_trainer(),  // before musubi, which takes any other .toml
       &sd_scripts_trainer(),  // before musubi: its --config_file TOML is told apart by its keys
       &musubi_trainer(),
       &ai_toolkit_trainer(),

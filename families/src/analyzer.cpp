@@ -546,6 +546,26 @@ double list_tokens(const BlockListSpec& spec, double image_tokens, double text_t
   return is_joint(spec) ? image_tokens + text_tokens : image_tokens;
 }
 
+namespace {
+
+// The first of `stages` pipeline stages (TrainingSetup::pipeline_stages): its ceil(n / stages) blocks,
+// the saved tensors and boundaries of the micro-batches in flight on it
+void keep_first_stage(BlockChain& chain, int stages, int micro_batches) {
+  const std::size_t n = chain.blocks.size();
+  const std::size_t keep = std::max<std::size_t>(1, (n + static_cast<std::size_t>(stages) - 1) / static_cast<std::size_t>(stages));
+  if (keep < n) chain.blocks.resize(keep);
+  const double in_flight = std::max(1, std::min(stages, micro_batches));
+  for (BlockCost& b : chain.blocks) {
+    b.saved_attention_bytes *= in_flight;
+    b.saved_ffn_bytes *= in_flight;
+    b.saved_rest_bytes *= in_flight;
+    b.boundary_bytes *= in_flight;
+  }
+  chain.outside_activation_bytes *= in_flight;
+}
+
+}  // namespace
+
 BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
   BlockChain chain;
   chain.model_id = fam.id;
@@ -669,6 +689,7 @@ BlockChain analyze(const Family& fam, const TrainingSetup& setup) {
     for (BlockCost& b : chain.blocks) b.upcast_weight_rest_bytes += (converted_params(b, setup) - b.quantizable_params) * e;
   chain.outside_params = std::max(0.0, fam.params_published - block_params);
   chain.outside_matmul_flops = 2 * n_img * 2 * d0 * kPatchFeatures;
+  if (setup.pipeline_stages > 1) keep_first_stage(chain, setup.pipeline_stages, setup.pipeline_micro_batches);
   return chain;
 }
 

@@ -59,6 +59,7 @@ std::string detect_trainer(const std::string& path) {
                    "musubi-tuner a command line running *_train_network.py (or another of its scripts), or its TOML; "
                    "kohya sd-scripts a command line running train_network.py, sdxl_train.py, flux_train_network.py (or another of its training scripts), "
                    "or its --config_file TOML (pretrained_model_name_or_path); "
+                   "diffusion-pipe its main TOML ([model] type, output_dir, dataset) or a `deepspeed train.py --deepspeed --config X.toml` script; "
                    "ai-toolkit a job YAML; OneTrainer a JSON saved from its UI (training_method, model_type); "
                    "the kohya_ss GUI a JSON saved from its LoRA, DreamBooth or Finetune tab (LoRA_type, max_resolution, the model checkboxes); "
                    "diffusers a command line running one of its train_*.py example scripts");

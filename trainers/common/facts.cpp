@@ -173,6 +173,7 @@ bool trainer_value_ok(const TrainerKey& key, const json& v, std::string& why) {
   else if (t == "float") ok = v.is_number();
   else if (t == "fraction") ok = v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1;
   else if (t == "string" || t == "enum") ok = v.is_string();
+  else if (t == "bool_or_string") ok = v.is_boolean() || v.is_string();  // diffusion-pipe's activation_checkpointing
   else if (t == "int_or_pair") ok = v.is_number_integer() || (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer());
   else if (t == "int_list") ok = v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); });
   else if (t == "int_or_int_list") ok = v.is_number_integer() || (v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); }));

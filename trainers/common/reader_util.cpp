@@ -13,6 +13,12 @@ namespace segadvise::readers {
 
 namespace fs = std::filesystem;
 
+bool contains_any(const std::string& name, const nlohmann::json& parts) {
+  for (const auto& p : parts)
+    if (name.find(p.get<std::string>()) != std::string::npos) return true;
+  return false;
+}
+
 std::string script_name(const std::string& word) {
   const std::size_t sep = word.find_last_of("/\\");
   return sep == std::string::npos ? word : word.substr(sep + 1);

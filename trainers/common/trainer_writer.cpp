@@ -198,7 +198,11 @@ std::string set_command_line_flag(const std::string& text, const std::string& ke
   return t + " " + repl + "\n";
 }
 
-std::string set_toml_key(const std::string& text, const std::string& key, const ordered_json& value) {
+namespace {
+
+// `key` in `text` (a whole file, or one table's lines): changed in place, removed (null) or added: at
+// the top level before the first [section] (`top`), else after the table's last line
+std::string set_toml_key_in(const std::string& text, const std::string& key, const ordered_json& value, bool top) {
   const auto [line_start, value_start] = find_toml_line(text, key);
   const std::size_t line_end = line_start == std::string::npos ? line_start : std::min(text.find('\n', line_start), text.size());
   if (value.is_null()) {  // remove the key's line
@@ -214,13 +218,61 @@ std::string set_toml_key(const std::string& text, const std::string& key, const 
     return text.substr(0, value_start) + rhs + text.substr(e);
   }
   // absent: a top-level key, before the first [section] (sections are flattened, parser_common.py:795-805)
-  for (std::size_t ls = 0; ls < text.size();) {
+  for (std::size_t ls = 0; top && ls < text.size();) {
     if (text[ls] == '[') return text.substr(0, ls) + key + " = " + rhs + "\n" + text.substr(ls);
     const std::size_t nl = text.find('\n', ls);
     if (nl == std::string::npos) break;
     ls = nl + 1;
   }
   return text + (text.empty() || text.back() == '\n' ? "" : "\n") + key + " = " + rhs + "\n";
+}
+
+// the line of the table header `[name]` (blanks around allowed), npos when none
+std::size_t table_header(const std::string& text, const std::string& name) {
+  for (std::size_t ls = 0; ls < text.size();) {
+    std::size_t i = ls;
+    while (i < text.size() && blank(text[i])) ++i;
+    if (text.compare(i, name.size() + 2, "[" + name + "]") == 0) return ls;
+    const std::size_t nl = text.find('\n', ls);
+    if (nl == std::string::npos) break;
+    ls = nl + 1;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+std::string set_toml_key(const std::string& text, const std::string& key, const ordered_json& value) {
+  const std::size_t dot = key.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == key.size()) return set_toml_key_in(text, key, value, true);
+  // `table.key`: the key among the lines of [table], up to the next header
+  const std::string name = key.substr(0, dot), inner = key.substr(dot + 1);
+  const std::size_t header = table_header(text, name);
+  if (header == std::string::npos) {
+    if (value.is_null()) return text;
+    return text + (text.empty() || text.back() == '\n' ? "" : "\n") + "\n[" + name + "]\n" + set_toml_key_in("", inner, value, false);
+  }
+  const std::size_t body = std::min(text.size(), text.find('\n', header) == std::string::npos ? text.size() : text.find('\n', header) + 1);
+  std::size_t end = text.size();
+  for (std::size_t ls = body; ls < text.size();) {
+    std::size_t i = ls;
+    while (i < text.size() && blank(text[i])) ++i;
+    if (i < text.size() && text[i] == '[') {
+      end = ls;
+      break;
+    }
+    const std::size_t nl = text.find('\n', ls);
+    if (nl == std::string::npos) break;
+    ls = nl + 1;
+  }
+  std::string lines = text.substr(body, end - body);
+  // the blank lines before the next header stay where they are
+  std::size_t keep = lines.size();
+  while (keep > 0 && (lines[keep - 1] == '\n' || blank(lines[keep - 1]))) --keep;
+  const std::string tail = lines.substr(keep);
+  lines = set_toml_key_in(lines.substr(0, keep), inner, value, false);
+  if (!lines.empty() && lines.back() == '\n' && !tail.empty() && tail.front() == '\n') lines.pop_back();
+  return text.substr(0, body) + lines + tail + text.substr(end);
 }
 
 }  // namespace segadvise

@@ -176,7 +176,15 @@ class Musubi final : public FactsTrainer {
  public:
   Musubi() : FactsTrainer("musubi") {}
   bool detects(const std::string& path) const override {
-    return extension(path) == ".toml" || (command_line_file(path) && readers::command_line_trainer(path) == "musubi");
+    if (extension(path) == ".toml") {
+      // any .toml the trainers tried before it do not take (registry.cpp's order)
+      for (const Trainer* t : all_trainers()) {
+        if (t == this) break;
+        if (t->detects(path)) return false;
+      }
+      return true;
+    }
+    return command_line_file(path) && readers::command_line_trainer(path) == "musubi";
   }
   std::string config_text(const Family& fam, const KnobCombo& c) const override { return musubi_text(*facts(), fam, c); }
   std::vector<std::string> manual_steps(const Family& fam) const override { return musubi_manual(*facts(), facts()->find(fam)); }

@@ -30,12 +30,6 @@ std::string normalized(const std::string& path) {
   return n;
 }
 
-bool has_any(const std::string& name, const json& parts) {
-  for (const auto& p : parts)
-    if (name.find(p.get<std::string>()) != std::string::npos) return true;
-  return false;
-}
-
 // the script and --task decide (the family whose scripts hold the script, or whose tasks hold --task,
 // the script's default --task where it has one)
 const Family* by_script(const TrainerFacts& facts, const CommandLine& cl, std::string& why_not) {
@@ -89,7 +83,7 @@ bool by_version(const TrainerFacts& facts, const CommandLine& cl, const std::str
     if (v.contains("text_encoder_names") && v.at("text_encoder_names").contains(m.family->id) && cl.values.count("text_encoder")) {
       const json& te = v.at("text_encoder_names").at(m.family->id);
       const std::string name = normalized(cl.values.at("text_encoder"));
-      if (has_any(name, te.at("other")) && !has_any(name, te.at("says")))
+      if (contains_any(name, te.at("other")) && !contains_any(name, te.at("says")))
         m.warnings.push_back("text_encoder '" + brief_text(base_name(cl.values.at("text_encoder"))) + "' is named as another Qwen3, but " + value +
                              " loads " + te.at("loads").get<std::string>() + " (" + src + "): its caching and sampling would not load it");
     }
@@ -104,7 +98,7 @@ const Family* by_dit_name(const TrainerFacts& facts, const CommandLine& cl) {
   if (!cl.values.count("dit")) return nullptr;
   const std::string name = normalized(cl.values.at("dit"));
   for (const auto& e : models(facts).at("dit_names").at("names")) {
-    bool ok = has_any(name, e.at("contains"));
+    bool ok = contains_any(name, e.at("contains"));
     if (e.contains("requires"))
       for (const auto& r : e.at("requires")) ok = ok && name.find(r.get<std::string>()) != std::string::npos;
     if (ok) return &find_family(e.at("family").get<std::string>());
@@ -209,7 +203,7 @@ void read_checkpoint_precision(const TrainerFacts& facts, const CommandLine& cl,
   if (!cl.values.count("dit")) return;
   const json& fc = models(facts).at("fp8_checkpoints");
   const std::string file = base_name(cl.values.at("dit"));
-  if (!has_any(normalized(file), fc.at("name_contains"))) return;
+  if (!contains_any(normalized(file), fc.at("name_contains"))) return;
   const std::string src = fc.at("source").get<std::string>();
   const json& kept = fc.at("kept_as_is");
   const std::string said = "the DiT file '" + brief_text(file) + "' is an fp8 checkpoint by its name";

@@ -335,11 +335,10 @@ void read_dataset(const std::string& path, TrainerRead& r, const std::string* sc
   }
 }
 
-// A path a musubi file names, as Python opens it: relative to the working directory (o.cwd, else the
-// process's); then beside the file that names it, and a path from another machine (absolute, or a
-// Windows path) by its file name beside that file: both said in `notes`, as musubi would not find them.
+}  // namespace
+
 std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd,
-                         const std::string& key, std::vector<std::string>& notes) {
+                         const std::string& key, std::vector<std::string>& notes, const std::string& trainer) {
   std::vector<fs::path> tried;
   const bool windows = value.size() > 2 && std::isalpha(static_cast<unsigned char>(value[0])) && value[1] == ':';
   const fs::path beside = fs::path(config_path).parent_path();
@@ -357,7 +356,7 @@ std::string resolve_near(const std::string& value, const std::string& config_pat
     if (fs::exists(tried[i], ec)) {
       if (i > 0 || windows)
         notes.push_back(key + " '" + brief_text(value) + "' is not at " + (tried.size() > 1 && i > 0 ? tried[0].string() : value) +
-                        ", where musubi opens it (relative to its working directory): read from " + tried[i].string() + ", beside " +
+                        ", where " + trainer + " opens it (relative to its working directory): read from " + tried[i].string() + ", beside " +
                         fs::path(config_path).filename().string());
       return tried[i].string();
     }
@@ -365,6 +364,8 @@ std::string resolve_near(const std::string& value, const std::string& config_pat
   }
   throw InputError(config_path + ": " + key + " '" + brief_text(value) + "': no such file (tried " + (list.empty() ? value : list) + ")");
 }
+
+namespace {
 
 void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerFamily* tf, TrainerRead& r) {
   TrainingSetup& s = r.setup;
@@ -578,18 +579,22 @@ const std::vector<std::pair<std::string, std::string>>& musubi_optimizers() {
 
 namespace {
 
-// a parsed TOML value as JSON (tables as objects, dates and times as written)
-nlohmann::ordered_json toml_json(const toml::value& root) {
+// a parsed TOML value as JSON (tables as objects, dates and times as written); `lines` (when given)
+// receives each key's line by its dotted path
+nlohmann::ordered_json toml_json(const toml::value& root, std::map<std::string, int>* lines) {
   struct Convert {
-    nlohmann::ordered_json operator()(const toml::value& v) const {
+    std::map<std::string, int>* lines;
+    nlohmann::ordered_json operator()(const toml::value& v, const std::string& at = "") const {
+      if (lines && !at.empty()) lines->emplace(at, static_cast<int>(v.location().line()));
+      const std::string dot = at.empty() ? "" : at + ".";
       if (v.is_table()) {
         nlohmann::ordered_json o = nlohmann::ordered_json::object();
-        for (const auto& kv : v.as_table()) o[kv.first] = (*this)(kv.second);
+        for (const auto& kv : v.as_table()) o[kv.first] = (*this)(kv.second, dot + kv.first);
         return o;
       }
       if (v.is_array()) {
         nlohmann::ordered_json a = nlohmann::ordered_json::array();
-        for (const auto& item : v.as_array()) a.push_back((*this)(item));
+        for (const auto& item : v.as_array()) a.push_back((*this)(item, at + "[" + std::to_string(a.size()) + "]"));
         return a;
       }
       if (v.is_boolean()) return v.as_boolean();
@@ -599,16 +604,18 @@ nlohmann::ordered_json toml_json(const toml::value& root) {
       return toml::format(v);  // a date or time, as written
     }
   };
-  return Convert{}(root);  // nesting already bounded by check_toml_depth
+  return Convert{lines}(root);  // nesting already bounded by check_toml_depth
 }
 
 }  // namespace
 
 // a TOML file as JSON, under parse_toml's input rules (SimpleTuner's config.toml, simpletuner_formats.cpp)
-nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what) { return toml_json(parse_toml(path, what)); }
+nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what, std::map<std::string, int>* lines) {
+  return toml_json(parse_toml(path, what), lines);
+}
 
 nlohmann::ordered_json toml_text_json(const std::string& text, const std::string& path, const std::string& what) {
-  return toml_json(parse_toml(path, what, &text));
+  return toml_json(parse_toml(path, what, &text), nullptr);
 }
 
 }  // namespace segadvise::readers

@@ -151,6 +151,12 @@ struct TrainingSetup {
   // Textual inversion (OneTrainer EMBEDDING): this many trained embedding values (fp32) in place of
   // adapters; the frozen base is run as a LoRA step is (backward through it), 0: none.
   double embedding_params = 0;
+  // Pipeline parallelism (diffusion-pipe's pipeline_stages, DeepSpeed's PipelineModule): the blocks are
+  // split over this many GPUs, and the prediction is the busiest GPU's, the first stage: ceil(blocks /
+  // stages) blocks (the split taken as even) with everything outside the blocks, and the activations of
+  // min(stages, pipeline_micro_batches) micro-batches in flight (a 1F1B schedule). 1: no pipeline.
+  int pipeline_stages = 1;
+  int pipeline_micro_batches = 1;
   std::vector<std::string> notes;  // how the setup was derived, shown to the user
 };
 

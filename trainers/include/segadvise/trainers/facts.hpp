@@ -15,7 +15,7 @@ namespace segadvise {
 // One key the trainer reads, with the type of value it accepts.
 struct TrainerKey {
   std::string name;  // dotted path for nested formats ("train.dtype", "<part>.offload_fraction")
-  std::string type;  // bool | int | float | fraction | string | enum | int_or_pair | int_list | int_or_int_list
+  std::string type;  // bool | int | float | fraction | string | enum | bool_or_string | int_or_pair | int_list | int_or_int_list
   std::vector<std::string> choices;  // allowed strings (empty: any)
   std::string source;
 };

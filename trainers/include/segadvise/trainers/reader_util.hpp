@@ -49,6 +49,9 @@ FlagFile flag_file(const CommandLine& cl, const std::string& key, const std::str
 // The file name of a script word, either separator (a Windows launch script's examples\train_x.py)
 std::string script_name(const std::string& word);
 
+// Whether `name` holds one of `parts` (a JSON list of strings: a facts file's name rules)
+bool contains_any(const std::string& name, const nlohmann::json& parts);
+
 // The family: --model when given, else `found` (InputError `why_not` when null).
 const Family& choose_family(const TrainerReadOptions& o, const Family* found, const std::string& why_not);
 
@@ -81,13 +84,22 @@ TrainerRead read_diffusers(const std::string& path, const TrainerReadOptions& o)
 TrainerRead read_sd_scripts(const std::string& path, const TrainerReadOptions& o);
 // Whether a TOML is an sd-scripts run's --config_file (its pretrained_model_name_or_path, no musubi --dit)
 bool sd_scripts_toml(const std::string& path);
+TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOptions& o);
 
 // Detection (trainer.hpp's components): the trainer a JSON config belongs to (simpletuner,
 // onetrainer or kohya_ss; InputError when it is not an object), and a command line's by its script ("" when none).
 std::string json_config_trainer(const std::string& path);
 // A TOML file as JSON (tables as objects), under musubi's TOML input rules (nesting, key counts);
 // InputError naming the file, the line and the column (musubi_reader.cpp).
-nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what);
+// `lines` (when given) receives each key's line by its dotted path ("model.type", "directory[0].path").
+nlohmann::ordered_json toml_file_json(const std::string& path, const std::string& what,
+                                      std::map<std::string, int>* lines = nullptr);
+// A path a config names, as Python opens it: relative to the working directory (`cwd`, else the
+// process's); then beside the file that names it, and a path from another machine (absolute, or a
+// Windows path) by its file name beside that file: both said in `notes`, as `trainer` would not find
+// them. InputError naming every path tried.
+std::string resolve_near(const std::string& value, const std::string& config_path, const std::string& cwd,
+                         const std::string& key, std::vector<std::string>& notes, const std::string& trainer = "musubi");
 // The same for a TOML text (a file a launch script writes itself), `path` naming it
 nlohmann::ordered_json toml_text_json(const std::string& text, const std::string& path, const std::string& what);
 std::string command_line_trainer(const std::string& path);

@@ -23,7 +23,7 @@ namespace segadvise {
 class Trainer {
  public:
   virtual ~Trainer() = default;
-  virtual std::string id() const = 0;    // simpletuner | musubi | ai-toolkit | onetrainer | diffusers
+  virtual std::string id() const = 0;    // simpletuner | diffusion-pipe | musubi | ai-toolkit | onetrainer | diffusers
   virtual std::string name() const = 0;  // SimpleTuner, musubi-tuner, …
   // Its knob and per-family facts (trainers/<folder>/<id>.json); nullptr for SimpleTuner, whose schedule
   // space is the advisor's and whose model names are the families' (trainers/simpletuner/simpletuner.json).
@@ -97,7 +97,7 @@ void keep_plans_the_file_runs(TrainerAdvice& ta, const TrainerRead& tr, const Fa
 
 // The component of `id`; InputError naming the value and the known trainers.
 const Trainer& trainer(const std::string& id);
-// simpletuner, musubi, ai-toolkit, onetrainer, diffusers: the order detect_trainer tries them in.
+// simpletuner, diffusion-pipe, musubi, ai-toolkit, onetrainer, diffusers: the order detect_trainer tries them in.
 const std::vector<const Trainer*>& all_trainers();
 
 }  // namespace segadvise
