@@ -286,3 +286,25 @@ TEST_CASE("diffusion-pipe: Wan's variant from ckpt_path's config.json, where it 
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("diffusion-pipe: a config whose dataset file is not here answers at an assumed shape, said so") {
+  // a Wan 2.1 14B LoRA shared without its dataset TOML (train.py:393 would open it from the working
+  // directory): the family's usual shape at the file's micro-batch, never a silent one
+  const fs::path dir = fs::temp_directory_path() / "segadvise-dp-nodataset";
+  fs::create_directories(dir);
+  std::ifstream in(kDir + "wan14b_lora.toml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("dataset = 'wan_dataset.toml'"), 28, "dataset = '/home/user/dp/examples/my_dataset.toml'");
+  text.replace(text.find("micro_batch_size_per_gpu = 1"), 28, "micro_batch_size_per_gpu = 2");
+  std::ofstream(dir / "wan.toml") << text;
+  const TrainerRead r = read_trainer_config((dir / "wan.toml").string(), opts());
+  REQUIRE(r.family != nullptr);
+  CHECK(r.family->id == "wan2.1-14b");
+  CHECK(r.shape_source.rfind("assumed", 0) == 0);
+  CHECK(r.setup.batch == 2);
+  CHECK(r.setup.width == r.family->example.width);
+  CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("my_dataset.toml") != std::string::npos && w.find("the shape is assumed") != std::string::npos;
+  }));
+  fs::remove_all(dir);
+}

@@ -347,3 +347,19 @@ TEST_CASE("sd-scripts: malformed input is an error naming the file, the field an
   CHECK(error_for("--config_file nowhere", ok).find("nowhere.toml") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("sd-scripts: LyCORIS LoKr through lycoris.kohya, the GUI presets' network_dim 100000") {
+  // the kohya_ss GUI's LoKr presets pass --network_module lycoris.kohya --network_dim 100000 with
+  // --network_args algo=lokr factor=6: a rank reaching every layer's width is LyCORIS's full w2, read as
+  // LoKr (not a rank-100000 LoRA, and not refused: argparse's int has no bound)
+  const fs::path tmp = fs::temp_directory_path() / "segadvise-sds-lokr.sh";
+  std::ofstream(tmp) << "accelerate launch train_network.py --pretrained_model_name_or_path v1-5.safetensors --sdpa --mixed_precision bf16 "
+                        "--network_module lycoris.kohya --network_dim 100000 --network_alpha 1 --network_args \"algo=lokr\" \"factor=6\" "
+                        "--resolution 512\n";
+  const TrainerRead r = read_trainer_config(tmp.string(), opts());
+  CHECK(r.family->id == "sd1x");
+  CHECK(r.setup.lora_type == LoraType::Lycoris);
+  CHECK(any_has(r.setup.notes, "LyCORIS LoKr (lycoris.kohya, --network_args algo=lokr factor=6): a full w2"));
+  CHECK(r.rejections.empty());
+  fs::remove(tmp);
+}

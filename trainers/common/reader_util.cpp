@@ -89,6 +89,10 @@ CommandLine parse_command_line(const std::string& text, const std::string& path,
       if (flag) unset = toks[i].unset_after;  // `--key $UNSET --next`: the value is gone
       value = flag ? "true" : toks[++i].text;
       if (!flag) unset = toks[i].unset;
+      // argparse's nargs="*": every word up to the next flag is the key's (sd-scripts' --network_args
+      // "algo=lokr" "factor=6"), kept space-separated
+      if (!flag && k && k->type == "words")
+        while (i + 1 < toks.size() && toks[i + 1].text.rfind("--", 0) != 0) value += " " + toks[++i].text;
     }
     cl.values[key] = value;
     cl.lines[key] = toks[i].line;

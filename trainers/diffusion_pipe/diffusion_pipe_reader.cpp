@@ -646,9 +646,27 @@ TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOption
   // the dataset TOML, opened relative to the working directory as train.py:393 does
   const std::string dataset = string_at(t, t.j.at("dataset"), "dataset");
   std::vector<std::string> path_notes;
-  const std::string dpath = resolve_near(dataset, toml_path, o.cwd, "dataset", path_notes, kTrainer);
+  std::string dpath, missing;
+  try {
+    dpath = resolve_near(dataset, toml_path, o.cwd, "dataset", path_notes, kTrainer);
+  } catch (const InputError& e) {
+    missing = e.what();
+  }
   int round = m.round;
-  read_dataset(raw, t, dpath, round, fam, r);
+  if (missing.empty()) {
+    read_dataset(raw, t, dpath, round, fam, r);
+  } else {
+    // the dataset file is not on this machine (a config shared without it): the family's usual shape at
+    // the file's micro-batch, said to be assumed, rather than no answer
+    s.width = fam.example.width;
+    s.height = fam.example.height;
+    s.frames = fam.modality == "video" ? fam.example.frames : 1;
+    s.batch = batch_for(t, t.j, "micro_batch_size_per_gpu", 0, 1);
+    r.shape_source = "assumed: the dataset config is not on this machine";
+    r.warnings.push_back(missing + ": the shape is assumed, " + std::to_string(s.width) + "x" + std::to_string(s.height) +
+                         (s.frames > 1 ? "x" + std::to_string(s.frames) + " frames" : "") + " (" + fam.name +
+                         "'s usual size), micro-batch " + std::to_string(s.batch) + "; pass the dataset TOML beside the config for the real one");
+  }
   for (const auto& n : path_notes) r.warnings.push_back(n);
 
   // the run: caching in this process before the model loads, one encoder at a time (train.py:512-531)

@@ -349,6 +349,13 @@ std::string resolve_near(const std::string& value, const std::string& config_pat
   } else {
     tried.push_back((cwd.empty() ? fs::current_path() : fs::path(cwd)) / value);
     tried.push_back(beside / value);
+    // the trainer's repository as the working directory, the config in a folder below it
+    // (examples/x.toml naming examples/dataset.toml): the folders above the config, up to three
+    fs::path up = beside;
+    for (int i = 0; i < 3 && up.has_parent_path() && up.parent_path() != up; ++i) {
+      up = up.parent_path();
+      tried.push_back(up / value);
+    }
   }
   std::string list;
   for (std::size_t i = 0; i < tried.size(); ++i) {

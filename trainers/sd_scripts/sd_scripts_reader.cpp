@@ -4,6 +4,7 @@
 // --dataset_config TOML (sd_scripts_dataset.cpp). Facts: trainers/sd_scripts/sd-scripts.json.
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "sd_scripts/sd_scripts_parts.hpp"
 #include "segadvise/costmodel/constants.hpp"
@@ -147,6 +148,58 @@ int int_flag(const CommandLine& cl, const std::string& path, const std::string& 
   return to_int(cl.values.at(k), where(path, cl, k), lo, hi);
 }
 
+// --network_args of lycoris.kohya (the LyCORIS library's network; its words "key=value"): algo=lokr is
+// LoKr, sized as the family's LoRA targets factorized by `factor` (-1: the most balanced) with w2 at
+// rank --network_dim, or full where the rank reaches the layers' width (LyCORIS builds a full w2 when the
+// rank is at least half the layer's larger side: library knowledge, LyCORIS is not among the copied
+// sources) or full_matrix=True; other algorithms are sized as a LoRA of that rank, capped at the width.
+void read_lycoris_args(const CommandLine& cl, const Family& fam, TrainerRead& r) {
+  TrainingSetup& s = r.setup;
+  std::map<std::string, std::string> args;
+  std::string words = cl.values.count("network_args") ? cl.values.at("network_args") : "";
+  for (char& c : words)
+    if (c == '"' || c == '\'' || c == '[' || c == ']' || c == ',') c = ' ';
+  std::istringstream in(words);
+  for (std::string w; in >> w;) {
+    const size_t eq = w.find('=');
+    if (eq != std::string::npos) args[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  std::string algo = args.count("algo") ? args.at("algo") : "lora";
+  std::transform(algo.begin(), algo.end(), algo.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  int width = 0;
+  for (const auto& b : fam.block_lists) width = std::max({width, b.hidden, b.ffn_hidden});
+  s.lora_type = LoraType::Lycoris;
+  if (algo == "lokr") {
+    LycorisPreset p;
+    p.algo = "lokr";
+    if (args.count("factor")) {
+      try {
+        p.factor = std::stoi(args.at("factor"));
+      } catch (const std::exception&) {
+        throw InputError(r.config_path + ": --network_args factor=" + args.at("factor") + ": not an integer");
+      }
+      if (p.factor == 0 || p.factor < -1) p.factor = -1;
+    }
+    const std::string fm = args.count("full_matrix") ? args.at("full_matrix") : "";
+    p.full_matrix = fm == "True" || fm == "true" || (width > 0 && 2LL * s.lora_rank >= width);
+    p.linear_dim = std::min(s.lora_rank, kMaxLoraRank);
+    std::vector<std::string> absent;
+    const std::string why = resolve_lokr(fam, p, s, absent);
+    s.notes.push_back("LyCORIS LoKr (lycoris.kohya, --network_args algo=lokr" + std::string(p.factor > 0 ? " factor=" + std::to_string(p.factor) : "") + "): " +
+                      (p.full_matrix ? "a full w2 (rank " + std::to_string(s.lora_rank) + " reaches the layers' width)" : "w2 at rank " + std::to_string(p.linear_dim)));
+    if (!why.empty())
+      r.warnings.push_back("LyCORIS LoKr: " + why + ": trainable parameters are estimated as LoKr factor 16 on the family's LoRA targets (small next to the base weights)");
+  } else {
+    if (width > 0 && s.lora_rank > width) {
+      r.warnings.push_back("--network_dim " + std::to_string(s.lora_rank) + " with LyCORIS " + algo + ": above every layer's width (" + std::to_string(width) +
+                           "), predicted at that width (LyCORIS's factorizations cannot exceed a layer's side; library knowledge)");
+      s.lora_rank = width;
+    }
+    s.notes.push_back("LyCORIS " + algo + " (lycoris.kohya): sized as a LoRA of rank " + std::to_string(s.lora_rank));
+  }
+  if (s.lora_rank > kMaxLoraRank) s.lora_rank = kMaxLoraRank;
+}
+
 // --optimizer_type as get_optimizer reads it (library/train_util.py:4826-4845, :5118-5133)
 std::string optimizer_of(const CommandLine& cl, TrainerRead& r) {
   const json& t = facts().raw.at("optimizers");
@@ -196,7 +249,9 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
   const bool half_trained = (full_bf16 && mp == "bf16") || (full_fp16 && mp == "fp16");
   if (lora) {
     s.model_type = ModelType::Lora;
-    if (cl.values.count("network_dim")) s.lora_rank = int_flag(cl, path, "network_dim", 1, kMaxLoraRank);
+    // argparse's int: no upper bound in sd-scripts; a rank above every layer's width is LyCORIS's
+    // "full matrix" convention (the GUI's LoKr presets write 100000), read below
+    if (cl.values.count("network_dim")) s.lora_rank = int_flag(cl, path, "network_dim", 1, 1 << 24);
     else {
       s.lora_rank = 4;
       r.warnings.push_back("--network_dim unset: the LoRA module's default rank 4 is assumed (networks/lora*.py, not among the copied sources)");
@@ -205,6 +260,12 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
     s.adapter_weight_bytes = half_trained ? 2 : 4;
     if (!cl.values.count("network_module"))
       r.warnings.push_back("--network_module unset: " + script + " imports None and stops; predicted as its LoRA module");
+    else if (cl.values.at("network_module") == "lycoris.kohya") read_lycoris_args(cl, *r.family, r);
+    else if (s.lora_rank > kMaxLoraRank) {
+      r.warnings.push_back(where(path, cl, "network_dim") + ": " + std::to_string(s.lora_rank) + " is above the largest LoRA rank segadvise models: predicted at " +
+                           std::to_string(kMaxLoraRank) + " (a lower bound)");
+      s.lora_rank = kMaxLoraRank;
+    }
   } else {
     s.model_type = ModelType::Full;
     // the trained model in float32 unless --full_bf16/--full_fp16 (flux_train.py:425-443, sdxl_train.py alike)
