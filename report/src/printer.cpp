@@ -59,8 +59,19 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFo
     out << fmt.section(3, "Recommendation", "Recommendation: ") << c->schedule.name() << " — "
         << time_with_range(*c, "/step") << ", peak " << peak_with_range(*c) << " of "
         << gib_str(c->prediction.usable_vram_bytes) << " usable\n";
+    const nlohmann::json keys = simpletuner_keys(*r.context.family, c->schedule, r.context.setup);
     out << fmt.either("SimpleTuner config keys (merge them into your config.json):\n", "\n")
-        << fmt.code_block("json", simpletuner_keys(*r.context.family, c->schedule, r.context.setup).dump(2) + "\n");
+        << fmt.code_block("json", keys.dump(2) + "\n");
+    // which keys are the schedule's and which the setup's: a key at its default is written on purpose
+    std::string setup_keys;
+    for (auto it = keys.begin(); it != keys.end(); ++it)
+      if (it.key().rfind("gradient_checkpointing", 0) != 0) setup_keys += (setup_keys.empty() ? "" : ", ") + it.key();
+    out << "The gradient_checkpointing* keys are the schedule, each written even at its default so that merging over a "
+           "config that sets another value runs this one";
+    if (!setup_keys.empty())
+      out << "; " << setup_keys << " are the setup it was predicted with (see Setup: assumed where you gave no flag), "
+          << "so keep them or re-run with yours";
+    out << ".\n";
     for (const auto& k : keys_to_remove(*r.context.family, c->schedule, r.context.setup))
       out << "Also delete \"" << k << "\" from your config if it is there: these keys cannot unset it "
           << "(SimpleTuner skips a null), and on this family's per-block path any stride changes which blocks "
