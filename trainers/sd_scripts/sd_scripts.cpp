@@ -32,17 +32,6 @@ std::string plan_script(const TrainerFacts& facts, const TrainerFamily& tf, cons
   return tf.scripts.empty() ? "" : tf.scripts.front();
 }
 
-// the chain blocks a --blocks_to_swap N swaps (the FLUX-style models: the last N//2 double and the last
-// 2(N - N//2) single blocks, library/flux_models.py:972-980; the others the last N)
-void set_swapped_blocks(TrainingSetup& s, const TrainerFamily& tf, const nlohmann::json& se, int n) {
-  s.blocks_to_swap = n;
-  s.blocks_to_swap_per_list.clear();
-  if (n > 0 && se.value("block_swap", "") == "flux" && tf.double_blocks > 0) {
-    s.blocks_to_swap_per_list = {n / 2, (n - n / 2) * 2};
-    s.blocks_to_swap = n / 2 + (n - n / 2) * 2;
-  }
-}
-
 std::vector<KnobCombo> sd_scripts(const TrainerFacts& facts, const Family& fam, const TrainerFamily& tf, const TrainingSetup& user,
                                   std::vector<std::string>& notes) {
   const FieldReader plans = plans_of(facts);
@@ -131,7 +120,7 @@ std::vector<KnobCombo> sd_scripts(const TrainerFacts& facts, const Family& fam, 
             }
             c.setup = base;
             c.setup.fused_back_pass = fb == 1;
-            set_swapped_blocks(c.setup, tf, se, n);
+            readers::sd_scripts_parts::set_swapped_blocks(c.setup, tf, se, n);
             c.setup.base_precision = fp8 == 1 ? fp8_precision : "no_change";
             if (lora) c.setup.adapter_weight_bytes = 4;  // the network stays float32 (no --full_bf16 on a LoRA plan)
             // beside the model: the text encoders where they encode each batch or train, the VAE without cached latents

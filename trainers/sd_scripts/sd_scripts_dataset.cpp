@@ -69,22 +69,6 @@ std::pair<int, int> resolution_value(const std::string& file, const ojson& v, co
   throw InputError(file + ": " + at + ": is " + what(v) + "; expected an integer or [W, H] (library/config_util.py:244)");
 }
 
-// a path as Python opens it (relative to the working directory), else beside the file naming it; "" when neither
-std::string find_near(const std::string& value, const std::string& named_in, const std::string& cwd) {
-  std::vector<fs::path> tried = {fs::path(value)};
-  if (fs::path(value).is_relative()) {
-    tried.front() = (cwd.empty() ? fs::current_path() : fs::path(cwd)) / value;
-    tried.push_back(fs::path(named_in).parent_path() / value);
-  }
-  const std::size_t slash = value.find_last_of("/\\");
-  if (slash != std::string::npos) tried.push_back(fs::path(named_in).parent_path() / value.substr(slash + 1));
-  for (const auto& p : tried) {
-    std::error_code ec;
-    if (fs::is_regular_file(p, ec)) return p.string();
-  }
-  return "";
-}
-
 // the command line's dataset values (config_util.py's argparse_config level: train_batch_size as batch_size)
 ojson command_line_level(const CommandLine& cl) {
   ojson a = ojson::object();
@@ -240,7 +224,14 @@ void read_dataset(const CommandLine& cl, const std::string& named_in, const std:
       file = dc + " (heredoc at " + named_in + ":" + std::to_string(w->line) + ")";
       text = &w->text;
     } else {
-      file = find_near(dc, named_in, cwd);
+      // as sd-scripts opens it (the working directory), else beside or above the file naming it, said so
+      std::vector<std::string> notes;
+      try {
+        file = resolve_near(dc, named_in, cwd, "--dataset_config", notes, "sd-scripts");
+      } catch (const InputError&) {
+        file.clear();  // not on this machine: the shape is assumed below
+      }
+      for (const auto& n : notes) r.warnings.push_back(n);
     }
     if (file.empty()) {
       // not on this machine: the shape from the command line, else assumed, and said so

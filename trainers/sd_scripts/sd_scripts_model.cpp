@@ -188,4 +188,13 @@ ModelRead model_of(CommandLine& cl, const std::string& path, const std::string& 
   return m;
 }
 
+void set_swapped_blocks(TrainingSetup& s, const TrainerFamily& tf, const nlohmann::json& script_entry, int n) {
+  s.blocks_to_swap = n;
+  s.blocks_to_swap_per_list.clear();
+  if (n > 0 && script_entry.value("block_swap", "") == "flux" && tf.double_blocks > 0) {
+    s.blocks_to_swap_per_list = {n / 2, (n - n / 2) * 2};
+    s.blocks_to_swap = n / 2 + (n - n / 2) * 2;
+  }
+}
+
 }  // namespace segadvise::readers::sd_scripts_parts

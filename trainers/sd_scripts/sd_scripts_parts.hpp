@@ -41,4 +41,9 @@ ModelRead model_of(CommandLine& cl, const std::string& path, const std::string& 
 // shape, r.datasets, the bucket asserts as rejections. `named_in`: the file whose flag names the TOML.
 void read_dataset(const CommandLine& cl, const std::string& named_in, const std::string& cwd, TrainerRead& r);
 
+// The chain blocks a --blocks_to_swap N (at most the model's maximum) swaps, set on `s`: FLUX-style
+// models (the script's "block_swap": "flux") the last N//2 double and the last 2(N - N//2) single blocks
+// (library/flux_models.py:972-980), the others the last N.
+void set_swapped_blocks(TrainingSetup& s, const TrainerFamily& tf, const nlohmann::json& script_entry, int n);
+
 }  // namespace segadvise::readers::sd_scripts_parts

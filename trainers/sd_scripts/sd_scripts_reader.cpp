@@ -340,16 +340,13 @@ void read_flags(const CommandLine& cl, const json& se, TrainerRead& r) {
       r.rejections.push_back("--blocks_to_swap " + std::to_string(n) + " is above " + r.family->name + "'s maximum " + std::to_string(tf->blocks_to_swap_max) +
                              ": sd-scripts stops with an AssertionError (" + tf->source + ")");
     const int m = std::min(n, tf->blocks_to_swap_max);
-    if (swap == "flux" && tf->double_blocks > 0) {
-      const int d = m / 2, sg = (m - m / 2) * 2;
-      s.blocks_to_swap = d + sg;
-      s.blocks_to_swap_per_list = {d, sg};
+    sd_scripts_parts::set_swapped_blocks(s, *tf, se, m);
+    if (!s.blocks_to_swap_per_list.empty()) {
+      const int d = s.blocks_to_swap_per_list[0], sg = s.blocks_to_swap_per_list[1];
       r.warnings.push_back("--blocks_to_swap " + std::to_string(m) + " on " + r.family->name + " swaps the weights of the last " + std::to_string(d) + " of " +
                            std::to_string(tf->double_blocks) + " double blocks and the last " + std::to_string(sg) + " of " + std::to_string(tf->single_blocks) +
                            " single blocks (" + tf->source + "): " + std::to_string(tf->double_blocks - d) + " double and " +
                            std::to_string(tf->single_blocks - sg) + " single blocks stay on the GPU");
-    } else {
-      s.blocks_to_swap = m;
     }
   } else if (n > 0) {
     r.warnings.push_back("--blocks_to_swap " + std::to_string(n) + ": " + r.family->name + " has no block swap in " + script);
