@@ -423,6 +423,12 @@ const std::vector<GpuSpec>& builtin_gpus() {
         g.interconnect_source = r.str("interconnect");
         g.matmul_flops_per_s = r.num("matmul_tflops", 0, false, 0, 1e6) * 1e12;
         g.arch = r.str("arch", "");
+        g.sm = r.integer("sm", 0, false, 0, 200);
+        g.bf16_native = r.boolean("bf16_native", true);
+        g.flash_attention_2 = r.boolean("flash_attention_2", true);
+        g.fp8_tensor = r.boolean("fp8_tensor", g.fp8_flops_per_s > 0);
+        g.display = r.boolean("display", false);
+        g.capability_source = r.str("capability_source");
         g.kernels = builtin_kernel_table();
         out.push_back(g);
       }

@@ -44,6 +44,15 @@ struct GpuSpec {
   int pcie_gen = 0;
   bool p2p = true;
   std::string interconnect_source;
+  // what the card can run (families/data/gpus.json, sources per card there)
+  int sm = 0;                     // compute capability x 10 (86: sm_86); 0 where not published
+  bool bf16_native = true;        // bf16 tensor cores (Ampere and later; not Turing, not Volta)
+  bool flash_attention_2 = true;  // the flash-attn 2.x kernels build for it (sm80 and later)
+  bool fp8_tensor = false;        // fp8 tensor cores (Ada, Hopper, Blackwell)
+  // the card has display outputs (GeForce, RTX workstation cards): a desktop may hold memory on it,
+  // which the default headroom allows for; datacenter cards (H100, L40S, A10, T4 ...) have none
+  bool display = false;
+  std::string capability_source;
 };
 
 // model_type: a LoRA/LyCORIS adapter on a frozen base, or a full fine-tune.
