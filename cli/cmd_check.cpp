@@ -10,9 +10,12 @@
 // it, 3 borderline, 2 bad input. With --advise: 0 when a schedule fits with confidence, 3 when only
 // borderline ones remain, 1 when nothing fits; with --emit of another trainer, that trainer's plan's
 // verdict (exit_code.hpp).
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 
 #include "commands.hpp"
+#include "segadvise/io/text.hpp"
 #include "segadvise/planner/measurements.hpp"
 #include "segadvise/report/measured_output.hpp"
 #include "check_options.hpp"
@@ -33,6 +36,35 @@ namespace segadvise::cli {
 
 namespace {
 
+// The system a config was written on, where it shows: a .bat/.cmd/.ps1 launch script is Windows's; a
+// config naming drive-letter paths (C:\ or C:/) was written there (a guess, said as one). Neither: "".
+void host_os_from_config(TrainingSetup& s, const std::string& path) {
+  if (!s.host_os.empty()) return;
+  std::string ext = path.size() > 4 ? path.substr(path.size() - 4) : "";
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ext == ".bat" || ext == ".cmd" || ext == ".ps1") {
+    s.host_os = "windows";
+    s.host_os_from = "the launch script is a Windows script (" + ext + ")";
+    return;
+  }
+  std::string text;
+  try {
+    text = read_text_file(path, "config");
+  } catch (const InputError&) {
+    return;  // read once already by its reader; not a text file to look into
+  }
+  for (std::size_t i = 1; i + 2 < text.size(); ++i) {
+    const char before = text[i - 1], c = text[i];
+    if (!std::isalpha(static_cast<unsigned char>(c)) || text[i + 1] != ':' || (text[i + 2] != '\\' && text[i + 2] != '/')) continue;
+    if (before != '"' && before != '\'' && before != '=' && before != ' ') continue;
+    if (i + 3 < text.size() && text[i + 2] == '/' && text[i + 3] == '/') continue;  // a URL's scheme, not a drive
+    s.host_os = "windows";
+    const std::string word = text.substr(i, 40);
+    s.host_os_from = "a guess: the config names a Windows drive path (" + word.substr(0, word.find_first_of("\"',\n")) + ")";
+    return;
+  }
+}
+
 // The request of a config as read (its dataset's largest bucket where the dataset is on this machine).
 CheckRequest check_request(const CheckOptions& o, const TrainerRead& tr, const std::optional<DatasetView>& dataset_in,
                            std::optional<DatasetView>& dataset) {
@@ -42,6 +74,7 @@ CheckRequest check_request(const CheckOptions& o, const TrainerRead& tr, const s
   if (!flags.measured_from.empty() && flags.measured_from_schedule.empty()) flags.measured_from_schedule = tr.schedule.name();
   dataset = dataset_in;
   TrainingSetup setup = tr.setup;
+  if (flags.host_os.empty()) host_os_from_config(setup, tr.config_path);
   if (dataset) {
     predict_buckets(*dataset, make_request(*tr.family, setup, flags), tr.schedule);
     apply_largest_bucket(setup, *dataset);

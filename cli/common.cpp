@@ -130,8 +130,14 @@ void add_vram_flag(CLI::App* app, SetupFlags& f) {
 }
 
 void add_output_flags(CLI::App* app, SetupFlags& f) {
-  app->add_option("--headroom-gib", f.headroom_gib, "memory to keep free on the card, GiB (default 1)")
+  app->add_option("--headroom-gib", f.headroom_gib,
+                  "memory to keep free on the card for a desktop or another process, GiB (default 0.5 on a card "
+                  "with display outputs, 0 on a datacenter card)")
       ->check(headroom_gib());
+  app->add_option("--os", f.host_os,
+                  "the system the run is on: linux or windows (Windows: over the card's memory the driver's "
+                  "sysmem fallback runs it slowly instead of failing; default: what the config shows, else linux)")
+      ->check(CLI::IsMember({"linux", "windows"}));
   app->add_option("--format", f.format, "table | json | markdown")->check(kFormat);
   app->add_option("--calibration", f.calibration, "coefficients file (default: the shipped calibration)")
       ->check(CLI::ExistingFile);
@@ -275,7 +281,11 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
   r.setup.multi_gpu = apply_multi_gpu_flags(setup.multi_gpu, f);
   r.gpu = resolve_gpu(f);
   r.coef = coefficients_for(f.calibration);
-  r.headroom_bytes = f.headroom_gib * kGiB;
+  r.headroom_bytes = f.headroom_gib >= 0 ? f.headroom_gib * kGiB : default_headroom_bytes(r.gpu);
+  if (!f.host_os.empty()) {
+    r.setup.host_os = f.host_os == "windows" ? "windows" : "";
+    r.setup.host_os_from = "--os " + f.host_os;
+  }
   if (!f.profile.empty()) r.profile = load_profile(f.profile);
   r.measured = parse_measurements(f.measured);
   if (!f.measured_from.empty()) r.measured.push_back(measurement_from_log(f.measured_from, f.measured_from_schedule, r.gpu.total_bytes));

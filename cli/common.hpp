@@ -35,7 +35,8 @@ struct SetupFlags {
   double ramtorch_percent = -1;
   int blocks_to_swap = -1;
   int text_tokens = -1;
-  double headroom_gib = 1.0;
+  double headroom_gib = -1;  // -1: the card's default (default_headroom_bytes)
+  std::string host_os;       // --os linux|windows ("" : from the config, else Linux)
   std::string format = "table";
   std::string calibration;
   std::string profile;

@@ -474,8 +474,36 @@ Prediction unsupported_prediction(const std::string& reason) {
   return p;
 }
 
-double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef) {
-  return std::max(0.0, gpu.total_bytes - coef.for_gpu(gpu.id).reserve_bytes);
+double CardOverhead::usable_bytes() const {
+  return std::max(0.0, total_bytes - driver_reserved_bytes - context_bytes - library_bytes - allocator_margin_bytes);
+}
+
+CardOverhead card_overhead(const GpuSpec& gpu, const Coefficients& coef) {
+  CardOverhead o;
+  o.total_bytes = gpu.total_bytes;
+  o.driver_reserved_bytes = gpu.driver_reserved_bytes;
+  o.context_bytes = gpu.context_bytes;
+  o.library_bytes = gpu.library_bytes;
+  const double known = o.driver_reserved_bytes + o.context_bytes + o.library_bytes;
+  const auto fitted = coef.gpu.find(gpu.id);
+  // a card the calibration measured, at the memory it was measured with (not --vram-gib's other size)
+  if (fitted != coef.gpu.end() && !gpu.custom_total && fitted->second.reserve_bytes > 0) {
+    o.allocator_margin_bytes = std::max(0.0, fitted->second.reserve_bytes - known);
+    o.margin_measured = true;
+  } else {
+    o.allocator_margin_bytes = gpu.allocator_margin_share * gpu.total_bytes;
+  }
+  return o;
+}
+
+double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef) { return card_overhead(gpu, coef).usable_bytes(); }
+
+double default_headroom_bytes(const GpuSpec& gpu) { return gpu.display ? 0.5 * kGiB : 0.0; }
+
+std::string default_headroom_reason(const GpuSpec& gpu) {
+  return gpu.display ? "default for a card with display outputs: an idle desktop's share; a browser or another "
+                       "CUDA process needs more (--headroom-gib)"
+                     : "default for a datacenter card without display outputs; another process on it needs --headroom-gib";
 }
 
 PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const GpuSpec& gpu,
@@ -662,6 +690,7 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   p.peak_vram_bytes = m.weights_bytes + m.trainable_bytes + m.gradient_bytes + m.optimizer_bytes +
                       m.activation_peak_bytes + m.fragmentation_bytes;
   p.usable_vram_bytes = pc.usable_vram_bytes;
+  p.smi_extra_bytes = gpu.context_bytes + gpu.library_bytes;
   p.fits = p.peak_vram_bytes + headroom_bytes <= p.usable_vram_bytes;
 
   TimeBreakdown& t = p.time;

@@ -243,12 +243,52 @@ std::string to_string(IntervalRule r) { return kIntervalRules[static_cast<std::s
 std::string to_string(FallbackRule r) { return kFallbackRules[static_cast<std::size_t>(r)]; }
 std::string to_string(BlockIndex i) { return kBlockIndexes[static_cast<std::size_t>(i)]; }
 
+namespace {
+// the data files that are not families: the GPU catalog, the kernel tables, the card memory facts
+bool is_family_file(const std::string& name) {
+  return name != "gpus.json" && name != "kernels.json" && name != "card-memory.json";
+}
+
+// families/data/card-memory.json: what a process's device memory holds besides the caching allocator
+struct CardMemoryFacts {
+  double context_bytes = 0, library_bytes = 0, margin_share = 0;
+  double driver_base_mib = 0, driver_mib_per_gib = 0;  // the line through the published cards
+};
+const CardMemoryFacts& card_memory_facts() {
+  static const CardMemoryFacts f = [] {
+    CardMemoryFacts out;
+    for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
+      if (std::string(kEmbeddedData[i].name) != "card-memory.json") continue;
+      const json j = parse_json_text(kEmbeddedData[i].text, "families/data/card-memory.json");
+      const Reader r{j, "families/data/card-memory.json", ""};
+      out.context_bytes = r.num("cuda_context_gib", 0, true, 0, 16) * kGiB;
+      out.library_bytes = r.num("library_workspaces_gib", 0, true, 0, 16) * kGiB;
+      out.margin_share = r.num("allocator_margin_share", 0, true, 0, 0.5);
+      const json& pts = j.at("driver_reserved").at("mib_at_gib");
+      const double x0 = pts.at(0).at(0), y0 = pts.at(0).at(1), x1 = pts.at(1).at(0), y1 = pts.at(1).at(1);
+      out.driver_mib_per_gib = (y1 - y0) / (x1 - x0);
+      out.driver_base_mib = y0 - out.driver_mib_per_gib * x0;
+    }
+    return out;
+  }();
+  return f;
+}
+}  // namespace
+
+void apply_card_memory(GpuSpec& g) {
+  const CardMemoryFacts& f = card_memory_facts();
+  g.context_bytes = f.context_bytes;
+  g.library_bytes = f.library_bytes;
+  g.allocator_margin_share = f.margin_share;
+  g.driver_reserved_bytes = std::max(0.0, f.driver_base_mib + f.driver_mib_per_gib * g.total_bytes / kGiB) * 1024.0 * 1024.0;
+}
+
 const std::vector<Family>& builtin_families() {
   static const std::vector<Family> fams = [] {
     std::vector<Family> out;
     for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
       const std::string name = kEmbeddedData[i].name;
-      if (name == "gpus.json" || name == "kernels.json") continue;
+      if (!is_family_file(name)) continue;
       const json j = parse_json_text(kEmbeddedData[i].text, "families/data/" + name);
       out.push_back(parse_family(j, "families/data/" + name));
     }
@@ -268,7 +308,7 @@ const Family* builtin_family_by_id(const std::string& id) {
   static std::map<std::string, Family> parsed;
   if (auto it = parsed.find(id); it != parsed.end()) return &it->second;
   const std::string file = id + ".json";
-  if (file == "gpus.json" || file == "kernels.json") return nullptr;
+  if (!is_family_file(file)) return nullptr;
   for (std::size_t i = 0; i < kEmbeddedDataCount; ++i) {
     if (kEmbeddedData[i].name != file) continue;
     Family f = parse_family(parse_json_text(kEmbeddedData[i].text, "families/data/" + file), "families/data/" + file);
@@ -429,6 +469,7 @@ const std::vector<GpuSpec>& builtin_gpus() {
         g.fp8_tensor = r.boolean("fp8_tensor", g.fp8_flops_per_s > 0);
         g.display = r.boolean("display", false);
         g.capability_source = r.str("capability_source");
+        apply_card_memory(g);
         g.kernels = builtin_kernel_table();
         out.push_back(g);
       }
@@ -470,6 +511,10 @@ GpuSpec custom_gpu(double vram_gib, const GpuSpec* like) {
   g.id = like ? like->id : "custom";
   g.name = (like ? like->name + " with " : std::string("custom card, ")) + std::to_string(vram_gib).substr(0, 6) + " GiB";
   g.total_bytes = vram_gib * kGiB;
+  g.custom_total = true;
+  // a card named only by its memory is taken to drive a display, as the cards people own do
+  if (!like) g.display = true;
+  apply_card_memory(g);
   return g;
 }
 

@@ -5,6 +5,7 @@
 #include "segadvise/report/json_io.hpp"
 #include "segadvise/report/dataset_output.hpp"
 #include "segadvise/report/measured_output.hpp"
+#include "segadvise/report/memory_figures.hpp"
 #include "segadvise/report/trainer_advice_output.hpp"
 #include "segadvise/planner/plan_json.hpp"
 #include "segadvise/costmodel/precision.hpp"
@@ -21,6 +22,10 @@ double gib(double bytes) { return bytes / kGiB; }
 nlohmann::json prediction_json(const Candidate& c) {
   nlohmann::json j = to_json(c.prediction);
   add_range_json(j, c);
+  if (c.prediction.supported) {
+    const Range r = c.ranged ? c.peak_range_bytes : Range{c.prediction.peak_vram_bytes, c.prediction.peak_vram_bytes};
+    add_peak_figures_json(j, "", peak_figures(c.prediction, c.prediction.peak_vram_bytes, r), !c.measured);
+  }
   return j;
 }
 
@@ -85,7 +90,9 @@ nlohmann::json advice_json(const AdviceReport& r, const TrainerAdvice* trainer) 
   j["model"] = ctx.family->id;
   j["gpu"] = ctx.gpu.id;
   j["usable_vram_gib"] = usable_vram_bytes(ctx.gpu, ctx.coef) / kGiB;
+  j["usable_vram_quantity"] = "for the reserved peak (card_memory)";
   j["headroom_gib"] = ctx.headroom_bytes / kGiB;
+  j["card_memory"] = card_memory_json(card_overhead(ctx.gpu, ctx.coef), ctx.headroom_bytes, headroom_reason(ctx));
   j["setup"] = setup_json(ctx);
   j["schedules_evaluated"] = a.evaluated_count;
   j["schedules_unsupported"] = a.unsupported_count;
@@ -298,15 +305,21 @@ nlohmann::json host_memory_json(const HostMemory& host) {
   return {{"peak_gib", gib(host.peak_bytes)}, {"set_by", host.set_by}, {"parts", parts}};
 }
 
-void add_phases_json(nlohmann::json& p, const RunPhases& run, double usable_bytes, double headroom_bytes,
-                     bool step_only, FitVerdict run_verdict) {
+void add_phases_json(nlohmann::json& p, const RunPhases& run, const Prediction& step, double usable_bytes,
+                     double headroom_bytes, bool step_only, FitVerdict run_verdict) {
   p["step_peak_vram_gib"] = p["peak_vram_gib"];
   p["step_peak_vram_gib_range"] = p["peak_vram_gib_range"];
+  for (const char* k : {"peak_vram_quantity", "peak_reserved_gib", "peak_reserved_gib_range", "peak_allocated_gib",
+                        "peak_allocated_gib_range", "peak_nvidia_smi_gib", "peak_nvidia_smi_gib_range",
+                        "peak_vram_gib_range_covers", "peak_vram_gib_range_parts"})
+    if (p.contains(k)) p[std::string("step_") + k] = p[k];
   p["step_fits"] = p["fits"];
   p["step_fit"] = p["fit"];
   if (!step_only) {
     p["peak_vram_gib"] = gib(run.peak_vram_bytes);
     p["peak_vram_gib_range"] = {gib(run.peak_lo_bytes), gib(run.peak_hi_bytes)};
+    add_peak_figures_json(p, "", peak_figures(step, run.peak_vram_bytes, Range{run.peak_lo_bytes, run.peak_hi_bytes}),
+                          p.value("measured", false) == false);
     p["point_fits"] = p.value("point_fits", false) && run.peak_vram_bytes + headroom_bytes <= usable_bytes;
     p["fits"] = run_verdict == FitVerdict::Fits;
     p["fit"] = to_string(run_verdict);
@@ -378,11 +391,16 @@ nlohmann::json check_report_json(const CheckView& v) {
   j["measurements"] = measurements_json(r.context.anchor);
   if (v.dataset) add_buckets_json(j, *v.dataset);
   if (r.phases) {
-    add_phases_json(j["prediction"], *r.phases, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only,
+    add_phases_json(j["prediction"], *r.phases, c.prediction, c.prediction.usable_vram_bytes, r.context.headroom_bytes, r.step_only,
                     r.verdict());
     j["phase_advice"] = phase_advice_json(*r.phases);
     j["host_memory"] = host_memory_json(r.phases->host);
   }
+  j["card_memory"] = card_memory_json(card_overhead(r.context.gpu, r.context.coef), r.context.headroom_bytes,
+                                      headroom_reason(r.context));
+  j["host_os"] = r.context.setup.host_os.empty() ? "linux" : r.context.setup.host_os;
+  if (!r.context.setup.host_os_from.empty()) j["host_os_from"] = r.context.setup.host_os_from;
+  j["windows_sysmem_fallback"] = sysmem_fallback_json(check_sysmem_fallback(r));
   j["warnings"] = r.warnings;
   // the same with each one's kind, and the trainer's refusals (kinds: planner/diagnostic.hpp)
   nlohmann::json diagnostics = nlohmann::json::array();

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "segadvise/planner/measurements.hpp"
+#include "segadvise/report/memory_figures.hpp"
 #include "segadvise/report/text_format.hpp"
 
 namespace segadvise::cli {
@@ -24,7 +25,7 @@ int time_decimals(double s) { return s < 10 ? 2 : 1; }
 
 std::string peak_with_range(const Candidate& c) {
   const double p = c.prediction.peak_vram_bytes / kGiB;
-  std::string s = num(p, 1) + " GiB";
+  std::string s = num(p, 1) + " GiB reserved";
   if (!c.ranged) return s;
   if (c.measured) return s + " (measured)";
   return s + " (90%: " + num(c.peak_range_bytes.lo / kGiB, 1) + "–" + num(c.peak_range_bytes.hi / kGiB, 1) + ")";
@@ -80,8 +81,14 @@ void print_measurements(std::ostream& out, const Anchor& a, const TextFormat& fm
 void print_verdict(std::ostream& out, const Candidate& c, const TextFormat& fmt) {
   if (!c.prediction.supported || !c.ranged) return;
   out << fmt.strong("verdict: " + verdict_text(c)) << " — peak " << peak_with_range(c)
-      << " against " << num(c.prediction.usable_vram_bytes / kGiB, 1) << " GiB usable; " << time_with_range(c, "/step")
+      << " against " << num(c.prediction.usable_vram_bytes / kGiB, 1) << " GiB usable for it; " << time_with_range(c, "/step")
       << "\n";
+  if (c.prediction.supported) {
+    const Range r = c.ranged ? c.peak_range_bytes : Range{c.prediction.peak_vram_bytes, c.prediction.peak_vram_bytes};
+    const PeakFigures f = peak_figures(c.prediction, c.prediction.peak_vram_bytes, r);
+    out << "(as nvidia-smi shows it: " << num(f.nvidia_smi / kGiB, 1) << " GiB, 90%: " << num(f.nvidia_smi_range.lo / kGiB, 1)
+        << "–" << num(f.nvidia_smi_range.hi / kGiB, 1) << "; max_memory_allocated: " << num(f.allocated / kGiB, 1) << " GiB)\n";
+  }
   if (c.fit == FitVerdict::Borderline)
     out << "(the 90% range straddles the usable memory minus headroom: pass --measured " << c.schedule.name()
         << ":SEC:GIB from a few real steps to settle it)\n";

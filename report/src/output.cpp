@@ -1,4 +1,5 @@
 #include "segadvise/report/output.hpp"
+#include "segadvise/report/memory_figures.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -131,9 +132,9 @@ void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt) {
   if (s.ramtorch) out << ", RamTorch " << s.ramtorch_percent << "%";
   if (s.blocks_to_swap > 0) out << ", block swap " << s.blocks_to_swap;
   out << "\n";
-  out << b << "gpu        " << ctx.gpu.name << ": " << gib_str(ctx.gpu.total_bytes) << " total, "
-      << gib_str(usable_vram_bytes(ctx.gpu, ctx.coef)) << " usable, headroom "
-      << gib_str(ctx.headroom_bytes) << "\n";
+  out << b << "gpu        " << ctx.gpu.name << ": "
+      << card_memory_text(card_overhead(ctx.gpu, ctx.coef), ctx.headroom_bytes, headroom_reason(ctx)) << "\n";
+  if (!s.host_os.empty()) out << b << "system     " << s.host_os << " (" << s.host_os_from << ")\n";
   if (s.multi_gpu.active()) print_multi_gpu_setup(out, ctx, b);
   for (const auto& n : s.notes) out << b << "note       " << n << "\n";
   for (const auto& w : ctx.warnings) out << b << "note       " << w << "\n";
@@ -148,8 +149,8 @@ void print_prediction(std::ostream& out, const Prediction& p, FitVerdict verdict
   const MemoryBreakdown& m = p.memory;
   const TimeBreakdown& t = p.time;
   out << (verdict == FitVerdict::Fits ? "fits" : verdict == FitVerdict::Borderline ? "borderline" : "does NOT fit")
-      << ": peak " << gib_str(p.peak_vram_bytes) << " of "
-      << gib_str(p.usable_vram_bytes) << " usable, " << secs_str(p.step_time_s) << "/step\n\n";
+      << ": peak " << gib_str(p.peak_vram_bytes) << " reserved of "
+      << gib_str(p.usable_vram_bytes) << " usable for it, " << secs_str(p.step_time_s) << "/step\n\n";
   Table mem({"memory", "GiB"});
   auto g = [](double b) { return gib_str(b, 2).substr(0, gib_str(b, 2).size() - 4); };
   mem.add({"resident weights", g(m.weights_bytes)});
@@ -163,7 +164,9 @@ void print_prediction(std::ostream& out, const Prediction& p, FitVerdict verdict
     mem.add({"gathered (unsharded) weights", g(m.gathered_bytes)});
     mem.add({"gradient buckets", g(m.bucket_bytes)});
   }
-  mem.add({"= peak", g(p.peak_vram_bytes)});
+  mem.add({"= peak reserved (max_memory_reserved)", g(p.peak_vram_bytes)});
+  mem.add({"  allocated (max_memory_allocated)", g(p.peak_vram_bytes - m.fragmentation_bytes)});
+  mem.add({"  nvidia-smi (+ CUDA context, library workspaces)", g(p.peak_vram_bytes + p.smi_extra_bytes)});
   if (m.streamed_weights_bytes > 0) mem.add({"(weights streamed from host)", g(m.streamed_weights_bytes)});
   if (m.host_activation_bytes > 0) mem.add({"(activations offloaded to host)", g(m.host_activation_bytes)});
   if (m.host_state_bytes > 0) mem.add({"(model state offloaded to host)", g(m.host_state_bytes)});

@@ -25,7 +25,7 @@ std::string number(double x) {
 void print_phases(std::ostream& out, const RunPhases& run, double usable_bytes, double headroom_bytes,
                   const TextFormat& fmt) {
   out << "\n" << fmt.section(3, "The whole run", "The whole run (phases):\n");
-  Table t({"phase", "peak GiB", "90% range", "", "set by"});
+  Table t({"phase", "peak GiB reserved", "90% range", "", "set by"});
   const double budget = usable_bytes - headroom_bytes;
   for (const auto& p : run.phases) {
     std::vector<std::string> marks;
@@ -38,7 +38,7 @@ void print_phases(std::ostream& out, const RunPhases& run, double usable_bytes, 
     t.add({to_string(p.phase), p.runs ? number(p.peak_vram_bytes / kGiB) : "-", range, mark, p.set_by});
   }
   fmt.table(out, t);
-  out << fmt.gap() << "run peak: " << gib_str(run.peak_vram_bytes) << " in " << to_string(run.peak_phase)
+  out << fmt.gap() << "run peak: " << gib_str(run.peak_vram_bytes) << " reserved in " << to_string(run.peak_phase)
       << " (90%: " << number(run.peak_lo_bytes / kGiB) << "–" << number(run.peak_hi_bytes / kGiB) << " GiB; "
       << gib_str(budget) << " available after headroom)\n";
   if (run.host.peak_bytes > 0)

@@ -13,6 +13,7 @@
 #include "segadvise/report/json_io.hpp"
 #include "segadvise/report/dataset_output.hpp"
 #include "segadvise/report/measured_output.hpp"
+#include "segadvise/report/memory_figures.hpp"
 #include "segadvise/report/trainer_advice_output.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
@@ -26,7 +27,7 @@ namespace {
 // (fastest, smallest and the recommendation always shown); --all prints every supported schedule.
 void print_schedules(std::ostream& out, const AdviceReport& r, const TextFormat& fmt) {
   const Advice& a = r.advice;
-  Table t({"schedule", "peak", "s/step", "fit", "what runs"});
+  Table t({"schedule", "peak reserved", "s/step", "fit", "what runs"});
   const std::size_t kRows = 14;
   std::vector<bool> shown(a.candidates.size(), true);
   std::size_t hidden = 0;
@@ -276,6 +277,8 @@ void TextPrinter::check(const CheckView& v) {
                         (run == FitVerdict::Fits ? "fits" : (run == FitVerdict::Borderline ? "borderline" : "does NOT fit")))
          << "\n";
   }
+  if (const SysmemFallback fb = check_sysmem_fallback(r); fb.applies)
+    out_ << "\n" << fmt_.strong("Windows: ") << sysmem_fallback_text(fb) << "\n";
   if (!r.warnings.empty()) out_ << "\n" << fmt_.section(3, "Warnings", "");
   for (const auto& w : r.warnings) out_ << fmt_.item("warning: ") << w << "\n";
   if (!r.advice) return;

@@ -14,4 +14,16 @@ const RangeModel& default_ranges();
 // "" -> the shipped bands; otherwise the file (InputError naming it and the field)
 RangeModel ranges_for(const std::string& path);
 
+// What a user's run adds to a peak's range beyond the model's (calibration/data/published-band.json,
+// written by scripts/fit-published-band.py from published figures, docs/memory.md): which quantity the
+// figure is (allocated .. nvidia-smi) is in the model's figures; what differs between a sweep run and a
+// user's (trainer version, attention backend, allocator settings, the card, what the user measured and
+// when) widens the allocated range's lower end by lo_factor and the nvidia-smi range's upper end by hi_factor.
+struct PublishedBand {
+  double lo_factor = 1, hi_factor = 1;
+  int figures = 0;
+  std::string source;
+};
+const PublishedBand& published_band();
+
 }  // namespace segadvise

@@ -92,8 +92,35 @@ double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const
 Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetup& setup, const GpuSpec& gpu,
                    const Coefficients& coef, double headroom_bytes);
 
-// Memory a run may use on `gpu`: its total minus the runtime's reserve (CUDA context, allocator
-// reserve, what the driver keeps; fitted per GPU), never below 0. Headroom comes off this.
+// A card's memory as nvidia-smi counts it: total = driver reservation + the process's CUDA context +
+// library workspaces outside the caching allocator + the allocator's reserved segments + free. The
+// reserved peak may reach total less the first three and the allocator's margin at the limit (what a
+// nearly full allocator cannot place: its rounding, the request that fails). On a card whose limit the
+// calibration measured (GpuCoefficients::reserve_bytes: total less the highest reserved peak or OOM
+// point seen there) the margin is what that envelope leaves beyond the other three; elsewhere it is
+// the card's allocator_margin_share of the total. docs/memory.md.
+struct CardOverhead {
+  double total_bytes = 0;
+  double driver_reserved_bytes = 0;
+  double context_bytes = 0;
+  double library_bytes = 0;
+  double allocator_margin_bytes = 0;
+  bool margin_measured = false;  // from the card's measured envelope, not the share rule
+  // what the reserved peak may use, never below 0
+  double usable_bytes() const;
+  // what nvidia-smi shows beyond the reserved peak
+  double smi_extra_bytes() const { return context_bytes + library_bytes; }
+};
+CardOverhead card_overhead(const GpuSpec& gpu, const Coefficients& coef);
+
+// The memory kept free for what else uses the card when the user does not say (--headroom-gib): on a card
+// with display outputs an idle desktop's share, 0.5 GiB (Linux desktops 0.2-0.6 GB, Windows 0.3-0.5 GB
+// idle; browsers and Electron apps take 1-4 GB more: docs/memory.md), on a datacenter card nothing.
+double default_headroom_bytes(const GpuSpec& gpu);
+// why: "default: a card with display outputs …"
+std::string default_headroom_reason(const GpuSpec& gpu);
+
+// Memory the reserved peak may use on `gpu` (card_overhead(...).usable_bytes()). Headroom comes off this.
 double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef);
 
 // Everything about a chain that does not depend on the schedule, computed once: advise evaluates

@@ -53,6 +53,15 @@ struct GpuSpec {
   // which the default headroom allows for; datacenter cards (H100, L40S, A10, T4 ...) have none
   bool display = false;
   std::string capability_source;
+  // what a process's memory holds besides the caching allocator's segments (families/data/card-memory.json,
+  // docs/memory.md): the driver's reservation (nvidia-smi -q "Reserved": the total less what CUDA reports),
+  // the CUDA context with lazy module loading, the cuBLAS/cuDNN workspaces outside the allocator, and the
+  // share of the total a nearly full allocator cannot place (for a card whose limit was not measured)
+  double driver_reserved_bytes = 0;
+  double context_bytes = 0;
+  double library_bytes = 0;
+  double allocator_margin_share = 0;
+  bool custom_total = false;  // --vram-gib gave it another total than the catalog's
 };
 
 // model_type: a LoRA/LyCORIS adapter on a frozen base, or a full fine-tune.
@@ -167,6 +176,10 @@ struct TrainingSetup {
   int pipeline_stages = 1;
   int pipeline_micro_batches = 1;
   std::vector<std::string> notes;  // how the setup was derived, shown to the user
+  // the operating system the run is on: "windows" (the driver's sysmem fallback, WDDM) or "" (Linux,
+  // or not said); host_os_from: what said so (--os, a .bat/.ps1 launch script, Windows paths: a guess)
+  std::string host_os;
+  std::string host_os_from;
 };
 
 // One block instance as the cost model sees it. Derivations live in families/analyzer.cpp.
@@ -415,8 +428,10 @@ struct Prediction {
   bool supported = true;
   std::string reason;
   bool fits = false;
-  double peak_vram_bytes = 0;
-  double usable_vram_bytes = 0;
+  double peak_vram_bytes = 0;     // the reserved peak (torch.cuda.max_memory_reserved)
+  double usable_vram_bytes = 0;   // what the card leaves the reserved peak (card_overhead)
+  // what nvidia-smi shows above the reserved peak: the CUDA context and the library workspaces
+  double smi_extra_bytes = 0;
   double step_time_s = 0;
   MemoryBreakdown memory;
   TimeBreakdown time;

@@ -180,5 +180,8 @@ const std::vector<GpuSpec>& builtin_gpus();
 std::shared_ptr<const KernelTable> builtin_kernel_table();
 const GpuSpec& find_gpu(const std::string& name);
 GpuSpec custom_gpu(double vram_gib, const GpuSpec* like = nullptr);
+// families/data/card-memory.json onto `g` at its total: driver reservation, CUDA context, library
+// workspaces, the allocator margin share (GpuSpec's memory fields; card_overhead in costmodel.hpp)
+void apply_card_memory(GpuSpec& g);
 
 }  // namespace segadvise

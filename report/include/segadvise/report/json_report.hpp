@@ -44,7 +44,7 @@ nlohmann::json phase_advice_json(const RunPhases& run);
 nlohmann::json host_memory_json(const HostMemory& host);
 // Into a prediction object: step_peak_vram_gib(_range), step_fits, step_fit, peak_phase, phases; unless
 // `step_only`, peak_vram_gib(_range), fits (the point) and fit (`run_verdict`) become the whole run's.
-void add_phases_json(nlohmann::json& prediction, const RunPhases& run, double usable_bytes, double headroom_bytes,
+void add_phases_json(nlohmann::json& prediction, const RunPhases& run, const Prediction& step, double usable_bytes, double headroom_bytes,
                      bool step_only, FitVerdict run_verdict);
 // advise on several GPUs: the best option's SimpleTuner keys, accelerate YAML, DeepSpeed JSON, every option
 nlohmann::json multi_gpu_advice_json(const AdviceReport& r);
