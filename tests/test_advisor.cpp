@@ -19,14 +19,22 @@ Schedule parse(const std::string& name) { return Schedule::parse(name); }
 
 }  // namespace
 
-TEST_CASE("usable memory is the card's total minus its fitted reserve, never below zero") {
+TEST_CASE("usable memory: a measured card's total minus its fitted reserve, never below zero; others by their parts") {
   GpuSpec g;
   g.id = "test";
   g.total_bytes = 24 * kGiB;
+  g.driver_reserved_bytes = 0.25 * kGiB;
+  g.context_bytes = 0.5 * kGiB;
+  g.library_bytes = 0.25 * kGiB;
+  g.allocator_margin_share = 0.01;
   Coefficients coef;
-  coef.default_gpu.reserve_bytes = 2 * kGiB;  // 24 - 2 = 22 GiB
-  CHECK(usable_vram_bytes(g, coef) == 22 * kGiB);
-  coef.default_gpu.reserve_bytes = 30 * kGiB;  // more reserve than memory: nothing usable
+  // not measured: 24 - 0.25 - 0.5 - 0.25 - 0.01 x 24 = 22.76 GiB; the default reserve plays no part
+  coef.default_gpu.reserve_bytes = 2 * kGiB;
+  CHECK(usable_vram_bytes(g, coef) / kGiB == doctest::Approx(22.76));
+  coef.gpu["test"].reserve_bytes = 2 * kGiB;  // measured: 24 - 2 = 22 GiB, the margin what is left of the 2
+  CHECK(usable_vram_bytes(g, coef) == doctest::Approx(22 * kGiB));
+  CHECK(card_overhead(g, coef).allocator_margin_bytes == doctest::Approx(1 * kGiB));
+  coef.gpu["test"].reserve_bytes = 30 * kGiB;  // more reserve than memory: nothing usable
   CHECK(usable_vram_bytes(g, coef) == 0);
 }
 

@@ -16,7 +16,6 @@ using namespace segadvise;
 using namespace segadvise::cli;
 
 namespace {
-constexpr double kMiB = 1024.0 * 1024.0;
 // the driver reservation's line through the two published cards: 244 MiB at 12 GiB, 317 MiB at 24 GiB
 double driver_mib(double total_gib) { return 244 + (317.0 - 244) / 12 * (total_gib - 12); }
 }  // namespace

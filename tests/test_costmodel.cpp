@@ -199,7 +199,7 @@ TEST_CASE("usable memory is the card's total minus the fitted reserve, and fits 
   gpu.mem_bytes_per_s = 1e9;
   gpu.pcie_bytes_per_s = 1e9;
   Coefficients coef;
-  coef.default_gpu.reserve_bytes = 40;  // usable 60
+  coef.gpu["toy"].reserve_bytes = 40;  // a measured card: usable 60
   coef.fragmentation = 0;
   const Plan none = realized(chain, "none");  // peak 44, no static memory
   CHECK(predict(chain, none, TrainingSetup{}, gpu, coef, 10).fits);

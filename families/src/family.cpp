@@ -280,7 +280,7 @@ void apply_card_memory(GpuSpec& g) {
   g.context_bytes = f.context_bytes;
   g.library_bytes = f.library_bytes;
   g.allocator_margin_share = f.margin_share;
-  g.driver_reserved_bytes = std::max(0.0, f.driver_base_mib + f.driver_mib_per_gib * g.total_bytes / kGiB) * 1024.0 * 1024.0;
+  g.driver_reserved_bytes = std::max(0.0, f.driver_base_mib + f.driver_mib_per_gib * g.total_bytes / kGiB) * kMiB;
 }
 
 const std::vector<Family>& builtin_families() {

@@ -41,7 +41,7 @@ void print_buckets(std::ostream& out, const DatasetView& d, const std::string& g
   std::vector<std::string> header = {"bucket"};
   if (several) header.push_back("backend");
   if (several) header.push_back("batch");
-  header.insert(header.end(), {"samples", "peak GiB", "on " + gpu});
+  header.insert(header.end(), {"samples", "peak GiB reserved", "on " + gpu});
   if (!d.smaller_gpu.empty()) header.push_back("on " + d.smaller_gpu);
   Table t(header);
   std::vector<std::string> not_smaller;

@@ -118,6 +118,7 @@ json to_json(const Prediction& p) {
   const TimeBreakdown& t = p.time;
   j["fits"] = p.fits;
   j["peak_vram_gib"] = gib(p.peak_vram_bytes);
+  j["peak_vram_quantity"] = "reserved";  // torch.cuda.max_memory_reserved (docs/memory.md)
   j["usable_vram_gib"] = gib(p.usable_vram_bytes);
   j["step_time_s"] = p.step_time_s;
   j["breakdown"] = {{"memory_gib",

@@ -86,7 +86,7 @@ void print_multi_gpu_advice(std::ostream& out, const AdviceReport& r, const Text
   const MultiGpuSetup& m = r.context.setup.multi_gpu;
   if (r.distributed) {
     out << "\n" << f.section(3, "Multi-GPU setups", "Multi-GPU setups (per rank; best = most samples/s that fits):\n");
-    Table t({"setup", "schedule", "peak", "s/step", "comm exposed", "samples/s", "fit"});
+    Table t({"setup", "schedule", "peak reserved", "s/step", "comm exposed", "samples/s", "fit"});
     const DistributedAdvice& d = *r.distributed;
     for (int i = 0; i < static_cast<int>(d.options.size()); ++i) {
       const DistributedOption& o = d.options[i];

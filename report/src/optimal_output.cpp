@@ -37,7 +37,7 @@ void print_optimal(std::ostream& out, const OptimalView& v, const Advice& advice
   t.add({"plan", u ? u->schedule.name() + ": " + describe_plan(u->plan.plan, blocks ? blocks : u->plan.plan.segments.empty() ? 0 : u->plan.plan.segments.back().end) : "nothing fits",
          o ? describe_plan(v.optimal.plan, v.optimal.plan.segments.back().end)
            : v.optimal.reason});
-  t.add({"peak VRAM", u ? gib_str(u->prediction.peak_vram_bytes) : "-", o ? gib_str(o->peak_vram_bytes) : "-"});
+  t.add({"peak VRAM reserved", u ? gib_str(u->prediction.peak_vram_bytes) : "-", o ? gib_str(o->peak_vram_bytes) : "-"});
   t.add({"s/step", u ? secs_str(u->prediction.step_time_s) : "-", o ? secs_str(o->step_time_s) : "-"});
   fmt.table(out, t);
   if (!o) return;

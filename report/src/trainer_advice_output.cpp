@@ -30,7 +30,7 @@ nlohmann::json to_json(const TrainerAdvice& a) {
     plans.push_back({{"label", p.label},
                      {"knobs", nlohmann::json::parse(p.knobs.dump())},
                      {"schedule", p.schedule.name()},
-                     {"peak_vram_gib", p.prediction.peak_vram_bytes / kGiB},
+                     {"peak_vram_gib", p.prediction.peak_vram_bytes / kGiB}, {"peak_vram_quantity", "reserved"},
                      {"step_time_s", p.prediction.step_time_s},
                      {"fits", p.verdict == FitVerdict::Fits},
                      {"verdict", to_string(p.verdict)}});
@@ -46,7 +46,7 @@ nlohmann::json to_json(const TrainerAdvice& a) {
 
 void print_trainer_advice(std::ostream& out, const TrainerAdvice& a, bool markdown) {
   out << (markdown ? "\n### " : "\n") << a.trainer_name << (markdown ? "\n\n" : ":\n");
-  Table t({"plan", "peak", "s/step", "fits"});
+  Table t({"plan", "peak reserved", "s/step", "fits"});
   for (std::size_t i = 0; i < a.plans.size(); ++i) {
     const auto& p = a.plans[i];
     t.add({(static_cast<int>(i) == a.best ? "* " : "") + p.label, gib_str(p.prediction.peak_vram_bytes),
