@@ -336,6 +336,8 @@ TEST_CASE("Kontext's reference_strict set linked by conditioning_data joins the 
   const TrainerRead missing = read_trainer_config(
       config("kontext", R"([{"id": "edits", "conditioning_data": "nowhere"}])"), at());
   CHECK(missing.setup.reference_images == 0);
+  // null links nothing (the trainer's backend.get)
+  CHECK(read_trainer_config(config("kontext", R"([{"id": "edits", "conditioning_data": null}])"), at()).setup.reference_images == 0);
   CHECK(any_has(missing.warnings, "conditioning_data: 'nowhere' names no backend of the file"));
   const std::string bad = test::input_error_of(
       [&] { read_trainer_config(config("kontext", R"([{"id": "edits", "conditioning_data": 3}])"), at()); });

@@ -266,7 +266,9 @@ int linked_reference_sets(const ordered_json& db, const std::string& file, const
     const std::string id = e["id"].get<std::string>();
     if (std::none_of(training.begin(), training.end(), [&](const BackendShape& t) { return t.id == id; })) continue;
     const Fields b(e, file + ": backend '" + id + "'");
-    const ordered_json& cd = *b.get("conditioning_data");
+    const ordered_json* cdp = b.get("conditioning_data");
+    if (!cdp || cdp->is_null()) continue;  // factory.py reads it with backend.get: null links nothing
+    const ordered_json& cd = *cdp;
     std::vector<std::string> ids;
     if (cd.is_string()) ids.push_back(cd.get<std::string>());
     else if (cd.is_array())
