@@ -158,7 +158,39 @@ TEST_CASE("base precision changes resident weight bytes by exactly the quantized
   CHECK(static_memory(chain, int8).weights_bytes == doctest::Approx(5832));
   TrainingSetup nf4 = bf16;
   nf4.base_precision = "nf4-bnb";
-  CHECK(static_memory(chain, nf4).weights_bytes == doctest::Approx(4 * 800 * 0.53 + 2600));
+  // nf4: 4 bits + an fp32 absmax per 64 weights = 0.5625 B
+  CHECK(static_memory(chain, nf4).weights_bytes == doctest::Approx(4 * 800 * 0.5625 + 2600));
+}
+
+TEST_CASE("4-bit storage: NF4 absmax per 64, Quanto int4 scale and shift per 128; bitsandbytes converts the modulation") {
+  // bitsandbytes quantize_4bit: 64 weights = 32 B of codes + one fp32 absmax (4 B): 36/64 B
+  CHECK(precision_info("nf4-bnb").bytes_per_param == doctest::Approx(36.0 / 64));
+  // quanto qint4, group 128: 64 B of codes + a bf16 scale + a bf16 shift (4 B): 68/128 B
+  CHECK(precision_info("int4-quanto").bytes_per_param == doctest::Approx(68.0 / 128));
+  BlockCost b;
+  b.params = 1000;
+  b.quantizable_params = 800;
+  b.modulation_params = 150;  // an adaLN Linear that Quanto's `*norm*` keeps (flux's norm1.linear)
+  TrainingSetup s;
+  s.model_type = ModelType::Lora;
+  s.base_precision = "nf4-bnb";  // every nn.Linear: 950 at 0.5625 B, the other 50 at bf16
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(950 * 0.5625 + 50 * 2.0));
+  s.base_precision = "int4-quanto";  // the modulation stays bf16: 800 at 0.53125 B, 200 at 2 B
+  CHECK(block_weight_bytes(b, s) == doctest::Approx(800 * 0.53125 + 200 * 2.0));
+  // FLUX.1 double block: norm1.linear and norm1_context.linear, 3072 -> 6 x 3072 with bias each
+  const Family& flux = find_family("flux1");
+  TrainingSetup fs = default_setup(flux);
+  const BlockChain chain = analyze(flux, fs);
+  REQUIRE_FALSE(chain.blocks.empty());
+  const BlockCost& d = chain.blocks.front();
+  CHECK(d.list == "transformer_blocks");
+  // 2 x (3072 x 18432 + 18432) = 113,283,072, within the analyzer's fit to the published 11.9B
+  CHECK(d.modulation_params == doctest::Approx(2.0 * (3072 * 18432 + 18432)).epsilon(0.001));
+  fs.base_precision = "nf4-bnb";
+  const double nf4 = block_weight_bytes(d, fs);
+  fs.base_precision = "int4-quanto";
+  const double int4 = block_weight_bytes(d, fs);
+  CHECK(int4 - nf4 == doctest::Approx(d.modulation_params * (2.0 - 0.5625) - d.quantizable_params * (0.5625 - 0.53125)));
 }
 
 TEST_CASE("LoRA trainable bytes, gradients and AdamW-bf16 state follow the adapter parameter count") {

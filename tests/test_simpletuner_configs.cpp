@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "segadvise/trainers/simpletuner_reader.hpp"
 #include "segadvise/trainers/trainer.hpp"
+#include "scratch_dir.hpp"
 #include "test_util.hpp"
 
 using namespace segadvise;
@@ -302,4 +303,44 @@ TEST_CASE("every shipped SimpleTuner example is answered, or refused only for a 
     CHECK(j["prediction"]["supported"] == true);
   }
   CHECK(answered >= 47);  // the examples whose files the fixtures hold, the five 8xH100 ones among them
+}
+
+TEST_CASE("Kontext's reference_strict set linked by conditioning_data joins the image tokens; other flavours say it is not counted") {
+  // the quickstart's edit set (1024 px) names one reference_strict set: 1 reference image
+  const TrainerRead r = read("kontext-reference.json");
+  CHECK(r.setup.reference_images == 1);
+  CHECK(r.setup.width == 1024);
+  CHECK(any_has(r.setup.notes, "1 reference conditioning set (conditioning_data): flux:kontext appends"));
+  nlohmann::json j;
+  std::string err;
+  REQUIRE(check(kSt + "kontext-reference.json", j, err) != 2);
+  // 1024 px / (VAE 8 x patch 2) = 64 per side: 4096 tokens, twice with the reference's
+  CHECK(j["setup"]["image_tokens"].get<double>() == 8192);
+
+  static const test::Scratch dir("segadvise-kontext-");
+  auto config = [&](const std::string& flavour, const std::string& backends) {
+    dir.write("db.json", backends);
+    return dir.write("c.json", R"({"model_family": "flux", "model_flavour": ")" + flavour +
+                                   R"(", "model_type": "lora", "data_backend_config": "db.json"})");
+  };
+  const std::string two = R"([{"id": "edits", "resolution": 512, "conditioning_data": ["a", "m", "b"]},
+    {"id": "a", "conditioning_type": "reference_strict"}, {"id": "b", "conditioning_type": "reference_loose"},
+    {"id": "m", "conditioning_type": "mask"}])";
+  // a mask set provides no latents: two reference sets
+  CHECK(read_trainer_config(config("kontext", two), at()).setup.reference_images == 2);
+  // dev is not a flavour whose reference latents join the sequence here: 0, said in a note
+  const TrainerRead dev = read_trainer_config(config("dev", two), at());
+  CHECK(dev.setup.reference_images == 0);
+  CHECK(any_has(dev.setup.notes, "not counted in flux:dev's sequence"));
+  // an id no backend has is a warning; a number is refused, naming the key
+  const TrainerRead missing = read_trainer_config(
+      config("kontext", R"([{"id": "edits", "conditioning_data": "nowhere"}])"), at());
+  CHECK(missing.setup.reference_images == 0);
+  // null links nothing (the trainer's backend.get)
+  CHECK(read_trainer_config(config("kontext", R"([{"id": "edits", "conditioning_data": null}])"), at()).setup.reference_images == 0);
+  CHECK(any_has(missing.warnings, "conditioning_data: 'nowhere' names no backend of the file"));
+  const std::string bad = test::input_error_of(
+      [&] { read_trainer_config(config("kontext", R"([{"id": "edits", "conditioning_data": 3}])"), at()); });
+  CHECK(bad.find("backend 'edits'") != std::string::npos);
+  CHECK(bad.find("conditioning_data") != std::string::npos);
 }

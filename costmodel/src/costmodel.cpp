@@ -235,7 +235,11 @@ double quantizable_param_bytes(const TrainingSetup& setup) {
 // convert every nn.Linear whose in and out dims are divisible by 16 with no name excluded (SimpleTuner
 // helpers/training/quantisation; a modulation Linear maps d to 3d, 4d or 6d); Quanto every Linear its
 // per-family exclude list does not name (sd3's and flux's `*norm*` hold AdaLayerNormZero's
-// `norm1.linear`; most families have no list), and Wan's list keeps the FFN (`*ffn*`). SDNQ's own skip
+// `norm1.linear`; most families have no list), and Wan's list keeps the FFN (`*ffn*`). bitsandbytes
+// (nf4-bnb, a Diffusers/Transformers BitsAndBytesConfig at load) replaces every nn.Linear whose name
+// holds none of llm_int8_skip_modules, the modulation included: diffusion-pipe's lists
+// (models/hidream.py:24, chroma.py:23) name no adaLN Linear; SimpleTuner's nf4 preset (pipeline-only,
+// docs/sources/simpletuner.md §2.2) is not in the mirrored sources and is counted with no skip list. SDNQ's own skip
 // keys are not spelled out in the sources: its modulation is counted at the weight dtype (the larger
 // count; docs/calibration.md names the families whose SDNQ peaks say otherwise). No quantizer here
 // converts a convolution.
@@ -243,7 +247,7 @@ double converted_params(const BlockCost& b, const TrainingSetup& setup) {
   const PrecisionInfo prec = precision_info(setup.base_precision);
   if (!prec.quantized) return 0;
   if (setup.quantize_all_block_linears) return b.params;
-  const bool modulation = prec.backend == "torchao" || prec.backend == "native" ||
+  const bool modulation = prec.backend == "torchao" || prec.backend == "native" || prec.backend == "bnb" ||
                           (prec.backend == "quanto" && !b.modulation_kept_by_quanto);
   return quantized_linear_params(b, setup) + (modulation ? b.modulation_params : 0);
 }

@@ -18,7 +18,8 @@ const std::vector<PrecisionInfo>& table() {
       {"no_change", false, 2.0, "bf16", "none"},
       {"bf16", false, 2.0, "bf16", "none"},
       {"int8-quanto", true, 1.01, "int8-quanto", "quanto"},
-      {"int4-quanto", true, 0.53, "int4-quanto", "quanto"},
+      // quanto qint4: two codes a byte, a bf16 scale and a bf16 shift per group of 128 (0.5 + 4/128 B)
+      {"int4-quanto", true, 0.5 + 4.0 / 128, "int4-quanto", "quanto"},
       {"int2-quanto", true, 0.28, "int4-quanto", "quanto"},
       {"fp8-quanto", true, 1.01, "fp8-quanto", "quanto"},
       {"fp8uz-quanto", true, 1.01, "fp8-quanto", "quanto"},
@@ -32,7 +33,12 @@ const std::vector<PrecisionInfo>& table() {
       {"fp8wo-torchao", true, 1.01, "fp8wo-torchao", "torchao", true},
       {"fp8-int4-torchao", true, 0.53, "int4-torchao", "torchao"},
       {"int4-torchao", true, 0.53, "int4-torchao", "torchao"},
-      {"nf4-bnb", true, 0.53, "nf4-bnb", "bnb"},
+      // bitsandbytes NF4 (Linear4bit through a BitsAndBytesConfig): two 4-bit codes a byte and one fp32
+      // absmax per block of 64 weights (quantize_4bit's blocksize): 0.5 + 4/64 B. Double quantization
+      // (bnb_4bit_use_double_quant, off by default) would store the absmax as uint8 + an fp32 per 256
+      // blocks (0.5 + 1/64 + 4/16384 B); the configs read here do not set it (diffusion-pipe
+      // models/hidream.py:97-102); SimpleTuner's preset file is not in the mirrored sources.
+      {"nf4-bnb", true, 0.5 + 4.0 / 64, "nf4-bnb", "bnb"},
       {"fp8-native", true, 1.0, "fp8-native", "native"},
       // TransformerEngine stores fp8 weights only for LoRA runs (§2.2); the full case is handled by
       // the caller through model_type.

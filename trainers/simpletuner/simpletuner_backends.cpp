@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/io/json_input.hpp"
@@ -248,6 +249,47 @@ bool backend_shape(const ordered_json& entry, std::size_t index, const std::stri
   return true;
 }
 
+// The reference conditioning sets a training backend links (conditioning_data: an id or a list of ids),
+// of conditioning_type reference_strict or reference_loose: the ones that provide the model's
+// reference latents (helpers/data_backend/factory.py:1094-1140, :1587-1617). The most any training
+// backend links; a linked id that no backend of the file has is a warning.
+int linked_reference_sets(const ordered_json& db, const std::string& file, const std::vector<BackendShape>& training,
+                          std::vector<std::string>& warnings) {
+  std::map<std::string, std::string> conditioning_type;
+  for (const auto& e : db)
+    if (e.is_object() && e.contains("id") && e["id"].is_string())
+      conditioning_type[e["id"].get<std::string>()] =
+          e.contains("conditioning_type") && e["conditioning_type"].is_string() ? e["conditioning_type"].get<std::string>() : "";
+  int most = 0;
+  for (const auto& e : db) {
+    if (!e.is_object() || !e.contains("id") || !e["id"].is_string() || !e.contains("conditioning_data")) continue;
+    const std::string id = e["id"].get<std::string>();
+    if (std::none_of(training.begin(), training.end(), [&](const BackendShape& t) { return t.id == id; })) continue;
+    const Fields b(e, file + ": backend '" + id + "'");
+    const ordered_json* cdp = b.get("conditioning_data");
+    if (!cdp || cdp->is_null()) continue;  // factory.py reads it with backend.get: null links nothing
+    const ordered_json& cd = *cdp;
+    std::vector<std::string> ids;
+    if (cd.is_string()) ids.push_back(cd.get<std::string>());
+    else if (cd.is_array())
+      for (const auto& x : cd) {
+        if (!x.is_string()) throw InputError(b.where("conditioning_data") + ": expected dataset ids, got " + value_str(x));
+        ids.push_back(x.get<std::string>());
+      }
+    else throw InputError(b.where("conditioning_data") + ": expected a dataset id or a list of them, got " + value_str(cd));
+    int refs = 0;
+    for (const auto& c : ids) {
+      const auto it = conditioning_type.find(c);
+      if (it == conditioning_type.end())
+        warnings.push_back(b.where("conditioning_data") + ": '" + brief_text(c) + "' names no backend of the file");
+      else if (it->second == "reference_strict" || it->second == "reference_loose")
+        ++refs;
+    }
+    most = std::max(most, refs);
+  }
+  return most;
+}
+
 }  // namespace
 
 namespace simpletuner {
@@ -284,6 +326,20 @@ void read_backends(const Fields& cfg, const std::string& path, const Family& fam
     throw InputError("data_backend_config '" + r.data_backend_path +
                      "': no image, video, audio or caption dataset that trains (text-embed, conditioning, eval and "
                      "disabled backends are skipped)");
+  const int refs = linked_reference_sets(db, r.data_backend_path, r.backends, r.warnings);
+  if (refs > 0) {
+    const std::string flavour = fam.trainer_family + ":" + cfg.str("model_flavour", "");
+    const auto& in_sequence = simpletuner_facts().reference_latents_in_sequence;
+    const std::string sets = std::to_string(refs) + " reference conditioning set" + (refs > 1 ? "s" : "");
+    if (std::find(in_sequence.begin(), in_sequence.end(), flavour) != in_sequence.end()) {
+      r.setup.reference_images = refs;
+      r.setup.notes.push_back(sets + " (conditioning_data): " + flavour + " appends their latents to the image tokens, "
+                              "each at the training size");
+    } else {
+      r.setup.notes.push_back(sets + " (conditioning_data): not counted in " + flavour +
+                              "'s sequence (how this model uses reference latents is not in the sources read)");
+    }
+  }
 }
 
 // the trained shape: the largest per-step activation load (pixels x frames x batch) over the backends

@@ -52,6 +52,9 @@ const SimpleTunerFacts& simpletuner_facts() {
       const FieldReader o = opts.sub(it.key(), true);
       f.optimizer_aliases[it.key()] = OptimizerAlias{o.str("as", "", true), o.str("why", "", true)};
     }
+    const FieldReader refs = r.sub("reference_latents_in_sequence", true);
+    refs.str("source", "", true);
+    f.reference_latents_in_sequence = refs.strings("flavours");
     read_area_snaps(f);
     return f;
   }();

@@ -25,6 +25,8 @@ struct SimpleTunerFacts {
   std::map<std::string, int> default_framerates;        // model_family -> framerate when unset (§1.5)
   std::map<std::string, OptimizerAlias> optimizer_aliases;  // §2.5
   AreaSnaps area_snaps;                                     // §1.3 (simpletuner-bucketing.json)
+  // "model_family:model_flavour" whose reference conditioning latents join the image tokens
+  std::vector<std::string> reference_latents_in_sequence;
 };
 
 const SimpleTunerFacts& simpletuner_facts();
