@@ -216,12 +216,12 @@ TEST_CASE("every command's exit code is the one verdict's: 0 fits, 3 borderline,
   CHECK(exit_code(FitVerdict::Borderline) == 3);
   CHECK(exit_code(FitVerdict::DoesNotFit) == 1);
   // unmeasured, Flux's example setup on a 24 GB card fits with confidence (exit 0); on a card of
-  // 19 GiB it is only borderline (its 90% ranges straddle the card)
+  // 17 GiB it is only borderline (its 90% ranges straddle the card)
   SetupFlags f;
   f.model = "flux";
   f.gpu = "4090";
   CHECK(exit_code(advise_report(make_request(f), AdviceOptions{})) == 0);
-  f.vram_gib = 19;
+  f.vram_gib = 17;
   const AdviceReport advice = advise_report(make_request(f), AdviceOptions{});
   REQUIRE(advice.verdict() == FitVerdict::Borderline);
   CHECK(exit_code(advice) == 3);
