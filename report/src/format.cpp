@@ -12,6 +12,12 @@ std::string gib_str(double bytes, int decimals) {
   return buf;
 }
 
+std::string fixed_str(double x, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
 std::string secs_str(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.1f s", s);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "segadvise/planner/measurements.hpp"
+#include "segadvise/report/format.hpp"
 #include "segadvise/report/memory_figures.hpp"
 #include "segadvise/report/text_format.hpp"
 
@@ -12,11 +13,7 @@ namespace segadvise::cli {
 
 namespace {
 
-std::string num(double x, int decimals) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.*f", decimals, x);
-  return b;
-}
+std::string num(double x, int decimals) { return fixed_str(x, decimals); }
 
 // seconds with enough digits to tell 0.43 from 0.47
 int time_decimals(double s) { return s < 10 ? 2 : 1; }

@@ -5,16 +5,13 @@
 #include <cstdio>
 
 #include "segadvise/calibration/ranges.hpp"
+#include "segadvise/report/format.hpp"
 
 namespace segadvise::cli {
 
 namespace {
 
-std::string num(double x, int decimals) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.*f", decimals, x);
-  return b;
-}
+std::string num(double x, int decimals) { return fixed_str(x, decimals); }
 
 double gib(double bytes) { return bytes / kGiB; }
 

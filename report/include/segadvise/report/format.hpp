@@ -15,5 +15,7 @@ std::string bytes_str(double bytes);
 std::string gib_or_mib_str(double bytes);
 // "12.50 MiB"
 std::string mib_str(double bytes);
+// `x` with `decimals` after the point: "16.4"
+std::string fixed_str(double x, int decimals);
 
 }  // namespace segadvise
