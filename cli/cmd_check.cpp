@@ -36,16 +36,16 @@ namespace segadvise::cli {
 
 namespace {
 
-// The system a config was written on, where it shows: a .bat/.cmd/.ps1 launch script is Windows's; a
-// config naming drive-letter paths (C:\ or C:/) was written there (a guess, said as one). Neither: "".
-void host_os_from_config(TrainingSetup& s, const std::string& path) {
-  if (!s.host_os.empty()) return;
+// What the config shows of the environment it runs in. The system: a .bat/.cmd/.ps1 launch script is
+// Windows's; a config naming drive-letter paths (C:\ or C:/) was written there (a guess, said as one).
+// The allocator: a launch script or config that sets PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF)
+// with expandable_segments:True.
+void environment_from_config(TrainingSetup& s, const std::string& path, bool os_given) {
   std::string ext = path.size() > 4 ? path.substr(path.size() - 4) : "";
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (ext == ".bat" || ext == ".cmd" || ext == ".ps1") {
+  if (!os_given && s.host_os.empty() && (ext == ".bat" || ext == ".cmd" || ext == ".ps1")) {
     s.host_os = "windows";
     s.host_os_from = "the launch script is a Windows script (" + ext + ")";
-    return;
   }
   std::string text;
   try {
@@ -53,6 +53,16 @@ void host_os_from_config(TrainingSetup& s, const std::string& path) {
   } catch (const InputError&) {
     return;  // read once already by its reader; not a text file to look into
   }
+  if (!s.expandable_segments) {
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::size_t at = lower.find("expandable_segments:true");
+    if (at != std::string::npos && lower.rfind("alloc_conf", at) != std::string::npos) {
+      s.expandable_segments = true;
+      s.expandable_segments_from = "the config sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+    }
+  }
+  if (os_given || !s.host_os.empty()) return;
   for (std::size_t i = 1; i + 2 < text.size(); ++i) {
     const char before = text[i - 1], c = text[i];
     if (!std::isalpha(static_cast<unsigned char>(c)) || text[i + 1] != ':' || (text[i + 2] != '\\' && text[i + 2] != '/')) continue;
@@ -74,7 +84,7 @@ CheckRequest check_request(const CheckOptions& o, const TrainerRead& tr, const s
   if (!flags.measured_from.empty() && flags.measured_from_schedule.empty()) flags.measured_from_schedule = tr.schedule.name();
   dataset = dataset_in;
   TrainingSetup setup = tr.setup;
-  if (flags.host_os.empty()) host_os_from_config(setup, tr.config_path);
+  environment_from_config(setup, tr.config_path, !flags.host_os.empty());
   if (dataset) {
     predict_buckets(*dataset, make_request(*tr.family, setup, flags), tr.schedule);
     apply_largest_bucket(setup, *dataset);

@@ -62,6 +62,8 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional) {
   app->add_option("--lora-type", f.lora_type, "standard | lycoris")->check(CLI::IsMember({"standard", "lycoris"}));
   app->add_option("--lora-rank", f.lora_rank, "lora_rank")->check(kPositive);
   app->add_option("--optimizer", f.optimizer, "optimizer: adamw_bf16, optimi-lion, adamw8bit, prodigy, …")->check(kNonEmpty);
+  app->add_flag("--expandable-segments", f.expandable_segments,
+               "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the allocator's slack falls; docs/memory.md)");
   app->add_option("--ramtorch", f.ramtorch, "on | off: stream block weights from host memory (RamTorch)")
       ->check(CLI::IsMember({"on", "off", "true", "false"}));
   app->add_option("--ramtorch-percent", f.ramtorch_percent, "ramtorch_transformer_percent (0..100)")
@@ -253,6 +255,10 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
     s.optimizer = f.optimizer;
   }
   if (!f.ramtorch.empty()) s.ramtorch = f.ramtorch == "on" || f.ramtorch == "true";
+  if (f.expandable_segments) {
+    s.expandable_segments = true;
+    s.expandable_segments_from = "--expandable-segments";
+  }
   if (f.ramtorch_percent >= 0) s.ramtorch_percent = f.ramtorch_percent;
   if (f.blocks_to_swap != -1) s.blocks_to_swap = f.blocks_to_swap;
   if (f.text_tokens != -1) s.text_tokens = f.text_tokens;
@@ -285,6 +291,10 @@ AdvisorRequest make_request(const Family& fam, const TrainingSetup& setup, const
   if (!f.host_os.empty()) {
     r.setup.host_os = f.host_os == "windows" ? "windows" : "";
     r.setup.host_os_from = "--os " + f.host_os;
+  }
+  if (f.expandable_segments) {
+    r.setup.expandable_segments = true;
+    r.setup.expandable_segments_from = "--expandable-segments";
   }
   if (!f.profile.empty()) r.profile = load_profile(f.profile);
   r.measured = parse_measurements(f.measured);

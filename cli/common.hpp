@@ -37,6 +37,7 @@ struct SetupFlags {
   int text_tokens = -1;
   double headroom_gib = -1;  // -1: the card's default (default_headroom_bytes)
   std::string host_os;       // --os linux|windows ("" : from the config, else Linux)
+  bool expandable_segments = false;  // --expandable-segments
   std::string format = "table";
   std::string calibration;
   std::string profile;

@@ -502,6 +502,10 @@ CardOverhead card_overhead(const GpuSpec& gpu, const Coefficients& coef) {
 
 double usable_vram_bytes(const GpuSpec& gpu, const Coefficients& coef) { return card_overhead(gpu, coef).usable_bytes(); }
 
+double allocator_slack_share(const TrainingSetup& setup, const Coefficients& coef) {
+  return setup.expandable_segments ? std::min(coef.fragmentation, kExpandableSegmentsSlack) : coef.fragmentation;
+}
+
 double default_headroom_bytes(const GpuSpec& gpu) { return gpu.display ? 0.5 * kGiB : 0.0; }
 
 std::string default_headroom_reason(const GpuSpec& gpu) {
@@ -687,7 +691,7 @@ Prediction predict_plan(const PreparedChain& pc, const Plan& plan, double headro
   // what the upcast weight copies add to the peak: the peak with them less the peak without them
   if (pc.without_upcast_copies)
     m.upcast_weight_bytes = std::max(0.0, tl.peak_bytes - timeline(*pc.without_upcast_copies, plan, false, false).peak_bytes);
-  m.fragmentation_bytes = (tl.peak_bytes - m.upcast_weight_bytes) * coef.fragmentation;
+  m.fragmentation_bytes = (tl.peak_bytes - m.upcast_weight_bytes) * allocator_slack_share(setup, coef);
   m.reserve_bytes = 0;  // reserve is taken off the card's usable memory instead (usable_vram_bytes)
   m.host_activation_bytes = tl.host_bytes;
   m.peak_phase = tl.peak_phase;

@@ -352,7 +352,7 @@ bool nothing_can_fit(const Context& ctx) {
     activation_bytes = std::max(activation_bytes, least_forward_live(pc, static_cast<int>(i)));
   const StaticMemory& sm = pc.static_memory;
   const double peak_bytes = sm.weights_bytes + sm.trainable_bytes + sm.gradient_bytes + sm.optimizer_bytes +
-                            activation_bytes + activation_bytes * ctx.coef.fragmentation;
+                            activation_bytes + activation_bytes * allocator_slack_share(ctx.setup, ctx.coef);
   const double hi_bytes = peak_bytes * ctx.ranges.least_peak_hi_factor();
   return !(hi_bytes + ctx.headroom_bytes <= pc.usable_vram_bytes);
 }

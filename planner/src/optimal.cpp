@@ -121,11 +121,13 @@ Prediction PlanOptimizer::predict_plan(const Plan& plan) const {
 }
 
 double PlanOptimizer::peak_vram_for_activation(double activation_bytes) const {
-  return anchor_.fixed_scale * static_bytes_ + anchor_.activation_scale * (activation_bytes * (1 + coef_.fragmentation));
+  return anchor_.fixed_scale * static_bytes_ +
+         anchor_.activation_scale * (activation_bytes * (1 + allocator_slack_share(setup_, coef_)));
 }
 
 double PlanOptimizer::activation_for_peak_vram(double peak_vram_bytes) const {
-  return (peak_vram_bytes - anchor_.fixed_scale * static_bytes_) / (1 + coef_.fragmentation) / anchor_.activation_scale;
+  return (peak_vram_bytes - anchor_.fixed_scale * static_bytes_) / (1 + allocator_slack_share(setup_, coef_)) /
+         anchor_.activation_scale;
 }
 
 // Per-decision memory and time: the cost model's own segment costs (costmodel/evaluator.hpp), under

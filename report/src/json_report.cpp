@@ -401,6 +401,7 @@ nlohmann::json check_report_json(const CheckView& v) {
   j["host_os"] = r.context.setup.host_os.empty() ? "linux" : r.context.setup.host_os;
   if (!r.context.setup.host_os_from.empty()) j["host_os_from"] = r.context.setup.host_os_from;
   j["windows_sysmem_fallback"] = sysmem_fallback_json(check_sysmem_fallback(r));
+  j["expandable_segments"] = expandable_segments_json(expandable_segments_hint(r));
   j["warnings"] = r.warnings;
   // the same with each one's kind, and the trainer's refusals (kinds: planner/diagnostic.hpp)
   nlohmann::json diagnostics = nlohmann::json::array();

@@ -152,3 +152,49 @@ SysmemFallback check_sysmem_fallback(const CheckReport& r) {
 }
 
 }  // namespace segadvise::cli
+
+namespace segadvise::cli {
+
+ExpandableSegmentsHint expandable_segments_hint(const CheckReport& r) {
+  ExpandableSegmentsHint h;
+  const TrainingSetup& s = r.context.setup;
+  h.set = s.expandable_segments;
+  h.from = s.expandable_segments_from;
+  const Candidate& c = r.candidate;
+  if (!c.prediction.supported) return h;
+  const MemoryBreakdown& m = c.prediction.memory;
+  h.slack_bytes = m.fragmentation_bytes;
+  TrainingSetup with = s;
+  with.expandable_segments = true;
+  h.slack_with_bytes = (m.activation_peak_bytes - m.upcast_weight_bytes) * allocator_slack_share(with, r.context.coef);
+  const double saved = std::max(0.0, h.slack_bytes - h.slack_with_bytes);
+  const double budget = c.prediction.usable_vram_bytes - r.context.headroom_bytes;
+  h.verdict_now = r.verdict();
+  // the step's range moved by what the slack saves; every other phase as predicted
+  const Range step = c.ranged ? c.peak_range_bytes : Range{c.prediction.peak_vram_bytes, c.prediction.peak_vram_bytes};
+  h.verdict_with = fit_verdict(Range{step.lo - saved, step.hi - saved}, c.prediction.usable_vram_bytes, r.context.headroom_bytes);
+  if (r.phases && !r.step_only)
+    for (const PhaseResult& p : r.phases->phases)
+      if (p.runs && p.phase != Phase::TrainingStep) h.verdict_with = worst(h.verdict_with, p.verdict(budget));
+  h.changes = !h.set && h.verdict_with != h.verdict_now && worst(h.verdict_with, h.verdict_now) == h.verdict_now;
+  return h;
+}
+
+nlohmann::json expandable_segments_json(const ExpandableSegmentsHint& h) {
+  nlohmann::json j = {{"set", h.set},
+                      {"step_allocator_slack_gib", gib(h.slack_bytes)},
+                      {"step_allocator_slack_gib_with_expandable_segments", gib(h.slack_with_bytes)},
+                      {"fit_with_expandable_segments", to_string(h.verdict_with)},
+                      {"changes_the_verdict", h.changes}};
+  if (!h.from.empty()) j["from"] = h.from;
+  return j;
+}
+
+std::string expandable_segments_text(const ExpandableSegmentsHint& h) {
+  if (!h.changes) return "";
+  return "with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the trainer's environment the allocator's slack at "
+         "the step falls from " + num(gib(h.slack_bytes), 1) + " to about " + num(gib(h.slack_with_bytes), 1) +
+         " GiB and the verdict becomes \"" + to_string(h.verdict_with) + "\" (check it with --expandable-segments)";
+}
+
+}  // namespace segadvise::cli

@@ -135,6 +135,8 @@ void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt) {
   out << b << "gpu        " << ctx.gpu.name << ": "
       << card_memory_text(card_overhead(ctx.gpu, ctx.coef), ctx.headroom_bytes, headroom_reason(ctx)) << "\n";
   if (!s.host_os.empty()) out << b << "system     " << s.host_os << " (" << s.host_os_from << ")\n";
+  if (s.expandable_segments)
+    out << b << "allocator  expandable_segments:True (" << s.expandable_segments_from << ")\n";
   if (s.multi_gpu.active()) print_multi_gpu_setup(out, ctx, b);
   for (const auto& n : s.notes) out << b << "note       " << n << "\n";
   for (const auto& w : ctx.warnings) out << b << "note       " << w << "\n";

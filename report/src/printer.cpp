@@ -279,6 +279,8 @@ void TextPrinter::check(const CheckView& v) {
   }
   if (const SysmemFallback fb = check_sysmem_fallback(r); fb.applies)
     out_ << "\n" << fmt_.strong("Windows: ") << sysmem_fallback_text(fb) << "\n";
+  if (const std::string es = expandable_segments_text(expandable_segments_hint(r)); !es.empty())
+    out_ << "\n" << fmt_.strong("Allocator: ") << es << "\n";
   if (!r.warnings.empty()) out_ << "\n" << fmt_.section(3, "Warnings", "");
   for (const auto& w : r.warnings) out_ << fmt_.item("warning: ") << w << "\n";
   if (!r.advice) return;

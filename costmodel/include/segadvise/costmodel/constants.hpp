@@ -113,6 +113,13 @@ constexpr double kPatchFeatures = 64;
 // aspect_bucket_rounding: aspects are rounded to 2 decimals before bucketing
 constexpr double kAspectRoundingScale = 100;
 
+// The caching allocator's slack (reserved - allocated) as a share of the activation peak with
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: 0.02-0.05 for fixed shapes or with expandable
+// segments (the project's reference notes on consumer GPUs, section (a): torchtune #1185 peak 16.39 ->
+// 10.83 GiB with it; compressed-tensors #587 2.4% reserved-but-unallocated); the upper end is taken.
+// The default allocator's share is the calibration's fitted `fragmentation`.
+constexpr double kExpandableSegmentsSlack = 0.05;
+
 // ---- planner (planner/src/advisor.cpp) ----
 // Long chains (Stable Cascade's 192 micro-blocks) cap a checkpoint call at 32 blocks so advise
 // stays interactive (0.26 s -> a few ms there); no trainer schedule of such a family uses longer

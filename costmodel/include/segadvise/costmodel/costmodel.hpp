@@ -113,6 +113,10 @@ struct CardOverhead {
 };
 CardOverhead card_overhead(const GpuSpec& gpu, const Coefficients& coef);
 
+// The allocator's slack as a share of the activation peak: the fitted `fragmentation`, or with
+// expandable segments at most kExpandableSegmentsSlack.
+double allocator_slack_share(const TrainingSetup& setup, const Coefficients& coef);
+
 // The memory kept free for what else uses the card when the user does not say (--headroom-gib): on a card
 // with display outputs an idle desktop's share, 0.5 GiB (Linux desktops 0.2-0.6 GB, Windows 0.3-0.5 GB
 // idle; browsers and Electron apps take 1-4 GB more: docs/memory.md), on a datacenter card nothing.

@@ -180,6 +180,10 @@ struct TrainingSetup {
   // or not said); host_os_from: what said so (--os, a .bat/.ps1 launch script, Windows paths: a guess)
   std::string host_os;
   std::string host_os_from;
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one growing segment per stream instead of a
+  // segment per large allocation, so the allocator's slack falls (allocator_slack_share); _from: what said so
+  bool expandable_segments = false;
+  std::string expandable_segments_from;
 };
 
 // One block instance as the cost model sees it. Derivations live in families/analyzer.cpp.

@@ -70,3 +70,20 @@ std::string headroom_reason(const Context& ctx);
 // a check's fallback on Windows, on the whole run's reserved peak (the step's with --step-only)
 SysmemFallback check_sysmem_fallback(const CheckReport& r);
 }  // namespace segadvise::cli
+
+namespace segadvise::cli {
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True for a check: whether the run sets it (and what said so),
+// the step's allocator slack as predicted, what it would be with expandable segments, and the verdict with
+// them (the training step's range moved by the difference; the other phases as they are). `changes`:
+// not set, and the verdict would be better with it.
+struct ExpandableSegmentsHint {
+  bool set = false;
+  std::string from;
+  double slack_bytes = 0, slack_with_bytes = 0;
+  FitVerdict verdict_now = FitVerdict::DoesNotFit, verdict_with = FitVerdict::DoesNotFit;
+  bool changes = false;
+};
+ExpandableSegmentsHint expandable_segments_hint(const CheckReport& r);
+nlohmann::json expandable_segments_json(const ExpandableSegmentsHint& h);
+std::string expandable_segments_text(const ExpandableSegmentsHint& h);  // "" unless it changes the verdict
+}  // namespace segadvise::cli
