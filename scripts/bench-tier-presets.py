@@ -98,6 +98,10 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="also print the step's memory breakdown")
     ap.add_argument("folders", nargs="*")
     a = ap.parse_args()
+    a.bin = os.path.abspath(a.bin)  # each check runs in its preset's folder
+    if not os.access(a.bin, os.X_OK):
+        print("no segadvise at " + a.bin + " (--bin names it)", file=sys.stderr)
+        return 2
     found = presets(a.folders)
     if not found:
         print("no tier-named presets under: " + (" ".join(a.folders) or "(no folders given)"))
