@@ -87,7 +87,8 @@ def check(binary, tier, path):
         stood.append("confidence " + str(j["setup"]["confidence"]))
     warnings = j.get("warnings") or []
     if warnings:
-        stood.append("%d warning(s): %s" % (len(warnings), " ".join(str(warnings[0]).split())[:140]))
+        first = " ".join(str(warnings[0]).split()).replace(os.path.abspath(path) + ": ", "")
+        stood.append("%d warning(s): %s" % (len(warnings), re.sub(r"; tried: [^;]*", "", first)[:160]))
     memory = (pred.get("breakdown") or {}).get("memory_gib")
     return str(pred.get("fit")), peak, "; ".join(stood), memory
 
