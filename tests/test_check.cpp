@@ -91,11 +91,21 @@ TEST_CASE("a config/examples data backend is found through the config's parent f
   CHECK(r.setup.height == 768);
 }
 
-TEST_CASE("a data backend that cannot be found names every path tried") {
-  const std::string e = error_of("missing-backend.json");
-  CHECK(e.find("data_backend_config 'backends/does-not-exist.json' not found") != std::string::npos);
-  CHECK(e.find("/nonexistent-working-directory/backends/does-not-exist.json") != std::string::npos);
-  CHECK(e.find(kDir + "backends/does-not-exist.json") != std::string::npos);
+TEST_CASE("a data backend that cannot be found names every path tried, and the shape is assumed") {
+  // flux, no resolution, no train_batch_size: the trainer's defaults (1024 pixel_area, a square source)
+  const TrainerRead r = read_simpletuner_config(kDir + "missing-backend.json", away());
+  CHECK(r.setup.width == 1024);
+  CHECK(r.setup.height == 1024);
+  CHECK(r.shape_source.rfind("assumed: ", 0) == 0);
+  std::string w;
+  for (const auto& x : r.warnings)
+    if (x.find("the shape is assumed") != std::string::npos) w = x;
+  CHECK(w.find("data_backend_config 'backends/does-not-exist.json' not found") != std::string::npos);
+  CHECK(w.find("; tried: ") != std::string::npos);
+  CHECK(w.find("/nonexistent-working-directory/backends/does-not-exist.json") != std::string::npos);
+  CHECK(r.setup.shape_assumed_from.find("tried") == std::string::npos);  // the setup names the file alone
+  CHECK(w.find(kDir + "backends/does-not-exist.json") != std::string::npos);
+  CHECK(w.find("\n") == std::string::npos);  // one line
 }
 
 TEST_CASE("an example naming a data backend its repository does not ship says so") {
@@ -106,11 +116,16 @@ TEST_CASE("an example naming a data backend its repository does not ship says so
   const fs::path cfg = repo / "simpletuner" / "examples" / "ex-24g" / "config.json";
   std::ofstream(cfg) << "{\"model_family\": \"flux\", \"model_type\": \"lora\", \"data_backend_config\": "
                         "\"config/examples/missing.json\"}\n";
-  const std::string e = test::input_error_of([&] { read_simpletuner_config(cfg.string(), away()); });
-  CHECK(e.find("data_backend_config 'config/examples/missing.json' not found: the trainer's repository (" +
-               repo.lexically_normal().string() + ") does not ship it (config/examples/ is its simpletuner/examples/); "
-               "pass --data-backend FILE with your own") != std::string::npos);
-  CHECK(e.find((repo / "simpletuner" / "examples" / "missing.json").string()) != std::string::npos);  // among the paths tried
+  const TrainerRead r = read_simpletuner_config(cfg.string(), away());
+  bool said = false, tried = false;
+  for (const auto& w : r.warnings) {
+    said = said || w.find("data_backend_config 'config/examples/missing.json' not found: the trainer's repository (" +
+                          repo.lexically_normal().string() + ") does not ship it (config/examples/ is its simpletuner/examples/); "
+                          "pass --data-backend FILE with your own") != std::string::npos;
+    tried = tried || w.find((repo / "simpletuner" / "examples" / "missing.json").string()) != std::string::npos;  // among the paths tried
+  }
+  CHECK(said);
+  CHECK(tried);
   fs::remove_all(repo);
 }
 
@@ -246,7 +261,9 @@ TEST_CASE("check exits 0 when the config fits, 1 when it does not, 2 for bad inp
 
   CHECK(run_like_main(check_opts("malformed.json"), out, err) == 2);
   CHECK(out.empty());
-  CHECK(run_like_main(check_opts("missing-backend.json"), out, err) == 2);
+  // a data-backend file not on this machine is answered at an assumed shape, not refused
+  CHECK(run_like_main(check_opts("missing-backend.json"), out, err) != 2);
+  CHECK(out.find("assumed shape") != std::string::npos);
   CheckOptions bad_emit = check_opts("flux-480-square.json");
   bad_emit.emit = "kohya";
   CHECK(run_like_main(bad_emit, out, err) == 2);

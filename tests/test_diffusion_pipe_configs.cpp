@@ -301,6 +301,7 @@ TEST_CASE("diffusion-pipe: a config whose dataset file is not here answers at an
   REQUIRE(r.family != nullptr);
   CHECK(r.family->id == "wan2.1-14b");
   CHECK(r.shape_source.rfind("assumed", 0) == 0);
+  CHECK(r.setup.shape_assumed_from.find("my_dataset.toml") != std::string::npos);  // never the family's confidence alone
   CHECK(r.setup.batch == 2);
   CHECK(r.setup.width == r.family->example.width);
   CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {

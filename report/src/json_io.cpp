@@ -93,6 +93,7 @@ json to_json(const TrainingSetup& s) {
   if (s.multi_gpu.active()) add_multi_gpu_json(j, s.multi_gpu);  // absent on one GPU: output unchanged
   j["notes"] = s.notes;
   if (!s.family_guessed_from.empty()) j["family_guessed_from"] = s.family_guessed_from;  // what the family was guessed from
+  if (!s.shape_assumed_from.empty()) j["shape_assumed_from"] = s.shape_assumed_from;    // the dataset file not on this machine
   return j;
 }
 

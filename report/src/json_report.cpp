@@ -165,8 +165,11 @@ nlohmann::json setup_json(const Context& ctx) {
   nlohmann::json j = to_json(ctx.setup);
   j["model_name"] = ctx.family->name;
   j["trainer_family"] = ctx.family->trainer_family;
-  // a guessed family (TrainingSetup::family_guessed_from) is never "high": the guess is the weak link
-  j["confidence"] = ctx.setup.family_guessed_from.empty() ? nlohmann::json(ctx.family->confidence) : nlohmann::json("guessed");
+  // a guessed family (TrainingSetup::family_guessed_from) or an assumed shape (shape_assumed_from) is never
+  // "high": the guess is the weak link
+  j["confidence"] = !ctx.setup.family_guessed_from.empty() ? nlohmann::json("guessed")
+                    : !ctx.setup.shape_assumed_from.empty() ? nlohmann::json("assumed shape")
+                                                            : nlohmann::json(ctx.family->confidence);
   j["image_tokens"] = ctx.chain.tokens_image;
   j["text_tokens"] = ctx.chain.tokens_text;
   j["blocks"] = ctx.chain.blocks.size();

@@ -111,14 +111,18 @@ void print_setup(std::ostream& out, const Context& ctx, const TextFormat& fmt) {
   const std::string b = fmt.item();
   out << fmt.section(3, "Setup", "Setup (assumed where you gave no flag):\n");
   out << b << "model      " << ctx.family->name << " [" << ctx.family->id;
-  if (s.family_guessed_from.empty())
-    out << ", confidence " << ctx.family->confidence << "]\n";
-  else
+  if (!s.family_guessed_from.empty())
     out << ", GUESSED from " << s.family_guessed_from << ": confidence low; --model names it]\n";
+  else if (!s.shape_assumed_from.empty())
+    out << ", confidence: an assumed shape]\n";
+  else
+    out << ", confidence " << ctx.family->confidence << "]\n";
   out << b << "shape      " << s.width << "x" << s.height;
   if (s.frames > 1) out << "x" << s.frames << "f";
   out << ", batch " << s.batch << " -> " << static_cast<long long>(ctx.chain.tokens_image) << " image + "
-      << static_cast<long long>(ctx.chain.tokens_text) << " text tokens per sample\n";
+      << static_cast<long long>(ctx.chain.tokens_text) << " text tokens per sample";
+  if (!s.shape_assumed_from.empty()) out << " [ASSUMED: " << s.shape_assumed_from << "]";
+  out << "\n";
   out << b << "training   " << to_string(s.model_type);
   if (s.model_type == ModelType::Lora)
     out << " (" << to_string(s.lora_type) << (s.lora_type == LoraType::Standard ? ", rank " + std::to_string(s.lora_rank) : "") << ")";

@@ -12,6 +12,8 @@ namespace segadvise {
 
 std::string readers::json_config_trainer(const std::string& path) {
   const nlohmann::ordered_json j = read_json_file(path, "config");
+  const std::string backends = backend_list_error(path, j);  // SimpleTuner's data-backend list
+  if (!backends.empty()) throw InputError(backends);
   if (!j.is_object()) throw InputError(path + ": a JSON config must be an object");
   if (j.contains("model_family") || j.contains("--model_family")) return "simpletuner";
   if (j.contains("training_method") || j.contains("__version") || j.contains("base_model_name")) return "onetrainer";

@@ -142,6 +142,24 @@ void refuse_flag(TrainerRead& r, const std::string& key, const std::string& why)
   r.refused_keys.push_back(key);
 }
 
+void assume_shape(const AssumedShape& a, TrainerRead& r) {
+  const TrainingSetup& s = r.setup;
+  const std::string shape = std::to_string(s.width) + "x" + std::to_string(s.height) +
+                            (s.frames > 1 ? "x" + std::to_string(s.frames) + " frames" : "");
+  r.shape_source = "assumed: " + a.missing;
+  r.setup.shape_assumed_from = a.missing;
+  r.warnings.push_back(a.missing + (a.tried.empty() ? "" : "; tried: " + a.tried) + (a.trainer.empty() ? "" : "; " + a.trainer) +
+                       ": the shape is assumed, " + shape + " (" +
+                       a.size_from + "), batch " + std::to_string(s.batch) + " (" + a.batch_from + ")" +
+                       (a.hint.empty() ? "" : "; " + a.hint));
+}
+
+void example_shape(const Family& fam, TrainingSetup& s) {
+  s.width = fam.example.width;
+  s.height = fam.example.height;
+  s.frames = fam.modality == "video" ? fam.example.frames : 1;
+}
+
 void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer) {
   r.family = &fam;
   r.setup = TrainingSetup{};

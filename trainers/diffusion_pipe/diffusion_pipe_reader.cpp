@@ -658,14 +658,14 @@ TrainerRead read_diffusion_pipe(const std::string& path, const TrainerReadOption
   } else {
     // the dataset file is not on this machine (a config shared without it): the family's usual shape at
     // the file's micro-batch, said to be assumed, rather than no answer
-    s.width = fam.example.width;
-    s.height = fam.example.height;
-    s.frames = fam.modality == "video" ? fam.example.frames : 1;
+    example_shape(fam, s);
     s.batch = batch_for(t, t.j, "micro_batch_size_per_gpu", 0, 1);
-    r.shape_source = "assumed: the dataset config is not on this machine";
-    r.warnings.push_back(missing + ": the shape is assumed, " + std::to_string(s.width) + "x" + std::to_string(s.height) +
-                         (s.frames > 1 ? "x" + std::to_string(s.frames) + " frames" : "") + " (" + fam.name +
-                         "'s usual size), micro-batch " + std::to_string(s.batch) + "; pass the dataset TOML beside the config for the real one");
+    AssumedShape a;
+    a.missing = missing;
+    a.size_from = fam.name + "'s usual size";
+    a.batch_from = "micro_batch_size_per_gpu";
+    a.hint = "pass the dataset TOML beside the config for the real one";
+    assume_shape(a, r);
   }
   for (const auto& n : path_notes) r.warnings.push_back(n);
 

@@ -242,11 +242,12 @@ void read_dataset(const CommandLine& cl, const std::string& named_in, const std:
       r.setup.width = wh.first;
       r.setup.height = wh.second;
       r.setup.batch = batch;
-      r.shape_source = "assumed: --dataset_config '" + brief_text(dc) + "' is not on this machine";
-      r.warnings.push_back("--dataset_config '" + brief_text(dc) + "' is not on this machine (tried relative to the working directory and beside " +
-                           named_in + "): the shape is assumed, " + std::to_string(wh.first) + "x" + std::to_string(wh.second) +
-                           (argv.contains("resolution") ? " (--resolution)" : " (the model's usual size)") + ", batch " + std::to_string(batch) +
-                           (argv.contains("batch_size") ? " (--train_batch_size)" : " (sd-scripts' default)") + "; --resolution/--train_batch_size or the TOML give the real one");
+      AssumedShape a;
+      a.missing = "--dataset_config '" + brief_text(dc) + "' is not on this machine (tried relative to the working directory and beside " + named_in + ")";
+      a.size_from = argv.contains("resolution") ? "--resolution" : "the model's usual size";
+      a.batch_from = argv.contains("batch_size") ? "--train_batch_size" : "sd-scripts' default";
+      a.hint = "--resolution/--train_batch_size or the TOML give the real one";
+      assume_shape(a, r);
       return;
     }
     const ojson root = text ? toml_text_json(*text, file, "sd-scripts dataset config") : toml_file_json(file, "sd-scripts dataset config");

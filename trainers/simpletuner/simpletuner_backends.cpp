@@ -9,6 +9,7 @@
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/io/json_input.hpp"
 #include "segadvise/families/analyzer.hpp"
+#include "segadvise/trainers/reader_util.hpp"
 #include "segadvise/trainers/simpletuner_facts.hpp"
 #include "simpletuner/simpletuner_parts.hpp"
 
@@ -294,6 +295,44 @@ int linked_reference_sets(const ordered_json& db, const std::string& file, const
 
 namespace simpletuner {
 
+// The data-backend file is not on this machine (an example shared without it): one training backend
+// with no keys of its own, so every size key falls back to the config's (data_backend/config/image.py:
+// 130-131: resolution, resolution_type, train_batch_size, crop), of the family's modality, a video one at
+// the family's example frames; said to be assumed (readers::assume_shape).
+void assume_backend(const Fields& cfg, const std::string& value, const std::string& why, const Family& fam,
+                    const TrainerReadOptions& opt, TrainerRead& r) {
+  ordered_json entry = ordered_json::object();
+  entry["id"] = "assumed";
+  entry["dataset_type"] = fam.modality == "video" ? "video" : fam.modality == "audio" ? "audio" : "image";
+  if (fam.modality == "video") entry["video"] = {{"num_frames", fam.example.frames}};
+  const long long global_batch = cfg.integer("train_batch_size", 4, -kMaxBatch, kMaxBatch);
+  if (global_batch <= 0) throw InputError(cfg.where("train_batch_size") + ": must be positive, got " + std::to_string(global_batch));
+  BackendShape shape;
+  backend_shape(entry, 0, "data_backend_config (not on this machine)", cfg, fam, opt, static_cast<int>(global_batch), shape,
+                r.warnings, r.rejections);
+  r.backends.push_back(shape);
+  r.data_backend_path = value + " (not on this machine)";
+  apply_largest_backend(fam, r);
+  // why: "<config>: data_backend_config '…' not found[: the repository does not ship it …]; tried: …"
+  readers::AssumedShape a;
+  a.missing = why;
+  const std::size_t tried = a.missing.find("; tried:");
+  if (tried != std::string::npos) {
+    // one line: "\n  PATH" each
+    for (std::size_t pos = a.missing.find("\n  ", tried); pos != std::string::npos; pos = a.missing.find("\n  ", pos + 3))
+      a.tried += (a.tried.empty() ? "" : ", ") + a.missing.substr(pos + 3, a.missing.find("\n  ", pos + 3) - pos - 3);
+    a.missing.erase(tried);
+  }
+  a.trainer = "SimpleTuner stops at start without it (FileNotFoundError \"Data backend config file … not found.\", "
+              "helpers/data_backend/factory.py:1839-1840)";
+  a.size_from = std::string("one ") + entry["dataset_type"].get<std::string>() +
+                " backend with no size keys of its own: the config's resolution and resolution_type" +
+                (fam.modality == "video" ? ", " + fam.name + "'s example " + std::to_string(fam.example.frames) + " frames" : "");
+  a.batch_from = cfg.has("train_batch_size") ? "the config's train_batch_size" : "train_batch_size's default";
+  a.hint = "pass --data-backend FILE for the real one";
+  readers::assume_shape(a, r);
+}
+
 // data backends (§1): the file, and every backend that trains
 void read_backends(const Fields& cfg, const std::string& path, const Family& fam, const TrainerReadOptions& opt, TrainerRead& r) {
   std::string db_value;
@@ -309,7 +348,12 @@ void read_backends(const Fields& cfg, const std::string& path, const Family& fam
                    ? cfg.str("data_backend_config", "")
                    : (fs::path(path).parent_path() / "multidatabackend.json").string();
     db_value = fill_placeholders(db_value, model_family_name(cfg, fam), cfg.str("output_dir", ""));
-    r.data_backend_path = resolve_config_path(db_value, "data_backend_config", path, opt.cwd, &r.warnings);
+    try {
+      r.data_backend_path = resolve_config_path(db_value, "data_backend_config", path, opt.cwd, &r.warnings);
+    } catch (const InputError& e) {
+      assume_backend(cfg, db_value, e.what(), fam, opt, r);
+      return;
+    }
   }
   const ordered_json db = read_json_file(r.data_backend_path, "data_backend_config");
   if (!db.is_array())
@@ -364,5 +408,50 @@ void apply_largest_backend(const Family& fam, TrainerRead& r) {
 }
 
 }  // namespace simpletuner
+
+std::string backend_list_error(const std::string& path, const ordered_json& j) {
+  if (!j.is_array() || j.empty()) return "";
+  std::vector<std::string> training;
+  for (const auto& e : j) {
+    if (!e.is_object() || !(e.contains("id") || e.contains("dataset_type"))) return "";
+    const std::string type = e.contains("dataset_type") && e["dataset_type"].is_string() ? e["dataset_type"].get<std::string>() : "image";
+    const simpletuner::Fields b(e, path);
+    if (trains(b, type)) training.push_back((e.contains("id") && e["id"].is_string() ? "'" + brief_text(e["id"].get<std::string>()) + "' " : "") + "(" + brief_text(type) + ")");
+  }
+  std::string what = path + ": a SimpleTuner data-backend list (" + std::to_string(j.size()) + " backend(s)";
+  if (!training.empty()) {
+    what += "; training: ";
+    for (std::size_t i = 0; i < training.size() && i < 4; ++i) what += (i ? ", " : "") + training[i];
+    if (training.size() > 4) what += ", …";
+  }
+  what += "), the file a config's data_backend_config names (helpers/data_backend/factory.py:1843-1844), not a training config: "
+          "it names no model, so nothing here says what it costs; check the config that names it";
+  // the configs beside it that name it: its folder's subfolders' config.json (SimpleTuner's examples/NAME/)
+  const fs::path file(path);
+  const std::string name = file.filename().string();
+  std::vector<std::string> naming;
+  std::error_code ec;
+  int seen = 0;
+  for (fs::directory_iterator it(file.parent_path().empty() ? fs::path(".") : file.parent_path(), ec), end; !ec && it != end && seen < 1000;
+       it.increment(ec), ++seen) {
+    const fs::path cfg = it->path() / "config.json";
+    if (!it->is_directory(ec) || !file_exists(cfg.string())) continue;
+    std::string text;
+    try {
+      text = read_input_file(cfg.string(), "config");
+    } catch (const InputError&) {
+      continue;
+    }
+    if (text.find("\"" + name + "\"") != std::string::npos || text.find("/" + name + "\"") != std::string::npos)
+      naming.push_back(cfg.lexically_normal().string());
+  }
+  std::sort(naming.begin(), naming.end());
+  if (!naming.empty()) {
+    what += " (named by ";
+    for (std::size_t i = 0; i < naming.size() && i < 3; ++i) what += (i ? ", " : "") + naming[i];
+    what += naming.size() > 3 ? ", …)" : ")";
+  }
+  return what;
+}
 
 }  // namespace segadvise

@@ -369,10 +369,12 @@ TrainerRead read_simpletuner_config(const std::string& path, const TrainerReadOp
   read_streaming(cfg, fam, r);
   read_schedule(cfg, fam, r);
   read_backends(cfg, path, fam, opt, r);
-  apply_largest_backend(fam, r);
+  const bool assumed = !s.shape_assumed_from.empty();  // the file is not on this machine (assume_backend)
+  if (!assumed) apply_largest_backend(fam, r);
   read_multi_gpu_keys(r, opt.accelerate_config, opt.cwd);  // num_processes, fsdp_*, deepspeed_config, …
-  r.inputs = {r.config_path, r.data_backend_path};
-  r.shape_source = r.backends.front().note;
+  r.inputs = {r.config_path};
+  if (!assumed) r.inputs.push_back(r.data_backend_path);
+  if (!assumed) r.shape_source = r.backends.front().note;
   return r;
 }
 

@@ -82,6 +82,10 @@ struct TrainingSetup {
   // trainer's default). "" : the config (or --model) names it. A guessed family is never printed with the
   // family's model confidence alone (report/output.cpp).
   std::string family_guessed_from;
+  // The dataset file that gives the shape is not on this machine: the shape below is assumed, and from
+  // what ("" : read from the config and its dataset). An assumed shape is never printed with the family's
+  // model confidence alone (report/output.cpp).
+  std::string shape_assumed_from;
   int width = 1024;      // trained size after bucketing, pixels
   int height = 1024;
   int frames = 1;        // video frames after the family's frame rule

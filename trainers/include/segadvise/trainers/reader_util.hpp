@@ -107,6 +107,24 @@ std::string command_line_trainer(const std::string& path);
 // A key the trainer stops on by itself: the rejection "--KEY: WHY", and KEY among r.refused_keys.
 void refuse_flag(TrainerRead& r, const std::string& key, const std::string& why);
 
+// A run whose dataset file is not on this machine (a config shared without it) answers at an assumed
+// shape rather than none: r.setup's width, height, frames and batch as the caller set them (the
+// config's own keys where it has them, else `fam`'s example: example_shape). r.shape_source and
+// r.setup.shape_assumed_from say it is assumed, and one warning names the file, what the trainer does
+// without it, the shape with where each part comes from, and what gives the real one.
+struct AssumedShape {
+  std::string missing;     // "--dataset_config 'x' is not on this machine" (setup.shape_assumed_from)
+  std::string tried;       // the paths tried, for the warning alone ("" when not listed)
+  std::string trainer;     // what the trainer does without it ("" when it is not said)
+  std::string size_from;   // "the model's usual size", "the config's resolution 512 (pixel)"
+  std::string batch_from;  // "--train_batch_size", "sd-scripts' default"
+  std::string hint;        // what gives the real shape
+};
+void assume_shape(const AssumedShape& a, TrainerRead& r);
+// The family's example shape (families/data/<id>.json "example"): width and height, its frames for a
+// video model (1 otherwise)
+void example_shape(const Family& fam, TrainingSetup& s);
+
 // Sets the setup's model and the family's geometry rules (frames), and starts the notes.
 void start_setup(TrainerRead& r, const Family& fam, const std::string& trainer);
 

@@ -43,6 +43,13 @@ std::string implied_repo_root(const std::string& config_path);
 std::string resolve_config_path(const std::string& value, const std::string& key, const std::string& config_path,
                                 const std::string& cwd, std::vector<std::string>* warnings = nullptr);
 
+// A JSON list of objects each with an "id" or a "dataset_type" is SimpleTuner's data-backend list (the
+// file a config's data_backend_config names; helpers/data_backend/factory.py:1843-1844 loads it as a list
+// of backends): not a training config, since it names no model. The InputError to stop on: what the
+// file is, its training backends, and the configs beside it that name it (the trainer is started with
+// one of those). "" when `j` is no such list.
+std::string backend_list_error(const std::string& path, const nlohmann::ordered_json& j);
+
 // The keys of a SimpleTuner config that move a phase other than the step, with the trainer's defaults.
 // Throws InputError (file, key, value) for bad values.
 RunSetup read_run_setup(const nlohmann::ordered_json& raw, const std::string& origin);
