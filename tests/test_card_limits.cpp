@@ -17,7 +17,7 @@ using namespace segadvise::cli;
 
 namespace {
 
-const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/trainers/card_limits/";
+const std::string kDir = std::string(SEGADVISE_FIXTURES_DIR) + "/check/card-limits/";
 
 int check_on(const std::string& file, const std::string& gpu, nlohmann::json& j) {
   CheckOptions o;
@@ -44,6 +44,9 @@ std::string said(const nlohmann::json& j) {
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// exactly one message, which says `part`
+bool only(const std::vector<std::string>& msgs, const std::string& part) { return msgs.size() == 1 && has(msgs[0], part); }
 
 }  // namespace
 
@@ -93,9 +96,8 @@ TEST_CASE("bf16 on a card without bf16 tensor cores: emulated, at the fp32 CUDA-
   // T4: 65 TFLOP/s fp16 tensor, 65 / 8 = 8.1 emulated (card-capabilities.json)
   CardLimits lim = apply_card_limits(s, find_gpu("t4"));
   CHECK(s.matmul_rate_share == doctest::Approx(8.1 / 65));
-  REQUIRE(lim.warnings.size() == 1);
   CHECK(lim.rejections.empty());
-  CHECK(has(lim.warnings[0], "library/train_util.py:5507-5512"));
+  CHECK(only(lim.warnings, "library/train_util.py:5507-5512"));
   // applied twice (a context re-made with the setup): set, not multiplied
   apply_card_limits(s, find_gpu("t4"));
   CHECK(s.matmul_rate_share == doctest::Approx(8.1 / 65));
@@ -129,23 +131,20 @@ TEST_CASE("flash-attn and fp8 matmuls on cards without them, per trainer") {
   s.attention = "flash-attn";
   // musubi hands --flash_attn to flash-attn unchecked (trainer_base.py:1503-1504): the kernel raises
   CardLimits lim = apply_card_limits(s, find_gpu("2080ti"));
-  REQUIRE(lim.rejections.size() == 1);
-  CHECK(has(lim.rejections[0], "FlashAttention only supports Ampere GPUs or newer."));
+  CHECK(only(lim.rejections, "FlashAttention only supports Ampere GPUs or newer."));
   CHECK(apply_card_limits(s, find_gpu("3090")).rejections.empty());
   // fp8-torchao: SimpleTuner checks only for a CUDA device (cmd_args.py:791-792); an RTX 3090 (sm_86) has no fp8
   s.trainer = "simpletuner";
   s.attention = "diffusers";
   s.base_precision = "fp8-torchao";
   lim = apply_card_limits(s, find_gpu("3090"));
-  REQUIRE(lim.rejections.size() == 1);
-  CHECK(has(lim.rejections[0], "torch._scaled_mm"));
+  CHECK(only(lim.rejections, "torch._scaled_mm"));
   CHECK(apply_card_limits(s, find_gpu("4090")).rejections.empty());
   // OneTrainer's FLOAT_W8A8 (fp8-torchao): its LinearW8A8 is not in the sources read, said so
   s.trainer = "onetrainer";
   lim = apply_card_limits(s, find_gpu("3090"));
   CHECK(lim.rejections.empty());
-  REQUIRE(lim.warnings.size() == 1);
-  CHECK(has(lim.warnings[0], "not in the sources read"));
+  CHECK(only(lim.warnings, "not in the sources read"));
   // weight-only fp8 (musubi --fp8_base, ai-toolkit float8) runs anywhere
   s.trainer = "musubi";
   s.base_precision = "fp8wo-torchao";
@@ -157,8 +156,7 @@ TEST_CASE("flash-attn and fp8 matmuls on cards without them, per trainer") {
   s.base_precision = "no_change";
   s.mixed_precision = "bf16";
   lim = apply_card_limits(s, find_gpu("t4"));
-  REQUIRE(lim.warnings.size() == 1);
-  CHECK(has(lim.warnings[0], "library/train_util.py:5507-5512"));
+  CHECK(only(lim.warnings, "library/train_util.py:5507-5512"));
 }
 
 TEST_CASE("check of a bf16 SDXL LoRA on a T4 and a 2080 Ti: the trainer runs bf16 emulated, said so") {
