@@ -1,5 +1,7 @@
 #include "segadvise/trainers/card_limits.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "segadvise/trainers/facts.hpp"
