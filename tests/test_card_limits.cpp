@@ -7,10 +7,14 @@
 
 #include "check_options.hpp"
 #include "commands.hpp"
+#include "common.hpp"
+#include "emitters.hpp"
 #include "segadvise/costmodel/costmodel.hpp"
 #include "segadvise/costmodel/kernels.hpp"
 #include "segadvise/families/family.hpp"
 #include "segadvise/trainers/card_limits.hpp"
+#include "segadvise/trainers/trainer.hpp"
+#include "segadvise/trainers/trainer_plans.hpp"
 
 using namespace segadvise;
 using namespace segadvise::cli;
@@ -195,4 +199,27 @@ TEST_CASE("check: xformers in bf16 on a T4 stops; fp8 matmuls on a 3090 stop or 
   CHECK(has(said(j), "LinearW8A8"));
   check_on("simpletuner_flux_lora_fp8_torchao.json", "4090", j);
   CHECK_FALSE(has(said(j), "torch._scaled_mm"));
+}
+
+TEST_CASE("advise on a T4 and a 3090 offers no knob the card cannot run, in any trainer's lines") {
+  // SDXL on a T4 (sm_75: no flash-attn 2, no fp8, xformers without bf16) and FLUX on an RTX 3090 (sm_86: no fp8
+  // tensor cores): the plans' lines name SDPA and weight-only fp8 at most
+  const std::vector<std::pair<std::string, std::string>> cases = {{"sdxl", "t4"}, {"flux", "3090"}};
+  for (const auto& c : cases) {
+    SetupFlags f;
+    f.model = c.first;
+    f.gpu = c.second;
+    const Context ctx(make_request(f));
+    for (const auto& name : emitter_names()) {
+      if (trainer(name).plans_are_schedules()) continue;  // SimpleTuner: its keys are the schedule, no knob of these
+      const TrainerAdvice a = advise_for_trainer(ctx, name, nullptr);
+      const std::string& text = a.config_text;
+      CAPTURE(name);
+      CAPTURE(c.second);
+      // xformers as each format turns it on (the kohya_ss GUI's "xformers" key holds the attention's name)
+      for (const char* cannot : {"--xformers", "\"xformers\": \"xformers\"", "\"xformers\": true", "xformers: true", "flash_attn",
+                                 "flash3", "flash-attn", "fp8_fast", "FLOAT_W8A8", "fp8-torchao", "do_fp8_training", "\"fp8\""})
+        CHECK_MESSAGE(!has(text, cannot), cannot);
+    }
+  }
 }
