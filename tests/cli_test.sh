@@ -71,7 +71,7 @@ expect 2 "--measured 'layr:1:20'" -- advise --model flux --gpu 4090 --measured l
 expect 2 "--measured 'layer:nan:20'" -- advise --model flux --gpu 4090 --measured layer:nan:20
 expect 0 '^\| schedule' -- advise --model sd3 --gpu h100 --format markdown
 expect 2 "unknown model 'wan15b'.*nearest" -- --model wan15b --gpu l40s
-expect 2 "unknown GPU 'l40'" -- --model wan14b --gpu l40
+expect 2 "unknown GPU 'l40x'" -- --model wan14b --gpu l40x
 expect 2 "--resolution: 'big'" -- --model wan14b --gpu l40s --resolution big
 expect 2 "unknown precision 'int9'" -- --model flux --gpu l40s --precision int9
 expect 2 "--batch: must be positive" -- --model flux --gpu l40s --batch 0

@@ -139,7 +139,8 @@ TEST_CASE("unknown names are errors that suggest the nearest ones") {
     CHECK(m.find("wan15b") != std::string::npos);
     CHECK(m.find("nearest") != std::string::npos);
   }
-  CHECK_THROWS_AS(find_gpu("l40"), InputError);
+  CHECK_THROWS_AS(find_gpu("l40x"), InputError);  // the L40 is a card of the catalog, the L40X none
+  CHECK(find_gpu("l40").id == "l40");
   CHECK(find_gpu("L40S").id == "l40s");
   CHECK(find_gpu("rtx4090").id == "4090");
   CHECK_THROWS_AS(precision_info("int9-quanto"), InputError);

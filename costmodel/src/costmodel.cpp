@@ -422,17 +422,17 @@ BlockKernelTimes block_kernel_times(const BlockCost& b, const TrainingSetup& set
   const double calls = std::max(1.0, b.quantizable_linears);
   const double edge = b.matmul_flops > 0 ? std::cbrt(b.matmul_flops / (2 * calls)) : 0;
   k.matmul_size_share = matmul_size_share(gpu.kernels.get(), edge);
-  const double mm_rate = g.matmul_efficiency * matmul_ceiling(gpu) * k.matmul_size_share;
+  const double mm_rate = g.matmul_efficiency * matmul_ceiling(gpu) * k.matmul_size_share * setup.matmul_rate_share;
   k.matmul_s = b.matmul_flops / mm_rate * (q_share * factor + (1 - q_share));
   const bool backward_full = setup.model_type == ModelType::Full;
   k.matmul_backward_s = (backward_full ? 2.0 : 1.0) * coef.backward_factor * k.matmul_s;
   const double fused = std::max(0.0, b.attention_flops - b.linear_attention_flops);
-  k.kernel = attention_kernel(setup.attention, gpu);
+  k.kernel = attention_kernel(setup.attention, gpu, setup.mixed_precision == "bf16");
   const double keys = b.attention_keys > 0 ? b.attention_keys : 4096;
   const double hd = b.head_dim > 0 ? b.head_dim : 128;
   auto attn_s = [&](double flops, AttentionKernel kern, bool backward) {
     if (flops <= 0) return 0.0;
-    return flops / (g.attention_efficiency * attention_flops_per_s(gpu, kern, keys, hd, backward));
+    return flops / (g.attention_efficiency * attention_flops_per_s(gpu, kern, keys, hd, backward) * setup.matmul_rate_share);
   };
   k.attention_s = attn_s(fused, k.kernel, false) + attn_s(b.linear_attention_flops, AttentionKernel::Unfused, false);
   k.attention_backward_s = attn_s(kAttentionBackwardFlopsRatio * fused, k.kernel, true) +
@@ -541,7 +541,7 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
   }
   pc.static_memory = static_memory(chain, setup);
   // embedders and heads: large matmuls (patch embedding, final projection) at the practical ceiling
-  pc.outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * matmul_ceiling(gpu));
+  pc.outside_s = chain.outside_matmul_flops / (g.matmul_efficiency * matmul_ceiling(gpu) * setup.matmul_rate_share);
   pc.usable_vram_bytes = usable_vram_bytes(gpu, coef);
   pc.gpu_coef = &g;
   pc.optimizer_update_bytes_per_param = optimizer_info(setup.optimizer).update_bytes_per_param;

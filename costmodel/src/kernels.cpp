@@ -13,6 +13,7 @@ std::string to_string(AttentionKernel k) {
     case AttentionKernel::Fa2: return "fa2";
     case AttentionKernel::Cudnn: return "cudnn";
     case AttentionKernel::Fa3: return "fa3";
+    case AttentionKernel::MemEfficient: return "mem-efficient";
   }
   return "fa2";
 }
@@ -39,6 +40,8 @@ double log_interp(const std::vector<double>& xs, const std::vector<double>& ys, 
 
 bool is_hopper(const GpuSpec& g) { return g.arch == "hopper"; }
 bool prefers_cudnn(const GpuSpec& g) { return g.arch == "hopper" || g.arch == "blackwell-datacenter"; }
+// Turing and Volta: SDPA's flash backend needs sm80, so SDPA (and xformers) run the memory-efficient kernel
+bool before_flash(const GpuSpec& g) { return g.arch == "turing" || g.arch == "volta"; }
 
 // the curve of one head dim at seq (points given only at the ends: the 128 curve's shape between,
 // its ratio to the 128 curve interpolated in log2(seq))
@@ -74,9 +77,16 @@ bool attention_runs_on(const std::string& m, const GpuSpec& gpu) {
   return !(m.rfind("flash-attn-3", 0) == 0 || m == "fa3") || is_hopper(gpu);
 }
 
-AttentionKernel attention_kernel(const std::string& m, const GpuSpec& gpu) {
-  const AttentionKernel sdpa = prefers_cudnn(gpu) ? AttentionKernel::Cudnn : AttentionKernel::Fa2;
+AttentionKernel attention_kernel(const std::string& m, const GpuSpec& gpu, bool bf16) {
+  // PyTorch's sdp_utils: the memory-efficient kernel takes bf16 from sm80 only; below, SDPA falls to math
+  const AttentionKernel sdpa = prefers_cudnn(gpu)  ? AttentionKernel::Cudnn
+                               : !before_flash(gpu) ? AttentionKernel::Fa2
+                               : bf16              ? AttentionKernel::Unfused
+                                                   : AttentionKernel::MemEfficient;
   if (m == "native-math") return AttentionKernel::Unfused;
+  // a flash kernel asked for on a card without it: the trainer stops or falls back (card limits,
+  // trainers/common/card-capabilities.json); what runs, if anything, is SDPA's choice
+  if (before_flash(gpu)) return sdpa;
   if (m == "cudnn" || m == "native-cudnn") return AttentionKernel::Cudnn;
   // FlashAttention-3 where it runs; elsewhere (a config that cannot run there, make_request says so) the
   // FA2-class kernel SDPA would pick
@@ -92,6 +102,7 @@ double attention_flops_per_s(const GpuSpec& gpu, AttentionKernel k, double seq, 
   const double ceiling = matmul_ceiling(gpu);
   const KernelTable* t = gpu.kernels.get();
   if (!t || t->seq.empty() || t->reference_matmul_flops_per_s <= 0) return 0.4 * ceiling;
+  // a kernel without a published curve (mem-efficient): the FA2 curve, scaled to the card, stands in
   auto c = t->attention.find(k);
   if (c == t->attention.end()) c = t->attention.find(AttentionKernel::Fa2);
   if (c == t->attention.end()) return 0.4 * ceiling;

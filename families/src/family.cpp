@@ -381,9 +381,10 @@ const Family& find_family_by_model_family(const std::string& model_family_raw, c
 namespace {
 
 AttentionKernel kernel_named(const std::string& name, const std::string& where) {
-  for (AttentionKernel k : {AttentionKernel::Unfused, AttentionKernel::Fa2, AttentionKernel::Cudnn, AttentionKernel::Fa3})
+  for (AttentionKernel k : {AttentionKernel::Unfused, AttentionKernel::Fa2, AttentionKernel::Cudnn, AttentionKernel::Fa3,
+                            AttentionKernel::MemEfficient})
     if (to_string(k) == name) return k;
-  throw InputError(where + ": attention kernel '" + brief_text(name) + "' is not one of unfused, fa2, cudnn, fa3");
+  throw InputError(where + ": attention kernel '" + brief_text(name) + "' is not one of unfused, fa2, cudnn, fa3, mem-efficient");
 }
 
 std::vector<double> tflops_list(const json& v, std::size_t n, const std::string& where) {
@@ -490,7 +491,7 @@ const GpuSpec& find_gpu(const std::string& raw) {
     return out;
   }();
   std::string name = lower(raw);
-  for (const std::string prefix : {"nvidia-", "nvidia ", "geforce-", "rtx "})
+  for (const std::string prefix : {"nvidia-", "nvidia ", "geforce-", "geforce ", "tesla-", "tesla ", "rtx "})
     if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
   std::vector<std::string> names;
   for (const auto& g : builtin_gpus()) {

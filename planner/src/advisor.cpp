@@ -13,6 +13,7 @@
 #include "segadvise/costmodel/multi_gpu.hpp"
 #include "segadvise/trainers/multi_gpu_rules.hpp"
 #include "segadvise/trainers/setup_rules.hpp"
+#include "segadvise/trainers/card_limits.hpp"
 #include "segadvise/costmodel/precision.hpp"
 #include "segadvise/planner/distributed_advice.hpp"
 #include "segadvise/planner/search_policy.hpp"
@@ -85,6 +86,11 @@ struct Context::State {
         headroom_bytes(headroom),
         ranges(std::move(bands)) {
     if (!family) throw InputError("advisor: the request names no model family");
+    // what the card cannot run, as the setup's trainer handles it (trainers/card_limits.hpp): the
+    // precision and kernels it really runs, its warnings, and its stop
+    CardLimits limits = apply_card_limits(setup, gpu);
+    for (const auto& w : limits.warnings) warn(DiagnosticKind::Warning, w);
+    for (const auto& why : limits.rejections) trainer_rejection += (trainer_rejection.empty() ? "" : "; ") + why;
     // the trainer's setup rules (trainers/setup_rules.hpp): it stops before any schedule runs
     for (const auto& why : setup_rejections(*family, setup))
       trainer_rejection += (trainer_rejection.empty() ? "" : "; ") + why;

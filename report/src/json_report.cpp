@@ -506,7 +506,9 @@ nlohmann::json catalog_json(Catalog what) {
       for (const auto& g : builtin_gpus())
         j.push_back({{"id", g.id}, {"name", g.name}, {"total_gib", g.total_bytes / kGiB},
                      {"bf16_tflops", g.bf16_flops_per_s / 1e12}, {"mem_gbps", g.mem_bytes_per_s / 1e9},
-                     {"pcie_gbps", g.pcie_bytes_per_s / 1e9}});
+                     {"pcie_gbps", g.pcie_bytes_per_s / 1e9}, {"arch", g.arch}, {"sm", g.sm},
+                     {"bf16_native", g.bf16_native}, {"flash_attention_2", g.flash_attention_2},
+                     {"fp8_tensor", g.fp8_tensor}, {"display", g.display}});
       break;
     case Catalog::Precisions:
       for (const auto& p : precision_names()) {

@@ -405,11 +405,15 @@ void TextPrinter::catalog(Catalog what) {
       break;
     }
     case Catalog::Gpus: {
-      Table t({"id", "name", "memory", "bf16 TFLOP/s", "memory GB/s", "PCIe GB/s"});
+      // bf16 TFLOP/s of a card without bf16 (Turing, Volta) is its fp16 rate: marked "(fp16)"
+      Table t({"id", "name", "memory", "bf16 TFLOP/s", "memory GB/s", "PCIe GB/s", "sm", "bf16", "flash-attn 2", "fp8"});
+      const auto yes_no = [](bool b) { return std::string(b ? "yes" : "no"); };
       for (const auto& g : builtin_gpus())
-        t.add({g.id, g.name, gib_str(g.total_bytes), std::to_string(static_cast<int>(g.bf16_flops_per_s / 1e12)),
+        t.add({g.id, g.name, gib_str(g.total_bytes),
+               std::to_string(static_cast<int>(g.bf16_flops_per_s / 1e12)) + (g.bf16_native ? "" : " (fp16)"),
                std::to_string(static_cast<int>(g.mem_bytes_per_s / 1e9)),
-               std::to_string(static_cast<int>(g.pcie_bytes_per_s / 1e9))});
+               std::to_string(static_cast<int>(g.pcie_bytes_per_s / 1e9)), g.sm > 0 ? std::to_string(g.sm) : g.arch,
+               yes_no(g.bf16_native), yes_no(g.flash_attention_2), yes_no(g.fp8_tensor)});
       fmt_.table(out_, t);
       break;
     }

@@ -213,6 +213,7 @@ void read_precision(const std::string& path, const CommandLine& cl, const Traine
       r.rejections.push_back("--do_fp8_training with --bnb_quantization_config_path: the script raises ValueError "
                              "(train_dreambooth_lora_flux2_klein.py:760-761)");
     s.base_precision = "no_change";
+    s.fp8_matmul = true;  // fp8 matmuls: the card needs fp8 tensor cores (card_limits.hpp)
     r.warnings.push_back("--do_fp8_training: torchao float8 training keeps the weights in bf16 (predicted so); its fp8 matmul speed is not modelled");
   }
 }

@@ -381,6 +381,9 @@ void read_flags(const TrainerFacts& facts, const CommandLine& cl, const TrainerF
   for (const auto& a : facts.raw.at("attention_flags").at("flags")) attention |= flag(cl, a.get<std::string>());
   if (!attention)
     r.rejections.push_back("no attention flag (--sdpa, --flash_attn, --flash3, --sage_attn or --xformers): musubi stops (trainer_base.py:1513)");
+  // the kernel the flag picks (trainer_base.py:1501-1508), where the card decides whether it runs (card_limits.hpp)
+  if (!flag(cl, "sdpa") && flag(cl, "flash_attn")) s.attention = "flash-attn";
+  else if (!flag(cl, "sdpa") && flag(cl, "xformers")) s.attention = "xformers";
   for (const auto& f : facts.raw.at("refused_flags"))
     if (flag(cl, f.at("flag").get<std::string>())) refuse_flag(r, f.at("flag").get<std::string>(), f.at("why").get<std::string>());
   const nlohmann::json* fe = family_entry(facts, *r.family);

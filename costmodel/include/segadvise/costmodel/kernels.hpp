@@ -14,8 +14,10 @@ namespace segadvise {
 struct GpuSpec;
 
 // The attention kernel a run uses: chosen by the trainer's attention_mechanism and the GPU (attention_kernel()).
-enum class AttentionKernel { Unfused, Fa2, Cudnn, Fa3 };
-std::string to_string(AttentionKernel k);  // "unfused", "fa2", "cudnn", "fa3"
+// MemEfficient: SDPA's memory-efficient (xformers-derived cutlass) kernel, what SDPA and xformers run on
+// cards without the flash kernels (Turing, Volta: sm < 80).
+enum class AttentionKernel { Unfused, Fa2, Cudnn, Fa3, MemEfficient };
+std::string to_string(AttentionKernel k);  // "unfused", "fa2", "cudnn", "fa3", "mem-efficient"
 
 // One kernel's published curve: TFLOP/s at KernelTable::seq, per head dimension (absent points: 0).
 struct AttentionCurve {
@@ -50,7 +52,9 @@ double matmul_size_share(const KernelTable* t, double edge);
 // The kernel attention_mechanism selects on this GPU: SDPA ("diffusers", "native-*" without a kernel
 // named) picks cuDNN on Hopper and datacenter Blackwell, Flash (FA2) elsewhere; FA3 runs on Hopper only
 // (elsewhere FA2, the fastest kernel there); "native-math" is unfused.
-AttentionKernel attention_kernel(const std::string& mechanism, const GpuSpec& gpu);
+// bf16: the run's attention is bf16. On Turing and Volta SDPA's memory-efficient kernel takes fp16 and
+// fp32 only, so bf16 attention runs SDPA's math kernel (unfused).
+AttentionKernel attention_kernel(const std::string& mechanism, const GpuSpec& gpu, bool bf16 = false);
 // Whether the trainer's attention_mechanism runs on the card: FlashAttention-3 (flash-attn-3*, fa3) is
 // a Hopper kernel, not an option on Ada, Ampere or Blackwell (the FlashAttention-3 paper; the
 // segmented-checkpointing notes: "FA3 is a Hopper backend; it is not an L40S option"). Every other

@@ -149,6 +149,12 @@ struct TrainingSetup {
   // parameter is stepped and its gradient freed as backward produces it, so about one block's
   // gradients are resident, not the model's.
   bool fused_back_pass = false;
+  // What the card makes of the setup (trainers/card_limits.hpp, set where the setup meets the card):
+  // the share of the card's matmul and attention rates the run reaches (bf16 emulated on a card
+  // without bf16 tensor cores: well below 1), and whether the trainer runs fp8 matmuls (torchao
+  // float8 training, torch._scaled_mm), which need fp8 tensor cores.
+  double matmul_rate_share = 1;
+  bool fp8_matmul = false;
   // ai-toolkit's train.unload_text_encoder without cached embeddings: the text encoder waits on the CPU
   // and the job trains on its trigger word (or a blank prompt) alone (SDTrainer.py hook_before_train_loop);
   // its plans keep that choice rather than caching the captions' embeddings. Not read by the cost model.
