@@ -149,8 +149,9 @@ void add_output_flags(CLI::App* app, SetupFlags& f) {
 
 void add_measured_flags(CLI::App* app, SetupFlags& f) {
   app->add_option("--measured", f.measured,
-                  "a measured run of this same setup: SCHEDULE:SEC:GIB (sec/step and peak allocated GiB, e.g. "
-                  "layer:1.85:16.2) or SCHEDULE:oom; repeatable. Every prediction is anchored on it");
+                  "a measured run of this same setup: SCHEDULE:SEC:GIB (sec/step and the peak in GiB, e.g. "
+                  "layer:1.85:16.2, taken as the reserved peak: an allocated figure, as SimpleTuner logs it, is lower "
+                  "by the allocator's slack) or SCHEDULE:oom; repeatable. Every prediction is anchored on it");
   app->add_option("--measured-from", f.measured_from,
                   "a trainer's log of this same setup (see `segadvise read-log`): its out-of-memory message, or its "
                   "last training step and peak allocated memory, become a --measured of the logged schedule");
