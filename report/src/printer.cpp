@@ -73,6 +73,16 @@ void print_recommendation(std::ostream& out, const AdviceReport& r, const TextFo
       out << "; " << setup_keys << " are the setup it was predicted with (see Setup: assumed where you gave no flag), "
           << "so keep them or re-run with yours";
     out << ".\n";
+    if (keys.contains("gradient_checkpointing_segment_stride") && c->schedule.stride <= 0)
+      out << "gradient_checkpointing_segment_stride " << keys["gradient_checkpointing_segment_stride"].dump()
+          << " equals the interval on purpose: on this family's segmented path SimpleTuner runs interval K as "
+             "K-block segments started every K blocks, which is the plain interval.\n";
+    if (r.context.setup.ramtorch)
+      out << "ramtorch true streams every block's weights from host memory over PCIe (RamTorch "
+          << r.context.setup.ramtorch_percent << "%): " << secs_str(c->prediction.time.transfer_s)
+          << " of the predicted " << secs_str(c->prediction.step_time_s)
+          << "/step are exposed transfers. It is the setup assumed, not a recommendation: `--ramtorch off` checks "
+             "the same model without it.\n";
     for (const auto& k : keys_to_remove(*r.context.family, c->schedule, r.context.setup))
       out << "Also delete \"" << k << "\" from your config if it is there: these keys cannot unset it "
           << "(SimpleTuner skips a null), and on this family's per-block path any stride changes which blocks "
