@@ -62,8 +62,6 @@ void add_setup_flags(CLI::App* app, SetupFlags& f, bool model_optional) {
   app->add_option("--lora-type", f.lora_type, "standard | lycoris")->check(CLI::IsMember({"standard", "lycoris"}));
   app->add_option("--lora-rank", f.lora_rank, "lora_rank")->check(kPositive);
   app->add_option("--optimizer", f.optimizer, "optimizer: adamw_bf16, optimi-lion, adamw8bit, prodigy, …")->check(kNonEmpty);
-  app->add_flag("--expandable-segments", f.expandable_segments,
-               "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the allocator's slack falls; docs/memory.md)");
   app->add_option("--ramtorch", f.ramtorch, "on | off: stream block weights from host memory (RamTorch)")
       ->check(CLI::IsMember({"on", "off", "true", "false"}));
   app->add_option("--ramtorch-percent", f.ramtorch_percent, "ramtorch_transformer_percent (0..100)")
@@ -140,6 +138,8 @@ void add_output_flags(CLI::App* app, SetupFlags& f) {
                   "the system the run is on: linux or windows (Windows: over the card's memory the driver's "
                   "sysmem fallback runs it slowly instead of failing; default: what the config shows, else linux)")
       ->check(CLI::IsMember({"linux", "windows"}));
+  app->add_flag("--expandable-segments", f.expandable_segments,
+               "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the allocator's slack falls; docs/memory.md)");
   app->add_option("--format", f.format, "table | json | markdown")->check(kFormat);
   app->add_option("--calibration", f.calibration, "coefficients file (default: the shipped calibration)")
       ->check(CLI::ExistingFile);
@@ -256,10 +256,6 @@ TrainingSetup apply_flags(const Family& fam, TrainingSetup s, const SetupFlags& 
     s.optimizer = f.optimizer;
   }
   if (!f.ramtorch.empty()) s.ramtorch = f.ramtorch == "on" || f.ramtorch == "true";
-  if (f.expandable_segments) {
-    s.expandable_segments = true;
-    s.expandable_segments_from = "--expandable-segments";
-  }
   if (f.ramtorch_percent >= 0) s.ramtorch_percent = f.ramtorch_percent;
   if (f.blocks_to_swap != -1) s.blocks_to_swap = f.blocks_to_swap;
   if (f.text_tokens != -1) s.text_tokens = f.text_tokens;

@@ -320,5 +320,17 @@ expect 0 '^anchored on your run of ' -- check "$tmp/dsconfig.json" --gpu l40s
 expect 0 'removed every run' -- runs remove --all
 check_that "no temporary file left behind" eval '[[ -z $(find "$tmp" -name ".segadvise-*") ]]'
 
+# the system a run is on: a .bat or .ps1 launch script is Windows's; drive-letter paths in a GUI JSON are a
+# guess, said as one; a bash script says nothing. On Windows a setup over the card spills, not fails (exit 1 kept)
+expect 1 '"host_os_from": "the launch script is a Windows script \(.bat\)"' -- check "$fixtures/trainers/sd_scripts/sdxl_lora.bat" --vram-gib 6 --format json
+expect 1 '"runs_from_shared_memory": true' -- check "$fixtures/trainers/sd_scripts/sdxl_lora.bat" --vram-gib 6 --format json
+expect 3 '"host_os": "windows"' -- check "$fixtures/trainers/sd_scripts/sd15_lora.ps1" --vram-gib 6 --format json
+expect 1 '"host_os_from": "a guess: the config names a Windows drive path' -- check "$fixtures/trainers/kohya_ss/presets/dreambooth/sd3_bdsqlsz_v1.json" --vram-gib 6 --format json
+expect 3 '"host_os": "linux"' -- check "$fixtures/trainers/sd_scripts/anima_lora.sh" --vram-gib 6 --format json
+expect 1 'Prefer No Sysmem Fallback' -- check "$fixtures/trainers/sd_scripts/sdxl_lora.bat" --vram-gib 6
+expect 1 '"host_os": "linux"' -- check "$fixtures/trainers/sd_scripts/sdxl_lora.bat" --vram-gib 6 --os linux --format json
+# expandable segments: set by the flag, the allocator's slack falls to at most 5% of the activations
+expect 3 '"set": true' -- check "$fixtures/trainers/sd_scripts/anima_lora.sh" --vram-gib 6 --expandable-segments --format json
+expect 3 'allocator  expandable_segments:True \(--expandable-segments\)' -- check "$fixtures/trainers/sd_scripts/anima_lora.sh" --vram-gib 6 --expandable-segments
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]
