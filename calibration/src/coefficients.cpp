@@ -36,6 +36,7 @@ json to_json(const Coefficients& c) {
           {"stream_overlap", c.stream_overlap},
           {"launch_s", c.launch_s},
           {"backward_host_ratio", c.backward_host_ratio},
+          {"checkpoint_host_ratio", c.checkpoint_host_ratio},
           {"offload_share_checkpointed", c.offload_share_checkpointed},
           {"offload_staging_blocks", c.offload_staging_blocks}};
 }
@@ -94,6 +95,7 @@ Coefficients coefficients_from_json(const json& j, const std::string& origin) {
     throw InputError(origin + ": field 'stream_overlap' must be in [0, 1], got " + std::to_string(c.stream_overlap));
   c.launch_s = num(j, "launch_s", c.launch_s, "");
   c.backward_host_ratio = num(j, "backward_host_ratio", c.backward_host_ratio, "");
+  c.checkpoint_host_ratio = num(j, "checkpoint_host_ratio", c.checkpoint_host_ratio, "");
   c.offload_share_checkpointed = num(j, "offload_share_checkpointed", c.offload_share_checkpointed, "");
   c.offload_staging_blocks = num(j, "offload_staging_blocks", c.offload_staging_blocks, "");
   return c;

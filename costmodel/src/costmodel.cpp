@@ -135,12 +135,12 @@ inline void fused_block(const PreparedChain& pc, const BlockCost* blocks, const 
   if (mode != BlockMode::Checkpoint) {
     kept = block_kept_bytes(b, b.attention_bytes, mode, to_host, l.host);  // no attention offload here
     if (mode == BlockMode::CheckpointFfn) {
-      l.recompute_s += pc.ffn_forward_s[i];
+      l.recompute_s += pc.ffn_recompute_s[i];
       ++l.recomputed;
       if (to_host) l.offload_bytes += blocks[i].ffn_input_bytes;
     }
   } else {
-    l.recompute_s += pc.forward_s[i];
+    l.recompute_s += pc.recompute_s[i];
     ++l.recomputed;
     if (to_host) {
       l.host += b.boundary_bytes;
@@ -444,10 +444,31 @@ BlockKernelTimes block_kernel_times(const BlockCost& b, const TrainingSetup& set
   return k;
 }
 
+namespace {
+
+// A forward pass over the block (all of it, or its FFN side: mm_share of the matmuls and the FFN's
+// share of the saved bytes), never under host_multiple x its share of the forward's host time.
+double forward_pass_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef,
+                      bool ffn_only, double host_multiple) {
+  const BlockKernelTimes k = block_kernel_times(b, setup, gpu, coef);
+  if (!ffn_only)
+    return std::max(k.matmul_s + k.attention_s + k.elementwise_s + k.dequant_s, host_multiple * k.host_forward_s);
+  const double mm_share = b.ffn_matmul_flops / b.matmul_flops;
+  const double byte_share = b.saved_bytes() > 0 ? b.saved_ffn_bytes / b.saved_bytes() : mm_share;
+  return std::max((k.matmul_s + k.dequant_s) * mm_share + k.elementwise_s * byte_share,
+                  host_multiple * k.host_forward_s * mm_share);
+}
+
+}  // namespace
+
 double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
   if (b.measured_forward_s > 0) return b.measured_forward_s;
-  const BlockKernelTimes k = block_kernel_times(b, setup, gpu, coef);
-  return std::max(k.matmul_s + k.attention_s + k.elementwise_s + k.dequant_s, k.host_forward_s);
+  return forward_pass_s(b, setup, gpu, coef, false, 1.0);
+}
+
+double block_recompute_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
+  if (b.measured_forward_s > 0) return b.measured_forward_s;
+  return forward_pass_s(b, setup, gpu, coef, false, 1 + coef.checkpoint_host_ratio);
 }
 
 double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef) {
@@ -465,10 +486,14 @@ double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const
                            const Coefficients& coef) {
   if (b.measured_ffn_forward_s > 0) return b.measured_ffn_forward_s;
   if (b.matmul_flops <= 0) return 0;
-  const BlockKernelTimes k = block_kernel_times(b, setup, gpu, coef);
-  const double mm_share = b.ffn_matmul_flops / b.matmul_flops;
-  const double byte_share = b.saved_bytes() > 0 ? b.saved_ffn_bytes / b.saved_bytes() : mm_share;
-  return std::max((k.matmul_s + k.dequant_s) * mm_share + k.elementwise_s * byte_share, k.host_forward_s * mm_share);
+  return forward_pass_s(b, setup, gpu, coef, true, 1.0);
+}
+
+double block_ffn_recompute_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
+                             const Coefficients& coef) {
+  if (b.measured_ffn_forward_s > 0) return b.measured_ffn_forward_s;
+  if (b.matmul_flops <= 0) return 0;
+  return forward_pass_s(b, setup, gpu, coef, true, 1 + coef.checkpoint_host_ratio);
 }
 
 Prediction unsupported_prediction(const std::string& reason) {
@@ -526,12 +551,16 @@ PreparedChain prepare(const BlockChain& chain, const TrainingSetup& setup, const
   pc.scaled.reserve(n);
   pc.forward_s.reserve(n);
   pc.ffn_forward_s.reserve(n);
+  pc.recompute_s.reserve(n);
+  pc.ffn_recompute_s.reserve(n);
   pc.attention_s.reserve(n);
   for (const auto& b : chain.blocks) {
     pc.scaled.push_back(scaled(b, coef, chain.quantized_kernel));
     const double fwd = block_forward_s(b, setup, gpu, coef);
     pc.forward_s.push_back(fwd);
     pc.ffn_forward_s.push_back(block_ffn_forward_s(b, setup, gpu, coef));
+    pc.recompute_s.push_back(block_recompute_s(b, setup, gpu, coef));
+    pc.ffn_recompute_s.push_back(block_ffn_recompute_s(b, setup, gpu, coef));
     pc.backward_s.push_back(block_backward_s(b, setup, gpu, coef));
     pc.attention_s.push_back(b.measured_forward_s > 0 ? 0.0 : std::min(fwd, block_kernel_times(b, setup, gpu, coef).attention_s));
   }
@@ -577,8 +606,9 @@ Prediction predict(const BlockChain& chain, const Plan& plan, const TrainingSetu
 //               kernel's backward (it recomputes the scores inside), twice the elementwise bytes, never
 //               under the backward's launches; a profile's own backward time where it measured one
 //   recompute = forward time of every checkpointed block, all of it (matmuls, attention, elementwise
-//               and the host's launches: the recompute pass launches every kernel again); the FFN side
-//               only for -ffn backends
+//               and the host's launches: the recompute pass launches every kernel again), never under
+//               the checkpoint machinery's host time (block_recompute_s); the FFN side only for -ffn
+//               backends
 //   transfer  = offloaded bytes out and back over PCIe (not hidden by compute: 1 - offload_overlap),
 //               streamed weights on forward, recompute and backward (1 - stream_overlap)
 //   optimizer = trainable bytes read and written at memory bandwidth

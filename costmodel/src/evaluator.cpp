@@ -65,11 +65,11 @@ double segment_added_s(const PreparedChain& pc, const OffloadView& o, const Segm
     for (int i = s.begin; i < s.end; ++i) t += ts * attention_s(i);
   } else if (s.mode == BlockMode::CheckpointFfn) {
     for (int i = s.begin; i < s.end; ++i)
-      t += cs * pc.ffn_forward_s[i] + ts * stream + ts * attention_s(i) +
+      t += cs * pc.ffn_recompute_s[i] + ts * stream + ts * attention_s(i) +
            ts * (s.offload_to_host ? blocks[i].ffn_input_bytes * per_byte : 0.0);
   } else {
     for (int i = s.begin; i < s.end; ++i)
-      t += cs * pc.forward_s[i] + ts * stream +
+      t += cs * pc.recompute_s[i] + ts * stream +
            ts * ((o.on && blocks[i].attention_offloadable) ? pc.scaled[i].attention_bytes * per_byte : 0.0);
     if (s.offload_to_host) t = t + ts * (pc.scaled[s.begin].boundary_bytes * per_byte);
   }

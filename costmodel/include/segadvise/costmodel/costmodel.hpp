@@ -86,6 +86,12 @@ BlockKernelTimes block_kernel_times(const BlockCost& b, const TrainingSetup& set
 double block_host_s(const BlockCost& b, const TrainingSetup& setup, const Coefficients& coef, double launch_multiple);
 double block_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
 double block_backward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
+// The recompute pass of a checkpointed block: its forward's GPU work, never under
+// (1 + Coefficients::checkpoint_host_ratio) x its forward host time; a profile's own forward time
+// where it measured one (the measurement ran the block as the trainer does)
+double block_recompute_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu, const Coefficients& coef);
+double block_ffn_recompute_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
+                             const Coefficients& coef);
 double block_ffn_forward_s(const BlockCost& b, const TrainingSetup& setup, const GpuSpec& gpu,
                            const Coefficients& coef);
 
@@ -139,6 +145,10 @@ struct PreparedChain {
   std::vector<ScaledBlock> scaled;     // per block, after the fitted scales
   std::vector<double> forward_s;       // per block roofline (or measured) forward time
   std::vector<double> ffn_forward_s;   // FFN part of it (recomputed by -ffn backends)
+  // what recomputing the block costs (block_recompute_s: its forward, never under the checkpoint
+  // machinery's host time), and the FFN side's for -ffn backends
+  std::vector<double> recompute_s;
+  std::vector<double> ffn_recompute_s;
   std::vector<double> attention_s;     // attention part of it
   std::vector<double> backward_s;      // per block backward time
   double forward_sum_s = 0;            // sum of forward_s, in block order (the same for every plan)

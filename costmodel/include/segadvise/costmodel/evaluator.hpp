@@ -141,14 +141,14 @@ inline void segment_sums(const PreparedChain& pc, const OffloadView& o, const Se
   const auto& blocks = pc.chain->blocks;
   for (int i = s.begin; i < s.end; ++i) {
     if (s.mode == BlockMode::Checkpoint) {
-      recompute_s += pc.forward_s[i];
+      recompute_s += pc.recompute_s[i];
       // the offload hooks take a checkpointed block's attention tensors in forward (see
       // OffloadView); they come back for the recompute
       if (o.on && blocks[i].attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes;
       continue;
     }
     if (s.mode == BlockMode::CheckpointFfn) {
-      recompute_s += pc.ffn_forward_s[i];
+      recompute_s += pc.ffn_recompute_s[i];
       if (s.offload_to_host) offload_bytes += blocks[i].ffn_input_bytes;
     }
     if (o.on && blocks[i].attention_offloadable) offload_bytes += pc.scaled[i].attention_bytes * o.share;

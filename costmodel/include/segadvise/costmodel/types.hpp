@@ -374,6 +374,15 @@ struct Coefficients {
   // backward kernels without the forward's Python module code (the sweep's host-bound SD 1.x, SDXL
   // and LTXVideo runs take 1.7x as long with every block recomputed: backward host ~0.4x forward)
   double backward_host_ratio = kBackwardLaunchesPerForward;
+  // host time a checkpointed block adds to its recompute pass, per unit of its forward host time:
+  // non-reentrant torch.utils.checkpoint runs a Python saved-tensor hook for every tensor the block
+  // saves (pack in the forward, pack again in the recompute, unpack in the backward) and re-enters
+  // the block's Python module code. The recompute pass of a block is never shorter than
+  // (1 + checkpoint_host_ratio) x its forward host time: on a fast card the hooks, not the kernels,
+  // set the cost of checkpointing (the sweep's H100 `layer` - `none` gaps are 1.2-3.3x the re-run
+  // forward; the L40S's, whose blocks are bound by their kernels, ~1x). Not fitted (calibrate.cpp
+  // says why): 0 unless a coefficients file sets it
+  double checkpoint_host_ratio = 0.0;
   double offload_share_checkpointed = 1.0;  // attention bytes offloaded from kept blocks when checkpointing is on
   // attention offload under checkpointing: blocks' worth of attention tensors the offload machinery
   // holds on the device at once (copies in flight, pooled buffers; at most offload_pin_memory_max_buckets, 12)
