@@ -534,7 +534,7 @@ Plan PlanOptimizer::to_plan(int flag, const std::vector<int>& decisions) const {
   return plan;
 }
 
-OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
+OptimalPlan PlanOptimizer::solve_activation(double budget_bytes, double step_time_to_beat_s) const {
   OptimalPlan out;
   out.activation_budget_bytes = budget_bytes;
   int best_flag = -1;
@@ -542,10 +542,14 @@ OptimalPlan PlanOptimizer::solve_activation(double budget_bytes) const {
   // a quick pass with a handful of labels per position: a feasible plan, its time an upper bound.
   // When keeping every block fits, that pass would find the all-keep plan's 0 s (no decision adds
   // negative time): take the bound without the pass (for Stable Cascade the pass was most of advise).
+  // A caller's incumbent is such a bound already (in the DP's units: seconds added to all-keep).
   double upper = kInf;
   std::vector<Grid> grids(2);
   if (keeping_everything_fits(budget_bytes)) {
     upper = 0.0;
+  } else if (step_time_to_beat_s < kInf) {
+    upper = std::max(0.0, step_time_to_beat_s - keep_step_time_s_);
+    for (int f : flags_) grids[f] = build_grid(f, limit_bytes(f, budget_bytes), upper * (1 + 1e-9) + 1e-12);
   } else {
     for (int f : flags_) {
       const Solution quick = run(f, budget_bytes, Objective::Time, kInf,
@@ -613,8 +617,8 @@ OptimalPlan PlanOptimizer::solve() const {
   return solve_activation(activation_for_peak_vram(usable_bytes_ - headroom_bytes_));
 }
 
-OptimalPlan PlanOptimizer::solve_for_peak(double peak_vram_bytes) const {
-  return solve_activation(activation_for_peak_vram(peak_vram_bytes));
+OptimalPlan PlanOptimizer::solve_for_peak(double peak_vram_bytes, double step_time_to_beat_s) const {
+  return solve_activation(activation_for_peak_vram(peak_vram_bytes), step_time_to_beat_s);
 }
 
 double PlanOptimizer::min_peak_vram_bytes() const {
