@@ -54,10 +54,11 @@ TEST_CASE("Stable Cascade C on an L40S: the plan that fits takes at most 12 sear
   const OptimalView v = compute_optimal(ctx, advise_schedules(ctx), false);
   REQUIRE(v.optimal.found);
   CHECK(v.verdict == FitVerdict::Fits);
-  // The point-budget plan (43.6 GiB) is borderline here, so the fit searches ran. Their bound is
-  // structural: 3 kinds of run (per-block, segmented, offload), one cap each, and at each cap the
-  // 4 subsets of {host copies, calls longer than one block}: 3 x 4 = 12, whatever the 192 blocks
-  // (a loop stepping the budget down a block's bytes at a time could take ~192 steps).
+  // Keeping every block does not fit here (nor does the point-budget plan), so the fit searches
+  // ran. Their bound is structural: 3 kinds of run (per-block, segmented, offload), one cap each,
+  // and at each cap the 4 subsets of {host copies, calls longer than one block}: 3 x 4 = 12,
+  // whatever the 192 blocks (a loop stepping the budget down a block's bytes at a time could take
+  // ~192 steps).
   CHECK(v.fit_searches >= 1);
   CHECK(v.fit_searches <= 12);
   // the plan's peak is within the card's usable memory with its whole range
@@ -71,15 +72,20 @@ TEST_CASE("Stable Cascade C on an L40S: the fitting plan is the fastest of every
   const OptimalView v = compute_optimal(ctx, advise_schedules(ctx), false);
   REQUIRE(v.optimal.found);
   REQUIRE(v.verdict == FitVerdict::Fits);
-  // Brute force over the same candidate set: the point-budget plan's caps, then at each cap every
+  // Brute force over the same candidate set: the kinds' caps, then at each cap every
   // subset of the features the caps allow there, each searched with no cutoff and ranged as it is.
   const PlanOptimizer full(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, optimal_options(ctx));
   const OptimalPlan point = full.solve();
   REQUIRE(point.found);
   REQUIRE(verdict(ctx, point) == FitVerdict::Borderline);  // the case the fit searches are for
-  const std::array<double, 3> cap = optimal_fit_caps(ctx, point.prediction);
+  // the caps are those of plans whose parts other than activations are keeping every block's
+  Plan keep_all;
+  for (int i = 0; i < static_cast<int>(ctx.chain.blocks.size()); ++i)
+    keep_all.segments.push_back(Segment{i, i + 1, BlockMode::Keep, false});
+  const std::array<double, 3> cap = optimal_fit_caps(ctx, full.predict_plan(keep_all));
   // the kinds' bands differ (the offload band is the widest): every cap is below the point limit
   for (double c : cap) CHECK(c < point.prediction.usable_vram_bytes - ctx.headroom_bytes);
+  MESSAGE("caps (GiB): per-block " << cap[0] / kGiB << ", segmented " << cap[1] / kGiB << ", offload " << cap[2] / kGiB);
   double best_s = std::numeric_limits<double>::infinity();
   int fitting = 0;
   for (double c : cap) {
