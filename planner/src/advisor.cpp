@@ -305,14 +305,14 @@ std::array<double, kFitKinds> optimal_fit_caps(const Context& ctx, const Predict
   return cap;
 }
 
-// The optimal plan when the point-budget plan is only borderline: the fastest plan of a candidate set,
-// computed once, whose own range fits. Each kind's cap (fitting_peak) is the largest point peak at
+// The optimal plan when keeping every block does not fit: the fastest plan of a candidate set,
+// computed once, whose own range fits (none: nothing returned). Each kind's cap (fitting_peak) is the largest point peak at
 // which a plan of that kind fits; at a cap c the features a fitting plan may use are those of the
 // kinds whose cap reaches c (host copies where the offload cap does, calls longer than one block
 // where the segmented cap does). The candidates are the fastest plan at each cap of each subset of
 // the features allowed there: at most kFitKinds caps x 4 subsets = 12 searches, whatever the
 // chain's length (in practice a few: most are skipped, below), each plan ranged again as it is. The
-// fastest candidate that fits is taken; when none fits the point-budget plan stays, with its verdict.
+// fastest candidate that fits is taken.
 // The searches run fewest features first (the cheapest), larger budgets first. Each looks only for
 // plans at least as fast as its cutoff: the fastest fitting plan so far, and, at the same cap, what
 // each search over fewer features found (a plan faster than all of those uses every added feature,
