@@ -7,6 +7,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "segadvise/costmodel/constants.hpp"
 #include "segadvise/costmodel/evaluator.hpp"
@@ -255,10 +256,130 @@ static Schedule kind_of_plan(const Plan& plan) {
   return s;
 }
 
-// whether a plan moves activations to the host (checkpoint inputs or attention): the offload kind
-static bool copies_to_host(const Plan& plan) {
-  const Schedule k = kind_of_plan(plan);
-  return k.offload_attention || is_unsloth(k.backend);
+// The kinds of run an optimal plan can be (kind_of_plan), each ranged with its own band
+// (range_stratum): only checkpoints of one block (or FFN-only), some call longer than one block, some
+// copy to the host (saved inputs or attention activations). Their order is FitKindIndex's.
+enum FitKindIndex { kPerBlockKind, kSegmentedKind, kOffloadKind, kFitKinds };
+
+static Schedule fit_kind(int k) {
+  Schedule s;  // checkpointing, interval 1, torch: per-block
+  if (k == kSegmentedKind) s.interval = 2;
+  if (k == kOffloadKind) s.backend = Backend::Unsloth;
+  return s;
+}
+
+// The largest point peak at which a plan of `kind` has a range whose upper end fits (its verdict is
+// "fits"), for a plan whose parts other than activations are `like`'s (weights, training state, the
+// card): -1 when none fits even with no activations, `limit` when one at the point limit fits.
+// The upper end is point x exp(log_hi x u), u the root of the squared parts' sigmas over the point:
+// it rises with the activation part (the part that the plans differ by), so the bytes that fit form
+// one interval from the floor up, and a bisection over them finds its end. kCapHalvings halvings
+// leave an interval of (limit - floor) / 2^64, under a byte for any card. Every plan solved at such a
+// peak is ranged again as it is (its own parts), so a cap off by rounding never yields a verdict
+// that does not hold.
+constexpr int kCapHalvings = 64;
+
+static double fitting_peak(const Context& ctx, const Schedule& kind, const Prediction& like, double limit) {
+  const PeakParts parts = peak_parts(like);
+  const double floor = like.peak_vram_bytes - parts.activation_bytes;
+  const auto fits_at = [&](double peak) {
+    Prediction q = like;
+    q.memory.activation_peak_bytes += peak - like.peak_vram_bytes;
+    q.peak_vram_bytes = peak;
+    return ranged_prediction(ctx.ranges, Anchor{}, kind, q, ctx.headroom_bytes).fit == FitVerdict::Fits;
+  };
+  if (!(floor <= limit) || !fits_at(floor)) return -1;
+  if (fits_at(limit)) return limit;
+  double lo = floor, hi = limit;  // fits at lo, not at hi
+  for (int k = 0; k < kCapHalvings && hi - lo > 1; ++k) {
+    const double mid = lo + (hi - lo) / 2;
+    (fits_at(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+std::array<double, kFitKinds> optimal_fit_caps(const Context& ctx, const Prediction& like) {
+  const double limit = like.usable_vram_bytes - ctx.headroom_bytes;
+  std::array<double, kFitKinds> cap{};
+  for (int k = 0; k < kFitKinds; ++k) cap[k] = fitting_peak(ctx, fit_kind(k), like, limit);
+  return cap;
+}
+
+// The optimal plan when keeping every block does not fit: the fastest plan of a candidate set,
+// computed once, whose own range fits (none: nothing returned). Each kind's cap (fitting_peak) is the largest point peak at
+// which a plan of that kind fits; at a cap c the features a fitting plan may use are those of the
+// kinds whose cap reaches c (host copies where the offload cap does, calls longer than one block
+// where the segmented cap does). The candidates are the fastest plan at each cap of each subset of
+// the features allowed there: at most kFitKinds caps x 4 subsets = 12 searches, whatever the
+// chain's length (in practice a few: most are skipped, below), each plan ranged again as it is. The
+// fastest candidate that fits is taken.
+// The searches run fewest features first (the cheapest), larger budgets first. Each looks only for
+// plans at least as fast as its cutoff: the fastest fitting plan so far, and, at the same cap, what
+// each search over fewer features found (a plan faster than all of those uses every added feature,
+// so it is of the kind whose cap allowed them, and fits). A search is skipped when one over at least
+// its features at no smaller budget found nothing faster than that cutoff (the same candidate set
+// then holds nothing it could add). So the result is the fastest fitting plan of the whole set
+// (a tie in time aside): what solving all 12 and ranging each gives.
+template <class VerdictOf>
+static std::optional<OptimalPlan> fit_optimal(const Context& ctx, const PlanOptimizer& opt, const Prediction& like,
+                                              const VerdictOf& verdict_of, OptimalView& v) {
+  const std::array<double, kFitKinds> cap = optimal_fit_caps(ctx, like);
+  struct Search {
+    double budget;
+    bool host, segments;
+    double step_time_s;  // what it found; with nothing found, its cutoff (no plan is faster)
+  };
+  std::vector<Search> todo;
+  for (int k = 0; k < kFitKinds; ++k) {
+    const double c = cap[k];
+    if (c <= 0) continue;
+    const bool host = cap[kOffloadKind] >= c, segments = cap[kSegmentedKind] >= c;
+    for (int h = 0; h <= int(host); ++h)
+      for (int g = 0; g <= int(segments); ++g) {
+        const bool known = std::any_of(todo.begin(), todo.end(), [&](const Search& t) {
+          return t.budget == c && t.host == bool(h) && t.segments == bool(g);
+        });
+        if (!known) todo.push_back({c, bool(h), bool(g), 0});
+      }
+  }
+  std::sort(todo.begin(), todo.end(), [](const Search& a, const Search& b) {
+    const int na = a.host + a.segments, nb = b.host + b.segments;
+    return na != nb ? na < nb : a.budget > b.budget;
+  });
+  std::unique_ptr<PlanOptimizer> restricted[2][2];  // [host][segments]; opt itself is [1][1]
+  const auto optimizer = [&](bool host, bool segments) -> const PlanOptimizer& {
+    if (host && segments) return opt;  // built with every option
+    std::unique_ptr<PlanOptimizer>& o = restricted[host][segments];
+    if (!o) {
+      OptimalOptions options = optimal_options(ctx);
+      options.allow_offload = options.allow_attention_offload = host;
+      if (!segments) options.max_segment_blocks = 1;
+      o = std::make_unique<PlanOptimizer>(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, options);
+    }
+    return *o;
+  };
+  std::optional<OptimalPlan> best;
+  double best_s = std::numeric_limits<double>::infinity();
+  std::vector<Search> done;
+  for (const Search& s : todo) {
+    double cutoff = best_s;
+    for (const Search& d : done)
+      if (d.budget == s.budget && d.host <= s.host && d.segments <= s.segments) cutoff = std::min(cutoff, d.step_time_s);
+    const bool covered = std::any_of(done.begin(), done.end(), [&](const Search& d) {
+      return d.budget >= s.budget && d.host >= s.host && d.segments >= s.segments && d.step_time_s >= cutoff;
+    });
+    if (covered) continue;
+    OptimalPlan p = optimizer(s.host, s.segments).solve_for_peak(s.budget, cutoff);
+    ++v.fit_searches;
+    done.push_back({s.budget, s.host, s.segments, p.found ? p.prediction.step_time_s : cutoff});
+    if (!p.found || verdict_of(p).fit != FitVerdict::Fits) continue;
+    const double t = p.prediction.step_time_s;
+    if (!best || t < best_s || (t == best_s && p.prediction.peak_vram_bytes < best->prediction.peak_vram_bytes)) {
+      best_s = t;
+      best = std::move(p);
+    }
+  }
+  return best;
 }
 
 static OptimalView solve_optimal(const Context& ctx, bool with_front) {
@@ -268,57 +389,25 @@ static OptimalView solve_optimal(const Context& ctx, bool with_front) {
   const auto verdict_of = [&](const OptimalPlan& o) {
     return ranged_prediction(ctx.ranges, Anchor{}, kind_of_plan(o.plan), o.prediction, ctx.headroom_bytes);
   };
-  v.optimal = opt.solve();
+  // One rule for "fits" (the range's upper end plus headroom), for the optimal plan as for every
+  // schedule, while the DP's budget is on the point peak. Keeping every block is the fastest plan
+  // of all: where its range fits, the point-budget search finds it at once. Otherwise the candidate
+  // set at the kinds' caps (fit_optimal) holds the fastest plan that fits: the point-budget plan
+  // when its own range fits (its peak is then within its kind's cap, and nothing is faster), so
+  // that search (the costliest of all: ~60,000 labels on Stable Cascade C on a V100) runs only
+  // when no candidate fits, for the plan and verdict shown then.
+  Plan keep_all;
+  for (int i = 0; i < static_cast<int>(ctx.chain.blocks.size()); ++i)
+    keep_all.segments.push_back(Segment{i, i + 1, BlockMode::Keep, false});
+  const Prediction keep = opt.predict_plan(keep_all);
+  Schedule none;
+  none.checkpointing = false;
+  const bool keep_fits =
+      ranged_prediction(ctx.ranges, Anchor{}, none, keep, ctx.headroom_bytes).fit == FitVerdict::Fits;
+  std::optional<OptimalPlan> fitting;
+  if (!keep_fits && keep.supported) fitting = fit_optimal(ctx, opt, keep, verdict_of, v);
+  v.optimal = fitting ? std::move(*fitting) : opt.solve();
   if (v.optimal.found) {
-    RangedPrediction r = verdict_of(v.optimal);
-    // One rule for "fits" (the range's upper end plus headroom), for the optimal plan as for every
-    // schedule: the DP's budget is on the point peak, so a plan at the edge of it is borderline.
-    // Tighten the point budget by the factor the upper end overshoots (the upper end is about the
-    // point times a factor: a point at budget x (usable - headroom) / hi would put it at the edge),
-    // re-solve, and keep the first plan found whose verdict is "fits" (the fastest at that budget);
-    // when none is found the point-budget plan stays, with its verdict.
-    // A plan with host copies is its own kind of run (offload), whose range is wider: where the
-    // tighter budget's fastest plan copies to the host and does not fit, the fastest plan at the same
-    // budget without host copies is tried too (it may fit where the faster one does not).
-    const double limit = v.optimal.prediction.usable_vram_bytes - ctx.headroom_bytes;
-    double point = r.prediction.peak_vram_bytes, hi = r.peak_vram_bytes.hi;
-    std::unique_ptr<PlanOptimizer> on_device;
-    for (int step = 0; step < kOptimalFitSteps && r.fit == FitVerdict::Borderline && hi > 0; ++step) {
-      const double budget = point * limit / hi * (1 - 1e-6 * (step + 1));
-      std::vector<std::pair<OptimalPlan, RangedPrediction>> tried;
-      if (OptimalPlan tighter = opt.solve_for_peak(budget); tighter.found) {
-        const RangedPrediction rt = verdict_of(tighter);
-        tried.emplace_back(std::move(tighter), rt);
-      }
-      const bool fits = !tried.empty() && tried[0].second.fit == FitVerdict::Fits;
-      if (!fits && (tried.empty() || copies_to_host(tried[0].first.plan))) {
-        if (!on_device) {
-          OptimalOptions o = optimal_options(ctx);
-          o.allow_offload = o.allow_attention_offload = false;
-          on_device = std::make_unique<PlanOptimizer>(ctx.chain, ctx.setup, ctx.gpu, ctx.coef, ctx.headroom_bytes, o);
-        }
-        if (OptimalPlan d = on_device->solve_for_peak(budget); d.found) {
-          const RangedPrediction rd = verdict_of(d);
-          tried.emplace_back(std::move(d), rd);
-        }
-      }
-      if (tried.empty()) break;
-      // the first that fits (the fastest plan at this budget, else the fastest without host copies);
-      // else go on from the one whose upper end is lowest
-      const auto fit_at = std::find_if(tried.begin(), tried.end(),
-                                       [](const auto& t) { return t.second.fit == FitVerdict::Fits; });
-      if (fit_at != tried.end()) {
-        v.optimal = std::move(fit_at->first);
-        break;
-      }
-      const auto low = std::min_element(tried.begin(), tried.end(), [](const auto& x, const auto& y) {
-        return x.second.peak_vram_bytes.hi < y.second.peak_vram_bytes.hi;
-      });
-      const RangedPrediction& rt = low->second;
-      if (!(rt.prediction.peak_vram_bytes < point) && !(rt.peak_vram_bytes.hi < hi)) break;  // nothing tighter to find
-      point = rt.prediction.peak_vram_bytes;
-      hi = rt.peak_vram_bytes.hi;
-    }
     v.verdict = verdict_of(v.optimal).fit;
     v.insight = opt.insight(v.optimal.plan);
   }

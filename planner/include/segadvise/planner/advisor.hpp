@@ -7,6 +7,7 @@
 // No file is read here: coefficients and profiles arrive as values (calibration and the CLI load them).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,11 +102,20 @@ struct OptimalView {
   // the optimal plan's 90% range against the card, as every schedule's (fits only when its upper end
   // plus the headroom fits)
   FitVerdict verdict = FitVerdict::DoesNotFit;
+  // searches run to find a plan whose range fits where keeping every block does not fit: at each
+  // kind of run's cap (per-block, segmented, offload) each subset of {host copies, calls longer than
+  // one block}, so at most 3 x 4 = 12 whatever the chain (advisor.cpp, fit_optimal)
+  int fit_searches = 0;
   int uniform = -1;        // index of the best trainer schedule that fits (advice.recommended)
   double gain_s = 0;       // uniform step time minus optimal (>= 0)
   double gain_fraction = 0;
 };
 OptimalView compute_optimal(const Context& ctx, const Advice& advice, bool with_front);
+// Where keeping every block does not fit, the largest point peak at which a plan of each kind of
+// run has a range that fits (per-block, segmented, offload; -1: none fits even
+// with no activations), for a plan whose other parts are `like`'s: the budgets compute_optimal
+// searches at (advisor.cpp, fit_optimal).
+std::array<double, 3> optimal_fit_caps(const Context& ctx, const Prediction& like);
 
 // One change of the setup that makes something fit, with the schedule advise would then pick.
 struct Alternative {

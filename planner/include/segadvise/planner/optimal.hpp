@@ -32,6 +32,7 @@
 // peak fits, and its figures are anchored as every trainer schedule's are.
 #pragma once
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -93,8 +94,12 @@ class PlanOptimizer {
 
   // The fastest plan that fits the GPU's usable memory minus headroom and static memory.
   OptimalPlan solve() const;
-  // The fastest plan whose predicted peak VRAM is at most `peak_vram_bytes`.
-  OptimalPlan solve_for_peak(double peak_vram_bytes) const;
+  // The fastest plan whose predicted peak VRAM is at most `peak_vram_bytes`. With a finite
+  // `step_time_to_beat_s` (an incumbent: a plan of that step time is already in hand) only plans at
+  // least as fast are searched for (the incumbent's time is the branch-and-bound cutoff, in place of
+  // the quick pass); none such: found is false.
+  OptimalPlan solve_for_peak(double peak_vram_bytes,
+                             double step_time_to_beat_s = std::numeric_limits<double>::infinity()) const;
   // The smallest peak VRAM any plan reaches (every option used to save memory).
   double min_peak_vram_bytes() const;
   // Optimal plans over budgets from the smallest peak to the fastest plan's, at most `max_points`.
@@ -166,7 +171,7 @@ class PlanOptimizer {
   Solution run(int flag, double budget_bytes, Objective objective, double upper_bound_s, std::size_t max_labels,
                const Grid* grid = nullptr) const;
   Plan to_plan(int flag, const std::vector<int>& decisions) const;
-  OptimalPlan solve_activation(double budget_bytes) const;
+  OptimalPlan solve_activation(double budget_bytes, double step_time_to_beat_s = std::numeric_limits<double>::infinity()) const;
   bool keeping_everything_fits(double budget_bytes) const;
   Prediction anchored(const Prediction& p) const;  // anchor_'s scales applied (none: p)
 
