@@ -127,8 +127,6 @@ constexpr double kExpandableSegmentsSlack = 0.05;
 constexpr std::size_t kLongChainBlocks = 64;
 constexpr int kLongChainMaxSegmentBlocks = 32;
 constexpr int kParetoFrontPlans = 16;  // optimal plans on the printed Pareto front
-// re-solves of the optimal per-block plan at a tighter point budget until its range fits (advisor)
-constexpr int kOptimalFitSteps = 4;
 // The optimal planner's grid bound (planner/src/optimal.cpp, build_grid): time cells x decisions
 // per grid is held near kOptimalGridWork (Kandinsky 5 image's 52 blocks: ~720 cells; Stable
 // Cascade's 192 micro-blocks capped at 32-block calls: ~160; a 4,096-block chain: the minimum),
