@@ -415,3 +415,20 @@ TEST_CASE("read_run_setup reads every key that moves a phase, with the trainer's
   CHECK_THROWS_AS(read_run_setup(ordered_json::parse(R"({"validation_resolution": "big"})"), "cfg.json"), InputError);
   CHECK_THROWS_AS(read_run_setup(ordered_json::parse(R"({"text_encoder_1_precision": "int9"})"), "cfg.json"), InputError);
 }
+
+TEST_CASE("a stride equal to the interval is the plain interval on a segmented family, a stride on a per-block one") {
+  // Wan checkpoints contiguous segments: blocks [kS, kS+2) with S = 2 is interval 2, and reads back as
+  // advise writes it; Chroma checkpoints block i where i % S < N: a stride there is its own schedule
+  const fs::path dir = fs::temp_directory_path() / ("segadvise-test-stride-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto read = [&](const std::string& family, const std::string& flavour) {
+    const fs::path p = dir / (family + ".json");
+    std::ofstream(p) << R"({"model_family": ")" << family << R"(", "model_flavour": ")" << flavour
+                     << R"(", "model_type": "lora", "gradient_checkpointing": true,
+                           "gradient_checkpointing_interval": 2, "gradient_checkpointing_segment_stride": 2})";
+    return read_simpletuner_config(p.string(), away()).schedule.name();
+  };
+  CHECK(read("wan", "t2v-480p-1.3b-2.1") == "interval2");
+  CHECK(read("chroma", "base") == "seg2-stride2");
+  fs::remove_all(dir);
+}

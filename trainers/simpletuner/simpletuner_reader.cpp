@@ -328,6 +328,13 @@ void read_schedule(const Fields& cfg, const Family& fam, TrainerRead& r) {
     sc.interval = sc.stride = 0;
     sc.backend = Backend::Torch;
   }
+  // On the segmented path blocks [kS, kS+N) form one checkpoint call, S the stride, N by default
+  // (SimpleTuner's segmented checkpointing, checkpoint_sequential_state; docs/sources/simpletuner.md
+  // §3.2): a stride equal to the interval is the plain interval, and is named so (advise writes interval
+  // K with that stride, simpletuner_keys). On the per-block path a stride changes the blocks: kept.
+  if (sc.checkpointing && sc.interval > 1 && sc.stride == sc.interval &&
+      interval_path(fam, sc, r.setup).rule == IntervalRule::Segmented)
+    sc.stride = 0;
   if (cfg.boolean("gradient_checkpointing_offload_attention_prefetch", false) && !sc.offload_attention)
     r.warnings.push_back(cfg.where("gradient_checkpointing_offload_attention_prefetch") +
                          ": turned off by the trainer without gradient_checkpointing_offload_attention");
